@@ -1,0 +1,1 @@
+"""AWS plumbing: endpoints, clients, the embedded moto server, capacity rules."""

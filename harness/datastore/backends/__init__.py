@@ -1,0 +1,1 @@
+"""Storage bindings: what swamp's contract needs from a backend, on DynamoDB and S3."""

@@ -1,0 +1,31 @@
+"""Errors the datastore raises; the load layer classifies them into error kinds."""
+
+from harness.errors import HarnessError
+
+
+class DatastoreError(Exception):
+    """Base for failures of a sync step (not user input errors)."""
+
+
+class LockTimeoutError(DatastoreError):
+    """The lock could not be acquired within the wait limit (swamp's exact message)."""
+
+    def __init__(self, key: str, wait_ms: int) -> None:
+        super().__init__(f"Lock timeout after {wait_ms}ms on key: {key}")
+        self.key = key
+
+
+class LockLostError(DatastoreError):
+    """A heartbeat or release found the lock no longer ours."""
+
+
+class FencedError(DatastoreError):
+    """A commit was rejected because its lock grant is no longer the current one."""
+
+
+class ConflictError(DatastoreError):
+    """A push found the remote file changed since this worker last pulled it."""
+
+
+class ConfigError(HarnessError, ValueError):
+    """Bad datastore configuration or input (one line, user-fixable)."""

@@ -1,0 +1,58 @@
+"""Shared fixtures: in-process moto for unit tests (never real AWS)."""
+
+from __future__ import annotations
+
+import os
+
+import boto3
+import pytest
+from moto import mock_aws
+
+from harness.aws.instrument import instrument
+from harness.clock import FakeClock
+from harness.datastore.backends.dynamodb import DynamoBackend
+from harness.datastore.backends.s3 import S3Backend
+from harness.datastore.catalog import Catalog
+from harness.datastore.lock import LockConfig
+from harness.datastore.sync import Datastore, SyncConfig
+
+for var in ("AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_DYNAMODB", "AWS_ENDPOINT_URL_S3", "AWS_PROFILE"):
+    os.environ.pop(var, None)
+os.environ.update(AWS_ACCESS_KEY_ID="testing", AWS_SECRET_ACCESS_KEY="testing", AWS_DEFAULT_REGION="us-east-1")
+
+FAST_LOCK = LockConfig(ttl_s=3.0, wait_s=2.0, retry_s=0.05, retry_cap_s=0.1)
+
+
+@pytest.fixture
+def aws():
+    with mock_aws():
+        yield instrument(boto3.client("dynamodb")), instrument(boto3.client("s3"))
+
+
+@pytest.fixture
+def clock() -> FakeClock:
+    return FakeClock()
+
+
+def make_backend(kind: str, aws, clock=None, table: str = "harness-test", bucket: str = "harness-test"):
+    ddb, s3 = aws
+    if kind in ("legacy", "per-model"):
+        be = DynamoBackend(ddb, table, kind, clock=clock)
+    else:
+        be = S3Backend(s3, bucket, kind, clock=clock)
+    be.ensure()
+    return be
+
+
+def make_store(backend, namespace=None, *, lock_scope="namespace", index_commit="delta", clock=None,
+               lock=FAST_LOCK, heartbeat=False, holder="w"):
+    cfg = SyncConfig(namespace=namespace, lock_scope=lock_scope, index_commit=index_commit, lock=lock,
+                     heartbeat=heartbeat)
+    return Datastore(backend, Catalog(), cfg, clock=clock, holder=holder)
+
+
+def step(steps, name):
+    """The (last) step of that name."""
+    found = [s for s in steps if s.name == name]
+    assert found, f"no {name} step in {[s.name for s in steps]}"
+    return found[-1]

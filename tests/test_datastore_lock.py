@@ -1,0 +1,230 @@
+"""Lock, fencing and bad-input behaviour on both backends."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+
+from harness.clock import SystemClock
+from harness.datastore.backends.base import FileMeta
+from harness.datastore.errors import ConfigError, FencedError, LockLostError, LockTimeoutError
+from harness.datastore.lock import Lock, LockConfig
+from harness.datastore.work import Work
+from tests.conftest import make_backend, make_store, step
+
+LOCK_BACKENDS = ["per-model", "sharded"]
+
+
+@pytest.mark.parametrize("kind", LOCK_BACKENDS)
+def test_waiter_gives_up_with_swamps_exact_message(aws, clock, kind):
+    be = make_backend(kind, aws, clock=clock)
+    cfg = LockConfig(ttl_s=30, wait_s=60, retry_s=1, retry_cap_s=2)
+    # the holder stays live for the whole wait (as if heartbeating)
+    holder = Lock(be.lock_store, "dynamodb://bench-ddb-gsi-perf", clock, LockConfig(ttl_s=120))
+    holder.acquire(Work())
+    waiter = Lock(be.lock_store, "dynamodb://bench-ddb-gsi-perf", clock, cfg)
+    w = Work()
+    with pytest.raises(LockTimeoutError) as err:
+        waiter.acquire(w)
+    assert str(err.value) == "Lock timeout after 60000ms on key: dynamodb://bench-ddb-gsi-perf"
+    # retried every ~1-2 s (jittered, capped at 2 s) for 60 s: between 30 and 120 attempts
+    attempts = sum(v for k, v in w.requests.items() if k in ("UpdateItem", "PutObject"))
+    assert 30 <= attempts <= 121
+
+
+def test_timeout_message_follows_configured_wait(aws, clock):
+    be = make_backend("per-model", aws, clock=clock)
+    cfg = LockConfig(ttl_s=30, wait_s=2.5, retry_s=0.5, retry_cap_s=1)
+    Lock(be.lock_store, "k", clock, cfg).acquire(Work())
+    with pytest.raises(LockTimeoutError, match=r"^Lock timeout after 2500ms on key: k$"):
+        Lock(be.lock_store, "k", clock, cfg).acquire(Work())
+
+
+@pytest.mark.parametrize("kind", LOCK_BACKENDS)
+def test_expired_lock_is_taken_over_and_fence_grows(aws, clock, kind):
+    be = make_backend(kind, aws, clock=clock)
+    cfg = LockConfig(ttl_s=3, wait_s=1, retry_s=0.1)
+    a = Lock(be.lock_store, ".locks/ns.lock", clock, cfg).acquire(Work())
+    clock.advance(3.5)
+    b = Lock(be.lock_store, ".locks/ns.lock", clock, cfg).acquire(Work())
+    assert b.fence > a.fence and b.nonce != a.nonce
+    # a's heartbeat and release are refused now: both are conditioned on the nonce
+    lock_a = Lock(be.lock_store, ".locks/ns.lock", clock, cfg)
+    with pytest.raises(LockLostError):
+        lock_a.heartbeat(a, Work())
+    assert not lock_a.release(a, Work())
+    assert Lock(be.lock_store, ".locks/ns.lock", clock, cfg).release(b, Work())
+    c = Lock(be.lock_store, ".locks/ns.lock", clock, cfg).acquire(Work())
+    assert c.fence > b.fence and c.wait_ms == 0
+
+
+@pytest.mark.parametrize("kind", LOCK_BACKENDS)
+def test_heartbeat_keeps_a_live_holder(aws, clock, kind):
+    be = make_backend(kind, aws, clock=clock)
+    cfg = LockConfig(ttl_s=3, wait_s=0.5, retry_s=0.1)
+    lock = Lock(be.lock_store, "k", clock, cfg)
+    grant = lock.acquire(Work())
+    for _ in range(5):  # 5 x 2 s > TTL, but renewed every TTL/3-ish
+        clock.advance(2)
+        lock.heartbeat(grant, Work())
+    with pytest.raises(LockTimeoutError):
+        Lock(be.lock_store, "k", clock, cfg).acquire(Work())
+
+
+def _two_workers(aws, namespaces, hold_s=0.6):
+    be = make_backend("per-model", aws)
+    cfg = LockConfig(ttl_s=5, wait_s=5, retry_s=0.05, retry_cap_s=0.1)
+    a = make_store(be, namespaces[0], lock=cfg, clock=SystemClock(), holder="a")
+    b = make_store(be, namespaces[1], lock=cfg, clock=SystemClock(), holder="b")
+    holding = threading.Event()
+    steps_b: list = []
+
+    def run_b():
+        holding.wait(5)
+        b.sync_run("mb", "get_uptime", 100, steps_b)
+
+    t = threading.Thread(target=run_b)
+    t.start()
+    with a.locked([]):
+        holding.set()
+        time.sleep(hold_s)
+    t.join(10)
+    return step(steps_b, "lock").ms
+
+
+def test_shared_datastore_lock_serializes_two_workers(aws):
+    # no namespace: both use the one datastore lock dynamodb://<table>
+    assert _two_workers(aws, (None, None)) > 400
+
+
+def test_namespaced_locks_do_not_block_each_other(aws):
+    assert _two_workers(aws, ("wa", "wb")) < 300
+
+
+@pytest.mark.parametrize("lock_scope,expected", [("datastore", "dynamodb://harness-test"),
+                                                 ("namespace", ".locks/w1.lock"),
+                                                 ("model", "w1/data/system/m1/.lock")])
+def test_lock_keys_by_scope(aws, lock_scope, expected):
+    store = make_store(make_backend("per-model", aws), "w1", lock_scope=lock_scope)
+    key = store.lock_key(("system", "m1")) if lock_scope != "datastore" else store.backend.datastore_lock_key()
+    assert key == expected
+
+
+def test_paused_holder_is_fenced_and_leaves_no_index_entry(aws, clock):
+    be = make_backend("per-model", aws, clock=clock)
+    a = make_store(be, "w1", clock=clock, holder="a")
+    b = make_store(be, "w1", clock=clock, holder="b")
+    lock = Lock(be.lock_store, a.lock_key(), clock, a.cfg.lock)
+    grant = lock.acquire(Work())
+    a.run_method_locally("system", "paused", "get_uptime", 100, Work())
+    a.prepare(Work())
+    clock.advance(a.cfg.lock.ttl_s + 1)  # a "GC pause" past the TTL, no heartbeat
+    steps = []
+    b.sync_run("other", "get_uptime", 100, steps)  # b takes the expired lock and commits
+    with pytest.raises(FencedError):
+        a.commit(grant, Work())
+    w = Work()
+    found = be.lookup([m.rel_path for m in a.staged.values()], w)
+    assert found == {} and w.items_read == 0
+    assert len(be.lookup([m.rel_path for m in b.local.values()], Work())) == 5
+
+
+def test_fenced_commit_rolls_back_entries_of_earlier_transactions(aws, clock):
+    """A lock lost mid-commit: entries written by the commit's first transactions are removed."""
+    be = make_backend("per-model", aws, clock=clock)
+    lock = Lock(be.lock_store, ".locks/w1.lock", clock, LockConfig(ttl_s=3, wait_s=1, retry_s=0.1))
+    grant = lock.acquire(Work())
+    entries = [FileMeta(f"w1/data/system/m/x/{i}/raw", 1, "d", 1, 1) for i in range(150)]
+    original = be._transact
+    calls = []
+
+    def steal_after_first(ops, g, work):
+        calls.append(len(ops))
+        if len(calls) == 2:  # the lock is taken over between the first and second transaction
+            clock.advance(4)
+            Lock(be.lock_store, ".locks/w1.lock", clock, lock.cfg).acquire(Work())
+        return original(ops, g, work)
+
+    be._transact = steal_after_first
+    with pytest.raises(FencedError):
+        be.commit("w1", entries, grant, Work())
+    assert calls[0] == 99  # lock check + 98 puts
+    assert be.lookup([e.rel_path for e in entries], Work()) == {}
+
+
+@pytest.mark.parametrize("kind", ["sharded", "monolith"])
+def test_s3_commit_by_a_stale_holder_is_rejected(aws, clock, kind):
+    be = make_backend(kind, aws, clock=clock)
+    a = make_store(be, "w1", clock=clock, holder="a")
+    b = make_store(be, "w1", clock=clock, holder="b")
+    grant = Lock(be.lock_store, a.lock_key(), clock, a.cfg.lock).acquire(Work())
+    a.run_method_locally("system", "paused", "get_uptime", 100, Work())
+    clock.advance(a.cfg.lock.ttl_s + 1)
+    b.sync_run("other", "get_uptime", 100, [])
+    with pytest.raises(FencedError):
+        a.commit(grant, Work())
+    fresh = make_store(be, "w1", clock=clock, holder="c")
+    fresh.pull(Work())
+    assert not any("paused" in r for r in fresh.local) and any("other" in r for r in fresh.local)
+
+
+# ---- bad input: one line each ---------------------------------------------------------
+
+
+def _one_line(err: Exception) -> str:
+    msg = str(err)
+    assert "\n" not in msg and len(msg) < 200
+    return msg
+
+
+def test_unknown_gsi_layout(aws):
+    from harness.datastore.backends.dynamodb import DynamoBackend
+
+    with pytest.raises(ConfigError) as e:
+        DynamoBackend(aws[0], "tbl", "hash-everything")
+    assert "unknown GSI layout 'hash-everything'" in _one_line(e.value)
+
+
+def test_unknown_index_mode_and_kind(aws):
+    from harness.datastore.backends.s3 import S3Backend
+    from harness.datastore.sync import SyncConfig
+
+    with pytest.raises(ConfigError) as e:
+        SyncConfig(index_commit="partial")
+    assert "unknown index commit mode 'partial'" in _one_line(e.value)
+    with pytest.raises(ConfigError) as e:
+        S3Backend(aws[1], "bkt", "btree")
+    assert "unknown S3 index kind 'btree'" in _one_line(e.value)
+
+
+def test_table_with_wrong_key_schema_is_refused(aws):
+    aws[0].create_table(TableName="someone-elses", KeySchema=[{"AttributeName": "id", "KeyType": "HASH"}],
+                        AttributeDefinitions=[{"AttributeName": "id", "AttributeType": "S"}],
+                        BillingMode="PAY_PER_REQUEST")
+    with pytest.raises(ConfigError) as e:
+        make_backend("per-model", aws, table="someone-elses")
+    msg = _one_line(e.value)
+    assert "someone-elses" in msg and "id (HASH)" in msg and "expected pk (HASH) + sk (RANGE)" in msg
+
+
+def test_missing_bucket_without_creation(aws):
+    from harness.datastore.backends.s3 import S3Backend
+
+    with pytest.raises(ConfigError) as e:
+        S3Backend(aws[1], "not-there", create=False).ensure()
+    assert "S3 bucket 'not-there' does not exist" in _one_line(e.value)
+
+
+@pytest.mark.parametrize("key", ["has space", "", "a//b", "semi;colon"])
+def test_lock_key_with_illegal_characters(aws, clock, key):
+    be = make_backend("per-model", aws, clock=clock)
+    with pytest.raises(ConfigError) as e:
+        Lock(be.lock_store, key, clock, LockConfig())
+    assert "invalid lock key" in _one_line(e.value)
+
+
+def test_lock_wait_shorter_than_retry_is_refused():
+    with pytest.raises(ConfigError, match="shorter than its retry"):
+        LockConfig(wait_s=0.5, retry_s=1)
