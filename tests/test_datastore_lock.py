@@ -131,27 +131,29 @@ def test_paused_holder_is_fenced_and_leaves_no_index_entry(aws, clock):
     assert len(be.lookup([m.rel_path for m in b.local.values()], Work())) == 5
 
 
-def test_fenced_commit_rolls_back_entries_of_earlier_transactions(aws, clock):
-    """A lock lost mid-commit: entries written by the commit's first transactions are removed."""
+def test_lock_lost_mid_commit_rolls_back_what_the_commit_wrote(aws, clock):
+    """The lock is taken over while the entries are going out: none of them survives."""
     be = make_backend("per-model", aws, clock=clock)
     lock = Lock(be.lock_store, ".locks/w1.lock", clock, LockConfig(ttl_s=3, wait_s=1, retry_s=0.1))
     grant = lock.acquire(Work())
-    entries = [FileMeta(f"w1/data/system/m/x/{i}/raw", 1, "d", 1, 1) for i in range(150)]
-    original = be._transact
+    entries = [FileMeta(f"w1/data/system/m/x/{i}/raw", 1, "d", 1, 1) for i in range(60)]
+    original = be._batch_write
     calls = []
 
-    def steal_after_first(ops, g, work):
-        calls.append(len(ops))
-        if len(calls) == 2:  # the lock is taken over between the first and second transaction
-            clock.advance(4)
-            Lock(be.lock_store, ".locks/w1.lock", clock, lock.cfg).acquire(Work())
-        return original(ops, g, work)
+    def steal_after_first(reqs, work):
+        calls.append(len(reqs))
+        original(reqs[:25], work)  # the first batch lands...
+        clock.advance(4)  # ...then the holder pauses past its TTL and another takes the lock
+        Lock(be.lock_store, ".locks/w1.lock", clock, lock.cfg).acquire(Work())
+        original(reqs[25:], work)
 
-    be._transact = steal_after_first
+    be._batch_write = steal_after_first
+    w = Work()
     with pytest.raises(FencedError):
-        be.commit("w1", entries, grant, Work())
-    assert calls[0] == 99  # lock check + 98 puts
+        be.commit("w1", entries, grant, w)
+    assert calls == [60]
     assert be.lookup([e.rel_path for e in entries], Work()) == {}
+    assert be.commit_seq("w1", Work()) == 0  # never sealed
 
 
 @pytest.mark.parametrize("kind", ["sharded", "monolith"])

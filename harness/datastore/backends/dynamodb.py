@@ -40,7 +40,6 @@ GSI_LAYOUTS = ("legacy", "per-model")
 CHUNK_BYTES = 256 * 1024
 GSI_NAME = "gsi1"
 GSI_KEYS = (("gsi1pk", "gsi1sk"),)
-TRANSACT_MAX = 100
 BATCH_GET_MAX = 100
 BATCH_WRITE_MAX = 25
 
@@ -343,62 +342,68 @@ class DynamoBackend:
         work.write_units += 1
         self._known_partitions |= new
 
-    def _lock_check(self, grant: LockGrant) -> dict:
-        return {"ConditionCheck": {
-            "TableName": self.table, "Key": DynamoLockStore.key_of(grant.key),
-            "ConditionExpression": "nonce = :n AND expiresAtMs > :now",
-            "ExpressionAttributeValues": {":n": _s(grant.nonce), ":now": _n(now_ms(self.clock))},
-        }}
-
-    def _transact(self, ops: list[dict], grant: LockGrant, work: Work) -> None:
+    def _gate(self, grant: LockGrant, work: Work) -> None:
+        """A conditional write on the lock item: proceed only while this grant still holds it."""
         try:
             with recording(work):
-                self.client.transact_write_items(TransactItems=ops)
+                self.client.update_item(
+                    TableName=self.table, Key=DynamoLockStore.key_of(grant.key),
+                    UpdateExpression="SET #c = :t",
+                    ConditionExpression="nonce = :n AND expiresAtMs > :now",
+                    ExpressionAttributeNames={"#c": "commitFence"},
+                    ExpressionAttributeValues={":t": _n(grant.fence), ":n": _s(grant.nonce),
+                                               ":now": _n(now_ms(self.clock))})
         except ClientError as e:
-            if _code(e) == "TransactionCanceledException":
-                reasons = [r.get("Code") for r in e.response.get("CancellationReasons", [])]
-                if not reasons or reasons[0] == "ConditionalCheckFailed" or reasons[-1] == "ConditionalCheckFailed":
-                    raise FencedError(
-                        f"commit rejected: lock {grant.key} (fence {grant.fence}) is no longer held") from e
+            if _code(e) == "ConditionalCheckFailedException":
+                raise FencedError(f"commit rejected: lock {grant.key} (fence {grant.fence}) is no longer held") from e
             raise
+        work.write_units += 1
+
+    def _seal(self, namespace: str | None, grant: LockGrant, work: Work) -> None:
+        """Advance the commit sequence, refused if a newer fencing token already committed."""
+        try:
+            with recording(work):
+                self.client.update_item(
+                    TableName=self.table, Key=self._state_key(namespace, "SEQ"),
+                    UpdateExpression="SET #f = :t, #u = :u ADD #s :one",
+                    ConditionExpression="attribute_not_exists(#f) OR #f <= :t",
+                    ExpressionAttributeNames={"#f": "fence", "#u": "updatedAt", "#s": "seq"},
+                    ExpressionAttributeValues={":t": _n(grant.fence), ":one": _n(1), ":u": _n(now_ms(self.clock))})
+        except ClientError as e:
+            if _code(e) == "ConditionalCheckFailedException":
+                raise FencedError(f"commit rejected: a newer lock holder committed after fence {grant.fence}") from e
+            raise
+        work.write_units += 1
 
     def commit(self, namespace: str | None, entries: Sequence[FileMeta], grant: LockGrant,
                work: Work) -> int:
-        """Write index entries in fenced transactions; roll back what a fenced commit wrote."""
+        """Gate on the lock, batch-write the entries stamped with the fence, re-check, seal.
+
+        Not TransactWriteItems: that caps at 100 items, costs double, and moto
+        deep-copies the whole table per item in a transaction, which would
+        make a local commit's cost grow with the table rather than the commit.
+        A commit fenced after its entries went out deletes them again.
+        """
         self._register(namespace, entries, work)
-        per = TRANSACT_MAX - 2  # room for the lock check and the sequence update
-        written: list[FileMeta] = []
+        self._gate(grant, work)
+        reqs = []
+        for e in entries:
+            item = self.meta_item(namespace, e, grant.fence)
+            work.write_units += write_units(item, GSI_KEYS)
+            reqs.append({"PutRequest": {"Item": item}})
         try:
-            for i in range(0, max(1, len(entries)), per):
-                chunk = list(entries[i:i + per])
-                ops = [self._lock_check(grant)]
-                for e in chunk:
-                    item = self.meta_item(namespace, e, grant.fence)
-                    work.write_units += 2 * write_units(item, GSI_KEYS)  # transactional writes cost double
-                    ops.append({"Put": {"TableName": self.table, "Item": item}})
-                last = i + per >= len(entries)
-                if last:
-                    ops.append({"Update": {
-                        "TableName": self.table, "Key": self._state_key(namespace, "SEQ"),
-                        "UpdateExpression": "SET #f = :t, #u = :u ADD #s :one",
-                        "ConditionExpression": "attribute_not_exists(#f) OR #f <= :t",
-                        "ExpressionAttributeNames": {"#f": "fence", "#u": "updatedAt", "#s": "seq"},
-                        "ExpressionAttributeValues": {":t": _n(grant.fence), ":one": _n(1),
-                                                      ":u": _n(now_ms(self.clock))},
-                        "ReturnValuesOnConditionCheckFailure": "NONE",
-                    }})
-                    work.write_units += 2
-                self._transact(ops, grant, work)
-                written.extend(chunk)
-                work.index_entries_written += len(chunk)
-                work.items_written += len(chunk)
+            self._batch_write(reqs, work)
+            work.index_entries_written += len(entries)
+            work.items_written += len(entries)
+            self._gate(grant, work)
+            self._seal(namespace, grant, work)
         except FencedError:
-            self._rollback(written, grant, work)
+            self._rollback(entries, grant, work)
             raise
         return self.commit_seq(namespace, work)
 
     def _rollback(self, written: Sequence[FileMeta], grant: LockGrant, work: Work) -> None:
-        """Delete entries this (fenced) commit wrote, unless a newer commit overwrote them."""
+        """Delete entries this (fenced) commit wrote, unless a newer holder overwrote them since."""
         for e in written:
             try:
                 with recording(work):

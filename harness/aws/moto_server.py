@@ -1,0 +1,119 @@
+"""The embedded default: one moto server on a free loopback port, for one run.
+
+moto's own server (Werkzeug) answers ``Connection: close``, so every boto3 call
+opens a new TCP connection. Here moto's WSGI app is served by gevent's
+keep-alive ``pywsgi`` with ``TCP_NODELAY`` (without it each call waits ~40 ms
+for delayed ACKs). It runs as its own process so its CPU does not compete
+with the load generator's event loop, and it stops with the run.
+
+Run directly: ``python -m harness.aws.moto_server [--port 0]`` prints
+``READY http://127.0.0.1:<port>`` and serves until stdin closes or SIGTERM.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import select
+import socket
+import subprocess
+import sys
+import threading
+import time
+
+DUMMY_CREDENTIALS = {"AWS_ACCESS_KEY_ID": "harness-local", "AWS_SECRET_ACCESS_KEY": "harness-local"}
+
+
+def serve(host: str, port: int, ready_fd: int = 1) -> None:
+    from gevent import monkey
+
+    monkey.patch_all()
+    import logging
+
+    from gevent.pywsgi import WSGIHandler, WSGIServer
+    from moto.moto_server.werkzeug_app import DomainDispatcherApplication, create_backend_app
+
+    logging.getLogger("werkzeug").setLevel(logging.ERROR)
+
+    class NoDelayHandler(WSGIHandler):
+        def handle(self) -> None:
+            try:
+                self.socket.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            except OSError:
+                pass
+            super().handle()
+
+    app = DomainDispatcherApplication(create_backend_app)
+    server = WSGIServer((host, port), app, handler_class=NoDelayHandler, log=None, error_log=None)
+    server.start()
+    os.write(ready_fd, f"READY http://{host}:{server.server_port}\n".encode())
+    server.serve_forever()
+
+
+class EmbeddedMoto:
+    """Start the server process; ``url`` is where it listens; ``stop()`` ends it."""
+
+    def __init__(self, host: str = "127.0.0.1", port: int = 0, log_path: str | None = None) -> None:
+        self.host, self.port, self.log_path = host, port, log_path
+        self.proc: subprocess.Popen | None = None
+        self.url = ""
+
+    def start(self, timeout: float = 30.0) -> EmbeddedMoto:
+        env = dict(os.environ, **DUMMY_CREDENTIALS)
+        log = open(self.log_path, "ab") if self.log_path else subprocess.DEVNULL  # noqa: SIM115
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "harness.aws.moto_server", "--host", self.host, "--port", str(self.port)],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log, env=env,
+        )
+        deadline = time.monotonic() + timeout
+        assert self.proc.stdout is not None
+        while time.monotonic() < deadline:
+            ready, _, _ = select.select([self.proc.stdout], [], [], 0.2)
+            if ready:
+                line = self.proc.stdout.readline().decode().strip()
+                if line.startswith("READY "):
+                    self.url = line.split(" ", 1)[1]
+                    return self
+            if self.proc.poll() is not None:
+                break
+        self.stop()
+        raise RuntimeError("the embedded moto server did not start; see its log")
+
+    def stop(self) -> None:
+        if self.proc and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(5)
+        self.proc = None
+
+    def __enter__(self) -> EmbeddedMoto:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+def _exit_when_parent_goes() -> None:
+    """Stop when stdin closes: the run that started us is gone."""
+    try:
+        while sys.stdin.buffer.read(1):
+            pass
+    except Exception:
+        pass
+    os._exit(0)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description="Serve moto (DynamoDB + S3) on loopback with keep-alive.")
+    ap.add_argument("--host", default="127.0.0.1")
+    ap.add_argument("--port", type=int, default=0)
+    args = ap.parse_args()
+    threading.Thread(target=_exit_when_parent_goes, daemon=True).start()
+    serve(args.host, args.port)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,102 @@
+"""The ``harness`` command line: run, report, scenarios.
+
+Exit codes: 0 success; 1 unexpected error; 2 bad input (one line on stderr,
+no traceback); 3 the run finished but the scenario's checks failed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from harness.durations import parse_duration
+from harness.errors import HarnessError
+
+
+def _duration(text: str) -> float:
+    try:
+        return parse_duration(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="harness", description="Load-test swamp-style sync layers on DynamoDB and S3.")
+    sub = p.add_subparsers(dest="command", required=True)
+
+    r = sub.add_parser("run", help="run a load test (embedded moto unless an endpoint is configured)")
+    r.add_argument("scenario", help="scenario name (see `harness scenarios`) or a .toml path")
+    r.add_argument("--backend", choices=["dynamodb", "s3"], help="override the scenario's backend")
+    r.add_argument("--workers", type=int, help="fleet size (Locust users)")
+    r.add_argument("--spawn-rate", type=float, help="users started per second")
+    r.add_argument("--duration", type=_duration, help="run time, e.g. 90s, 5m, 1h")
+    r.add_argument("--processes", type=int, default=0, help="Locust master + N worker processes on this machine")
+    r.add_argument("--run-dir", help="run directory (default runs/<run id>)")
+    r.add_argument("--web", action="store_true", help="open Locust's web UI on 127.0.0.1 instead of headless")
+    r.add_argument("--web-port", type=int, default=8089)
+    r.add_argument("--no-report", action="store_true", help="skip building the report at the end")
+    r.add_argument("--aws", action="store_true", help="target AWS itself through the credential chain")
+    r.add_argument("--table", help="DynamoDB table to use (default: a new one per run)")
+    r.add_argument("--bucket", help="S3 bucket to use (default: a new one per run)")
+    r.add_argument("--allow-foreign-resources", action="store_true",
+                   help="write into a table/bucket the harness did not create")
+    r.add_argument("--cleanup", action="store_true", help="delete the table/bucket this run created, at the end")
+
+    rep = sub.add_parser("report", help="build the report of one or more run directories")
+    rep.add_argument("run_dirs", nargs="+", metavar="RUN_DIR")
+    rep.add_argument("--out", help="output directory (default RUN_DIR/report, or comparison-report/ for several)")
+
+    sub.add_parser("scenarios", help="list the scenarios")
+    return p
+
+
+def _cmd_scenarios() -> int:
+    from harness.load import scenario as scenarios
+
+    for name, path in scenarios.available().items():
+        sc = scenarios.load(str(path))
+        print(f"{name:14s} {sc.description}")
+    return 0
+
+
+def _cmd_run(args: argparse.Namespace) -> int:
+    from harness.load.launcher import EXIT_CHECKS_FAILED, RunOptions, run
+
+    res = run(RunOptions(
+        scenario=args.scenario, backend=args.backend, workers=args.workers, duration_s=args.duration,
+        spawn_rate=args.spawn_rate, processes=args.processes, run_dir=args.run_dir, web=args.web,
+        web_port=args.web_port, report=not args.no_report, aws=args.aws, table=args.table, bucket=args.bucket,
+        allow_foreign=args.allow_foreign_resources, cleanup=args.cleanup))
+    print(f"harness: {res.rows} iterations recorded in {res.run_dir}")
+    if not args.no_report and res.rows:
+        from reports.build import build_report
+
+        out = build_report([res.run_dir])
+        print(f"harness: report {out / 'index.html'}")
+    for line in res.failed_checks:
+        print(f"harness: check failed: {line}", file=sys.stderr)
+    return EXIT_CHECKS_FAILED if res.failed_checks else 0
+
+
+def _cmd_report(args: argparse.Namespace) -> int:
+    from reports.build import build_report
+
+    out = build_report(args.run_dirs, args.out)
+    print(f"harness: report {out / 'index.html'}")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        if args.command == "scenarios":
+            return _cmd_scenarios()
+        if args.command == "run":
+            return _cmd_run(args)
+        return _cmd_report(args)
+    except HarnessError as e:
+        print(f"harness: {e}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("harness: interrupted", file=sys.stderr)
+        return 130

@@ -1,0 +1,139 @@
+"""One load worker's iteration of the swamp loop, and the row it records.
+
+No Locust here: a ``LoadWorker`` runs iterations through ``harness.datastore``
+and returns an ``IterationOutcome`` (the row plus the steps); the Locust user
+turns that into events. That keeps the workload testable without a runner.
+"""
+
+from __future__ import annotations
+
+import random
+import socket
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from botocore.exceptions import (
+    ClientError,
+    ConnectTimeoutError,
+    EndpointConnectionError,
+    ReadTimeoutError,
+)
+
+from harness.clock import Clock, SystemClock
+from harness.datastore.backends.base import Backend
+from harness.datastore.catalog import Catalog
+from harness.datastore.errors import ConflictError, FencedError, LockLostError, LockTimeoutError
+from harness.datastore.sync import Datastore, Step, SyncConfig
+from harness.datastore.work import Work
+from harness.load.scenario import Scenario
+from harness.record.schema import STEP_COLUMNS
+
+THROTTLE_CODES = {"ProvisionedThroughputExceededException", "ThrottlingException", "RequestLimitExceeded",
+                  "SlowDown", "Throttling", "TooManyRequestsException"}
+
+
+def classify(exc: BaseException) -> str:
+    """Map a failure to the error kinds the reports and Locust's failure table use."""
+    if isinstance(exc, LockTimeoutError):
+        return "lock_timeout"
+    if isinstance(exc, FencedError | LockLostError):
+        return "fenced"
+    if isinstance(exc, ConflictError):
+        return "conflict"
+    if isinstance(exc, ClientError):
+        code = exc.response.get("Error", {}).get("Code", "")
+        if code in THROTTLE_CODES:
+            return "throttled"
+        if code in ("ConditionalCheckFailedException", "TransactionConflictException", "PreconditionFailed"):
+            return "conflict"
+        return "other"
+    if isinstance(exc, ReadTimeoutError | ConnectTimeoutError | TimeoutError | socket.timeout):
+        return "timeout"
+    if isinstance(exc, EndpointConnectionError):
+        return "other"
+    return "other"
+
+
+@dataclass
+class IterationOutcome:
+    row: dict[str, Any]
+    steps: list[Step]
+    error: BaseException | None
+
+
+def summarize(steps: list[Step]) -> dict[str, Any]:
+    """Per-step milliseconds and summed work counts: the row's measurement columns."""
+    out: dict[str, Any] = {c: 0.0 for c in STEP_COLUMNS.values()}
+    total = Work()
+    pull_reads, attempts = 0, 0
+    for s in steps:
+        out[STEP_COLUMNS.get(s.name, "release_ms")] += s.ms
+        total.add(s.work)
+        if s.name == "pull":
+            pull_reads += s.work.items_read
+        if s.name == "lock":
+            attempts += sum(s.work.requests.values())
+    out.update(
+        files_pushed=total.files_pushed, files_pulled=total.files_pulled, items_read=total.items_read,
+        pull_items_read=pull_reads, index_entries_written=total.index_entries_written,
+        requests=total.total_requests, lock_attempts=attempts, bytes_sent=total.bytes_sent,
+        bytes_received=total.bytes_received, read_units=total.read_units, write_units=total.write_units,
+    )
+    return out
+
+
+class LoadWorker:
+    """One seed 'worker': its own datastore view, catalog and model plan."""
+
+    def __init__(self, scenario: Scenario, backend: Backend, *, worker: str, user: str,
+                 clock: Clock | None = None, seed: int | None = None) -> None:
+        self.scenario, self.backend, self.worker, self.user = scenario, backend, worker, user
+        ds = scenario.datastore
+        namespace = user if ds.namespaces == "per-worker" else None
+        cfg = SyncConfig(namespace=namespace, lock_scope=ds.lock_scope, index_commit=ds.index_commit,
+                         lock=scenario.lock)
+        self.rng = random.Random(seed)
+        self.store = Datastore(backend, Catalog(), cfg, clock=clock or SystemClock(), holder=user, rng=self.rng)
+        self.iteration = 0
+
+    def plan(self, i: int) -> tuple[str, str, int]:
+        """(model id, method, payload bytes) for iteration ``i``, by worker kind and lifecycle."""
+        w = self.scenario.workload
+        method = w.methods[i % len(w.methods)]
+        payload = w.payload_bytes[i % len(w.payload_bytes)]
+        if w.lifecycle == "disposable":
+            model = f"{self.user}-i{i}"
+        elif w.kind == "write-stress":
+            model = f"{self.user}-stress"
+        else:
+            model = f"{self.user}-m{i % w.models_per_worker}"
+        return model, method, payload
+
+    def run_once(self) -> IterationOutcome:
+        i = self.iteration
+        self.iteration += 1
+        model, method, payload = self.plan(i)
+        steps: list[Step] = []
+        error: BaseException | None = None
+        t_start = time.time()
+        t0 = time.perf_counter()
+        try:
+            self.store.sync_run(model, method, payload, steps)
+            if self.scenario.workload.lifecycle == "disposable":
+                self.store.delete_model(model, steps)
+            every = self.scenario.datastore.prune_every
+            if every and (i + 1) % every == 0:
+                self.store.prune(steps)
+        except Exception as e:  # noqa: BLE001 - every failure is classified and recorded
+            error = e
+        total_ms = (time.perf_counter() - t0) * 1000
+        row: dict[str, Any] = {
+            "ts_start": t_start, "ts_end": t_start + total_ms / 1000, "worker": self.worker,
+            "user": self.user, "scenario": self.scenario.name, "backend": self.backend.name, "iteration": i,
+            "model_id": model, "ok": error is None, "error_kind": classify(error) if error else "",
+            "error": str(error)[:500] if error else "", "total_ms": total_ms,
+        }
+        row.update(summarize(steps))
+        row["catalog_rows"] = self.store.catalog.rows(self.store.ns)
+        return IterationOutcome(row, steps, error)

@@ -1,0 +1,268 @@
+"""Scenarios: TOML files in ``scenarios/``, validated on load.
+
+Every knob that reproduces one of the seed's bottlenecks is a field here, not a
+code edit. An unknown key, a wrong type or an impossible value is a one-line
+error naming the file and the key.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from harness.datastore.backends.dynamodb import GSI_LAYOUTS
+from harness.datastore.backends.s3 import INDEX_KINDS
+from harness.datastore.lock import LockConfig
+from harness.datastore.model import METHODS
+from harness.datastore.sync import INDEX_COMMITS, LOCK_SCOPES
+from harness.durations import parse_duration
+from harness.errors import HarnessError
+
+BACKENDS = ("dynamodb", "s3")
+KINDS = ("throughput", "write-stress", "disposable")
+LIFECYCLES = ("long-lived", "disposable")
+NAMESPACES = ("shared", "per-worker")
+SCENARIO_DIR_ENV = "HARNESS_SCENARIOS"
+
+
+@dataclass(frozen=True)
+class Fleet:
+    workers: int = 4
+    spawn_rate: float = 4.0
+    duration_s: float = 60.0
+    max_iterations: int = 100_000  # per worker: every loop is bounded in count as well as time
+
+
+@dataclass(frozen=True)
+class Workload:
+    kind: str = "throughput"
+    lifecycle: str = "long-lived"
+    models_per_worker: int = 50
+    methods: tuple[str, ...] = ("get_uptime", "get_memory", "get_load", "get_disk")
+    payload_bytes: tuple[int, ...] = (100,)
+    think_time_s: float = 0.0
+
+
+@dataclass(frozen=True)
+class DatastoreSpec:
+    gsi: str = "per-model"
+    s3_index: str = "sharded"
+    lock_scope: str = "namespace"
+    namespaces: str = "per-worker"
+    index_commit: str = "delta"
+    prune_every: int = 0
+
+
+@dataclass(frozen=True)
+class Checks:
+    max_failure_ratio: float = 1.0
+    min_rate_last_window: float = 0.0
+    window_s: float = 30.0
+
+
+@dataclass(frozen=True)
+class Scenario:
+    name: str
+    description: str = ""
+    backend: str = "dynamodb"
+    source: str = ""
+    fleet: Fleet = field(default_factory=Fleet)
+    workload: Workload = field(default_factory=Workload)
+    datastore: DatastoreSpec = field(default_factory=DatastoreSpec)
+    lock: LockConfig = field(default_factory=LockConfig)
+    checks: Checks = field(default_factory=Checks)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    def with_overrides(self, *, backend: str | None = None, workers: int | None = None,
+                       duration_s: float | None = None, spawn_rate: float | None = None) -> Scenario:
+        from dataclasses import replace
+
+        fleet = self.fleet
+        if workers is not None:
+            if workers < 1:
+                raise HarnessError(f"--workers must be at least 1, got {workers}")
+            fleet = replace(fleet, workers=workers, spawn_rate=max(fleet.spawn_rate, float(workers))
+                            if spawn_rate is None else spawn_rate)
+        if spawn_rate is not None:
+            fleet = replace(fleet, spawn_rate=spawn_rate)
+        if duration_s is not None:
+            if duration_s <= 0:
+                raise HarnessError(f"--duration must be positive, got {duration_s}s")
+            fleet = replace(fleet, duration_s=duration_s)
+        if backend is not None and backend not in BACKENDS:
+            raise HarnessError(f"unknown backend {backend!r}: choose dynamodb or s3")
+        return replace(self, fleet=fleet, backend=backend or self.backend)
+
+
+# ---- loading ----------------------------------------------------------------------
+
+
+def scenario_dirs() -> list[Path]:
+    dirs = []
+    if os.environ.get(SCENARIO_DIR_ENV):
+        dirs.append(Path(os.environ[SCENARIO_DIR_ENV]))
+    dirs.append(Path(__file__).resolve().parents[2] / "scenarios")
+    dirs.append(Path.cwd() / "scenarios")
+    return [d for i, d in enumerate(dirs) if d.is_dir() and d not in dirs[:i]]
+
+
+def available() -> dict[str, Path]:
+    found: dict[str, Path] = {}
+    for d in scenario_dirs():
+        for p in sorted(d.glob("*.toml")):
+            found.setdefault(p.stem, p)
+    return found
+
+
+def resolve(name_or_path: str) -> Path:
+    p = Path(name_or_path)
+    if p.suffix == ".toml" or os.sep in name_or_path:
+        if not p.is_file():
+            raise HarnessError(f"scenario file {name_or_path} does not exist")
+        return p.resolve()
+    known = available()
+    if name_or_path not in known:
+        names = ", ".join(known) or "(none found)"
+        raise HarnessError(f"unknown scenario {name_or_path!r}: choose one of {names}, or give a .toml path")
+    return known[name_or_path]
+
+
+def load(name_or_path: str) -> Scenario:
+    path = resolve(name_or_path)
+    try:
+        data = tomllib.loads(path.read_text())
+    except tomllib.TOMLDecodeError as e:
+        raise HarnessError(f"{path}: malformed TOML: {e}") from None
+    return parse(data, str(path), default_name=path.stem)
+
+
+class _Reader:
+    """Takes typed values out of one TOML table, remembering which keys were used."""
+
+    def __init__(self, table: dict, section: str, source: str) -> None:
+        if not isinstance(table, dict):
+            raise HarnessError(f"{source}: [{section}] must be a table")
+        self.t, self.section, self.source, self.used = table, section, source, set()
+
+    def _where(self, key: str) -> str:
+        return f"{self.source}: {self.section + '.' if self.section else ''}{key}"
+
+    def fail(self, key: str, what: str) -> HarnessError:
+        return HarnessError(f"{self._where(key)} {what}")
+
+    def get(self, key: str, default: Any) -> Any:
+        self.used.add(key)
+        return self.t.get(key, default)
+
+    def integer(self, key: str, default: int, minimum: int = 0) -> int:
+        v = self.get(key, default)
+        if isinstance(v, bool) or not isinstance(v, int):
+            raise self.fail(key, f"must be an integer, got {v!r}")
+        if v < minimum:
+            raise self.fail(key, f"must be at least {minimum}, got {v}")
+        return v
+
+    def number(self, key: str, default: float, minimum: float = 0.0) -> float:
+        v = self.get(key, default)
+        if isinstance(v, bool) or not isinstance(v, int | float):
+            raise self.fail(key, f"must be a number, got {v!r}")
+        if v < minimum:
+            raise self.fail(key, f"must be at least {minimum}, got {v}")
+        return float(v)
+
+    def duration(self, key: str, default: float, positive: bool = True) -> float:
+        v = self.get(key, default)
+        try:
+            s = parse_duration(v)
+        except ValueError:
+            raise self.fail(key, f"must be a duration like \"90s\" or \"5m\", got {v!r}") from None
+        if s < 0 or (positive and s == 0):
+            raise self.fail(key, f"must be a positive duration, got {v!r}")
+        return s
+
+    def choice(self, key: str, default: str, choices: tuple[str, ...]) -> str:
+        v = self.get(key, default)
+        if v not in choices:
+            raise self.fail(key, f"must be one of {', '.join(choices)}, got {v!r}")
+        return v
+
+    def string(self, key: str, default: str) -> str:
+        v = self.get(key, default)
+        if not isinstance(v, str):
+            raise self.fail(key, f"must be a string, got {v!r}")
+        return v
+
+    def done(self) -> None:
+        extra = sorted(set(self.t) - self.used)
+        if extra:
+            raise self.fail(extra[0], "is not a known key (check the spelling; see scenarios/README.md)")
+
+
+def parse(data: dict, source: str = "<scenario>", default_name: str = "scenario") -> Scenario:
+    top = _Reader(data, "", source)
+    name = top.string("name", default_name)
+    description = top.string("description", "")
+    backend = top.choice("backend", "dynamodb", BACKENDS)
+    sections = {s: _Reader(top.get(s, {}), s, source) for s in ("fleet", "workload", "datastore", "lock", "checks")}
+    top.done()
+
+    f = sections["fleet"]
+    fleet = Fleet(workers=f.integer("workers", 4, 1), spawn_rate=f.number("spawn_rate", 4.0, 0.01),
+                  duration_s=f.duration("duration", 60.0), max_iterations=f.integer("max_iterations", 100_000, 1))
+    f.done()
+
+    w = sections["workload"]
+    kind = w.choice("kind", "throughput", KINDS)
+    lifecycle = w.choice("lifecycle", "disposable" if kind == "disposable" else "long-lived", LIFECYCLES)
+    if kind == "disposable" and lifecycle != "disposable":
+        raise w.fail("lifecycle", "must be \"disposable\" for kind = \"disposable\"")
+    methods = w.get("methods", list(Workload.methods))
+    if not isinstance(methods, list) or not methods or any(m not in METHODS for m in methods):
+        raise w.fail("methods", f"must be a non-empty list of {', '.join(METHODS)}, got {methods!r}")
+    payloads = w.get("payload_bytes", [100])
+    if isinstance(payloads, int) and not isinstance(payloads, bool):
+        payloads = [payloads]
+    if (not isinstance(payloads, list) or not payloads
+            or any(isinstance(p, bool) or not isinstance(p, int) or not 1 <= p <= 4_000_000 for p in payloads)):
+        raise w.fail("payload_bytes", f"must be a list of sizes from 1 to 4000000 bytes, got {payloads!r}")
+    workload = Workload(kind=kind, lifecycle=lifecycle, models_per_worker=w.integer("models_per_worker", 50, 1),
+                        methods=tuple(methods), payload_bytes=tuple(payloads),
+                        think_time_s=w.duration("think_time", 0.0, positive=False))
+    w.done()
+
+    d = sections["datastore"]
+    ds = DatastoreSpec(gsi=d.choice("gsi", "per-model", GSI_LAYOUTS), s3_index=d.choice("s3_index", "sharded", INDEX_KINDS),
+                       lock_scope=d.choice("lock_scope", "namespace", LOCK_SCOPES),
+                       namespaces=d.choice("namespaces", "per-worker", NAMESPACES),
+                       index_commit=d.choice("index_commit", "delta", INDEX_COMMITS),
+                       prune_every=d.integer("prune_every", 0, 0))
+    d.done()
+    if ds.lock_scope == "namespace" and ds.namespaces == "shared":
+        raise d.fail("lock_scope", "\"namespace\" needs namespaces = \"per-worker\" (shared means one datastore lock)")
+    if ds.prune_every and workload.lifecycle != "disposable":
+        raise d.fail("prune_every", "only makes sense with disposable models (nothing is orphaned otherwise)")
+
+    lk = sections["lock"]
+    ttl, wait = lk.duration("ttl", 30.0), lk.duration("wait", 60.0)
+    retry, cap = lk.duration("retry", 1.0), lk.duration("retry_cap", 2.0)
+    lk.done()
+    if wait < retry:
+        raise lk.fail("wait", f"({wait:g}s) is shorter than lock.retry ({retry:g}s): a waiter would never retry")
+    if cap < retry:
+        raise lk.fail("retry_cap", f"({cap:g}s) is shorter than lock.retry ({retry:g}s)")
+    lock = LockConfig(ttl_s=ttl, wait_s=wait, retry_s=retry, retry_cap_s=cap)
+
+    c = sections["checks"]
+    ratio = c.number("max_failure_ratio", 1.0)
+    if ratio > 1:
+        raise c.fail("max_failure_ratio", f"must be between 0 and 1, got {ratio}")
+    checks = Checks(max_failure_ratio=ratio, min_rate_last_window=c.number("min_rate_last_window", 0.0),
+                    window_s=c.duration("window", 30.0))
+    c.done()
+    return Scenario(name=name, description=description, backend=backend, source=source, fleet=fleet,
+                    workload=workload, datastore=ds, lock=lock, checks=checks)

@@ -1,0 +1,1 @@
+"""Iteration records -> Parquet shards in a run directory."""

@@ -1,0 +1,36 @@
+"""The iteration row: one per iteration of every worker (contract in DESIGN.md)."""
+
+from __future__ import annotations
+
+import pyarrow as pa
+
+STEP_COLUMNS = {  # step name -> column
+    "lock": "lock_wait_ms", "pull": "pull_ms", "method": "method_ms", "push": "push_ms",
+    "commit": "commit_ms", "export": "export_ms", "delete": "delete_ms", "prune": "prune_ms",
+    "release": "release_ms",
+}
+COUNT_COLUMNS = ("files_pushed", "files_pulled", "items_read", "pull_items_read", "index_entries_written",
+                 "catalog_rows", "requests", "lock_attempts", "bytes_sent", "bytes_received")
+UNIT_COLUMNS = ("read_units", "write_units")
+ERROR_KINDS = ("lock_timeout", "throttled", "conflict", "fenced", "timeout", "other")
+
+SCHEMA = pa.schema(
+    [
+        ("ts_start", pa.timestamp("us", tz="UTC")),
+        ("ts_end", pa.timestamp("us", tz="UTC")),
+        ("worker", pa.string()),
+        ("user", pa.string()),
+        ("scenario", pa.string()),
+        ("backend", pa.string()),
+        ("iteration", pa.int64()),
+        ("model_id", pa.string()),
+        ("ok", pa.bool_()),
+        ("error_kind", pa.string()),
+        ("error", pa.string()),
+    ]
+    + [(c, pa.float64()) for c in STEP_COLUMNS.values()]
+    + [("total_ms", pa.float64())]
+    + [(c, pa.int64()) for c in COUNT_COLUMNS]
+    + [(c, pa.float64()) for c in UNIT_COLUMNS]
+)
+COLUMNS = tuple(SCHEMA.names)
