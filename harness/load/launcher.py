@@ -73,7 +73,8 @@ def _prepare_run_dir(path: Path) -> Path:
     return path
 
 
-def _locust_command(opts: RunOptions, sc: scenarios.Scenario, scenario_arg: str, run_dir: Path, run_id: str) -> list[str]:
+def _locust_command(opts: RunOptions, sc: scenarios.Scenario, scenario_arg: str, run_dir: Path,
+                    run_id: str) -> list[str]:
     cmd = [sys.executable, "-m", "locust", "-f", str(LOCUSTFILE), "--scenario", scenario_arg,
            "--backend", sc.backend, "--run-dir", str(run_dir), "--run-id", run_id,
            "-u", str(sc.fleet.workers), "-r", f"{sc.fleet.spawn_rate:g}",

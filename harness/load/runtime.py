@@ -99,7 +99,8 @@ def check_reachable(endpoints: Endpoints, backend: str) -> None:
             f"cannot reach {backend} at {url or 'AWS'}: is the server running? check AWS_ENDPOINT_URL"
         ) from None
     except NoCredentialsError:
-        raise HarnessError(f"no AWS credentials found for {url or 'AWS'}: set AWS_PROFILE or AWS_ACCESS_KEY_ID") from None
+        raise HarnessError(
+            f"no AWS credentials found for {url or 'AWS'}: set AWS_PROFILE or AWS_ACCESS_KEY_ID") from None
     except ClientError as e:
         code = e.response.get("Error", {}).get("Code", "")
         if code in ("UnrecognizedClientException", "InvalidClientTokenId", "ExpiredToken", "ExpiredTokenException",

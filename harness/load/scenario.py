@@ -236,7 +236,8 @@ def parse(data: dict, source: str = "<scenario>", default_name: str = "scenario"
     w.done()
 
     d = sections["datastore"]
-    ds = DatastoreSpec(gsi=d.choice("gsi", "per-model", GSI_LAYOUTS), s3_index=d.choice("s3_index", "sharded", INDEX_KINDS),
+    ds = DatastoreSpec(gsi=d.choice("gsi", "per-model", GSI_LAYOUTS),
+                       s3_index=d.choice("s3_index", "sharded", INDEX_KINDS),
                        lock_scope=d.choice("lock_scope", "namespace", LOCK_SCOPES),
                        namespaces=d.choice("namespaces", "per-worker", NAMESPACES),
                        index_commit=d.choice("index_commit", "delta", INDEX_COMMITS),
