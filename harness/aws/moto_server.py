@@ -6,8 +6,9 @@ keep-alive ``pywsgi`` with ``TCP_NODELAY`` (without it each call waits ~40 ms
 for delayed ACKs). It runs as its own process so its CPU does not compete
 with the load generator's event loop, and it stops with the run.
 
-Run directly: ``python -m harness.aws.moto_server [--port 0]`` prints
-``READY http://127.0.0.1:<port>`` and serves until stdin closes or SIGTERM.
+Run directly: ``python -m harness.aws.moto_server [--host H] [--port 0]`` prints
+``READY http://<host>:<port>`` and serves until SIGTERM (or, with
+``--exit-with-stdin``, until its parent closes stdin).
 """
 
 from __future__ import annotations
@@ -62,7 +63,8 @@ class EmbeddedMoto:
         env = dict(os.environ, **DUMMY_CREDENTIALS)
         log = open(self.log_path, "ab") if self.log_path else subprocess.DEVNULL  # noqa: SIM115
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "harness.aws.moto_server", "--host", self.host, "--port", str(self.port)],
+            [sys.executable, "-m", "harness.aws.moto_server", "--host", self.host, "--port", str(self.port),
+             "--exit-with-stdin"],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log, env=env,
         )
         deadline = time.monotonic() + timeout
@@ -110,8 +112,10 @@ def main() -> None:
     ap = argparse.ArgumentParser(description="Serve moto (DynamoDB + S3) on loopback with keep-alive.")
     ap.add_argument("--host", default="127.0.0.1")
     ap.add_argument("--port", type=int, default=0)
+    ap.add_argument("--exit-with-stdin", action="store_true", help="stop when stdin closes (a parent's lifeline)")
     args = ap.parse_args()
-    threading.Thread(target=_exit_when_parent_goes, daemon=True).start()
+    if args.exit_with_stdin:
+        threading.Thread(target=_exit_when_parent_goes, daemon=True).start()
     serve(args.host, args.port)
 
 

@@ -101,6 +101,7 @@ class Lock:
             nonce = uuid.uuid4().hex
             now = now_ms(self.clock)
             record = self._record(nonce, now)
+            work.lock_attempts += 1
             fence = self.store.try_acquire(self.key, record, now, work)
             if fence is not None:
                 return LockGrant(self.key, nonce, fence, record["expiresAtMs"],

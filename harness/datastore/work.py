@@ -17,6 +17,7 @@ class Work:
     files_pushed: int = 0
     files_pulled: int = 0
     catalog_rows: int = 0
+    lock_attempts: int = 0
     bytes_sent: int = 0
     bytes_received: int = 0
     read_units: float = 0.0

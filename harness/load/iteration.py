@@ -66,18 +66,16 @@ def summarize(steps: list[Step]) -> dict[str, Any]:
     """Per-step milliseconds and summed work counts: the row's measurement columns."""
     out: dict[str, Any] = {c: 0.0 for c in STEP_COLUMNS.values()}
     total = Work()
-    pull_reads, attempts = 0, 0
+    pull_reads = 0
     for s in steps:
         out[STEP_COLUMNS.get(s.name, "release_ms")] += s.ms
         total.add(s.work)
         if s.name == "pull":
             pull_reads += s.work.items_read
-        if s.name == "lock":
-            attempts += sum(s.work.requests.values())
     out.update(
         files_pushed=total.files_pushed, files_pulled=total.files_pulled, items_read=total.items_read,
         pull_items_read=pull_reads, index_entries_written=total.index_entries_written,
-        requests=total.total_requests, lock_attempts=attempts, bytes_sent=total.bytes_sent,
+        requests=total.total_requests, lock_attempts=total.lock_attempts, bytes_sent=total.bytes_sent,
         bytes_received=total.bytes_received, read_units=total.read_units, write_units=total.write_units,
     )
     return out

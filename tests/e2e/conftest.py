@@ -1,0 +1,45 @@
+"""End-to-end helpers: real `harness` / `locust` processes against a real moto server on loopback."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def clean_env(**extra: str) -> dict[str, str]:
+    """The environment a newcomer has: no endpoint, no AWS profile, no instance metadata lookups."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_") and not k.startswith("HARNESS_")}
+    env["AWS_EC2_METADATA_DISABLED"] = "true"
+    env.update(extra)
+    return env
+
+
+def harness(*args: str, env: dict[str, str] | None = None, timeout: float = 240,
+            cwd: Path | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "harness", *args], capture_output=True, text=True,
+                          env=env or clean_env(), timeout=timeout, cwd=cwd or ROOT)
+
+
+def rows(run_dir: Path) -> pd.DataFrame:
+    return pd.read_parquet(run_dir / "iterations").sort_values("ts_start").reset_index(drop=True)
+
+
+@pytest.fixture
+def run_scenario(tmp_path):
+    """Run a scenario headless on the embedded default; return (process, rows)."""
+
+    def _run(scenario: str, backend: str = "dynamodb", duration: str = "12s", *extra: str):
+        run_dir = tmp_path / f"{scenario}-{backend}"
+        proc = harness("run", scenario, "--backend", backend, "--duration", duration, "--run-dir", str(run_dir),
+                       "--no-report", *extra)
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        return run_dir, rows(run_dir)
+
+    return _run

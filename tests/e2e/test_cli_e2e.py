@@ -1,0 +1,164 @@
+"""The command line and Locust entry points, end to end, and bad input."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+from harness.aws.moto_server import EmbeddedMoto
+from tests.e2e.conftest import ROOT, clean_env, harness, rows
+
+pytestmark = pytest.mark.e2e
+
+
+def test_processes_two_gives_rows_from_both_worker_processes(tmp_path):
+    run_dir = tmp_path / "dist"
+    p = harness("run", "namespaced", "--processes", "2", "--workers", "4", "--duration", "12s",
+                "--run-dir", str(run_dir), "--no-report")
+    assert p.returncode == 0, p.stdout + p.stderr
+    d = rows(run_dir)
+    assert set(d["worker"]) == {"worker-0", "worker-1"}
+    assert d.groupby("worker")["user"].nunique().to_dict() == {"worker-0": 2, "worker-1": 2}
+    assert d["ok"].all() and len(d) >= 8
+    info = json.loads((run_dir / "run.json").read_text())
+    assert info["fleet"] == {"workers": 4, "processes": 2} and info["rows_written"] == len(d)
+
+
+def test_checks_gate_the_exit_code(tmp_path):
+    sc = (ROOT / "scenarios" / "namespaced.toml").read_text()
+    sc = sc.replace("[lock]", "[checks]\nmin_rate_last_window = 10000.0\nwindow = \"5s\"\n\n[lock]")
+    path = tmp_path / "impossible.toml"
+    path.write_text(sc)
+    p = harness("run", str(path), "--duration", "5s", "--workers", "2", "--run-dir", str(tmp_path / "r"),
+                "--no-report")
+    assert p.returncode == 3, p.stdout + p.stderr
+    assert re.search(r"check failed: fleet rate [\d.]+ it/s in the last \d+s is below the required 10000", p.stderr)
+
+
+def test_plain_locust_single_process_uses_embedded_default(tmp_path):
+    run_dir = tmp_path / "plain"
+    p = subprocess.run([sys.executable, "-m", "locust", "-f", str(ROOT / "locustfile.py"), "--headless",
+                        "-u", "2", "-r", "2", "-t", "6s", "--scenario", "disposable", "--run-dir", str(run_dir),
+                        "--exit-code-on-error", "0"], capture_output=True, text=True, env=clean_env(),
+                       timeout=120, cwd=tmp_path)
+    assert p.returncode == 0, p.stderr[-2000:]
+    d = rows(run_dir)
+    assert set(d["user"]) == {"w0-0", "w0-1"} and d["ok"].all()
+    assert json.loads((run_dir / "run.json").read_text())["endpoint_kind"] == "moto"
+    # every step and the iteration itself are Locust request events
+    assert re.search(r"dynamodb\s+iteration\s+\d+", p.stderr)
+    for step in ("lock", "pull", "method", "push", "commit", "export", "delete", "release"):
+        assert re.search(rf"dynamodb\s+{step}\s+\d+", p.stderr), step
+
+
+def _compose_command(service: dict) -> list[str]:
+    env_default = re.compile(r"\$\{[A-Z_]+:-([^}]*)\}")
+    return [env_default.sub(r"\1", part) for part in service["command"]]
+
+
+def test_compose_file_and_its_master_worker_commands_run_locally(tmp_path):
+    compose = yaml.safe_load((ROOT / "docker-compose.yml").read_text())
+    services = compose["services"]
+    assert {"master", "worker", "dynamodb-local", "minio", "moto"} <= set(services)
+    assert services["moto"]["profiles"] == ["moto"] and "runs" in compose["volumes"]
+    assert services["dynamodb-local"]["image"].startswith("amazon/dynamodb-local")
+    env = services["master"]["environment"]
+    assert env["AWS_ENDPOINT_URL_DYNAMODB"].endswith("dynamodb-local:8000}")
+    assert env["AWS_ENDPOINT_URL_S3"].endswith("minio:9000}")
+
+    master = _compose_command(services["master"])
+    worker = _compose_command(services["worker"])
+    moto_cmd = _compose_command(services["moto"])
+    assert moto_cmd[:3] == ["python", "-m", "harness.aws.moto_server"]
+    run_dir = tmp_path / "compose"
+    master = [a.replace("/runs/compose", str(run_dir)) for a in master]
+    master = [sys.executable, "-m", *master, "--headless", "-u", "2", "-r", "2", "-t", "8s", "--expect-workers", "1"]
+    with EmbeddedMoto() as moto:
+        e = clean_env(AWS_ENDPOINT_URL=moto.url, AWS_ACCESS_KEY_ID="x", AWS_SECRET_ACCESS_KEY="x",
+                      AWS_DEFAULT_REGION="us-east-1")
+        port = _free_port()
+        master += ["--master-bind-port", str(port)]
+        m = subprocess.Popen(master, cwd=ROOT, env=e, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        time.sleep(1.5)
+        worker_cmd = [sys.executable, "-m", *[("127.0.0.1" if a == "master" else a) for a in worker],
+                      "--master-port", str(port)]
+        w = subprocess.Popen(worker_cmd, cwd=ROOT, env=e, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            out, _ = m.communicate(timeout=90)
+        finally:
+            w.kill()
+            m.kill()
+    d = rows(run_dir)
+    assert len(d) >= 4 and set(d["worker"]) == {"worker-0"} and d["ok"].all(), out[-2000:]
+    assert json.loads((run_dir / "run.json").read_text())["endpoint_kind"] == "other"
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+# ---- bad input: one line, non-zero exit, no traceback ----------------------------------
+
+
+def _one_line_error(p: subprocess.CompletedProcess, code: int = 2) -> str:
+    assert p.returncode == code, p.stdout + p.stderr
+    assert "Traceback" not in p.stderr
+    lines = [ln for ln in p.stderr.splitlines() if ln.strip()]
+    assert len(lines) == 1, p.stderr
+    return lines[0]
+
+
+def test_unknown_scenario(tmp_path):
+    line = _one_line_error(harness("run", "no-such-thing", "--run-dir", str(tmp_path / "x")))
+    assert "unknown scenario 'no-such-thing'" in line and "legacy-gsi" in line
+
+
+def test_malformed_toml(tmp_path):
+    bad = tmp_path / "bad.toml"
+    bad.write_text("name = \"x\"\n[fleet\nworkers = 3\n")
+    line = _one_line_error(harness("run", str(bad), "--run-dir", str(tmp_path / "x")))
+    assert "bad.toml: malformed TOML" in line
+
+
+def test_invalid_scenario_value_names_key_and_file(tmp_path):
+    bad = tmp_path / "neg.toml"
+    bad.write_text("[fleet]\nworkers = -3\n")
+    line = _one_line_error(harness("run", str(bad), "--run-dir", str(tmp_path / "x")))
+    assert "neg.toml: fleet.workers must be at least 1, got -3" in line
+
+
+def test_unreachable_endpoint(tmp_path):
+    env = clean_env(AWS_ENDPOINT_URL="http://127.0.0.1:9", AWS_ACCESS_KEY_ID="x", AWS_SECRET_ACCESS_KEY="x")
+    line = _one_line_error(harness("run", "namespaced", "--run-dir", str(tmp_path / "x"), env=env))
+    assert "cannot reach dynamodb at http://127.0.0.1:9" in line
+
+
+def test_missing_credentials_for_a_real_endpoint(tmp_path):
+    env = clean_env(HOME=str(tmp_path), AWS_CONFIG_FILE=str(tmp_path / "none"),
+                    AWS_SHARED_CREDENTIALS_FILE=str(tmp_path / "none"))
+    line = _one_line_error(harness("run", "namespaced", "--aws", "--run-dir", str(tmp_path / "x"), env=env))
+    assert line == "harness: no AWS credentials found for AWS: set AWS_PROFILE or AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY"
+
+
+def test_run_dir_not_empty_is_refused_and_kept(tmp_path):
+    (tmp_path / "keep.txt").write_text("mine")
+    line = _one_line_error(harness("run", "namespaced", "--run-dir", str(tmp_path)))
+    assert "is not empty" in line and (tmp_path / "keep.txt").read_text() == "mine"
+
+
+def test_scenarios_lists_every_file():
+    p = harness("scenarios")
+    assert p.returncode == 0
+    names = [ln.split()[0] for ln in p.stdout.splitlines()]
+    assert names == sorted(x.stem for x in Path(ROOT / "scenarios").glob("*.toml"))

@@ -1,0 +1,86 @@
+"""Ownership, endpoints and scenario validation (no network: in-process moto)."""
+
+from __future__ import annotations
+
+import pytest
+
+from harness.aws.clients import Clients
+from harness.aws.endpoints import Endpoints
+from harness.errors import HarnessError
+from harness.load import runtime
+from harness.load import scenario as scenarios
+
+
+def _clients(aws):
+    return Clients(dynamodb=aws[0], s3=aws[1], endpoints=Endpoints(None, None, "moto"))
+
+
+@pytest.mark.parametrize("backend", ["dynamodb", "s3"])
+def test_refuses_foreign_resources_and_deletes_only_its_own(aws, backend):
+    clients = _clients(aws)
+    sc = scenarios.load("namespaced").with_overrides(backend=backend)
+    foreign = runtime.Resources(table="someone-table", bucket="someone-bucket")
+    if backend == "dynamodb":
+        aws[0].create_table(TableName="someone-table", KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"},
+                                                                  {"AttributeName": "sk", "KeyType": "RANGE"}],
+                            AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"},
+                                                  {"AttributeName": "sk", "AttributeType": "S"}],
+                            BillingMode="PAY_PER_REQUEST")
+    else:
+        aws[1].create_bucket(Bucket="someone-bucket")
+    be = runtime.build_backend(sc, clients, foreign, "run-1")
+    with pytest.raises(HarnessError, match="was not created by the harness"):
+        runtime.ensure_owned(clients, be)
+    assert runtime.delete_owned(clients, be) is False  # never deletes what it did not create
+
+    ours = runtime.build_backend(sc, clients, runtime.Resources.for_run("run-2"), "run-2")
+    runtime.ensure_owned(clients, ours)
+    runtime.ensure_owned(clients, ours)  # idempotent for its own
+    assert runtime.delete_owned(clients, ours) is True
+    if backend == "dynamodb":
+        assert "someone-table" in aws[0].list_tables()["TableNames"]
+        assert ours.describe() is None
+    else:
+        names = [b["Name"] for b in aws[1].list_buckets()["Buckets"]]
+        assert "someone-bucket" in names and ours.bucket not in names
+
+
+def test_no_endpoint_and_no_aws_flag_is_refused():
+    with pytest.raises(HarnessError, match="no endpoint configured"):
+        runtime.resolve_endpoints({})
+    assert runtime.resolve_endpoints({runtime.TARGET_AWS_ENV: "1"}).kind == "aws"
+    assert runtime.resolve_endpoints({"AWS_ENDPOINT_URL": "http://127.0.0.1:8000"}).kind == "other"
+
+
+def test_resource_names_are_valid_for_both_services():
+    r = runtime.Resources.for_run(runtime.new_run_id("Legacy-GSI", "dynamodb") + "-" + "x" * 80)
+    assert len(r.bucket) <= 63 and r.bucket == r.bucket.lower() and not r.bucket.endswith("-")
+
+
+@pytest.mark.parametrize("toml,message", [
+    ("bogus = 1", "bogus is not a known key"),
+    ("[fleet]\nworkerz = 2", "fleet.workerz is not a known key"),
+    ("[fleet]\nworkers = \"ten\"", "fleet.workers must be an integer, got 'ten'"),
+    ("[fleet]\nduration = \"soon\"", "fleet.duration must be a duration"),
+    ("[lock]\nwait = \"100ms\"\nretry = \"1s\"", "lock.wait (0.1s) is shorter than lock.retry (1s)"),
+    ("[datastore]\ngsi = \"hash\"", "datastore.gsi must be one of legacy, per-model, got 'hash'"),
+    ("[workload]\npayload_bytes = [0]", "workload.payload_bytes must be a list of sizes"),
+    ("[workload]\nkind = \"disposable\"\nlifecycle = \"long-lived\"", "workload.lifecycle must be \"disposable\""),
+    ("[datastore]\nprune_every = 1", "datastore.prune_every only makes sense with disposable models"),
+    ("[datastore]\nnamespaces = \"shared\"\nlock_scope = \"namespace\"", "datastore.lock_scope"),
+    ("[checks]\nmax_failure_ratio = 2", "checks.max_failure_ratio must be between 0 and 1"),
+])
+def test_scenario_validation_names_file_and_key(tmp_path, toml, message):
+    path = tmp_path / "s.toml"
+    path.write_text(toml)
+    with pytest.raises(HarnessError) as e:
+        scenarios.load(str(path))
+    assert str(e.value).startswith(f"{path}: ") and message in str(e.value) and "\n" not in str(e.value)
+
+
+def test_every_shipped_scenario_loads_and_scales_lock_down():
+    names = scenarios.available()
+    assert {"legacy-gsi", "shared-lock", "namespaced", "disposable", "pruning", "write-stress"} <= set(names)
+    for name in names:
+        sc = scenarios.load(name)
+        assert sc.lock.ttl_s < 30 and sc.lock.wait_s < 60  # scaled down for short local runs
