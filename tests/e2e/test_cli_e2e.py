@@ -148,7 +148,8 @@ def test_missing_credentials_for_a_real_endpoint(tmp_path):
     env = clean_env(HOME=str(tmp_path), AWS_CONFIG_FILE=str(tmp_path / "none"),
                     AWS_SHARED_CREDENTIALS_FILE=str(tmp_path / "none"))
     line = _one_line_error(harness("run", "namespaced", "--aws", "--run-dir", str(tmp_path / "x"), env=env))
-    assert line == "harness: no AWS credentials found for AWS: set AWS_PROFILE or AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY"
+    assert line == ("harness: no AWS credentials found for AWS: "
+                    "set AWS_PROFILE or AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY")
 
 
 def test_run_dir_not_empty_is_refused_and_kept(tmp_path):

@@ -1,0 +1,68 @@
+"""Report at scale: a nine-hour, hundred-worker run (~1,000,000 iteration rows).
+
+Prints the wall time and peak memory of `harness report` on it (target: under
+30 s and under 2 GB on the project's 2-core machine). The report runs in a
+child process so its peak RSS is its own. Usage:
+
+    python bench/report_bench.py [--rows 1000000] [--repeat 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from reports.synthetic import make_run
+
+HOURS = 9
+WORKERS = 100
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--rows", type=int, default=1_000_000)
+    ap.add_argument("--repeat", type=int, default=3)
+    args = ap.parse_args()
+    T = HOURS * 3600.0
+    base = args.rows / (WORKERS * T) * 1.8  # mean of the falling curve below is ~0.55 of its start
+
+    def rate(t):
+        return base * (1 - 0.8 * t / T)
+
+    with tempfile.TemporaryDirectory() as tmp:
+        t = time.perf_counter()
+        run = make_run(Path(tmp) / "nine-hours", workers=WORKERS, duration_s=T, rate=rate,
+                       steps={"lock_wait_ms": lambda x: 50 + 0 * x, "commit_ms": lambda x: 100 + 2000 * x / T,
+                              "pull_ms": lambda x: 80 + 0 * x, "export_ms": lambda x: 20 + 500 * x / T},
+                       counts={"index_entries_written": lambda x: 6 + x / 10, "catalog_rows": lambda x: x / 8},
+                       failure=lambda x: 0.02 + 0 * x, error_kinds=("lock_timeout", "throttled", "other"))
+        made = time.perf_counter() - t
+        import pyarrow.dataset as ds
+
+        rows = ds.dataset(str(run / "iterations")).count_rows()
+        print(f"generated {rows:,} rows ({WORKERS} workers, {HOURS} h) in {made:.1f} s")
+        walls, peaks = [], []
+        for i in range(args.repeat):
+            before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+            t = time.perf_counter()
+            subprocess.run([sys.executable, "-m", "harness", "report", str(run), "--out", f"{tmp}/report-{i}"],
+                           check=True, capture_output=True)
+            walls.append(time.perf_counter() - t)
+            peak_kb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+            peaks.append(max(peak_kb, before) / 1024)
+        print(f"report wall time: median {statistics.median(walls):.1f} s over {args.repeat} runs "
+              f"(min {min(walls):.1f}, max {max(walls):.1f}); target < 30 s -> "
+              f"{statistics.median(walls) / 30:.0%} of budget")
+        print(f"report peak RSS: {max(peaks):.0f} MiB (largest child so far); target < 2048 MiB -> "
+              f"{max(peaks) / 2048:.0%} of budget")
+        print(f"rows per second of report: {rows / statistics.median(walls):,.0f}")
+
+
+if __name__ == "__main__":
+    main()
