@@ -285,7 +285,8 @@ def compare(runs: list[tuple[str, dict, pd.DataFrame]]) -> dict[str, Any]:
             if a["scenario"] == b["scenario"] and a["backend"] != b["backend"] and a["workers"] == b["workers"]:
                 d, s = (a, b) if a["backend"] == "dynamodb" else (b, a)
                 ratio = d["steady_rate"] / s["steady_rate"] if s["steady_rate"] > 0 else math.inf
+                sentence = (f"{a['scenario']} with {a['workers']} workers: DynamoDB ran x{ratio:.3g} the rate of S3 "
+                            f"({d['steady_rate']:.3g} vs {s['steady_rate']:.3g} it/s).")
                 backends.append({"scenario": a["scenario"], "workers": a["workers"], "dynamodb_over_s3": ratio,
-                                 "sentence": f"{a['scenario']} with {a['workers']} workers: DynamoDB ran x{ratio:.3g} "
-                                             f"the rate of S3 ({d['steady_rate']:.3g} vs {s['steady_rate']:.3g} it/s)."})
+                                 "sentence": sentence})
     return {"runs": summary, "fleet_scaling": scaling, "backends": backends}

@@ -69,7 +69,8 @@ def test_dominant_step_migrates_and_the_right_count_explains_it(tmp_path):
 def test_pull_bottleneck_is_explained_by_items_read(tmp_path):
     f = _findings(tmp_path, "pull", workers=10, rate=_falling,
                   steps={"pull_ms": lambda t: 20 + 900 * t / T, "commit_ms": lambda t: np.full_like(t, 60.0)},
-                  counts={"pull_items_read": lambda t: 100 + 5 * t, "index_entries_written": lambda t: np.full_like(t, 4)})
+                  counts={"pull_items_read": lambda t: 100 + 5 * t,
+                          "index_entries_written": lambda t: np.full_like(t, 4)})
     assert f["dominant_step"]["last"]["step"] == "pull" and f["explained_by"] == "pull_items_read"
 
 
