@@ -18,6 +18,8 @@ import tempfile
 import time
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script from anywhere
+
 from reports.synthetic import make_run
 
 HOURS = 9

@@ -1,0 +1,134 @@
+"""How much CPU the harness itself adds to an iteration, and the rate one Locust process sustains.
+
+1. CPU per iteration, in one process, with DynamoDB answering instantly
+   (boto3 still serializes, signs and parses every call): the datastore's
+   steps through boto3, against the harness's own work on the same iteration
+   (building the row, firing Locust request events, writing Parquet shards).
+   Target: harness work under 5 % of the boto3 work.
+2. A real Locust process (headless, 20 users) against the instant backend:
+   iterations/s it sustains and the CPU it uses.
+
+Usage: python bench/harness_overhead.py [--iterations 2000] [--repeat 5]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script from anywhere
+
+import pandas as pd
+
+ROOT = Path(__file__).resolve().parents[1]
+# Constant work per iteration (a disposable model, pruned): the same boto3 cost on iteration 10 and 10,000.
+SCENARIO = "pruning"
+
+
+def cpu_split(iterations: int) -> tuple[float, float, dict[str, float]]:
+    """(boto3+datastore CPU ms/iteration, harness CPU ms/iteration, harness parts)."""
+    from locust.env import Environment
+
+    from bench.instant import install
+    from harness.aws.clients import make_clients
+    from harness.aws.endpoints import Endpoints
+    from harness.datastore.backends.dynamodb import DynamoBackend
+    from harness.load import scenario
+    from harness.load.iteration import LoadWorker, summarize
+    from harness.record.writer import ShardWriter
+
+    os.environ.setdefault("AWS_ACCESS_KEY_ID", "bench")
+    os.environ.setdefault("AWS_SECRET_ACCESS_KEY", "bench")
+    clients = make_clients(Endpoints("http://127.0.0.1:9", "http://127.0.0.1:9", "other"))
+    install(clients.dynamodb)
+    sc = scenario.load(SCENARIO)
+    lw = LoadWorker(sc, DynamoBackend(clients.dynamodb, "instant", "per-model"), worker="local", user="w0-0")
+    env = Environment()
+    env.create_local_runner()
+    fire = env.events.request.fire
+    outs = []
+    cpu0 = time.process_time()
+    for _ in range(iterations):  # exactly what LoadWorker.run_once does, less the row
+        steps: list = []
+        model = lw.plan(lw.iteration)[0]
+        lw.store.sync_run(model, "get_uptime", 100, steps)
+        lw.store.delete_model(model, steps)
+        lw.store.prune(steps)
+        lw.iteration += 1
+        outs.append(steps)
+    boto_ms = (time.process_time() - cpu0) * 1000 / iterations
+
+    parts: dict[str, float] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        writer = ShardWriter(tmp, flush_every_s=1e9)
+        rows = []
+        t = time.process_time()
+        for steps in outs:  # the row: per-step sums and counts
+            row = {"ts_start": time.time(), "ts_end": time.time(), "worker": "local", "user": "w0-0",
+                   "scenario": "namespaced", "backend": "dynamodb", "iteration": 0, "model_id": "m",
+                   "ok": True, "error_kind": "", "error": "", "total_ms": 1.0}
+            row.update(summarize(steps))
+            rows.append(row)
+        parts["row"] = (time.process_time() - t) * 1000 / iterations
+        t = time.process_time()
+        for steps in outs:  # one request event per step and one for the iteration
+            for s in steps:
+                fire(request_type="dynamodb", name=s.name, response_time=s.ms, response_length=0, exception=None,
+                     context={})
+            fire(request_type="dynamodb", name="iteration", response_time=1.0, response_length=0, exception=None,
+                 context={})
+        parts["events"] = (time.process_time() - t) * 1000 / iterations
+        t = time.process_time()
+        for i in range(0, len(rows), 100):  # ~100 rows per shard: a 5 s flush at 20 it/s
+            writer.add(rows[i:i + 100])
+            writer.flush()
+        parts["parquet"] = (time.process_time() - t) * 1000 / iterations
+    return boto_ms, sum(parts.values()), parts
+
+
+def locust_rate(users: int, seconds: int) -> tuple[float, float]:
+    """Iterations/s and CPU seconds/s of one real Locust process against the instant backend."""
+    with tempfile.TemporaryDirectory() as tmp:
+        env = dict(os.environ, AWS_ENDPOINT_URL="http://127.0.0.1:9", AWS_ACCESS_KEY_ID="bench",
+                   AWS_SECRET_ACCESS_KEY="bench", PYTHONPATH=str(ROOT))
+        cmd = [sys.executable, "-m", "locust", "-f", str(ROOT / "bench" / "instant_locustfile.py"), "--headless",
+               "-u", str(users), "-r", str(users), "-t", f"{seconds}s", "--scenario", SCENARIO,
+               "--run-dir", f"{tmp}/run", "--exit-code-on-error", "0", "--only-summary"]
+        t = time.time()
+        proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        _, status, usage = os.wait4(proc.pid, 0)
+        wall = time.time() - t
+        rows = pd.read_parquet(f"{tmp}/run/iterations", columns=["ts_start", "ts_end", "ok"])
+        span = (rows["ts_end"].max() - rows["ts_start"].min()).total_seconds()
+        return len(rows) / span, (usage.ru_utime + usage.ru_stime) / wall
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--iterations", type=int, default=2000)
+    ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--locust-seconds", type=int, default=15)
+    args = ap.parse_args()
+    splits = [cpu_split(args.iterations) for _ in range(args.repeat)]
+    boto = statistics.median(s[0] for s in splits)
+    harness = statistics.median(s[1] for s in splits)
+    parts = {k: statistics.median(s[2][k] for s in splits) for k in splits[0][2]}
+    print(f"CPU per iteration (median of {args.repeat} x {args.iterations} iterations of '{SCENARIO}', "
+          "instant DynamoDB):")
+    print(f"  datastore steps through boto3 : {boto:7.3f} ms")
+    print(f"  harness (row+events+parquet)  : {harness:7.3f} ms   "
+          + "  ".join(f"{k} {v:.3f}" for k, v in parts.items()))
+    print(f"  harness / boto3               : {harness / boto:7.2%}   (target < 5 %)")
+    rate, cpu = locust_rate(20, args.locust_seconds)
+    print(f"one Locust process, 20 users, instant backend: {rate:.0f} iterations/s at {cpu:.2f} CPU-s/s "
+          f"(~{1000 * cpu / rate:.2f} ms CPU per iteration, all in)")
+
+
+if __name__ == "__main__":
+    main()
