@@ -50,7 +50,7 @@ def build_report(run_dirs: list[str | Path], out: str | Path | None = None) -> P
     summary: dict = {"runs": []}
     sections = []
     for i, run in enumerate(runs):
-        f = compute.findings(run.rows)
+        f = compute.findings(run.rows, probes=run.probes)
         prefix = "" if len(runs) == 1 else f"{i + 1}-{_slug(run.path.name)[:40]}-"
         figs = run_figures(run, f, fig_dir, prefix)
         sections.append(html.run_section(run.label, run.info, f, figs, run.partial))

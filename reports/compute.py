@@ -186,7 +186,7 @@ def _pct(x: float) -> str:
     return f"{x * 100:.0f} %"
 
 
-def findings(rows: pd.DataFrame, window: float | None = None) -> dict[str, Any]:
+def findings(rows: pd.DataFrame, window: float | None = None, probes: pd.DataFrame | None = None) -> dict[str, Any]:
     """Everything the report says in words, as numbers first."""
     span = float((rows["ts_end"].max() - rows["ts_start"].min()).total_seconds())
     window = window or pick_window(span)
@@ -223,9 +223,21 @@ def findings(rows: pd.DataFrame, window: float | None = None) -> dict[str, Any]:
         },
         "work_counts": g.to_dict(orient="index"),
         "explained_by": explaining,
+        "probe": probe_trend(probes),
     }
     out["sentences"] = sentences(out)
     return out
+
+
+def probe_trend(probes: pd.DataFrame | None) -> dict[str, Any] | None:
+    """Constant-cost request latency, first tenth of the run against the last: did the backend itself slow?"""
+    if probes is None or len(probes) < 4:
+        return None
+    n = max(2, len(probes) // 10)
+    first, last = float(probes["ms"].iloc[:n].median()), float(probes["ms"].iloc[-n:].median())
+    ratio = last / first if first > 0 else math.inf
+    return {"first_ms": first, "last_ms": last, "growth": ratio, "samples": int(len(probes)),
+            "backend_slowed": bool(ratio > 1.5)}
 
 
 def sentences(f: dict[str, Any]) -> list[str]:
@@ -248,6 +260,15 @@ def sentences(f: dict[str, Any]) -> list[str]:
     if f["failure_ratio"] > 0:
         kinds = ", ".join(f"{k} {v}" for k, v in f["errors"].items() if v)
         out.append(f"{f['failure_ratio']:.1%} of iterations failed ({kinds}).")
+    p = f.get("probe")
+    if p:
+        if p["backend_slowed"]:
+            out.append(f"The backend itself got slower: a constant-cost read went from {p['first_ms']:.3g} to "
+                       f"{p['last_ms']:.3g} ms ({_times(p['growth'])}), so part of the slowdown is the server "
+                       "(on moto, its Query scans the whole table), not only the workload.")
+        else:
+            out.append(f"A constant-cost read stayed near {p['last_ms']:.3g} ms ({_times(p['growth'])}): the "
+                       "backend did not slow down; the workload asks for more.")
     return out
 
 
@@ -263,9 +284,11 @@ def compare(runs: list[tuple[str, dict, pd.DataFrame]]) -> dict[str, Any]:
         window = pick_window(span)
         rate = fleet_rate(with_windows(rows, window), window)
         steady = float(rate.iloc[len(rate) // 2:].mean())
+        requests = float(rows["requests"].sum()) if "requests" in rows else 0.0
         summary.append({"label": label, "scenario": info.get("scenario_name"), "backend": info.get("backend"),
                         "workers": int(rows["user"].nunique()), "steady_rate": steady,
                         "mean_iteration_ms": float(rows["total_ms"].mean()),
+                        "ms_per_request": float(rows["total_ms"].sum()) / requests if requests else math.nan,
                         "step_ms": {STEP_LABELS[c]: float(rows[c].mean()) for c in STEP_COLUMNS}})
     scaling, backends = [], []
     for i, a in enumerate(summary):
@@ -285,8 +308,11 @@ def compare(runs: list[tuple[str, dict, pd.DataFrame]]) -> dict[str, Any]:
             if a["scenario"] == b["scenario"] and a["backend"] != b["backend"] and a["workers"] == b["workers"]:
                 d, s = (a, b) if a["backend"] == "dynamodb" else (b, a)
                 ratio = d["steady_rate"] / s["steady_rate"] if s["steady_rate"] > 0 else math.inf
+                per_op = s["ms_per_request"] / d["ms_per_request"] if d["ms_per_request"] > 0 else math.nan
                 sentence = (f"{a['scenario']} with {a['workers']} workers: DynamoDB ran x{ratio:.3g} the rate of S3 "
-                            f"({d['steady_rate']:.3g} vs {s['steady_rate']:.3g} it/s).")
+                            f"({d['steady_rate']:.3g} vs {s['steady_rate']:.3g} it/s); an S3 operation took "
+                            f"x{per_op:.3g} as long ({s['ms_per_request']:.3g} vs {d['ms_per_request']:.3g} ms "
+                            "per request), so S3 workers top out lower per operation.")
                 backends.append({"scenario": a["scenario"], "workers": a["workers"], "dynamodb_over_s3": ratio,
-                                 "sentence": sentence})
+                                 "s3_ms_per_request_over_dynamodb": per_op, "sentence": sentence})
     return {"runs": summary, "fleet_scaling": scaling, "backends": backends}

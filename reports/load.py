@@ -14,7 +14,8 @@ from harness.record.reader import read_rows, shard_paths
 STEP_COLUMNS = ["lock_wait_ms", "pull_ms", "method_ms", "push_ms", "commit_ms", "export_ms", "delete_ms", "prune_ms"]
 COUNT_COLUMNS = ["pull_items_read", "index_entries_written", "catalog_rows", "files_pushed", "read_units",
                  "write_units"]
-REPORT_COLUMNS = ["ts_start", "ts_end", "user", "ok", "error_kind", "total_ms", *STEP_COLUMNS, *COUNT_COLUMNS]
+REPORT_COLUMNS = ["ts_start", "ts_end", "user", "ok", "error_kind", "total_ms", "requests", *STEP_COLUMNS,
+                  *COUNT_COLUMNS]
 
 
 @dataclass
@@ -23,6 +24,7 @@ class Run:
     info: dict
     rows: pd.DataFrame
     partial: bool
+    probes: pd.DataFrame | None = None  # constant-cost request latencies (stand-in detection)
 
     @property
     def label(self) -> str:
@@ -48,4 +50,18 @@ def open_run(path: str | Path) -> Run:
     if rows.empty:
         raise HarnessError(f"{p} has no iteration rows: the run recorded nothing, see locust.log")
     partial = info.get("status") != "finished"
-    return Run(p, info, rows, partial)
+    return Run(p, info, rows, partial, _probes(p))
+
+
+def _probes(p: Path) -> pd.DataFrame | None:
+    path = p / "probes.csv"
+    if not path.exists():
+        return None
+    try:
+        df = pd.read_csv(path)
+    except (pd.errors.ParserError, pd.errors.EmptyDataError):
+        return None
+    if df.empty or not {"ts", "ms"} <= set(df.columns):
+        return None
+    df["ts"] = pd.to_datetime(df["ts"], unit="s", utc=True)
+    return df

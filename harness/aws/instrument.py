@@ -1,9 +1,14 @@
-"""Count every request a client sends, and its bytes, into the current step's Work.
+"""Count what every request did into the current step's Work: requests, bytes, capacity units.
 
 One boto3 client per service is shared by every Locust user of a process
 (creating sessions per user stalls the event loop), so the step a request
 belongs to is carried in a context variable: greenlets and threads each have
 their own. Retries pass through ``before-send`` again and so count as requests.
+
+DynamoDB read and write units are computed from the real request and response
+by DynamoDB's rules (``harness.aws.capacity``), not taken from the server's
+``ConsumedCapacity`` (moto reports fixed numbers), so they mean the same on
+every endpoint.
 """
 
 from __future__ import annotations
@@ -11,11 +16,34 @@ from __future__ import annotations
 import contextvars
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass, field
 from typing import Any
 
+from harness.aws.capacity import Charge, TableShape, conditional_failure_charges, read_charges, write_charges
 from harness.datastore.work import Work
 
 _current: contextvars.ContextVar[Work | None] = contextvars.ContextVar("harness_work", default=None)
+SHAPES: dict[str, TableShape] = {}  # table name -> keys and GSIs, learned from Create/DescribeTable or registered
+
+
+@dataclass
+class CallInfo:
+    """The DynamoDB call in flight in this greenlet: its parameters and (for writes) what it will cost."""
+
+    op: str
+    params: dict
+    writes: list[Charge] = field(default_factory=list)
+
+
+_call: contextvars.ContextVar[CallInfo | None] = contextvars.ContextVar("harness_call", default=None)
+
+
+def current_call() -> CallInfo | None:
+    return _call.get()
+
+
+def register_shape(shape: TableShape) -> None:
+    SHAPES[shape.name] = shape
 
 
 @contextmanager
@@ -54,11 +82,45 @@ def _on_after_call(http_response: Any, parsed: Any, model: Any = None, **_: Any)
         work.bytes_received += len(http_response.content or b"")
 
 
+def _on_params(params: dict, model: Any, **_: Any) -> None:
+    op = model.name
+    _call.set(CallInfo(op, params, write_charges(op, params, SHAPES)))
+
+
+def _on_ddb_after_call(parsed: Any, model: Any, **_: Any) -> None:
+    info = _call.get()
+    if info is None or not isinstance(parsed, dict):
+        return
+    if model.name in ("DescribeTable", "CreateTable"):
+        t = parsed.get("Table") or parsed.get("TableDescription")
+        if t and "KeySchema" in t:
+            register_shape(TableShape.from_description(t))
+    work = _current.get()
+    if work is None:
+        return
+    code = parsed.get("Error", {}).get("Code")
+    if code is None:
+        charges = info.writes + read_charges(info.op, info.params, parsed, SHAPES)
+    elif code in ("ConditionalCheckFailedException", "TransactionCanceledException"):
+        charges = conditional_failure_charges(info.op, info.params, SHAPES)
+    else:
+        charges = []  # throttled, invalid, ...: nothing was written or read
+    for c in charges:
+        if c.kind == "read":
+            work.read_units += c.units
+        else:
+            work.write_units += c.units
+
+
 def instrument(client: Any) -> Any:
     """Register the counting hooks on ``client`` (idempotent per client)."""
     if getattr(client, "_harness_instrumented", False):
         return client
-    client.meta.events.register("before-send", _on_send, unique_id="harness-count-send")
-    client.meta.events.register("after-call", _on_after_call, unique_id="harness-count-recv")
+    ev = client.meta.events
+    ev.register("before-send", _on_send, unique_id="harness-count-send")
+    ev.register("after-call", _on_after_call, unique_id="harness-count-recv")
+    if client.meta.service_model.service_name == "dynamodb":
+        ev.register("before-parameter-build.dynamodb", _on_params, unique_id="harness-ddb-params")
+        ev.register("after-call.dynamodb", _on_ddb_after_call, unique_id="harness-ddb-units")
     client._harness_instrumented = True
     return client

@@ -18,6 +18,7 @@ from pathlib import Path
 
 from harness.aws.clients import make_clients
 from harness.aws.endpoints import any_endpoint_configured
+from harness.aws.fidelity.latency import load_profile
 from harness.aws.moto_server import DUMMY_CREDENTIALS, EmbeddedMoto
 from harness.errors import HarnessError
 from harness.load import checks as run_checks
@@ -49,6 +50,7 @@ class RunOptions:
     bucket: str | None = None
     allow_foreign: bool = False
     cleanup: bool = False
+    latency: str | None = None
     quiet: bool = False
 
 
@@ -86,6 +88,8 @@ def _locust_command(opts: RunOptions, sc: scenarios.Scenario, scenario_arg: str,
         cmd += ["--headless", "-t", f"{max(1, int(round(sc.fleet.duration_s)))}s"]
     if opts.processes:
         cmd += ["--processes", str(opts.processes)]
+    if opts.latency:
+        cmd += ["--latency", opts.latency]
     if opts.table:
         cmd += ["--table", opts.table]
     if opts.bucket:
@@ -112,6 +116,8 @@ class Progress:
 def run(opts: RunOptions) -> RunResult:
     sc = scenarios.load(opts.scenario).with_overrides(
         backend=opts.backend, workers=opts.workers, duration_s=opts.duration_s, spawn_rate=opts.spawn_rate)
+    if opts.latency:
+        load_profile(opts.latency)  # a bad profile is a one-line error before anything starts
     scenario_arg = str(scenarios.resolve(opts.scenario))
     if opts.processes < 0:
         raise HarnessError(f"--processes must be 0 or more, got {opts.processes}")
@@ -132,6 +138,8 @@ def run(opts: RunOptions) -> RunResult:
         endpoints = runtime.resolve_endpoints()
         runtime.check_credentials(endpoints)
         env = dict(os.environ)
+        if opts.processes:
+            env[runtime.CAPACITY_SHARE_ENV] = str(1.0 / opts.processes)
         runtime.check_reachable(endpoints, sc.backend)
         resources = runtime.Resources.for_run(run_id, opts.table, opts.bucket)
         clients = make_clients(endpoints)

@@ -15,6 +15,7 @@ import logging
 import os
 import threading
 import time
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +25,8 @@ from locust.exception import StopUser
 from locust.runners import MasterRunner, WorkerRunner
 
 from harness.aws.clients import make_clients
+from harness.aws.fidelity.layer import Fidelity
+from harness.aws.fidelity.probe import Probe
 from harness.aws.moto_server import DUMMY_CREDENTIALS, EmbeddedMoto
 from harness.errors import HarnessError
 from harness.load import runtime
@@ -53,6 +56,7 @@ class ProcessState:
         self.worker = "local"
         self.run_dir: Path | None = None
         self.moto: EmbeddedMoto | None = None
+        self.probe: Probe | None = None
 
     def reset(self) -> None:
         self.__init__()  # type: ignore[misc]
@@ -68,6 +72,8 @@ def _options(parser: Any) -> None:
     parser.add_argument("--backend", default="", choices=["", "dynamodb", "s3"],
                         help="override the scenario's backend")
     parser.add_argument("--run-dir", default="", help="where iteration rows and run.json go (default runs/<run id>)")
+    parser.add_argument("--latency", default="", help="latency profile (local, aws-dynamodb, aws-s3-vpce, aws, "
+                        "or a .toml file); overrides the scenario's fidelity.latency")
     parser.add_argument("--run-id", default="", include_in_web_ui=False, help="set by the master; leave empty")
     parser.add_argument("--table", default="", include_in_web_ui=False, help="DynamoDB table (default per run)")
     parser.add_argument("--bucket", default="", include_in_web_ui=False, help="S3 bucket (default per run)")
@@ -136,7 +142,12 @@ def _setup(environment: Any) -> None:
     backend = runtime.build_backend(sc, clients, resources, opts.run_id)
     if not is_worker:  # the master (or the single process) creates the table/bucket once
         runtime.ensure_owned(clients, backend, opts.allow_foreign_resources)
-    if not is_master:
+    share = float(os.environ.get(runtime.CAPACITY_SHARE_ENV, "1") or 1)
+    fidelity = sc.fidelity.resolve(endpoints.kind, share, opts.latency or None)
+    if not is_master:  # only the processes that send load get the fidelity layer
+        layer = Fidelity(fidelity)
+        layer.install(clients.dynamodb)
+        layer.install(clients.s3)
         STATE.backend = backend
     if is_worker:
         return
@@ -148,17 +159,21 @@ def _setup(environment: Any) -> None:
         "endpoint": runtime.endpoint_summary(endpoints), "endpoint_kind": endpoints.kind,
         "resources": {"table": resources.table, "bucket": resources.bucket},
         "versions": runinfo.versions(), "host": runinfo.host(), "started_at": runinfo.utc_now(),
-        "ended_at": None, "status": "running",
+        "ended_at": None, "status": "running", "fidelity": asdict(fidelity),
         "fleet": {"workers": opts.num_users or sc.fleet.workers,
                   "processes": int(getattr(opts, "processes", 0) or 0) or
                   (len(runner.clients) if isinstance(runner, MasterRunner) else 1)},
     })
+    if fidelity.enabled and fidelity.probe_every_s > 0:
+        STATE.probe = Probe(backend, STATE.run_dir, fidelity.probe_every_s).start()
     if not opts.run_time:  # every load loop is bounded in time: default to the scenario's duration
         gevent.spawn_later(sc.fleet.duration_s, runner.quit)
 
 
 @events.quitting.add_listener
 def _quitting(environment: Any, **_: Any) -> None:
+    if STATE.probe is not None:
+        STATE.probe.stop()
     if STATE.writer is not None and STATE.run_dir is not None:
         STATE.writer.flush()
         try:

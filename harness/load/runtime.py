@@ -29,6 +29,7 @@ OWNER_TAG = "harness:owner"
 RUN_TAG = "harness:run"
 ENDPOINT_KIND_ENV = "HARNESS_ENDPOINT_KIND"
 TARGET_AWS_ENV = "HARNESS_TARGET_AWS"
+CAPACITY_SHARE_ENV = "HARNESS_CAPACITY_SHARE"  # each load process models its share of the table's capacity
 
 
 def new_run_id(scenario: str, backend: str) -> str:

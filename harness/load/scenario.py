@@ -13,6 +13,10 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from harness.aws.fidelity.faults import FAULT_KINDS, FaultRates
+from harness.aws.fidelity.latency import load_profile
+from harness.aws.fidelity.layer import FidelityConfig
+from harness.aws.fidelity.throttle import DynamoCapacity, S3Rates
 from harness.datastore.backends.dynamodb import GSI_LAYOUTS
 from harness.datastore.backends.s3 import INDEX_KINDS
 from harness.datastore.lock import LockConfig
@@ -64,6 +68,25 @@ class Checks:
 
 
 @dataclass(frozen=True)
+class Fidelity:
+    """The fidelity layer for this scenario; ``mode`` auto means on everywhere but real AWS."""
+
+    mode: str = "auto"  # auto | on | off
+    config: FidelityConfig = field(default_factory=lambda: FidelityConfig(
+        enabled=True, dynamodb=DynamoCapacity(), s3=S3Rates(), probe_every_s=5.0))
+
+    def resolve(self, endpoint_kind: str, capacity_share: float = 1.0, latency: str | None = None) -> FidelityConfig:
+        """The layer as it applies to one process on one endpoint."""
+        from dataclasses import replace
+
+        on = self.mode == "on" or (self.mode == "auto" and endpoint_kind != "aws")
+        cfg = self.config
+        ddb = replace(cfg.dynamodb, scale=cfg.dynamodb.scale * capacity_share) if cfg.dynamodb else None
+        s3 = replace(cfg.s3, scale=cfg.s3.scale * capacity_share) if cfg.s3 else None
+        return replace(cfg, enabled=on, dynamodb=ddb, s3=s3, latency=latency or cfg.latency)
+
+
+@dataclass(frozen=True)
 class Scenario:
     name: str
     description: str = ""
@@ -74,6 +97,7 @@ class Scenario:
     datastore: DatastoreSpec = field(default_factory=DatastoreSpec)
     lock: LockConfig = field(default_factory=LockConfig)
     checks: Checks = field(default_factory=Checks)
+    fidelity: Fidelity = field(default_factory=Fidelity)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -208,7 +232,8 @@ def parse(data: dict, source: str = "<scenario>", default_name: str = "scenario"
     name = top.string("name", default_name)
     description = top.string("description", "")
     backend = top.choice("backend", "dynamodb", BACKENDS)
-    sections = {s: _Reader(top.get(s, {}), s, source) for s in ("fleet", "workload", "datastore", "lock", "checks")}
+    sections = {s: _Reader(top.get(s, {}), s, source)
+                for s in ("fleet", "workload", "datastore", "lock", "checks", "fidelity")}
     top.done()
 
     f = sections["fleet"]
@@ -266,4 +291,42 @@ def parse(data: dict, source: str = "<scenario>", default_name: str = "scenario"
                     window_s=c.duration("window", 30.0))
     c.done()
     return Scenario(name=name, description=description, backend=backend, source=source, fleet=fleet,
-                    workload=workload, datastore=ds, lock=lock, checks=checks)
+                    workload=workload, datastore=ds, lock=lock, checks=checks,
+                    fidelity=_fidelity(sections["fidelity"]))
+
+
+def _fidelity(f: _Reader) -> Fidelity:
+    mode = f.get("enabled", "auto")
+    mode = {True: "on", False: "off"}.get(mode, mode) if isinstance(mode, bool) else mode
+    if mode not in ("auto", "on", "off"):
+        raise f.fail("enabled", f"must be true, false or \"auto\", got {mode!r}")
+    capacity = f.choice("capacity", "on-demand", ("on-demand", "provisioned", "none"))
+    ddb = None if capacity == "none" else DynamoCapacity(
+        mode=capacity, read=f.number("read_capacity", 12_000.0, 1.0), write=f.number("write_capacity", 4_000.0, 1.0),
+        max_read=f.number("max_read", 0.0), max_write=f.number("max_write", 0.0),
+        partition_read=f.number("partition_read", 3_000.0, 1.0),
+        partition_write=f.number("partition_write", 1_000.0, 1.0),
+        burst_s=f.duration("burst", 300.0), scale=f.number("scale", 1.0, 1e-6))
+    s3 = S3Rates(writes=f.number("s3_prefix_writes", 3_500.0, 1.0), reads=f.number("s3_prefix_reads", 5_500.0, 1.0),
+                 scale=f.number("scale", 1.0, 1e-6))
+    latency = f.string("latency", "local")
+    try:
+        load_profile(latency)
+    except HarnessError as e:
+        raise f.fail("latency", str(e)) from None
+    faults_table = f.get("faults", {})
+    if not isinstance(faults_table, dict):
+        raise f.fail("faults", "must be a table of [fidelity.faults.<Operation>] sections")
+    faults = {}
+    for op, rates in faults_table.items():
+        r = _Reader(rates, f"fidelity.faults.{op}", f.source)
+        vals = {k: r.number(k, 0.0) for k in FAULT_KINDS}
+        r.done()
+        if sum(vals.values()) > 1:
+            raise r.fail("error_5xx", "rates add up to more than 1")
+        faults[op] = FaultRates(**vals)
+    cfg = FidelityConfig(enabled=mode != "off", dynamodb=ddb, s3=s3, latency=latency, faults=faults,
+                         timeout_after_s=f.duration("timeout_after", 1.0),
+                         probe_every_s=f.duration("probe_every", 5.0, positive=False))
+    f.done()
+    return Fidelity(mode=mode, config=cfg)

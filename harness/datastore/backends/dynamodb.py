@@ -27,8 +27,8 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
-from harness.aws.capacity import item_size, read_units, write_units
-from harness.aws.instrument import recording
+from harness.aws.capacity import Index, TableShape
+from harness.aws.instrument import recording, register_shape
 from harness.clock import Clock, SystemClock, now_ms
 from harness.datastore.backends.base import FileMeta, PullResult, partition_of
 from harness.datastore.errors import ConfigError, FencedError
@@ -39,7 +39,7 @@ from harness.datastore.work import Work
 GSI_LAYOUTS = ("legacy", "per-model")
 CHUNK_BYTES = 256 * 1024
 GSI_NAME = "gsi1"
-GSI_KEYS = (("gsi1pk", "gsi1sk"),)
+SHAPE_GSI = Index(GSI_NAME, "gsi1pk", "gsi1sk")
 BATCH_GET_MAX = 100
 BATCH_WRITE_MAX = 25
 
@@ -90,10 +90,8 @@ class DynamoLockStore:
                 )
         except ClientError as e:
             if _code(e) == "ConditionalCheckFailedException":
-                work.read_units += 1
                 return None
             raise
-        work.write_units += 1
         return int(out["Attributes"]["fence"]["N"])
 
     def renew(self, key: str, nonce: str, expires_at_ms: int, work: Work) -> bool:
@@ -109,7 +107,6 @@ class DynamoLockStore:
             if _code(e) == "ConditionalCheckFailedException":
                 return False
             raise
-        work.write_units += 1
         return True
 
     def release(self, key: str, nonce: str, work: Work) -> bool:
@@ -125,7 +122,6 @@ class DynamoLockStore:
             if _code(e) == "ConditionalCheckFailedException":
                 return False
             raise
-        work.write_units += 1
         return True
 
 
@@ -144,6 +140,7 @@ class DynamoBackend:
         self.clock = clock or SystemClock()
         self.billing, self.provisioned, self.tags, self.create = billing, provisioned, tags or {}, create
         self.lock_store = DynamoLockStore(client, table)
+        register_shape(TableShape(self.table, "pk", "sk", [SHAPE_GSI]))  # so units count its GSI from the start
         self._known_partitions: set[str] = set()
         self._pool = ThreadPoolExecutor(max_workers=pull_concurrency, thread_name_prefix="ddb-pull")
         self._rng = random.Random()
@@ -268,7 +265,6 @@ class DynamoBackend:
         for rel, data in files.items():
             for i, chunk in enumerate(_chunks(data)):
                 item = {"pk": _s(f"FILE#{rel}"), "sk": _s(chunk_key(metas[rel].version, i)), "data": {"B": chunk}}
-                work.write_units += write_units(item)
                 work.items_written += 1
                 reqs.append({"PutRequest": {"Item": item}})
         self._batch_write(reqs, work)
@@ -285,7 +281,6 @@ class DynamoBackend:
                 out = self.client.query(**kwargs)
             items = out.get("Items", [])
             work.items_read += len(items)
-            work.read_units += read_units([item_size(i) for i in items], consistent=True, summed=True)
             parts.extend(i["data"]["B"] for i in items)
             if "LastEvaluatedKey" not in out:
                 return b"".join(parts)
@@ -295,7 +290,6 @@ class DynamoBackend:
         meta = FileMeta(rel_path, len(data), FileMeta.digest_of(data), now_ms(self.clock), 1)
         self.put_content({rel_path: data}, {rel_path: meta}, work)
         item = self.meta_item(None, meta, indexed=False)
-        work.write_units += write_units(item)
         self._batch_write([{"PutRequest": {"Item": item}}], work)
 
     def lookup(self, paths: Sequence[str], work: Work) -> dict[str, FileMeta]:
@@ -309,7 +303,6 @@ class DynamoBackend:
                     out = self.client.batch_get_item(RequestItems=pending)
                 items = out.get("Responses", {}).get(self.table, [])
                 work.items_read += len(items)
-                work.read_units += read_units([item_size(x) for x in items], consistent=True)
                 for x in items:
                     m = self.meta_of(x)
                     found[m.rel_path] = m
@@ -339,7 +332,6 @@ class DynamoBackend:
                 UpdateExpression="ADD #p :p", ExpressionAttributeNames={"#p": "partitions"},
                 ExpressionAttributeValues={":p": {"SS": sorted(new)}},
             )
-        work.write_units += 1
         self._known_partitions |= new
 
     def _gate(self, grant: LockGrant, work: Work) -> None:
@@ -357,7 +349,6 @@ class DynamoBackend:
             if _code(e) == "ConditionalCheckFailedException":
                 raise FencedError(f"commit rejected: lock {grant.key} (fence {grant.fence}) is no longer held") from e
             raise
-        work.write_units += 1
 
     def _seal(self, namespace: str | None, grant: LockGrant, work: Work) -> None:
         """Advance the commit sequence, refused if a newer fencing token already committed."""
@@ -373,7 +364,6 @@ class DynamoBackend:
             if _code(e) == "ConditionalCheckFailedException":
                 raise FencedError(f"commit rejected: a newer lock holder committed after fence {grant.fence}") from e
             raise
-        work.write_units += 1
 
     def commit(self, namespace: str | None, entries: Sequence[FileMeta], grant: LockGrant,
                work: Work) -> int:
@@ -389,7 +379,6 @@ class DynamoBackend:
         reqs = []
         for e in entries:
             item = self.meta_item(namespace, e, grant.fence)
-            work.write_units += write_units(item, GSI_KEYS)
             reqs.append({"PutRequest": {"Item": item}})
         try:
             self._batch_write(reqs, work)
@@ -420,14 +409,12 @@ class DynamoBackend:
             out = self.client.get_item(TableName=self.table, Key=self._state_key(namespace, "SEQ"),
                                        ConsistentRead=True)
         work.items_read += 1 if "Item" in out else 0
-        work.read_units += 1
         return int(out.get("Item", {}).get("seq", {}).get("N", 0))
 
     def write_watermark(self, namespace: str | None, watermark_ms: int, work: Work) -> None:
         with recording(work):
             self.client.put_item(TableName=self.table, Item={
                 **self._state_key(namespace, "STATE"), "lastPushedAt": _n(watermark_ms)})
-        work.write_units += 1
 
     def partitions(self, namespace: str | None, work: Work) -> list[str]:
         with recording(work):
@@ -435,7 +422,6 @@ class DynamoBackend:
                                        ConsistentRead=True)
         item = out.get("Item")
         work.items_read += 1 if item else 0
-        work.read_units += read_units([item_size(item)] if item else [0], consistent=True)
         parts = sorted(item["partitions"]["SS"]) if item else []
         self._known_partitions |= set(parts)
         return parts
@@ -449,7 +435,6 @@ class DynamoBackend:
                 out = self.client.query(**kwargs)
             items = out.get("Items", [])
             work.items_read += len(items)
-            work.read_units += read_units([item_size(i) for i in items], consistent=False, summed=True)
             metas.extend(self.meta_of(i) for i in items)
             if "LastEvaluatedKey" not in out:
                 return metas
@@ -496,7 +481,6 @@ class DynamoBackend:
             for i in range(max(1, -(-m.size // CHUNK_BYTES))):
                 reqs.append({"DeleteRequest": {"Key": {"pk": _s(f"FILE#{m.rel_path}"),
                                                        "sk": _s(chunk_key(m.version, i))}}})
-        work.write_units += len(reqs)
         self._batch_write(reqs, work)
 
     def count_items(self) -> int:

@@ -1,0 +1,151 @@
+"""Who gets throttled: DynamoDB partitions and tables, S3 prefixes.
+
+DynamoDB: a table's capacity (provisioned, or on-demand warm throughput with an
+optional maximum) is split into partitions of about 3,000 read / 1,000 write
+units a second; a partition key value hashes to one of them, and a GSI has
+partitions of its own keyed by its partition key. A write also lands in every
+GSI it carries keys for, and a GSI partition that cannot take it throttles the
+base-table write (``IndexWriteKeyRangeThroughputExceeded``), which is how the
+legacy single-value GSI key (``gsi1pk = "FILE"``) becomes a hot partition.
+S3: 3,500 writes and 5,500 reads a second per prefix, answered with ``503 SlowDown``.
+"""
+
+from __future__ import annotations
+
+import math
+import zlib
+from dataclasses import dataclass
+
+from harness.aws.capacity import Charge
+from harness.aws.fidelity.buckets import TokenBucket
+from harness.clock import Clock
+
+
+@dataclass(frozen=True)
+class DynamoCapacity:
+    mode: str = "on-demand"  # "on-demand" | "provisioned"
+    read: float = 12_000.0  # provisioned RCU, or on-demand warm read throughput
+    write: float = 4_000.0
+    max_read: float = 0.0  # on-demand maximum (0: none)
+    max_write: float = 0.0
+    partition_read: float = 3_000.0
+    partition_write: float = 1_000.0
+    burst_s: float = 300.0
+    scale: float = 1.0  # multiplies every limit: scaled-down tables for short local runs
+
+    def table_limit(self, kind: str) -> float | None:
+        """Table-wide units/s, or None where DynamoDB would scale instead (on-demand without a maximum)."""
+        base = self.read if kind == "read" else self.write
+        cap = self.max_read if kind == "read" else self.max_write
+        if self.mode == "provisioned":
+            return base * self.scale
+        return cap * self.scale if cap else None
+
+    def partitions(self) -> int:
+        return max(1, math.ceil(self.read / self.partition_read), math.ceil(self.write / self.partition_write))
+
+    def partition_limit(self, kind: str) -> float:
+        return (self.partition_read if kind == "read" else self.partition_write) * self.scale
+
+
+@dataclass(frozen=True)
+class Throttle:
+    code: str  # ProvisionedThroughputExceededException | ThrottlingException | SlowDown
+    reason: str  # e.g. TableWriteKeyRangeThroughputExceeded
+    resource: str
+    status: int = 400
+
+
+class DynamoThrottle:
+    def __init__(self, capacity: DynamoCapacity, clock: Clock) -> None:
+        self.cap, self.clock = capacity, clock
+        self._buckets: dict[tuple, TokenBucket] = {}
+        self.throttles: dict[str, int] = {}
+
+    def _bucket(self, key: tuple, rate: float) -> TokenBucket:
+        b = self._buckets.get(key)
+        if b is None:
+            b = self._buckets[key] = TokenBucket(rate, self.clock, self.cap.burst_s)
+        return b
+
+    def _partition(self, c: Charge) -> int:
+        return zlib.crc32(c.key.encode()) % self.cap.partitions()
+
+    def _targets(self, c: Charge) -> list[tuple[TokenBucket, Throttle]]:
+        """The buckets a charge spends from, each with the throttle it raises when empty."""
+        side = "Read" if c.kind == "read" else "Write"
+        where = "Index" if c.index else "Table"
+        resource = f"{c.table}/index/{c.index}" if c.index else c.table
+        out = []
+        if c.key:
+            out.append((self._bucket((c.table, c.index, c.kind, self._partition(c)), self.cap.partition_limit(c.kind)),
+                        Throttle("ProvisionedThroughputExceededException",
+                                 f"{where}{side}KeyRangeThroughputExceeded", resource)))
+        limit = self.cap.table_limit(c.kind)
+        if limit is not None:
+            if self.cap.mode == "provisioned":
+                t = Throttle("ProvisionedThroughputExceededException", f"{where}{side}ProvisionedThroughputExceeded",
+                             resource)
+            else:
+                t = Throttle("ThrottlingException", f"{where}{side}MaxOnDemandThroughputExceeded", resource)
+            out.append((self._bucket((c.table, c.index, c.kind, "table"), limit), t))
+        return out
+
+    def _count(self, t: Throttle) -> Throttle:
+        self.throttles[t.reason] = self.throttles.get(t.reason, 0) + 1
+        return t
+
+    def admit_writes(self, charges: list[Charge]) -> Throttle | None:
+        """All or nothing: a write that does not fit every bucket it needs is throttled and spends nothing."""
+        need: dict[int, tuple[TokenBucket, Throttle, float]] = {}
+        for c in charges:
+            for bucket, t in self._targets(c):
+                _, _, n = need.get(id(bucket), (bucket, t, 0.0))
+                need[id(bucket)] = (bucket, t, n + c.units)
+        for bucket, t, n in need.values():
+            if not bucket.fits(n):
+                return self._count(t)
+        for bucket, _, n in need.values():
+            bucket.charge(n)
+        return None
+
+    def admit_read(self, probe: Charge) -> Throttle | None:
+        """A read is refused while any bucket it draws on is in debt from earlier reads."""
+        for bucket, t in self._targets(probe):
+            if bucket.level() < 0:
+                return self._count(t)
+        return None
+
+    def charge_reads(self, charges: list[Charge]) -> None:
+        for c in charges:
+            for bucket, _ in self._targets(c):
+                bucket.charge(c.units)
+
+
+@dataclass(frozen=True)
+class S3Rates:
+    writes: float = 3_500.0
+    reads: float = 5_500.0
+    scale: float = 1.0
+
+
+S3_WRITE_OPS = {"PutObject", "DeleteObject", "DeleteObjects", "CopyObject", "CompleteMultipartUpload",
+                "UploadPart", "CreateMultipartUpload", "PutBucketTagging"}
+
+
+class S3Throttle:
+    def __init__(self, rates: S3Rates, clock: Clock) -> None:
+        self.rates, self.clock = rates, clock
+        self._buckets: dict[tuple[str, str], TokenBucket] = {}
+        self.throttles = 0
+
+    def admit(self, op: str, prefix: str) -> Throttle | None:
+        kind = "write" if op in S3_WRITE_OPS else "read"
+        rate = (self.rates.writes if kind == "write" else self.rates.reads) * self.rates.scale
+        b = self._buckets.get((kind, prefix))
+        if b is None:
+            b = self._buckets[(kind, prefix)] = TokenBucket(rate, self.clock, burst_s=1.0)
+        if b.take(1.0):
+            return None
+        self.throttles += 1
+        return Throttle("SlowDown", "Please reduce your request rate.", prefix, status=503)
