@@ -55,3 +55,33 @@ def install(client: Any) -> Any:
     """Make ``client`` (a DynamoDB client) answer every call instantly, after the harness's own hooks."""
     client.meta.events.register_last("before-send.dynamodb", _answer, unique_id="bench-instant")
     return client
+
+
+def serve(host: str = "127.0.0.1", port: int = 0) -> None:
+    """An instant DynamoDB over real HTTP (keep-alive, TCP_NODELAY): canned answers by X-Amz-Target."""
+    import os
+    import socket
+
+    from gevent.pywsgi import WSGIHandler, WSGIServer
+
+    class NoDelay(WSGIHandler):
+        def handle(self) -> None:
+            self.socket.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            super().handle()
+
+    def app(environ: dict, start_response: Any) -> list[bytes]:
+        op = environ.get("HTTP_X_AMZ_TARGET", ".").rsplit(".", 1)[-1]
+        environ["wsgi.input"].read()
+        body = _BODIES.get(op, b"{}")
+        start_response("200 OK", [("Content-Type", "application/x-amz-json-1.0"), ("x-amzn-RequestId", "instant"),
+                                  ("Content-Length", str(len(body)))])
+        return [body]
+
+    server = WSGIServer((host, port), app, handler_class=NoDelay, log=None, error_log=None)
+    server.start()
+    os.write(1, f"READY http://{host}:{server.server_port}\n".encode())
+    server.serve_forever()
+
+
+if __name__ == "__main__":
+    serve()

@@ -166,3 +166,20 @@ def test_large_payload_round_trips_through_content_storage(aws, kind):
     assert len(be.get_content(raw, w)) == raw.size
     reader.pull(w2 := Work())
     assert w2.files_pulled == 5 and w2.bytes_received > 450_000
+
+
+def test_prune_forgets_pruned_partitions_so_pulls_stay_flat(aws):
+    """Without it the registry keeps every disposable model ever made, and every pull queries them all."""
+    from harness.datastore.work import Work
+
+    be = make_backend("per-model", aws)
+    store = make_store(be, "w1")
+    for i in range(8):
+        steps = []
+        store.sync_run(f"d{i}", "get_uptime", 100, steps)
+        store.delete_model(f"d{i}", steps)
+        store.prune(steps)
+    assert be.partitions("w1", Work()) == []
+    w = Work()
+    store.pull(w)
+    assert w.requests["Query"] == 0

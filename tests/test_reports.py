@@ -170,3 +170,18 @@ def test_run_still_being_written_gets_a_partial_report(tmp_path, capsys):
     summary = json.loads((out / "summary.json").read_text())
     assert summary["runs"][0]["partial"] is True
     assert "still being written" in (out / "index.html").read_text()
+
+
+def test_probe_tells_a_slower_backend_from_a_heavier_workload(tmp_path):
+    import pandas as pd
+
+    run = make_run(tmp_path / "probe", workers=5, duration_s=600, rate=_falling)
+    ts = 1_750_000_000 + np.arange(0, 600, 5.0)
+    pd.DataFrame({"ts": ts, "op": "GetItem", "ms": 2 + ts * 0}).to_csv(run / "probes.csv", index=False)
+    f = compute.findings(open_run(run).rows, probes=open_run(run).probes)
+    assert f["probe"]["backend_slowed"] is False and "did not slow down" in f["sentences"][-1]
+    pd.DataFrame({"ts": ts, "op": "GetItem", "ms": 2 + (ts - ts[0]) / 10}).to_csv(run / "probes.csv", index=False)
+    r = open_run(run)
+    f = compute.findings(r.rows, probes=r.probes)
+    assert f["probe"]["backend_slowed"] is True and f["probe"]["growth"] > 5
+    assert "The backend itself got slower" in f["sentences"][-1]

@@ -18,7 +18,7 @@ import math
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 KB = 1024
 
@@ -48,8 +48,20 @@ def _value_size(v: Mapping[str, Any]) -> int:
 
 
 def item_size(item: Mapping[str, Mapping[str, Any]]) -> int:
-    """Bytes DynamoDB bills for an item: attribute names plus values."""
-    return sum(len(k.encode()) + _value_size(v) for k, v in item.items())
+    """Bytes DynamoDB bills for an item: attribute names plus values.
+
+    On every write's hot path (once per item), so strings and binaries are sized inline.
+    """
+    total = 0
+    for k, v in item.items():
+        total += len(k) if k.isascii() else len(k.encode())
+        x = v.get("S")
+        if x is not None:
+            total += len(x) if x.isascii() else len(x.encode())
+            continue
+        x = v.get("B")
+        total += len(x) if x is not None else _value_size(v)
+    return total
 
 
 def write_units_for_size(size: int) -> float:
@@ -100,8 +112,9 @@ class TableShape:
         return TableShape(t["TableName"], pk, sk, gsis)
 
 
-@dataclass(frozen=True)
-class Charge:
+class Charge(NamedTuple):
+    """A NamedTuple, not a dataclass: one is made per item written, on every write's hot path."""
+
     table: str
     index: str | None
     key: str  # the partition key value the units land on ("" when unknown)
@@ -112,17 +125,18 @@ class Charge:
 def _key_value(v: Mapping[str, Any] | None) -> str:
     if not v:
         return ""
-    ((_, x),) = v.items()
-    return str(x)
+    x = v.get("S")
+    return x if x is not None else str(next(iter(v.values())))
 
 
 def _item_writes(shape: TableShape, item: Mapping[str, Any], factor: float = 1.0) -> list[Charge]:
-    size = item_size(item)
-    units = write_units_for_size(size) * factor
-    out = [Charge(shape.name, None, _key_value(item.get(shape.pk)), "write", units)]
+    units = float(max(1, -(-item_size(item) // KB))) * factor
+    name = shape.name
+    out = [Charge(name, None, _key_value(item.get(shape.pk)), "write", units)]
     for g in shape.gsis:
-        if g.pk in item and (g.sk is None or g.sk in item):
-            out.append(Charge(shape.name, g.name, _key_value(item.get(g.pk)), "write", units))
+        gk = item.get(g.pk)
+        if gk is not None and (g.sk is None or g.sk in item):
+            out.append(Charge(name, g.name, _key_value(gk), "write", units))
     return out
 
 

@@ -28,11 +28,22 @@ SHAPES: dict[str, TableShape] = {}  # table name -> keys and GSIs, learned from 
 
 @dataclass
 class CallInfo:
-    """The DynamoDB call in flight in this greenlet: its parameters and (for writes) what it will cost."""
+    """The DynamoDB call in flight in this greenlet: its parameters and what it costs.
+
+    Writes are priced from the request (the throttling model needs them before
+    sending); reads from the response, once, for both the accounting and the
+    throttling model.
+    """
 
     op: str
     params: dict
     writes: list[Charge] = field(default_factory=list)
+    _reads: list[Charge] | None = None
+
+    def reads(self, parsed: dict) -> list[Charge]:
+        if self._reads is None:
+            self._reads = read_charges(self.op, self.params, parsed, SHAPES)
+        return self._reads
 
 
 _call: contextvars.ContextVar[CallInfo | None] = contextvars.ContextVar("harness_call", default=None)
@@ -82,9 +93,12 @@ def _on_after_call(http_response: Any, parsed: Any, model: Any = None, **_: Any)
         work.bytes_received += len(http_response.content or b"")
 
 
+WRITE_OPS = frozenset({"PutItem", "UpdateItem", "DeleteItem", "BatchWriteItem", "TransactWriteItems"})
+
+
 def _on_params(params: dict, model: Any, **_: Any) -> None:
     op = model.name
-    _call.set(CallInfo(op, params, write_charges(op, params, SHAPES)))
+    _call.set(CallInfo(op, params, write_charges(op, params, SHAPES) if op in WRITE_OPS else []))
 
 
 def _on_ddb_after_call(parsed: Any, model: Any, **_: Any) -> None:
@@ -100,7 +114,7 @@ def _on_ddb_after_call(parsed: Any, model: Any, **_: Any) -> None:
         return
     code = parsed.get("Error", {}).get("Code")
     if code is None:
-        charges = info.writes + read_charges(info.op, info.params, parsed, SHAPES)
+        charges = info.writes + info.reads(parsed)
     elif code in ("ConditionalCheckFailedException", "TransactionCanceledException"):
         charges = conditional_failure_charges(info.op, info.params, SHAPES)
     else:

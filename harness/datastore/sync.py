@@ -243,6 +243,8 @@ class Datastore:
             return PruneReport(orphans, len(files), rows, dry_run)
         with self.locked(steps) as grant, self._step(steps, "prune") as w:
             self.backend.delete_files(self.ns, files, grant, w)
+            self.backend.forget_partitions(self.ns, [partition_of(self.paths.definition(t, i), self.ns) or ""
+                                                     for t, i in orphans], w)
             for m in files:
                 self.local.pop(m.rel_path, None)
             rows = sum(self.catalog.remove_data(self.ns, t, i) for t, i in orphans)

@@ -21,13 +21,13 @@ class TokenBucket:
             raise ValueError("a bucket needs a positive rate")
         self.rate = rate
         self.capacity = rate * max(1.0, burst_s)
-        self.clock = clock
+        self._now = clock.now  # bound once: this runs on every request
         self.tokens = rate
-        self.t = clock.now()
+        self.t = self._now()
         self._lock = threading.Lock()
 
     def _refill(self) -> None:
-        now = self.clock.now()
+        now = self._now()
         if now > self.t:
             self.tokens = min(self.capacity, self.tokens + (now - self.t) * self.rate)
         self.t = now

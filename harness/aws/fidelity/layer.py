@@ -20,7 +20,7 @@ from urllib.parse import unquote, urlparse
 
 from botocore.awsrequest import AWSResponse
 
-from harness.aws.capacity import Charge, query_key, read_charges
+from harness.aws.capacity import Charge, query_key
 from harness.aws.fidelity.faults import FaultRates, choose, raise_transport_fault
 from harness.aws.fidelity.latency import Profile, load_profile, pick
 from harness.aws.fidelity.throttle import DynamoCapacity, DynamoThrottle, S3Rates, S3Throttle, Throttle
@@ -161,4 +161,4 @@ class Fidelity:
             return
         info = current_call()
         if info is not None and info.op == model.name:
-            self.ddb.charge_reads(read_charges(info.op, info.params, parsed, SHAPES))
+            self.ddb.charge_reads(info.reads(parsed))

@@ -59,6 +59,7 @@ class Throttle:
 class DynamoThrottle:
     def __init__(self, capacity: DynamoCapacity, clock: Clock) -> None:
         self.cap, self.clock = capacity, clock
+        self._partitions = capacity.partitions()
         self._buckets: dict[tuple, TokenBucket] = {}
         self.throttles: dict[str, int] = {}
 
@@ -68,58 +69,68 @@ class DynamoThrottle:
             b = self._buckets[key] = TokenBucket(rate, self.clock, self.cap.burst_s)
         return b
 
-    def _partition(self, c: Charge) -> int:
-        return zlib.crc32(c.key.encode()) % self.cap.partitions()
-
-    def _targets(self, c: Charge) -> list[tuple[TokenBucket, Throttle]]:
-        """The buckets a charge spends from, each with the throttle it raises when empty."""
-        side = "Read" if c.kind == "read" else "Write"
-        where = "Index" if c.index else "Table"
-        resource = f"{c.table}/index/{c.index}" if c.index else c.table
+    def _targets(self, table: str, index: str | None, key: str, kind: str) -> list[tuple[TokenBucket, str]]:
+        """The buckets a charge spends from, each with what empties it ("partition" or "table")."""
         out = []
-        if c.key:
-            out.append((self._bucket((c.table, c.index, c.kind, self._partition(c)), self.cap.partition_limit(c.kind)),
-                        Throttle("ProvisionedThroughputExceededException",
-                                 f"{where}{side}KeyRangeThroughputExceeded", resource)))
-        limit = self.cap.table_limit(c.kind)
+        if key:
+            part = zlib.crc32(key.encode()) % self._partitions
+            out.append((self._bucket((table, index, kind, part), self.cap.partition_limit(kind)), "partition"))
+        limit = self.cap.table_limit(kind)
         if limit is not None:
-            if self.cap.mode == "provisioned":
-                t = Throttle("ProvisionedThroughputExceededException", f"{where}{side}ProvisionedThroughputExceeded",
-                             resource)
-            else:
-                t = Throttle("ThrottlingException", f"{where}{side}MaxOnDemandThroughputExceeded", resource)
-            out.append((self._bucket((c.table, c.index, c.kind, "table"), limit), t))
+            out.append((self._bucket((table, index, kind, "table"), limit), "table"))
         return out
 
-    def _count(self, t: Throttle) -> Throttle:
+    def _throttle(self, table: str, index: str | None, kind: str, level: str) -> Throttle:
+        """Described only when one happens: the error code and ThrottlingReasons DynamoDB would send."""
+        side = "Read" if kind == "read" else "Write"
+        where = "Index" if index else "Table"
+        resource = f"{table}/index/{index}" if index else table
+        if level == "partition":
+            t = Throttle("ProvisionedThroughputExceededException", f"{where}{side}KeyRangeThroughputExceeded", resource)
+        elif self.cap.mode == "provisioned":
+            t = Throttle("ProvisionedThroughputExceededException", f"{where}{side}ProvisionedThroughputExceeded",
+                         resource)
+        else:
+            t = Throttle("ThrottlingException", f"{where}{side}MaxOnDemandThroughputExceeded", resource)
         self.throttles[t.reason] = self.throttles.get(t.reason, 0) + 1
         return t
 
+    @staticmethod
+    def _grouped(charges: list[Charge]) -> dict[tuple[str, str | None, str, str], float]:
+        out: dict[tuple[str, str | None, str, str], float] = {}
+        for c in charges:
+            k = (c.table, c.index, c.key, c.kind)
+            out[k] = out.get(k, 0.0) + c.units
+        return out
+
     def admit_writes(self, charges: list[Charge]) -> Throttle | None:
         """All or nothing: a write that does not fit every bucket it needs is throttled and spends nothing."""
-        need: dict[int, tuple[TokenBucket, Throttle, float]] = {}
-        for c in charges:
-            for bucket, t in self._targets(c):
-                _, _, n = need.get(id(bucket), (bucket, t, 0.0))
-                need[id(bucket)] = (bucket, t, n + c.units)
-        for bucket, t, n in need.values():
+        need: dict[int, list] = {}
+        for (table, index, key, kind), units in self._grouped(charges).items():
+            for bucket, level in self._targets(table, index, key, kind):
+                entry = need.get(id(bucket))
+                if entry is None:
+                    need[id(bucket)] = [bucket, (table, index, kind, level), units]
+                else:
+                    entry[2] += units
+        for bucket, where, n in need.values():
             if not bucket.fits(n):
-                return self._count(t)
+                return self._throttle(*where)
         for bucket, _, n in need.values():
             bucket.charge(n)
         return None
 
     def admit_read(self, probe: Charge) -> Throttle | None:
         """A read is refused while any bucket it draws on is in debt from earlier reads."""
-        for bucket, t in self._targets(probe):
+        for bucket, level in self._targets(probe.table, probe.index, probe.key, probe.kind):
             if bucket.level() < 0:
-                return self._count(t)
+                return self._throttle(probe.table, probe.index, probe.kind, level)
         return None
 
     def charge_reads(self, charges: list[Charge]) -> None:
-        for c in charges:
-            for bucket, _ in self._targets(c):
-                bucket.charge(c.units)
+        for (table, index, key, kind), units in self._grouped(charges).items():
+            for bucket, _ in self._targets(table, index, key, kind):
+                bucket.charge(units)
 
 
 @dataclass(frozen=True)

@@ -77,5 +77,8 @@ class Backend(Protocol):
                      work: Work) -> None:
         """Remove content and index entries (model delete, prune)."""
 
+    def forget_partitions(self, namespace: str | None, partitions: Sequence[str], work: Work) -> None:
+        """Prune: the pruned models' partitions are orphaned metadata too."""
+
     def put_blob(self, rel_path: str, data: bytes, work: Work) -> None:
         """Store a file outside the index (the catalog export)."""

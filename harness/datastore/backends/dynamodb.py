@@ -334,6 +334,18 @@ class DynamoBackend:
             )
         self._known_partitions |= new
 
+    def forget_partitions(self, namespace: str | None, partitions: Sequence[str], work: Work) -> None:
+        """Prune: drop the partitions of pruned models from the registry (atomic DELETE on the string set)."""
+        if self.gsi_layout != "per-model" or not partitions:
+            return
+        with recording(work):
+            self.client.update_item(
+                TableName=self.table, Key=self._registry_key(namespace),
+                UpdateExpression="DELETE #p :p", ExpressionAttributeNames={"#p": "partitions"},
+                ExpressionAttributeValues={":p": {"SS": sorted(set(partitions))}},
+            )
+        self._known_partitions -= set(partitions)
+
     def _gate(self, grant: LockGrant, work: Work) -> None:
         """A conditional write on the lock item: proceed only while this grant still holds it."""
         try:
@@ -422,7 +434,7 @@ class DynamoBackend:
                                        ConsistentRead=True)
         item = out.get("Item")
         work.items_read += 1 if item else 0
-        parts = sorted(item["partitions"]["SS"]) if item else []
+        parts = sorted(item.get("partitions", {}).get("SS", [])) if item else []  # an emptied set vanishes
         self._known_partitions |= set(parts)
         return parts
 

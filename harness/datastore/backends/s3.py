@@ -348,6 +348,9 @@ class S3Backend:
                 return out_rels
             token = out["NextContinuationToken"]
 
+    def forget_partitions(self, namespace: str | None, partitions: Sequence[str], work: Work) -> None:
+        """Nothing to do: a shard emptied by a delete is removed with it."""
+
     def delete_files(self, namespace: str | None, metas: Sequence[FileMeta], grant: LockGrant,
                      work: Work) -> None:
         keys = [{"Key": self.objects.key(m.rel_path)} for m in metas]
