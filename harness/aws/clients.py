@@ -28,14 +28,15 @@ class Clients:
 
 def make_clients(endpoints: Endpoints, *, pool: int = 64, region: str | None = None,
                  connect_timeout: float = 5.0, read_timeout: float = 30.0,
-                 max_attempts: int = 3) -> Clients:
+                 total_attempts: int = 4) -> Clients:
+    """``total_attempts`` counts the first try (botocore's own ``max_attempts`` counts retries)."""
     session = boto3.session.Session()
     region = region or session.region_name or DEFAULT_REGION
     cfg = Config(
         max_pool_connections=pool,
         connect_timeout=connect_timeout,
         read_timeout=read_timeout,
-        retries={"mode": "standard", "max_attempts": max_attempts},
+        retries={"mode": "standard", "total_max_attempts": total_attempts},
         tcp_keepalive=True,
         s3={"addressing_style": "path"},
     )

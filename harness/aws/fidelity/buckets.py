@@ -55,3 +55,22 @@ class TokenBucket:
         with self._lock:
             self._refill()
             self.tokens -= n
+
+    def set_rate(self, rate: float, burst_s: float | None = None) -> None:
+        """A new rate (a capacity change, a halving) applies from now on."""
+        with self._lock:
+            self._refill()
+            self.rate = rate
+            if burst_s is not None:
+                self.capacity = rate * max(1.0, burst_s)
+            self.tokens = min(self.tokens, self.capacity)
+
+    def wait_time(self, n: float) -> float:
+        """Seconds until ``n`` would fit (0 if it fits now); takes it when it fits."""
+        with self._lock:
+            self._refill()
+            need = min(n, self.rate)
+            if self.tokens >= need:
+                self.tokens -= n
+                return 0.0
+            return (need - self.tokens) / self.rate

@@ -1,0 +1,172 @@
+"""What jobs do, item by item: fill a table, pre-age a datastore, delete a run's items.
+
+Every source regenerates its items from the job's parameters alone, so a
+resumed job rebuilds exactly the items it had, and every item is idempotent.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import random
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+from botocore.exceptions import ClientError
+
+from harness.aws.capacity import item_size, write_units_for_size
+from harness.aws.instrument import recording
+from harness.clock import FakeClock, SystemClock
+from harness.datastore.backends.base import Backend, FileMeta
+from harness.datastore.backends.dynamodb import DynamoBackend
+from harness.datastore.catalog import Catalog
+from harness.datastore.lock import Heartbeat, Lock, LockConfig, LockGrant
+from harness.datastore.sync import Datastore, SyncConfig
+from harness.datastore.work import Work
+
+
+def fill_body(idx: int, size: int) -> str:
+    """The content of fill item ``idx``: checkable after the fact."""
+    seed = hashlib.sha256(str(idx).encode()).hexdigest()
+    return (seed * (size // len(seed) + 1))[:size]
+
+
+class FillSource:
+    """``total`` items of ``item_bytes``, written once each (a conditional PutItem)."""
+
+    def __init__(self, client: Any, table: str, total: int, item_bytes: int = 1000, prefix: str = "FILL",
+                 hot_key: bool = False) -> None:
+        self.client, self.table, self.total = client, table, total
+        self.item_bytes, self.prefix, self.hot_key = item_bytes, prefix, hot_key
+        self._cost = write_units_for_size(item_size(self.item(0)))
+        self.already = 0  # items found written by an earlier (crashed) run
+
+    def item(self, idx: int) -> dict:
+        pk = f"{self.prefix}#hot" if self.hot_key else f"{self.prefix}#{idx:09d}"
+        return {"pk": {"S": pk}, "sk": {"S": f"{idx:09d}"}, "body": {"S": fill_body(idx, self.item_bytes)}}
+
+    def cost(self, idx: int) -> float:
+        return self._cost
+
+    def run(self, idx: int, work: Work) -> None:
+        try:
+            with recording(work):
+                self.client.put_item(TableName=self.table, Item=self.item(idx),
+                                     ConditionExpression="attribute_not_exists(pk)")
+        except ClientError as e:
+            if e.response.get("Error", {}).get("Code") != "ConditionalCheckFailedException":
+                raise
+            self.already += 1  # landed before a crash, journal not yet written: done, not duplicated
+
+
+class SeedSource:
+    """Pre-age a datastore to hour N, through the datastore code the workers use.
+
+    For each namespace: ``models`` models of the scenario's model type, each run
+    ``versions`` times; the last ``orphans`` models are then deleted, leaving
+    their data and catalog rows behind. Items: content uploads (a few files
+    each), then index commits (50 entries each) under the namespace's lock.
+    Each namespace's catalog and local view go to ``state_dir`` for the run's
+    workers to start from.
+    """
+
+    FILES_PER_ITEM = 20
+    ENTRIES_PER_COMMIT = 50
+
+    def __init__(self, backend: Backend, namespaces: list[str | None], models: int, versions: int, orphans: int,
+                 state_dir: str | Path, epoch: float, payload_bytes: int = 100) -> None:
+        self.backend, self.state_dir = backend, Path(state_dir)
+        self.items: list[tuple[str, Any]] = []
+        self.stores: dict[str | None, Datastore] = {}
+        self._grants: dict[str | None, tuple[Lock, LockGrant, Heartbeat]] = {}
+        for ns in namespaces:
+            store = Datastore(backend, Catalog(), SyncConfig(namespace=ns, heartbeat=False), clock=FakeClock(epoch),
+                              holder="harness-seed", rng=random.Random(f"{ns}-{epoch}"))
+            for _ in range(versions):
+                for m in range(models):
+                    store.run_method_locally("system", f"seed-m{m:04d}", "get_uptime", payload_bytes, Work())
+            for m in range(models - orphans, models):
+                store.catalog.remove_model(store.ns, "system", f"seed-m{m:04d}")
+                store.staged.pop(store.paths.definition("system", f"seed-m{m:04d}"), None)
+            for meta in store.staged.values():
+                meta.updated_at_ms = int(epoch * 1000)
+            self.stores[ns] = store
+            rels = sorted(store.staged)
+            for i in range(0, len(rels), self.FILES_PER_ITEM):
+                self.items.append(("content", (ns, rels[i:i + self.FILES_PER_ITEM])))
+        for ns, store in self.stores.items():
+            rels = sorted(store.staged)
+            for i in range(0, len(rels), self.ENTRIES_PER_COMMIT):
+                self.items.append(("commit", (ns, rels[i:i + self.ENTRIES_PER_COMMIT])))
+        self.total = len(self.items)
+
+    def files(self) -> int:
+        return sum(len(s.staged) for s in self.stores.values())
+
+    def cost(self, idx: int) -> float:
+        kind, (ns, rels) = self.items[idx]
+        store = self.stores[ns]
+        per_file = 2.0 if kind == "commit" and isinstance(self.backend, DynamoBackend) else 1.0  # table + GSI
+        return sum(per_file * write_units_for_size(store.staged[r].size + 200) for r in rels)
+
+    def _grant(self, ns: str | None) -> LockGrant:
+        if ns not in self._grants:
+            store = self.stores[ns]
+            # generation runs on a fixed clock (so a resume rebuilds the same items); the lock needs real time
+            lock = Lock(self.backend.lock_store, store.lock_key(), SystemClock(), LockConfig(ttl_s=60, wait_s=120),
+                        holder="harness-seed")
+            grant = lock.acquire(Work())
+            beat = Heartbeat(lock, grant, Work())
+            beat.__enter__()
+            self._grants[ns] = (lock, grant, beat)
+        return self._grants[ns][1]
+
+    def run(self, idx: int, work: Work) -> None:
+        kind, (ns, rels) = self.items[idx]
+        store = self.stores[ns]
+        if kind == "content":
+            self.backend.put_content({r: store.dirty[r] for r in rels}, {r: store.staged[r] for r in rels}, work)
+        else:
+            self.backend.commit(store.ns, [store.staged[r] for r in rels], self._grant(ns), work)
+
+    def finish(self) -> None:
+        """Release the locks and write each namespace's catalog and local view for the workers."""
+        for lock, grant, beat in self._grants.values():
+            beat.__exit__(None, None, None)
+            lock.release(grant, Work())
+        self._grants.clear()
+        for ns, store in self.stores.items():
+            write_state(self.state_dir, ns, store)
+
+
+def state_paths(state_dir: Path, ns: str | None) -> tuple[Path, Path]:
+    name = ns or "_shared"
+    return state_dir / f"{name}.catalog.sqlite", state_dir / f"{name}.local.json"
+
+
+def write_state(state_dir: Path, ns: str | None, store: Datastore) -> None:
+    state_dir.mkdir(parents=True, exist_ok=True)
+    cat_path, local_path = state_paths(state_dir, ns)
+    cat_path.unlink(missing_ok=True)
+    dst = sqlite3.connect(cat_path)
+    store.catalog.db.backup(dst)
+    dst.close()
+    local = {**store.local, **store.staged}
+    local_path.write_text(json.dumps({
+        "watermark_ms": max((m.updated_at_ms for m in local.values()), default=0),
+        "files": [[m.rel_path, m.size, m.digest, m.updated_at_ms, m.version] for m in local.values()]}))
+
+
+def load_state(state_dir: str | Path, store: Datastore) -> bool:
+    """Start a worker where the seed left its namespace: its catalog rows and its local view."""
+    cat_path, local_path = state_paths(Path(state_dir), store.ns)
+    if not cat_path.exists() or not local_path.exists():
+        return False
+    src = sqlite3.connect(cat_path)
+    src.backup(store.catalog.db)
+    src.close()
+    doc = json.loads(local_path.read_text())
+    store.local = {f[0]: FileMeta(*f) for f in doc["files"]}
+    store.watermark_ms = doc["watermark_ms"]
+    return True
