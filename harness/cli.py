@@ -1,7 +1,8 @@
 """The ``harness`` command line: run, report, scenarios.
 
 Exit codes: 0 success; 1 unexpected error; 2 bad input (one line on stderr,
-no traceback); 3 the run finished but the scenario's checks failed.
+no traceback); 3 the run finished but the scenario's checks failed; 4 a job
+paused or failed (its place is kept: `harness resume JOB`).
 """
 
 from __future__ import annotations
@@ -48,6 +49,33 @@ def build_parser() -> argparse.ArgumentParser:
     rep.add_argument("--out", help="output directory (default RUN_DIR/report, or comparison-report/ for several)")
 
     sub.add_parser("scenarios", help="list the scenarios")
+
+    journal_help = "the job journal (default runs/jobs/jobs.db, or $HARNESS_JOBS_DIR/jobs.db)"
+    sd = sub.add_parser("seed", help="pre-age a datastore (paced): N models x M versions per namespace, K orphaned")
+    sd.add_argument("scenario")
+    sd.add_argument("--models", type=int, required=True)
+    sd.add_argument("--versions", type=int, required=True)
+    sd.add_argument("--orphans", type=int, default=0)
+    sd.add_argument("--workers", type=int, help="namespaces to seed (the run's fleet size; default the scenario's)")
+    sd.add_argument("--table", required=True, help="DynamoDB table to seed (created, tagged, if missing)")
+    sd.add_argument("--state-dir", help="where the workers' catalogs and local views go (default runs/seeds/TABLE)")
+    sd.add_argument("--journal", help=journal_help)
+    sd.add_argument("--aws", action="store_true", help="target AWS itself through the credential chain")
+
+    fl = sub.add_parser("fill", help="background / noisy-neighbour load: N items written once each, paced")
+    fl.add_argument("table")
+    fl.add_argument("--items", type=int, required=True)
+    fl.add_argument("--item-bytes", type=int, default=1000)
+    fl.add_argument("--scenario", help="use this scenario's fidelity layer (throttling model, latency)")
+    fl.add_argument("--journal", help=journal_help)
+    fl.add_argument("--aws", action="store_true", help="target AWS itself through the credential chain")
+
+    jb = sub.add_parser("jobs", help="list jobs: state, progress, N of M WCU/s")
+    jb.add_argument("--journal", help=journal_help)
+    rs = sub.add_parser("resume", help="resume a paused or interrupted job (checks it is the same table first)")
+    rs.add_argument("job")
+    rs.add_argument("--journal", help=journal_help)
+    rs.add_argument("--aws", action="store_true", help="target AWS itself through the credential chain")
     return p
 
 
@@ -94,7 +122,25 @@ def main(argv: list[str] | None = None) -> int:
             return _cmd_scenarios()
         if args.command == "run":
             return _cmd_run(args)
-        return _cmd_report(args)
+        if args.command == "report":
+            return _cmd_report(args)
+        from harness.pacing import commands
+
+        if getattr(args, "aws", False):
+            import os
+
+            from harness.load.runtime import TARGET_AWS_ENV
+
+            os.environ[TARGET_AWS_ENV] = "1"
+
+        if args.command == "seed":
+            return commands.cmd_seed(args.scenario, args.models, args.versions, args.orphans, args.workers,
+                                     args.table, args.state_dir, args.journal)
+        if args.command == "fill":
+            return commands.cmd_fill(args.table, args.items, args.item_bytes, args.journal, args.scenario)
+        if args.command == "jobs":
+            return commands.cmd_jobs(args.journal)
+        return commands.cmd_resume(args.job, args.journal)
     except HarnessError as e:
         print(f"harness: {e}", file=sys.stderr)
         return 2

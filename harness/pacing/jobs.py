@@ -113,17 +113,15 @@ def check_resumable(row: JobRow, clients: Clients) -> str | None:
     return None
 
 
-def resume_job(job_id: str, clients: Clients, journal: Journal, factories: dict[str, Factory] | None = None,
-               **kwargs: Any) -> str:
-    row = journal.get(job_id)
-    if row is None:
-        raise HarnessError(f"no job {job_id!r} in {journal.path}: see `harness jobs`")
+def resume_job(row: JobRow, clients: Clients, journal: Journal, factories: dict[str, Factory] | None = None,
+               **kwargs: Any) -> tuple[str, Any]:
+    """Check the job can resume here, then continue it; returns (state, source)."""
     why = check_resumable(row, clients)
     if why:
         journal.set_state(row.id, row.shown_state, why, pid=row.pid or 0)
         raise HarnessError(why)
     source = (factories or FACTORIES)[row.kind](row.params, clients)
-    return run_job(row.id, row.kind, row.params, source, clients, journal, resume=True, **kwargs)
+    return run_job(row.id, row.kind, row.params, source, clients, journal, resume=True, **kwargs), source
 
 
 def progress_line(p: Progress, started: float) -> str:
