@@ -43,6 +43,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="write into a table/bucket the harness did not create")
     r.add_argument("--cleanup", action="store_true", help="delete the table/bucket this run created, at the end")
     r.add_argument("--latency", help="latency profile: local, aws-dynamodb, aws-s3-vpce, aws, or a .toml file")
+    r.add_argument("--seed-models", type=int, help="pre-age first (paced): this many models per namespace ...")
+    r.add_argument("--seed-versions", type=int, default=10, help="... each run this many times ...")
+    r.add_argument("--seed-orphans", type=int, default=0, help="... this many of them deleted, data left behind")
 
     rep = sub.add_parser("report", help="build the report of one or more run directories")
     rep.add_argument("run_dirs", nargs="+", metavar="RUN_DIR")
@@ -95,7 +98,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
         scenario=args.scenario, backend=args.backend, workers=args.workers, duration_s=args.duration,
         spawn_rate=args.spawn_rate, processes=args.processes, run_dir=args.run_dir, web=args.web,
         web_port=args.web_port, report=not args.no_report, aws=args.aws, table=args.table, bucket=args.bucket,
-        allow_foreign=args.allow_foreign_resources, cleanup=args.cleanup, latency=args.latency))
+        allow_foreign=args.allow_foreign_resources, cleanup=args.cleanup, latency=args.latency,
+        seed=(args.seed_models, args.seed_versions, args.seed_orphans) if args.seed_models else None))
     print(f"harness: {res.rows} iterations recorded in {res.run_dir}")
     if not args.no_report and res.rows:
         from reports.build import build_report

@@ -51,6 +51,7 @@ class RunOptions:
     allow_foreign: bool = False
     cleanup: bool = False
     latency: str | None = None
+    seed: tuple[int, int, int] | None = None  # models, versions, orphans: pre-age before the load
     quiet: bool = False
 
 
@@ -145,12 +146,18 @@ def run(opts: RunOptions) -> RunResult:
         clients = make_clients(endpoints)
         backend = runtime.build_backend(sc, clients, resources, run_id)
         runtime.ensure_owned(clients, backend, opts.allow_foreign)
+        seed_dir = _seed(opts, sc, endpoints, resources, run_dir) if opts.seed else None
         where = f"embedded moto at {moto.url}" if moto else (endpoints.dynamodb or endpoints.s3 or "AWS")
         _say(opts, f"harness: {sc.name} on {sc.backend} ({where}), {sc.fleet.workers} workers, "
                    f"{sc.fleet.duration_s:g}s -> {run_dir}")
         if opts.web:
             _say(opts, f"harness: web UI at http://127.0.0.1:{opts.web_port} (start the test there)")
-        exit_code = _supervise(opts, sc, _locust_command(opts, sc, scenario_arg, run_dir, run_id), env, run_dir)
+        cmd = _locust_command(opts, sc, scenario_arg, run_dir, run_id)
+        if seed_dir:
+            cmd += ["--seed-dir", str(seed_dir)]
+        if not opts.table:  # the workers use the table the run created (and seeded)
+            cmd += ["--table", resources.table]
+        exit_code = _supervise(opts, sc, cmd, env, run_dir)
         if opts.cleanup:
             removed = runtime.delete_owned(clients, backend)
             _say(opts, f"harness: {'removed' if removed else 'left'} {backend.name} resource of this run")
@@ -163,6 +170,33 @@ def run(opts: RunOptions) -> RunResult:
     rows = read_rows(run_dir, ["ts_start", "ts_end", "ok", "error_kind"])
     failed = run_checks.evaluate(rows, sc.checks)
     return RunResult(run_dir, len(rows), failed, exit_code)
+
+
+def _seed(opts: RunOptions, sc: scenarios.Scenario, endpoints: object, resources: runtime.Resources,
+          run_dir: Path) -> Path:
+    """Pre-age the datastore (a paced job) so the load starts where a long run would be after hours."""
+    from harness.aws.fidelity.layer import Fidelity
+    from harness.pacing import commands, jobs
+    from harness.pacing.journal import Journal
+
+    if sc.backend != "dynamodb":
+        raise HarnessError("--seed-models seeds DynamoDB items: run the scenario with --backend dynamodb")
+    assert opts.seed is not None
+    models, versions, orphans = opts.seed
+    state_dir = run_dir / "seed-state"
+    params = commands.seed_params(sc, resources.table, models, versions, orphans, sc.fleet.workers, state_dir,
+                                  opts.processes)
+    clients = make_clients(endpoints, total_attempts=1)  # type: ignore[arg-type]
+    Fidelity(sc.fidelity.resolve(endpoints.kind)).install(clients.dynamodb)  # type: ignore[attr-defined]
+    source = commands.seed_factory(params, clients)
+    _say(opts, f"harness: seeding {source.files():,} files in {len(params['namespaces'])} namespace(s)")
+    console = commands.Console(opts.quiet)
+    state = jobs.run_job(jobs.new_job_id("seed"), "seed", params, source, clients, Journal(run_dir / "jobs.db"),
+                         on_progress=console.on_progress, on_start=console.on_start)
+    if state != "done":
+        raise HarnessError(f"seeding stopped ({state}); see `harness jobs --journal {run_dir / 'jobs.db'}`")
+    source.finish()
+    return state_dir
 
 
 def _supervise(opts: RunOptions, sc: scenarios.Scenario, cmd: list[str], env: dict[str, str], run_dir: Path) -> int:

@@ -32,6 +32,7 @@ from harness.errors import HarnessError
 from harness.load import runtime
 from harness.load import scenario as scenarios
 from harness.load.iteration import LoadWorker
+from harness.pacing.sources import load_state
 from harness.record import runinfo
 from harness.record.writer import ShardWriter
 
@@ -77,6 +78,8 @@ def _options(parser: Any) -> None:
     parser.add_argument("--run-id", default="", include_in_web_ui=False, help="set by the master; leave empty")
     parser.add_argument("--table", default="", include_in_web_ui=False, help="DynamoDB table (default per run)")
     parser.add_argument("--bucket", default="", include_in_web_ui=False, help="S3 bucket (default per run)")
+    parser.add_argument("--seed-dir", default="", include_in_web_ui=False,
+                        help="start each worker from a seeded namespace's catalog and local view")
     parser.add_argument("--allow-foreign-resources", action="store_true", default=False, include_in_web_ui=False,
                         help="write into a table/bucket the harness did not create")
 
@@ -208,6 +211,9 @@ class SwampWorker(User):
         index = getattr(self.environment.runner, "worker_index", 0) or 0
         self.lw = LoadWorker(STATE.scenario, STATE.backend, worker=STATE.worker, user=f"w{index}-{n}",
                              seed=hash((os.getpid(), n, time.time())))
+        seed_dir = self.environment.parsed_options.seed_dir
+        if seed_dir:
+            load_state(seed_dir, self.lw.store)
 
     @task
     def iterate(self) -> None:

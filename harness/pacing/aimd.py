@@ -16,7 +16,8 @@ from dataclasses import dataclass, field
 
 BACKOFF_BASE_S = 0.05
 BACKOFF_CAP_S = 5.0
-SLOW_FACTOR = 3.0  # "much slower than at the start"
+SLOW_FACTOR = 3.0  # "much slower than at the start" ...
+SLOW_MIN_MS = 25.0  # ... and by a margin that means something (2 ms -> 7 ms is noise, not a struggling table)
 
 
 def backoff(retry: int, rng: random.Random) -> float:
@@ -70,7 +71,8 @@ class AIMD:
         p50 = statistics.median(self._latencies) if self._latencies else None
         if self.baseline_ms is None and p50 is not None:
             self.baseline_ms = p50
-        slow = p50 is not None and self.baseline_ms is not None and p50 > SLOW_FACTOR * self.baseline_ms
+        slow = (p50 is not None and self.baseline_ms is not None and p50 > SLOW_FACTOR * self.baseline_ms
+                and p50 - self.baseline_ms > SLOW_MIN_MS)
         if not self._throttled and not slow:
             self.rate = min(self.ceiling, self.rate + self.ceiling * self.step_share)
             self.concurrency = min(self.max_concurrency, self.concurrency + 1)

@@ -116,7 +116,7 @@ class Job:
                 self.clock.sleep(min(wait, 0.25))
 
     # ---- one item --------------------------------------------------------------------
-    def _run_item(self, idx: int, retry: int, pending: deque) -> None:
+    def _run_item(self, idx: int, retry: int, retries: deque) -> None:
         work = Work()
         t0 = time.perf_counter()
         error: BaseException | None = None
@@ -135,7 +135,7 @@ class Job:
                 self._lock.notify_all()
                 self._retrying += 1
                 delay = backoff(retry, self.rng)
-                threading.Thread(target=self._requeue, args=(idx, retry + 1, pending, delay), daemon=True).start()
+                threading.Thread(target=self._requeue, args=(idx, retry + 1, retries, delay), daemon=True).start()
                 return
             if error is None:
                 self.done += 1
@@ -150,10 +150,10 @@ class Job:
                 self._verdict = verdict
             self._lock.notify_all()
 
-    def _requeue(self, idx: int, retry: int, pending: deque, delay: float) -> None:
+    def _requeue(self, idx: int, retry: int, retries: deque, delay: float) -> None:
         self.clock.sleep(delay)
         with self._lock:
-            pending.appendleft((idx, retry))
+            retries.append((idx, retry))
             self._retrying -= 1
             self._lock.notify_all()
 
@@ -162,33 +162,40 @@ class Job:
         """Run to the end, a pause or a failure; returns the final state."""
         done_before = self.journal.done_indexes(self.id)
         self.done = len(done_before)
-        pending: deque[tuple[int, int]] = deque((i, 0) for i in range(self.source.total) if i not in done_before)
+        # Lazily: a job of millions of items must not build its whole to-do list before its first write.
+        fresh = (i for i in range(self.source.total) if i not in done_before)
+        retries: deque[tuple[int, int]] = deque()  # throttled items back from their backoff
+        exhausted = False
         self.journal.set_state(self.id, "running")
         last_flush = last_tick = self.clock.now()
         try:
             while True:
+                item = None
                 with self._lock:
                     if self._verdict or self._stop_reason:
                         if self._in_flight == 0:
                             break
                         self._lock.wait(0.05)
-                        continue
-                    if not pending:
-                        if self._in_flight == 0 and self._retrying == 0:
-                            break
-                        self._lock.wait(0.05)
-                        item = None
                     elif self._in_flight >= self.aimd.concurrency:
                         self._lock.wait(0.05)
-                        item = None
+                    elif retries:
+                        item = retries.popleft()
+                    elif not exhausted:
+                        idx = next(fresh, None)
+                        if idx is None:
+                            exhausted = True
+                        else:
+                            item = (idx, 0)
+                    elif self._in_flight == 0 and self._retrying == 0:
+                        break
                     else:
-                        item = pending.popleft()
+                        self._lock.wait(0.05)
                 if item is not None:
                     idx, retry = item
                     self._acquire(self.source.cost(idx))
                     with self._lock:
                         self._in_flight += 1
-                    threading.Thread(target=self._run_item, args=(idx, retry, pending), daemon=True).start()
+                    threading.Thread(target=self._run_item, args=(idx, retry, retries), daemon=True).start()
                 now = self.clock.now()
                 if now - last_tick >= self.aimd.period_s / 4:
                     last_tick = now
@@ -197,7 +204,7 @@ class Job:
                     last_flush = now
                     self._flush("running")
         finally:
-            state, reason = self._final_state(pending)
+            state, reason = self._final_state(exhausted and not retries)
             self._flush(state)
             self.journal.set_state(self.id, state, reason)
             self.budget.leave(self.id)
@@ -213,12 +220,12 @@ class Job:
         if self.on_progress:
             self.on_progress(self._progress("running"))
 
-    def _final_state(self, pending: deque) -> tuple[str, str | None]:
+    def _final_state(self, all_dispatched: bool) -> tuple[str, str | None]:
         if self._verdict:
             return self._verdict.state, self._verdict.reason
         if self._stop_reason:
             return "paused", self._stop_reason
-        return ("done", None) if not pending else ("paused", "stopped")
+        return ("done", None) if all_dispatched else ("paused", "stopped")
 
     def _flush(self, state: str) -> None:
         with self._lock:

@@ -100,3 +100,23 @@ def test_resume_against_a_recreated_table_is_refused(moto, tmp_path):
     row = Journal(tmp_path / "jobs.db").get(job)
     assert row.shown_state == "interrupted" and "recreated" in row.reason  # it stays where it was, and says why
     assert _all_items(ddb, "recreated") == []  # nothing was written to the new table
+
+
+def test_seeded_run_starts_in_the_degraded_regime(tmp_path):
+    """Pre-aged to 20 models x 10 versions (5 orphaned), the first iteration already carries hour nine's counts."""
+    from tests.e2e.conftest import rows
+
+    seeded, fresh = tmp_path / "seeded", tmp_path / "fresh"
+    p = harness("run", "namespaced", "--workers", "2", "--duration", "8s", "--seed-models", "20",
+                "--seed-versions", "10", "--seed-orphans", "5", "--run-dir", str(seeded), "--no-report")
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert "seeding 1,270 files in 2 namespace(s)" in p.stdout and "100% 90/90 items" in p.stdout
+    p = harness("run", "namespaced", "--workers", "2", "--duration", "8s", "--run-dir", str(fresh), "--no-report")
+    assert p.returncode == 0, p.stdout + p.stderr
+    first_seeded = rows(seeded).groupby("user").first()
+    first_fresh = rows(fresh).groupby("user").first()
+    live = (20 - 5) * (10 * 3 + 2)  # live models x (raw, metadata, output per version + latest + definition)
+    assert set(first_seeded["index_entries_written"]) == {live + 5}  # the full commit of hour nine
+    assert set(first_seeded["catalog_rows"]) == {20 * 10 + 1}  # orphans' rows included
+    assert set(first_fresh["index_entries_written"]) == {5} and set(first_fresh["catalog_rows"]) == {1}
+    assert set(first_seeded["files_pulled"]) == {0}  # the workers start from the seeded local view
