@@ -73,6 +73,14 @@ def build_parser() -> argparse.ArgumentParser:
     fl.add_argument("--journal", help=journal_help)
     fl.add_argument("--aws", action="store_true", help="target AWS itself through the credential chain")
 
+    cl = sub.add_parser("cleanup", help="delete a run's items (paced); --drop-table removes the table after")
+    cl.add_argument("target", metavar="RUN_DIR_OR_TABLE")
+    cl.add_argument("--prefix", default="", help="only items whose partition key starts with this")
+    cl.add_argument("--drop-table", action="store_true", help="then delete the table (only one the harness created)")
+    cl.add_argument("--allow-foreign-resources", action="store_true")
+    cl.add_argument("--journal", help=journal_help)
+    cl.add_argument("--aws", action="store_true", help="target AWS itself through the credential chain")
+
     jb = sub.add_parser("jobs", help="list jobs: state, progress, N of M WCU/s")
     jb.add_argument("--journal", help=journal_help)
     rs = sub.add_parser("resume", help="resume a paused or interrupted job (checks it is the same table first)")
@@ -144,6 +152,9 @@ def main(argv: list[str] | None = None) -> int:
             return commands.cmd_fill(args.table, args.items, args.item_bytes, args.journal, args.scenario)
         if args.command == "jobs":
             return commands.cmd_jobs(args.journal)
+        if args.command == "cleanup":
+            return commands.cmd_cleanup(args.target, args.prefix, args.drop_table, args.allow_foreign_resources,
+                                        args.journal)
         return commands.cmd_resume(args.job, args.journal)
     except HarnessError as e:
         print(f"harness: {e}", file=sys.stderr)

@@ -157,7 +157,12 @@ def run(opts: RunOptions) -> RunResult:
             cmd += ["--seed-dir", str(seed_dir)]
         if not opts.table:  # the workers use the table the run created (and seeded)
             cmd += ["--table", resources.table]
-        exit_code = _supervise(opts, sc, cmd, env, run_dir)
+        background = _background(opts, sc, endpoints, resources, run_dir)
+        try:
+            exit_code = _supervise(opts, sc, cmd, env, run_dir)
+        finally:
+            if background:
+                background.stop()
         if opts.cleanup:
             removed = runtime.delete_owned(clients, backend)
             _say(opts, f"harness: {'removed' if removed else 'left'} {backend.name} resource of this run")
@@ -197,6 +202,54 @@ def _seed(opts: RunOptions, sc: scenarios.Scenario, endpoints: object, resources
         raise HarnessError(f"seeding stopped ({state}); see `harness jobs --journal {run_dir / 'jobs.db'}`")
     source.finish()
     return state_dir
+
+
+class _BackgroundJob:
+    """The scenario's noisy neighbour: a paced fill job on the workers' table for the length of the run."""
+
+    def __init__(self, opts: RunOptions, sc: scenarios.Scenario, endpoints: object, table: str,
+                 run_dir: Path) -> None:
+        import threading
+
+        from harness.aws.fidelity.layer import Fidelity
+        from harness.pacing import jobs
+        from harness.pacing.journal import Journal
+        from harness.pacing.sources import FillSource
+
+        clients = make_clients(endpoints, total_attempts=1)  # type: ignore[arg-type]
+        Fidelity(sc.fidelity.resolve(endpoints.kind)).install(clients.dynamodb)  # type: ignore[attr-defined]
+        params = {"table": table, "items": sc.background.items, "item_bytes": sc.background.item_bytes,
+                  "prefix": "BG"}
+        source = FillSource(clients.dynamodb, table, sc.background.items, sc.background.item_bytes, prefix="BG")
+        self.job = None
+        self.state = "starting"
+
+        def started(job: object) -> None:
+            self.job = job
+
+        def run() -> None:
+            self.state = jobs.run_job(jobs.new_job_id("background"), "fill", params, source, clients,
+                                      Journal(run_dir / "jobs.db"), on_start=started)
+
+        self.opts = opts
+        self.thread = threading.Thread(target=run, daemon=True, name="harness-background")
+        self.thread.start()
+
+    def stop(self) -> None:
+        if self.job is not None:
+            self.job.request_pause("Paused: the run ended")
+        self.thread.join(30)
+        _say(self.opts, f"harness: background job {self.state}")
+
+
+def _background(opts: RunOptions, sc: scenarios.Scenario, endpoints: object, resources: runtime.Resources,
+                run_dir: Path) -> _BackgroundJob | None:
+    if not sc.background.items:
+        return None
+    if sc.backend != "dynamodb":
+        raise HarnessError("a [background] job writes DynamoDB items: run the scenario with --backend dynamodb")
+    _say(opts, f"harness: background job: {sc.background.items:,} items of {sc.background.item_bytes} B, paced")
+    return _BackgroundJob(opts, sc, endpoints, resources.table, run_dir)
 
 
 def _supervise(opts: RunOptions, sc: scenarios.Scenario, cmd: list[str], env: dict[str, str], run_dir: Path) -> int:

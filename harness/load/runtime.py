@@ -119,7 +119,7 @@ def build_backend(scenario: Scenario, clients: Clients, resources: Resources, ru
     return S3Backend(clients.s3, resources.bucket, scenario.datastore.s3_index, prefix=resources.prefix, tags=tags)
 
 
-def _owner_tags(clients: Clients, backend: Backend) -> dict[str, str] | None:
+def owner_tags(clients: Clients, backend: Backend) -> dict[str, str] | None:
     """Tags of an existing table/bucket, or None when it does not exist yet."""
     if isinstance(backend, DynamoBackend):
         t = backend.describe()
@@ -144,7 +144,7 @@ def _owner_tags(clients: Clients, backend: Backend) -> dict[str, str] | None:
 
 def ensure_owned(clients: Clients, backend: Backend, allow_foreign: bool = False) -> None:
     """Create the table/bucket, or refuse to write into one the harness did not create."""
-    tags = _owner_tags(clients, backend)
+    tags = owner_tags(clients, backend)
     name = getattr(backend, "table", None) or getattr(backend, "bucket", "")
     if tags is not None and tags.get(OWNER_TAG) != "harness" and not allow_foreign:
         raise HarnessError(
@@ -156,7 +156,7 @@ def ensure_owned(clients: Clients, backend: Backend, allow_foreign: bool = False
 
 def delete_owned(clients: Clients, backend: Backend) -> bool:
     """Remove a table/bucket the harness created (never one without its tag)."""
-    tags = _owner_tags(clients, backend)
+    tags = owner_tags(clients, backend)
     if not tags or tags.get(OWNER_TAG) != "harness":
         return False
     if isinstance(backend, DynamoBackend):

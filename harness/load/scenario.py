@@ -87,6 +87,14 @@ class Fidelity:
 
 
 @dataclass(frozen=True)
+class Background:
+    """A paced job beside the workers: a noisy neighbour writing ``items`` items on the same table."""
+
+    items: int = 0  # 0: none
+    item_bytes: int = 1000
+
+
+@dataclass(frozen=True)
 class Scenario:
     name: str
     description: str = ""
@@ -98,6 +106,7 @@ class Scenario:
     lock: LockConfig = field(default_factory=LockConfig)
     checks: Checks = field(default_factory=Checks)
     fidelity: Fidelity = field(default_factory=Fidelity)
+    background: Background = field(default_factory=Background)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -233,7 +242,7 @@ def parse(data: dict, source: str = "<scenario>", default_name: str = "scenario"
     description = top.string("description", "")
     backend = top.choice("backend", "dynamodb", BACKENDS)
     sections = {s: _Reader(top.get(s, {}), s, source)
-                for s in ("fleet", "workload", "datastore", "lock", "checks", "fidelity")}
+                for s in ("fleet", "workload", "datastore", "lock", "checks", "fidelity", "background")}
     top.done()
 
     f = sections["fleet"]
@@ -290,9 +299,14 @@ def parse(data: dict, source: str = "<scenario>", default_name: str = "scenario"
     checks = Checks(max_failure_ratio=ratio, min_rate_last_window=c.number("min_rate_last_window", 0.0),
                     window_s=c.duration("window", 30.0))
     c.done()
+    b = sections["background"]
+    background = Background(items=b.integer("items", 0, 0), item_bytes=b.integer("item_bytes", 1000, 1))
+    b.done()
+    if background.items and backend != "dynamodb":
+        raise b.fail("items", "needs backend = \"dynamodb\" (the background job writes DynamoDB items)")
     return Scenario(name=name, description=description, backend=backend, source=source, fleet=fleet,
                     workload=workload, datastore=ds, lock=lock, checks=checks,
-                    fidelity=_fidelity(sections["fidelity"]))
+                    fidelity=_fidelity(sections["fidelity"]), background=background)
 
 
 def _fidelity(f: _Reader) -> Fidelity:

@@ -8,6 +8,7 @@ are journaled) and ``harness resume JOB`` continues it.
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import time
@@ -22,9 +23,10 @@ from harness.errors import HarnessError
 from harness.load import runtime
 from harness.load import scenario as scenarios
 from harness.pacing import jobs
+from harness.pacing.ceiling import ceiling
 from harness.pacing.engine import Job, Progress
 from harness.pacing.journal import Journal
-from harness.pacing.sources import FillSource, SeedSource
+from harness.pacing.sources import CleanupSource, FillSource, SeedSource, snapshot_keys
 
 PROGRESS_EVERY_S = 2.0
 
@@ -132,6 +134,36 @@ def cmd_seed(scenario: str, models: int, versions: int, orphans: int, workers: i
     return _run(jobs.new_job_id("seed"), "seed", params, source, clients, Journal(journal_path), source.finish)
 
 
+def cleanup_factory(params: dict, clients: Clients) -> CleanupSource:
+    return CleanupSource(clients.dynamodb, params["table"], params["keys"])
+
+
+def cmd_cleanup(target: str, prefix: str, drop: bool, allow_foreign: bool, journal_path: str | None) -> int:
+    """Delete a run's items, paced; with ``--drop-table`` remove the (harness-owned) table afterwards."""
+    run_json = Path(target) / "run.json"
+    table = json.loads(run_json.read_text())["resources"]["table"] if run_json.exists() else target
+    clients = job_clients()
+    backend = runtime.build_backend(scenarios.load("namespaced"), clients,
+                                    runtime.Resources(table=table, bucket="unused"), "cleanup")
+    tags = runtime.owner_tags(clients, backend)
+    if tags is None:
+        raise HarnessError(f"DynamoDB table {table!r} does not exist")
+    if tags.get(runtime.OWNER_TAG) != "harness" and not allow_foreign:
+        raise HarnessError(
+            f"table {table!r} was not created by the harness: pass --allow-foreign-resources to clean it")
+    journal = Journal(journal_path)
+    job_id = jobs.new_job_id("cleanup")
+    keys = journal.path.parent / f"{job_id}.keys.json"
+    n = snapshot_keys(clients.dynamodb, table, keys, ceiling(jobs.describe(clients, table), "read"), prefix)
+    print(f"harness: {n:,} items to delete from {table}")
+    params = {"table": table, "keys": str(keys), "prefix": prefix}
+    code = _run(job_id, "cleanup", params, cleanup_factory(params, clients), clients, journal)
+    if code == 0 and drop:
+        removed = runtime.delete_owned(clients, backend)
+        print(f"harness: table {table} {'deleted' if removed else 'kept (not created by the harness)'}")
+    return code
+
+
 def cmd_jobs(journal_path: str | None) -> int:
     journal = Journal(journal_path)
     rows = journal.all()
@@ -154,7 +186,8 @@ def cmd_resume(job_id: str, journal_path: str | None) -> int:
     clients = job_clients(row.params.get("scenario"))
     print(f"harness: resuming {job_id}: {row.total - len(journal.done_indexes(job_id)):,} of {row.total:,} items left")
     console = Console()
-    state, source = jobs.resume_job(row, clients, journal, {"fill": jobs.fill_factory, "seed": seed_factory},
+    factories = {"fill": jobs.fill_factory, "seed": seed_factory, "cleanup": cleanup_factory}
+    state, source = jobs.resume_job(row, clients, journal, factories,
                                     on_progress=console.on_progress, on_start=console.on_start)
     if state == "done" and hasattr(source, "finish"):
         source.finish()

@@ -170,3 +170,47 @@ def load_state(state_dir: str | Path, store: Datastore) -> bool:
     store.local = {f[0]: FileMeta(*f) for f in doc["files"]}
     store.watermark_ms = doc["watermark_ms"]
     return True
+
+
+class CleanupSource:
+    """Delete a table's items, 25 keys an item, from a snapshot of its keys taken when the job starts."""
+
+    def __init__(self, client: Any, table: str, keys_path: str | Path) -> None:
+        self.client, self.table = client, table
+        keys = json.loads(Path(keys_path).read_text())
+        self.batches = [keys[i:i + 25] for i in range(0, len(keys), 25)]
+        self.total = len(self.batches)
+
+    def cost(self, idx: int) -> float:
+        return float(len(self.batches[idx]))
+
+    def run(self, idx: int, work: Work) -> None:
+        reqs = [{"DeleteRequest": {"Key": {"pk": {"S": pk}, "sk": {"S": sk}}}} for pk, sk in self.batches[idx]]
+        with recording(work):
+            out = self.client.batch_write_item(RequestItems={self.table: reqs})
+        if out.get("UnprocessedItems"):  # deletes are idempotent: the engine backs off and redoes the batch
+            raise ClientError({"Error": {"Code": "ProvisionedThroughputExceededException",
+                                         "Message": "unprocessed deletes"}}, "BatchWriteItem")
+
+
+def snapshot_keys(client: Any, table: str, path: str | Path, read_ceiling: float, prefix: str = "") -> int:
+    """Every (pk, sk) of the table (under ``prefix``), read at no more than ``read_ceiling`` units a second."""
+    from harness.aws.fidelity.buckets import TokenBucket
+
+    bucket = TokenBucket(read_ceiling, SystemClock(), burst_s=1.0)
+    keys: list[list[str]] = []
+    kwargs: dict[str, Any] = {"TableName": table, "ProjectionExpression": "pk, sk", "Limit": 1000}
+    while True:
+        work = Work()
+        with recording(work):
+            out = client.scan(**kwargs)
+        keys += [[i["pk"]["S"], i["sk"]["S"]] for i in out.get("Items", []) if i["pk"]["S"].startswith(prefix)]
+        bucket.charge(work.read_units)
+        while bucket.level() < 0:
+            SystemClock().sleep(min(1.0, -bucket.level() / read_ceiling))
+        if "LastEvaluatedKey" not in out:
+            break
+        kwargs["ExclusiveStartKey"] = out["LastEvaluatedKey"]
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    Path(path).write_text(json.dumps(keys))
+    return len(keys)

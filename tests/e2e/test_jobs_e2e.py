@@ -120,3 +120,43 @@ def test_seeded_run_starts_in_the_degraded_regime(tmp_path):
     assert set(first_seeded["catalog_rows"]) == {20 * 10 + 1}  # orphans' rows included
     assert set(first_fresh["index_entries_written"]) == {5} and set(first_fresh["catalog_rows"]) == {1}
     assert set(first_seeded["files_pulled"]) == {0}  # the workers start from the seeded local view
+
+
+def test_cleanup_deletes_every_item_then_the_owned_table_and_refuses_foreign_ones(moto, tmp_path):
+    env = _env(moto, tmp_path)
+    ddb = boto3.client("dynamodb", endpoint_url=moto.url, region_name="us-east-1", aws_access_key_id="x",
+                       aws_secret_access_key="x")
+    for name, tags in (("ours", [{"Key": "harness:owner", "Value": "harness"}]), ("theirs", [])):
+        kwargs = {"Tags": tags} if tags else {}
+        ddb.create_table(TableName=name, KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"},
+                                                    {"AttributeName": "sk", "KeyType": "RANGE"}],
+                         AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"},
+                                               {"AttributeName": "sk", "AttributeType": "S"}],
+                         BillingMode="PAY_PER_REQUEST", **kwargs)
+        p = harness("fill", name, "--items", "300", "--item-bytes", "200", env=env)
+        assert p.returncode == 0, p.stdout + p.stderr
+    p = harness("cleanup", "theirs", env=env)
+    assert p.returncode == 2 and "was not created by the harness" in p.stderr
+    assert len(_all_items(ddb, "theirs")) == 300  # untouched
+    p = harness("cleanup", "ours", "--prefix", "FILL#0000001", env=env)  # items 100..199 only
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert "100 items to delete from ours" in p.stdout
+    assert len(_all_items(ddb, "ours")) == 200
+    p = harness("cleanup", "ours", "--drop-table", env=env)
+    assert p.returncode == 0 and "table ours deleted" in p.stdout, p.stdout + p.stderr
+    assert "ours" not in ddb.list_tables()["TableNames"] and "theirs" in ddb.list_tables()["TableNames"]
+
+
+def test_background_job_runs_beside_the_workers_and_pauses_with_the_run(tmp_path):
+    from tests.e2e.conftest import rows
+
+    sc = (ROOT / "scenarios" / "namespaced.toml").read_text() + "\n[background]\nitems = 1000000\nitem_bytes = 300\n"
+    path = tmp_path / "noisy.toml"
+    path.write_text(sc)
+    run_dir = tmp_path / "run"
+    p = harness("run", str(path), "--workers", "2", "--duration", "8s", "--run-dir", str(run_dir), "--no-report")
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert "harness: background job paused" in p.stdout
+    (row,) = Journal(run_dir / "jobs.db").all()
+    assert row.kind == "fill" and row.reason == "Paused: the run ended" and 100 < row.done < 1_000_000
+    assert row.throttled == 0 and len(rows(run_dir)) > 5  # the workers ran alongside
