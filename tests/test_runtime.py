@@ -84,3 +84,33 @@ def test_every_shipped_scenario_loads_and_scales_lock_down():
     for name in names:
         sc = scenarios.load(name)
         assert sc.lock.ttl_s < 30 and sc.lock.wait_s < 60  # scaled down for short local runs
+
+
+def test_the_documented_scenario_reference_parses(tmp_path):
+    """scenarios/README.md's reference block is a valid scenario, with every default it shows."""
+    import re
+    from pathlib import Path
+
+    doc = (Path(__file__).resolve().parents[1] / "scenarios" / "README.md").read_text()
+    block = re.search(r"```toml\n(.*?)```", doc, re.S).group(1).replace('"<file name>"', '"reference"')
+    path = tmp_path / "reference.toml"
+    path.write_text(block)
+    sc = scenarios.load(str(path))
+    assert sc.fidelity.mode == "auto" and sc.fidelity.config.faults["*"].error_5xx == 0.0
+    assert sc.fidelity.config.dynamodb.partition_write == 1000 and sc.background.items == 0
+    assert sc.lock.wait_s == 60 and sc.fleet.max_iterations == 100_000
+
+
+@pytest.mark.parametrize("toml,message", [
+    ("[fidelity]\nlatency = \"warp\"", "fidelity.latency unknown latency profile 'warp'"),
+    ("[fidelity]\nenabled = \"maybe\"", "fidelity.enabled must be true, false or \"auto\""),
+    ("[fidelity.faults.PutItem]\nerror_5xx = 0.7\ndrop = 0.5", "rates add up to more than 1"),
+    ("[fidelity.faults.PutItem]\nexplode = 1", "fidelity.faults.PutItem.explode is not a known key"),
+    ("backend = \"s3\"\n[background]\nitems = 10", "background.items needs backend = \"dynamodb\""),
+])
+def test_fidelity_and_background_validation(tmp_path, toml, message):
+    path = tmp_path / "f.toml"
+    path.write_text(toml)
+    with pytest.raises(HarnessError) as e:
+        scenarios.load(str(path))
+    assert message in str(e.value) and "\n" not in str(e.value)
