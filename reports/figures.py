@@ -59,33 +59,32 @@ def rate(fleet: pd.Series, workers: pd.DataFrame, window: float, title: str, pat
     return _save(fig, path)
 
 
-def failures(table: pd.DataFrame, title: str, path: Path) -> Path:
-    fig, ax = plt.subplots(figsize=(10, 4))
-    x, xlabel = _time(table.index)
-    ax.stackplot(x, *[table[k].to_numpy() for k in ERROR_KINDS], labels=[k.replace("_", " ") for k in ERROR_KINDS],
-                 colors=[ERROR_COLORS[k] for k in ERROR_KINDS], alpha=0.85)
-    ax.set_title(f"{title}: failures by kind")
-    ax.set_ylabel("failed iterations/s")
+def _stacked(index: pd.Index, series: list[np.ndarray], labels: list[str], title: str, ylabel: str, path: Path,
+             colors: list[str] | None = None, ncol: int = 3) -> Path:
+    """A stacked area over time: the shape of the failure and step-time figures."""
+    fig, ax = plt.subplots(figsize=(10, 4.5))
+    x, xlabel = _time(index)
+    ax.stackplot(x, *series, labels=labels, colors=colors, alpha=0.85)
+    ax.set_title(title)
+    ax.set_ylabel(ylabel)
     ax.set_xlabel(xlabel)
-    ax.legend(loc="upper left", ncol=3, fontsize=8)
+    ax.legend(loc="upper left", ncol=ncol, fontsize=8)
     ax.set_ylim(bottom=0)
     ax.grid(alpha=0.3)
     return _save(fig, path)
+
+
+def failures(table: pd.DataFrame, title: str, path: Path) -> Path:
+    return _stacked(table.index, [table[k].to_numpy() for k in ERROR_KINDS], [k.replace("_", " ") for k in ERROR_KINDS],
+                    f"{title}: failures by kind", "failed iterations/s", path,
+                    colors=[ERROR_COLORS[k] for k in ERROR_KINDS])
 
 
 def step_time(steps: pd.DataFrame, title: str, path: Path) -> Path:
-    fig, ax = plt.subplots(figsize=(10, 4.5))
     filled = steps.fillna(0.0)
     cols = [c for c in filled.columns if filled[c].sum() > 0] or list(filled.columns)
-    x, xlabel = _time(filled.index)
-    ax.stackplot(x, *[filled[c].to_numpy() for c in cols], labels=[STEP_LABELS[c] for c in cols], alpha=0.85)
-    ax.set_title(f"{title}: where an iteration's time goes")
-    ax.set_ylabel("mean ms per iteration")
-    ax.set_xlabel(xlabel)
-    ax.legend(loc="upper left", ncol=4, fontsize=8)
-    ax.set_ylim(bottom=0)
-    ax.grid(alpha=0.3)
-    return _save(fig, path)
+    return _stacked(filled.index, [filled[c].to_numpy() for c in cols], [STEP_LABELS[c] for c in cols],
+                    f"{title}: where an iteration's time goes", "mean ms per iteration", path, ncol=4)
 
 
 def work_counts(counts: pd.DataFrame, title: str, path: Path) -> Path:

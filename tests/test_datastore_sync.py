@@ -68,6 +68,22 @@ def test_unchanged_commit_sequence_short_cuts_the_pull(aws):
     assert w2.total_requests == 1 and w1.total_requests > 1
 
 
+@pytest.mark.parametrize("kind", BACKENDS)
+def test_remote_watermark_advances_only_on_unscoped_pulls(aws, clock, kind):
+    from harness.datastore.work import Work
+
+    be = make_backend(kind, aws, clock=clock)
+    store = make_store(be, "w1", clock=clock)
+    store.sync_run("m1", "get_uptime", 100, [])
+    first = be.read_watermark("w1", Work())
+    assert first == store.watermark_ms > 0
+    clock.advance(10)  # the sync's own commit came after its pull, so the next unscoped pull is not short-cut
+    store.pull(Work(), partitions=["w1/system/m1"])
+    assert be.read_watermark("w1", Work()) == first
+    store.pull(Work())
+    assert be.read_watermark("w1", Work()) == first + 10_000
+
+
 @pytest.mark.parametrize("kind", ["legacy", "per-model", "sharded"])
 def test_full_commit_grows_with_namespace_delta_stays_flat(aws, kind):
     full = make_store(make_backend(kind, aws, table="full-t", bucket="full-b"), "w1", index_commit="full")

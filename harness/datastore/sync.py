@@ -143,10 +143,11 @@ class Datastore:
                 pulled += 1
             self.local[m.rel_path] = m
         work.files_pulled += pulled
-        if partitions is None:
+        if partitions is None:  # a scoped pull cannot vouch for other models: only this one advances it
             self.last_seq = res.seq
             if not res.short_cut:
                 self.watermark_ms = start
+                self.backend.write_watermark(self.ns, start, work)
         return pulled
 
     def run_method_locally(self, model_type: str, model_id: str, method: str, payload_bytes: int,

@@ -25,6 +25,7 @@ from locust.exception import StopUser
 from locust.runners import MasterRunner, WorkerRunner
 
 from harness.aws.clients import make_clients
+from harness.aws.endpoints import any_endpoint_configured
 from harness.aws.fidelity.layer import Fidelity
 from harness.aws.fidelity.probe import Probe
 from harness.aws.moto_server import DUMMY_CREDENTIALS, EmbeddedMoto
@@ -96,7 +97,7 @@ def _init(environment: Any, **_: Any) -> None:
     runner = environment.runner
     if opts is None:
         return
-    if not isinstance(runner, MasterRunner | WorkerRunner) and not runtime.endpoints_configured() \
+    if not isinstance(runner, MasterRunner | WorkerRunner) and not any_endpoint_configured() \
             and os.environ.get(runtime.TARGET_AWS_ENV) != "1":
         STATE.moto = EmbeddedMoto().start()  # plain `locust -f locustfile.py`: the embedded default
         os.environ.update(AWS_ENDPOINT_URL=STATE.moto.url, **{runtime.ENDPOINT_KIND_ENV: "moto"}, **DUMMY_CREDENTIALS)

@@ -18,7 +18,7 @@ from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError, EndpointConnectionError, NoCredentialsError
 
 from harness.aws.clients import DEFAULT_REGION, Clients
-from harness.aws.endpoints import Endpoints, any_endpoint_configured, classify, configured_endpoints, is_loopback
+from harness.aws.endpoints import Endpoints, classify, configured_endpoints, is_loopback
 from harness.datastore.backends.base import Backend
 from harness.datastore.backends.dynamodb import DynamoBackend
 from harness.datastore.backends.s3 import S3Backend
@@ -175,7 +175,3 @@ def delete_owned(clients: Clients, backend: Backend) -> bool:
 def endpoint_summary(endpoints: Endpoints) -> dict[str, Any]:
     """For run.json: kind and URLs (never credentials)."""
     return {"kind": endpoints.kind, "dynamodb": endpoints.dynamodb, "s3": endpoints.s3}
-
-
-def endpoints_configured() -> bool:
-    return any_endpoint_configured()

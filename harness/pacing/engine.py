@@ -15,7 +15,7 @@ import random
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -236,7 +236,3 @@ class Job:
         if self.on_progress and state != "running":
             self.on_progress(self._progress(state))
 
-
-def chunks(n: int, size: int) -> Iterator[range]:
-    for i in range(0, n, size):
-        yield range(i, min(n, i + size))

@@ -77,6 +77,11 @@ class Backend(Protocol):
                      work: Work) -> None:
         """Remove content and index entries (model delete, prune)."""
 
+    def write_watermark(self, namespace: str | None, watermark_ms: int, work: Work) -> None:
+        """The sync watermark: everything is pulled as of this time (advanced by unscoped pulls only)."""
+
+    def read_watermark(self, namespace: str | None, work: Work) -> int | None: ...
+
     def forget_partitions(self, namespace: str | None, partitions: Sequence[str], work: Work) -> None:
         """Prune: the pruned models' partitions are orphaned metadata too."""
 

@@ -94,35 +94,26 @@ class DynamoLockStore:
             raise
         return int(out["Attributes"]["fence"]["N"])
 
-    def renew(self, key: str, nonce: str, expires_at_ms: int, work: Work) -> bool:
+    def _if_holder(self, key: str, nonce: str, update: str, values: dict, work: Work) -> bool:
+        """An update of the lock item that only happens while ``nonce`` still holds it."""
         try:
             with recording(work):
-                self.client.update_item(
-                    TableName=self.table, Key=self.key_of(key),
-                    UpdateExpression="SET expiresAtMs = :e",
-                    ConditionExpression="nonce = :n",
-                    ExpressionAttributeValues={":e": _n(expires_at_ms), ":n": _s(nonce)},
-                )
+                self.client.update_item(TableName=self.table, Key=self.key_of(key), UpdateExpression=update,
+                                        ConditionExpression="nonce = :n",
+                                        ExpressionAttributeValues={":n": _s(nonce), **values})
         except ClientError as e:
             if _code(e) == "ConditionalCheckFailedException":
                 return False
             raise
         return True
 
+    def renew(self, key: str, nonce: str, expires_at_ms: int, work: Work) -> bool:
+        return self._if_holder(key, nonce, "SET expiresAtMs = :e", {":e": _n(expires_at_ms)}, work)
+
     def release(self, key: str, nonce: str, work: Work) -> bool:
-        try:
-            with recording(work):
-                self.client.update_item(
-                    TableName=self.table, Key=self.key_of(key),
-                    UpdateExpression="REMOVE nonce, expiresAtMs, holder, hostname, pid, acquiredAt, ttlMs",
-                    ConditionExpression="nonce = :n",
-                    ExpressionAttributeValues={":n": _s(nonce)},
-                )
-        except ClientError as e:
-            if _code(e) == "ConditionalCheckFailedException":
-                return False
-            raise
-        return True
+        """Holder fields removed, not the item: its fencing counter must only ever grow."""
+        return self._if_holder(key, nonce, "REMOVE nonce, expiresAtMs, holder, hostname, pid, acquiredAt, ttlMs",
+                               {}, work)
 
 
 class DynamoBackend:
@@ -427,6 +418,13 @@ class DynamoBackend:
         with recording(work):
             self.client.put_item(TableName=self.table, Item={
                 **self._state_key(namespace, "STATE"), "lastPushedAt": _n(watermark_ms)})
+
+    def read_watermark(self, namespace: str | None, work: Work) -> int | None:
+        with recording(work):
+            out = self.client.get_item(TableName=self.table, Key=self._state_key(namespace, "STATE"),
+                                       ConsistentRead=True)
+        item = out.get("Item")
+        return int(item["lastPushedAt"]["N"]) if item else None
 
     def partitions(self, namespace: str | None, work: Work) -> list[str]:
         with recording(work):

@@ -339,7 +339,7 @@ class S3Backend:
                 out = self.client.list_objects_v2(**kwargs)
             for obj in out.get("Contents", []):
                 rel = obj["Key"][len(self.objects.prefix):]
-                if rel.endswith("_meta.json"):
+                if rel.endswith(("_meta.json", "_watermark.json")):
                     continue
                 work.items_read += 1
                 if self._shard_etags.get(rel) != obj["ETag"]:
@@ -347,6 +347,14 @@ class S3Backend:
             if not out.get("IsTruncated"):
                 return out_rels
             token = out["NextContinuationToken"]
+
+    def write_watermark(self, namespace: str | None, watermark_ms: int, work: Work) -> None:
+        self.objects.put(f"{self._root(namespace)}_index/_watermark.json",
+                         json.dumps({"lastPushedAt": watermark_ms}).encode(), work)
+
+    def read_watermark(self, namespace: str | None, work: Work) -> int | None:
+        got = self.objects.get_json(f"{self._root(namespace)}_index/_watermark.json", work)
+        return int(got[0]["lastPushedAt"]) if got else None
 
     def forget_partitions(self, namespace: str | None, partitions: Sequence[str], work: Work) -> None:
         """Nothing to do: a shard emptied by a delete is removed with it."""
