@@ -69,6 +69,11 @@ def test_resource_names_are_valid_for_both_services():
     ("[datastore]\nprune_every = 1", "datastore.prune_every only makes sense with disposable models"),
     ("[datastore]\nnamespaces = \"shared\"\nlock_scope = \"namespace\"", "datastore.lock_scope"),
     ("[checks]\nmax_failure_ratio = 2", "checks.max_failure_ratio must be between 0 and 1"),
+    ("[fidelity]\nlatency = \"warp\"", "fidelity.latency unknown latency profile 'warp'"),
+    ("[fidelity]\nenabled = \"maybe\"", "fidelity.enabled must be true, false or \"auto\""),
+    ("[fidelity.faults.PutItem]\nerror_5xx = 0.7\ndrop = 0.5", "rates add up to more than 1"),
+    ("[fidelity.faults.PutItem]\nexplode = 1", "fidelity.faults.PutItem.explode is not a known key"),
+    ("backend = \"s3\"\n[background]\nitems = 10", "background.items needs backend = \"dynamodb\""),
 ])
 def test_scenario_validation_names_file_and_key(tmp_path, toml, message):
     path = tmp_path / "s.toml"
@@ -99,18 +104,3 @@ def test_the_documented_scenario_reference_parses(tmp_path):
     assert sc.fidelity.mode == "auto" and sc.fidelity.config.faults["*"].error_5xx == 0.0
     assert sc.fidelity.config.dynamodb.partition_write == 1000 and sc.background.items == 0
     assert sc.lock.wait_s == 60 and sc.fleet.max_iterations == 100_000
-
-
-@pytest.mark.parametrize("toml,message", [
-    ("[fidelity]\nlatency = \"warp\"", "fidelity.latency unknown latency profile 'warp'"),
-    ("[fidelity]\nenabled = \"maybe\"", "fidelity.enabled must be true, false or \"auto\""),
-    ("[fidelity.faults.PutItem]\nerror_5xx = 0.7\ndrop = 0.5", "rates add up to more than 1"),
-    ("[fidelity.faults.PutItem]\nexplode = 1", "fidelity.faults.PutItem.explode is not a known key"),
-    ("backend = \"s3\"\n[background]\nitems = 10", "background.items needs backend = \"dynamodb\""),
-])
-def test_fidelity_and_background_validation(tmp_path, toml, message):
-    path = tmp_path / "f.toml"
-    path.write_text(toml)
-    with pytest.raises(HarnessError) as e:
-        scenarios.load(str(path))
-    assert message in str(e.value) and "\n" not in str(e.value)
