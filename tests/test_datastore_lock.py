@@ -68,7 +68,10 @@ def test_heartbeat_keeps_a_live_holder(aws, clock, kind):
     grant = lock.acquire(Work())
     for _ in range(5):  # 5 x 2 s > TTL, but renewed every TTL/3-ish
         clock.advance(2)
-        lock.heartbeat(grant, Work())
+        w = Work()
+        lock.heartbeat(grant, w)
+        # one conditional write (S3: the read whose ETag conditions it, then the write)
+        assert dict(w.requests) == ({"UpdateItem": 1} if kind == "per-model" else {"GetObject": 1, "PutObject": 1})
     with pytest.raises(LockTimeoutError):
         Lock(be.lock_store, "k", clock, cfg).acquire(Work())
 

@@ -353,20 +353,22 @@ class DynamoBackend:
                 raise FencedError(f"commit rejected: lock {grant.key} (fence {grant.fence}) is no longer held") from e
             raise
 
-    def _seal(self, namespace: str | None, grant: LockGrant, work: Work) -> None:
-        """Advance the commit sequence, refused if a newer fencing token already committed."""
+    def _seal(self, namespace: str | None, grant: LockGrant, work: Work) -> int:
+        """Advance the commit sequence, refused if a newer fencing token already committed; returns it."""
         try:
             with recording(work):
-                self.client.update_item(
+                out = self.client.update_item(
                     TableName=self.table, Key=self._state_key(namespace, "SEQ"),
                     UpdateExpression="SET #f = :t, #u = :u ADD #s :one",
                     ConditionExpression="attribute_not_exists(#f) OR #f <= :t",
                     ExpressionAttributeNames={"#f": "fence", "#u": "updatedAt", "#s": "seq"},
-                    ExpressionAttributeValues={":t": _n(grant.fence), ":one": _n(1), ":u": _n(now_ms(self.clock))})
+                    ExpressionAttributeValues={":t": _n(grant.fence), ":one": _n(1), ":u": _n(now_ms(self.clock))},
+                    ReturnValues="UPDATED_NEW")
         except ClientError as e:
             if _code(e) == "ConditionalCheckFailedException":
                 raise FencedError(f"commit rejected: a newer lock holder committed after fence {grant.fence}") from e
             raise
+        return int(out["Attributes"]["seq"]["N"])
 
     def commit(self, namespace: str | None, entries: Sequence[FileMeta], grant: LockGrant,
                work: Work) -> int:
@@ -388,11 +390,10 @@ class DynamoBackend:
             work.index_entries_written += len(entries)
             work.items_written += len(entries)
             self._gate(grant, work)
-            self._seal(namespace, grant, work)
+            return self._seal(namespace, grant, work)
         except FencedError:
             self._rollback(entries, grant, work)
             raise
-        return self.commit_seq(namespace, work)
 
     def _rollback(self, written: Sequence[FileMeta], grant: LockGrant, work: Work) -> None:
         """Delete entries this (fenced) commit wrote, unless a newer holder overwrote them since."""

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from botocore.exceptions import ClientError
@@ -128,15 +128,19 @@ class S3LockStore:
                 raise
         return None
 
-    def _swap_if_ours(self, key: str, nonce: str, work: Work, new: dict | None) -> bool:
+    def _swap_if_ours(self, key: str, nonce: str, work: Work, change: Callable[[dict], dict] | None) -> bool:
+        """One read, then a write conditioned on that read's ETag: ``change`` the record, or delete it (None)."""
         held = self.o.get(key, work)
-        if held is None or json.loads(held[0]).get("nonce") != nonce:
+        if held is None:
             return False
-        if new is None:
+        record = json.loads(held[0])
+        if record.get("nonce") != nonce:
+            return False
+        if change is None:
             self.o.delete(key, work)
             return True
         try:
-            self.o.put(key, json.dumps(new).encode(), work, if_match=held[1])
+            self.o.put(key, json.dumps(change(record)).encode(), work, if_match=held[1])
             return True
         except ClientError as e:
             if _precondition_failed(e):
@@ -144,14 +148,7 @@ class S3LockStore:
             raise
 
     def renew(self, key: str, nonce: str, expires_at_ms: int, work: Work) -> bool:
-        held = self.o.get(key, work)
-        if held is None:
-            return False
-        record = json.loads(held[0])
-        if record.get("nonce") != nonce:
-            return False
-        record["expiresAtMs"] = expires_at_ms
-        return self._swap_if_ours(key, nonce, work, record)
+        return self._swap_if_ours(key, nonce, work, lambda r: {**r, "expiresAtMs": expires_at_ms})
 
     def release(self, key: str, nonce: str, work: Work) -> bool:
         return self._swap_if_ours(key, nonce, work, None)
