@@ -10,8 +10,9 @@ import pandas as pd
 
 from harness.errors import HarnessError
 from harness.record.reader import read_rows, shard_paths
+from harness.record.schema import STEP_COLUMNS as _SCHEMA_STEPS
 
-STEP_COLUMNS = ["lock_wait_ms", "pull_ms", "method_ms", "push_ms", "commit_ms", "export_ms", "delete_ms", "prune_ms"]
+STEP_COLUMNS = [c for c in _SCHEMA_STEPS.values() if c != "release_ms"]  # the steps a report stacks
 COUNT_COLUMNS = ["pull_items_read", "index_entries_written", "catalog_rows", "files_pushed", "read_units",
                  "write_units"]
 REPORT_COLUMNS = ["ts_start", "ts_end", "user", "ok", "error_kind", "total_ms", "requests", *STEP_COLUMNS,

@@ -16,7 +16,6 @@ from typing import Any
 from botocore.exceptions import (
     ClientError,
     ConnectTimeoutError,
-    EndpointConnectionError,
     ReadTimeoutError,
 )
 
@@ -50,8 +49,6 @@ def classify(exc: BaseException) -> str:
         return "other"
     if isinstance(exc, ReadTimeoutError | ConnectTimeoutError | TimeoutError | socket.timeout):
         return "timeout"
-    if isinstance(exc, EndpointConnectionError):
-        return "other"
     return "other"
 
 

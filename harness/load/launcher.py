@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness.aws.clients import make_clients
-from harness.aws.endpoints import any_endpoint_configured
+from harness.aws.endpoints import Endpoints, any_endpoint_configured
 from harness.aws.fidelity.latency import load_profile
 from harness.aws.moto_server import DUMMY_CREDENTIALS, EmbeddedMoto
 from harness.errors import HarnessError
@@ -177,10 +177,9 @@ def run(opts: RunOptions) -> RunResult:
     return RunResult(run_dir, len(rows), failed, exit_code)
 
 
-def _seed(opts: RunOptions, sc: scenarios.Scenario, endpoints: object, resources: runtime.Resources,
+def _seed(opts: RunOptions, sc: scenarios.Scenario, endpoints: Endpoints, resources: runtime.Resources,
           run_dir: Path) -> Path:
     """Pre-age the datastore (a paced job) so the load starts where a long run would be after hours."""
-    from harness.aws.fidelity.layer import Fidelity
     from harness.pacing import commands, jobs
     from harness.pacing.journal import Journal
 
@@ -191,8 +190,7 @@ def _seed(opts: RunOptions, sc: scenarios.Scenario, endpoints: object, resources
     state_dir = run_dir / "seed-state"
     params = commands.seed_params(sc, resources.table, models, versions, orphans, sc.fleet.workers, state_dir,
                                   opts.processes)
-    clients = make_clients(endpoints, total_attempts=1)  # type: ignore[arg-type]
-    Fidelity(sc.fidelity.resolve(endpoints.kind)).install(clients.dynamodb)  # type: ignore[attr-defined]
+    clients = commands.paced_clients(endpoints, sc)
     source = commands.seed_factory(params, clients)
     _say(opts, f"harness: seeding {source.files():,} files in {len(params['namespaces'])} namespace(s)")
     console = commands.Console(opts.quiet)
@@ -207,17 +205,16 @@ def _seed(opts: RunOptions, sc: scenarios.Scenario, endpoints: object, resources
 class _BackgroundJob:
     """The scenario's noisy neighbour: a paced fill job on the workers' table for the length of the run."""
 
-    def __init__(self, opts: RunOptions, sc: scenarios.Scenario, endpoints: object, table: str,
+    def __init__(self, opts: RunOptions, sc: scenarios.Scenario, endpoints: Endpoints, table: str,
                  run_dir: Path) -> None:
         import threading
 
-        from harness.aws.fidelity.layer import Fidelity
-        from harness.pacing import jobs
+        from harness.pacing import commands, jobs
         from harness.pacing.journal import Journal
         from harness.pacing.sources import FillSource
 
-        clients = make_clients(endpoints, total_attempts=1)  # type: ignore[arg-type]
-        Fidelity(sc.fidelity.resolve(endpoints.kind)).install(clients.dynamodb)  # type: ignore[attr-defined]
+        clients = commands.paced_clients(endpoints, sc)
+        self.opts = opts
         params = {"table": table, "items": sc.background.items, "item_bytes": sc.background.item_bytes,
                   "prefix": "BG"}
         source = FillSource(clients.dynamodb, table, sc.background.items, sc.background.item_bytes, prefix="BG")
@@ -231,7 +228,6 @@ class _BackgroundJob:
             self.state = jobs.run_job(jobs.new_job_id("background"), "fill", params, source, clients,
                                       Journal(run_dir / "jobs.db"), on_start=started)
 
-        self.opts = opts
         self.thread = threading.Thread(target=run, daemon=True, name="harness-background")
         self.thread.start()
 
@@ -242,7 +238,7 @@ class _BackgroundJob:
         _say(self.opts, f"harness: background job {self.state}")
 
 
-def _background(opts: RunOptions, sc: scenarios.Scenario, endpoints: object, resources: runtime.Resources,
+def _background(opts: RunOptions, sc: scenarios.Scenario, endpoints: Endpoints, resources: runtime.Resources,
                 run_dir: Path) -> _BackgroundJob | None:
     if not sc.background.items:
         return None

@@ -315,14 +315,15 @@ def _fidelity(f: _Reader) -> Fidelity:
     if mode not in ("auto", "on", "off"):
         raise f.fail("enabled", f"must be true, false or \"auto\", got {mode!r}")
     capacity = f.choice("capacity", "on-demand", ("on-demand", "provisioned", "none"))
+    scale = f.number("scale", 1.0, 1e-6)
     ddb = None if capacity == "none" else DynamoCapacity(
         mode=capacity, read=f.number("read_capacity", 12_000.0, 1.0), write=f.number("write_capacity", 4_000.0, 1.0),
         max_read=f.number("max_read", 0.0), max_write=f.number("max_write", 0.0),
         partition_read=f.number("partition_read", 3_000.0, 1.0),
         partition_write=f.number("partition_write", 1_000.0, 1.0),
-        burst_s=f.duration("burst", 300.0), scale=f.number("scale", 1.0, 1e-6))
+        burst_s=f.duration("burst", 300.0), scale=scale)
     s3 = S3Rates(writes=f.number("s3_prefix_writes", 3_500.0, 1.0), reads=f.number("s3_prefix_reads", 5_500.0, 1.0),
-                 scale=f.number("scale", 1.0, 1e-6))
+                 scale=scale)
     latency = f.string("latency", "local")
     try:
         load_profile(latency)

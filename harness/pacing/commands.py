@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.aws.clients import Clients, make_clients
-from harness.aws.endpoints import any_endpoint_configured
+from harness.aws.endpoints import Endpoints, any_endpoint_configured
 from harness.aws.fidelity.layer import Fidelity
 from harness.errors import HarnessError
 from harness.load import runtime
@@ -31,20 +31,25 @@ from harness.pacing.sources import CleanupSource, FillSource, SeedSource, snapsh
 PROGRESS_EVERY_S = 2.0
 
 
+def paced_clients(endpoints: Endpoints, sc: scenarios.Scenario | None = None) -> Clients:
+    """Clients for a job: no botocore retries (the engine retries, paced), and the scenario's fidelity layer."""
+    clients = make_clients(endpoints, total_attempts=1)
+    if sc is not None:
+        layer = Fidelity(sc.fidelity.resolve(endpoints.kind))
+        layer.install(clients.dynamodb)
+        layer.install(clients.s3)
+    return clients
+
+
 def job_clients(fidelity_scenario: str | None = None) -> Clients:
-    """Clients for a job: no botocore retries (the engine retries, paced), the scenario's fidelity layer."""
+    """A job's clients on a configured endpoint (jobs outlive the embedded one)."""
     if not any_endpoint_configured() and not os.environ.get(runtime.TARGET_AWS_ENV):
         raise HarnessError("jobs need an endpoint that outlives them: set AWS_ENDPOINT_URL (DynamoDB Local, "
                            "a moto server, ...) or pass --aws; `harness run --seed-models` seeds the embedded one")
     endpoints = runtime.resolve_endpoints()
     runtime.check_credentials(endpoints)
     runtime.check_reachable(endpoints, "dynamodb")
-    clients = make_clients(endpoints, total_attempts=1)
-    if fidelity_scenario:
-        layer = Fidelity(scenarios.load(fidelity_scenario).fidelity.resolve(endpoints.kind))
-        layer.install(clients.dynamodb)
-        layer.install(clients.s3)
-    return clients
+    return paced_clients(endpoints, scenarios.load(fidelity_scenario) if fidelity_scenario else None)
 
 
 class Console:
