@@ -138,7 +138,8 @@ def work_counts(counts: pd.DataFrame, span_s: float, title: str, path: Path) -> 
     cols = list(counts.columns)
     ncol = min(3, len(cols))
     nrow = int(np.ceil(len(cols) / ncol))
-    fig, axes = plt.subplots(nrow, ncol, figsize=(4 * ncol + 1, 2.8 * nrow + 0.6), sharex=True, squeeze=False,
+    fig, axes = plt.subplots(nrow, ncol, figsize=(max(7.0, 4 * ncol + 1), 2.8 * nrow + 0.8), sharex=True,
+                             squeeze=False,
                              layout="constrained")
     x = _x(counts.index, span_s)
     for ax in axes.flat[len(cols):]:
@@ -176,7 +177,7 @@ def lock_wait(ok_waits: np.ndarray, failed_waits: np.ndarray, title: str, path: 
 
 def latency_percentiles(q: pd.DataFrame, span_s: float, title: str, path: Path) -> Path:
     cols = list(dict.fromkeys(c for c, _ in q.columns))
-    fig, axes = plt.subplots(1, len(cols), figsize=(3.6 * len(cols) + 1.2, 3.8), squeeze=False,
+    fig, axes = plt.subplots(1, len(cols), figsize=(max(7.0, 3.6 * len(cols) + 1.2), 3.8), squeeze=False,
                              layout="constrained")
     x = _x(q.index, span_s)
     for ax, c in zip(axes[0], cols, strict=True):
@@ -196,7 +197,7 @@ def causes(points: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray, str]], sp
            path: Path) -> Path:
     """Each step's time against the count that drives it, one dot per successful iteration, coloured by time."""
     names = list(points)
-    fig, axes = plt.subplots(1, len(names), figsize=(3.8 * len(names) + 1.5, 3.8), squeeze=False,
+    fig, axes = plt.subplots(1, len(names), figsize=(max(7.0, 3.8 * len(names) + 1.5), 3.8), squeeze=False,
                              layout="constrained")
     sc = None
     for ax, step in zip(axes[0], names, strict=True):

@@ -34,7 +34,8 @@ def findings(rows: pd.DataFrame, info: dict | None = None, *, probes: pd.DataFra
     fleet = fleet_verdict(rows, span, window)
     lv = [Level(**{k: v for k, v in d.items() if k != "per_user"}) for d in fleet["levels"]]
     start, end, floor = lv[0], lv[-1], lv[fleet["floor_index"]]
-    late = floor if fleet["degraded"] and fleet["floor_index"] != 0 else end
+    # what grew between the start and the floor explains a fall; with nothing succeeding there, the end
+    late = floor if fleet["degraded"] and fleet["floor_index"] != 0 and floor.successes >= 2 else end
     t = seconds_since(rows["ts_end"], span.t0)
     ok, t_ok = rows[ok_mask], t[ok_mask]
     early_rows = between(ok, t_ok, start.t0, start.t1)

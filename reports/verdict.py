@@ -185,6 +185,14 @@ def stall(ok_t: np.ndarray, fail_t: np.ndarray, end: float, window: float, typic
             "failures_in_gap": int((fail_t > last).sum())}
 
 
+def falling_at_end(lv: list[Level]) -> bool:
+    """The last segment credibly below the one before it, or below the one before that with the one between
+    them in order (a steady fall over the last segments, too gentle for one step to show)."""
+    if len(lv) >= 2 and lv[-1].below(lv[-2]):
+        return True
+    return len(lv) >= 3 and lv[-1].below(lv[-3]) and lv[-1].rate <= lv[-2].rate <= lv[-3].rate
+
+
 def _typical_s(rows: pd.DataFrame) -> float:
     ok_ms = rows.loc[rows["ok"], "total_ms"]
     return float(ok_ms.median()) / 1000 if len(ok_ms) else 0.0
@@ -219,7 +227,7 @@ def fleet_verdict(rows: pd.DataFrame, span: Span, window: float) -> dict[str, An
     stalled = stall(ok_t, fail_t, end, window, _typical_s(rows), float(edges[1] - edges[0]))
     if stalled is not None:
         shape = "stalled"
-    elif len(lv) >= 2 and last.below(lv[-2]):
+    elif falling_at_end(lv):
         shape = "still falling"
     elif degraded and floor_i < len(lv) - 1 and floor.below(last):
         shape = "recovering"

@@ -22,7 +22,7 @@ def ci(v: list[float] | None) -> str:
 
 
 def times(x: float | None) -> str:
-    return f"x{x:.3g}"
+    return "n/a" if x is None else f"x{x:.3g}"
 
 
 def secs(a: float, b: float | None = None) -> str:
@@ -44,6 +44,15 @@ def change(ch: dict[str, Any]) -> str:
 
 def _rate(level: dict[str, Any]) -> str:
     return f"{g(level['rate'])} it/s{ci([level['lo'], level['hi']])}"
+
+
+def _falling(lv: list[dict[str, Any]]) -> str:
+    end, prev = lv[-1], lv[-2]
+    if end["hi"] < prev["lo"] and end["rate"] <= (1 - MATERIAL) * prev["rate"]:
+        return f"the last segment ({_rate(end)}) is below the one before it ({_rate(prev)})"
+    before = lv[-3]
+    return (f"the last segment ({_rate(end)}) is below the last but two ({_rate(before)}), with the one between "
+            f"them at {g(prev['rate'])} it/s")
 
 
 def fleet_sentences(f: dict[str, Any]) -> list[str]:
@@ -72,19 +81,17 @@ def fleet_sentences(f: dict[str, Any]) -> list[str]:
     elif fl["degraded"]:
         ratio = fl["degradation_ratio"]
         fell = (f"The rate fell {times(ratio)} from the start to the floor" if ratio is not None
-                else "The rate fell to no successful iteration at the floor")
+                else f"The rate fell to no successful iteration at its lowest ({secs(floor['t0'], floor['t1'])})")
         if shape == "still falling":
-            out.append(f"{fell}, and it is still falling: the last segment ({_rate(end)}) is below the one before "
-                       f"it ({_rate(prev)}).")
+            out.append(f"{fell}, and it is still falling: {_falling(lv)}.")
         elif shape == "recovering":
-            out.append(f"{fell}, then recovered to {times(fl['end_over_floor'])} the floor by the end "
-                       f"({_rate(end)}).")
+            up = f" to {times(fl['end_over_floor'])} the floor" if fl["end_over_floor"] is not None else ""
+            out.append(f"{fell}, then recovered{up} by the end ({_rate(end)}).")
         else:
             out.append(f"{fell}; at the end it is flat: the last two segments ({g(prev['rate'])} and "
                        f"{g(end['rate'])} it/s) do not differ credibly.")
     elif shape == "still falling":
-        out.append(f"At the end the rate is falling: the last segment ({_rate(end)}) is below the one before it "
-                   f"({_rate(prev)}), though no segment is credibly below the start.")
+        out.append(f"At the end the rate is falling: {_falling(lv)}, though no segment is credibly below the start.")
     elif shape == "rising":
         out.append(f"The rate rose {times(fl['end_over_start'])} from the start to the end (the intervals do not "
                    f"overlap).")
