@@ -123,7 +123,7 @@ def default_out(given: list[Path], runs: list[Run]) -> Path:
     key = hashlib.sha1("\n".join(sorted(str(r.path.resolve()) for r in runs)).encode()).hexdigest()[:6]
     name = f"comparison-{_slug(runs[0].path.name)[:40]}-and-{len(runs) - 1}-more-{key}"
     parents = {r.path.resolve().parent for r in runs}
-    return (parents.pop() if len(parents) == 1 else Path("runs")) / name
+    return (parents.pop() if len(parents) == 1 else Path("runs").resolve()) / name
 
 
 def build_report(run_dirs: list[str | Path], out: str | Path | None = None) -> Path:

@@ -37,6 +37,7 @@ COUNT_GROWTH = 0.2
 RHO_MIN = 0.3  # step time and driver must rise together, iteration by iteration (and significantly)
 CORR_SAMPLE = 100_000  # rows the rank correlation looks at (a random subset of a bigger run)
 PROBE_GROWTH = 0.25
+PROBE_MIN = 3  # samples in each third of the load before the probe is compared
 SATURATED_CPU = 90.0
 SATURATED_SHARE = 0.2  # a fifth of a process's samples at >= 90 % is "a material part of the run"
 
@@ -130,12 +131,14 @@ def probe_trend(probes: pd.DataFrame | None, span: Span) -> dict[str, Any] | Non
     tp = seconds_since(p["ts"], span.t0)
     third = span.seconds / 3
     early, late = p.loc[tp <= third, "ms"].to_numpy(), p.loc[tp >= 2 * third, "ms"].to_numpy()
-    c = mean_change(early, late, log=True, material=PROBE_GROWTH)
+    c = mean_change(early, late, log=True, material=PROBE_GROWTH) if min(len(early), len(late)) >= PROBE_MIN else None
     out: dict[str, Any] = {"op": op, "samples": int(len(p)), "ops": sorted(inside["op"].unique().tolist()),
                            "first_ms": None, "last_ms": None, "growth": None, "interval": None, "slowed": False}
     if c is not None:
         out.update(first_ms=c.early, last_ms=c.late, growth=c.ratio, interval=[c.lo, c.hi], slowed=c.grew,
                    n=[c.n_early, c.n_late])
+    else:
+        out["note"] = f"{len(early)} and {len(late)} samples in the first and last third: too few to compare"
     return out
 
 

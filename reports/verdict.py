@@ -221,7 +221,8 @@ def fleet_verdict(rows: pd.DataFrame, span: Span, window: float) -> dict[str, An
     phi = dispersion(ok_t, edges, window)
     lv = levels(ok_t, fail_t, edges, phi, users)
     start, last = lv[0], lv[-1]
-    floor_i = int(np.argmin([x.rate for x in lv]))
+    rates = np.array([x.rate for x in lv])
+    floor_i = int(np.flatnonzero(rates == rates.min())[-1])  # of equal lows, the latest: a floor that holds
     floor = lv[floor_i]
     degraded = floor.below(start)
     stalled = stall(ok_t, fail_t, end, window, _typical_s(rows), float(edges[1] - edges[0]))

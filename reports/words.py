@@ -167,7 +167,7 @@ def _driver_clause(st: dict[str, Any]) -> str:
         return "; no recorded count drives this step"
     if dc is None or dc["first"] is None:
         return f"; {label} was never recorded"
-    moved = f"{g(dc['first'])} -> {g(dc['last'])} ({change(dc)})"
+    moved = f"{g(dc['first'])} -> {g(dc['last'])}, {change(dc)}"
     if st["explained"]:
         return (f", with {label}: {moved}; the step's time and {label} rank-correlate at {st['rho']:.2f} over "
                 f"{st['rho_n']} successful iterations")
@@ -179,8 +179,11 @@ def _driver_clause(st: dict[str, Any]) -> str:
 
 def _probe_sentence(f: dict[str, Any], unexplained: bool) -> list[str]:
     p = f.get("probe")
-    if not p or p["growth"] is None:
+    if not p:
         return []
+    if p["growth"] is None:
+        return [f"The stand-in's {p['op']} probe cannot tell whether the server slowed: {p['note']}."] \
+            if unexplained and p.get("note") else []
     nums = f"{g(p['first_ms'])} -> {g(p['last_ms'])} ms, {times(p['growth'])}{ci(p['interval'])}"
     if p["slowed"]:
         return [f"The stand-in got slower: its {p['op']} probe went {nums} between the first and the last third "
