@@ -10,8 +10,6 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from reports import compute, figures, page
 from reports.causes import COUNT_LABELS, STEP_DRIVERS
 from reports.compare import compare, overlay_series
@@ -71,11 +69,9 @@ def run_figures(run: Run, f: dict[str, Any], fig_dir: Path, prefix: str = "") ->
     if counts.shape[1]:
         figures.work_counts(counts, span.seconds, title, out(
             "work_counts.png", "mean work counts of successful iterations (all-zero counts left out)"))
-    waits = rows["lock_wait_ms"].to_numpy(dtype=float)
-    if np.nanmax(waits) > 0:
-        ok = rows["ok"].to_numpy(dtype=bool)
-        figures.lock_wait(waits[ok], waits[~ok], title, out("lock_wait.png", "lock wait per iteration, "
-                                                                            "succeeded and failed"))
+    if rows["lock_wait_ms"].max() > 0:
+        figures.lock_wait(*compute.lock_wait_histogram(rows), title,
+                          out("lock_wait.png", "lock wait per iteration, succeeded and failed"))
     ok_rows = rows[rows["ok"]]
     if len(ok_rows):
         busiest = ok_rows[STEP_COLUMNS].mean().sort_values(ascending=False)

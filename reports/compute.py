@@ -139,3 +139,11 @@ def step_shares(ok: pd.DataFrame) -> pd.Series:
     means = ok[STEP_COLUMNS].mean().fillna(0.0)
     total = means.sum()
     return means / total if total > 0 else means
+
+
+def lock_wait_histogram(rows: pd.DataFrame, bins: int = 50) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Log-spaced bin edges (ms) and the counts of succeeded and failed iterations' lock waits in them."""
+    waits = np.clip(rows["lock_wait_ms"].to_numpy(dtype=float), 0.1, None)
+    ok = rows["ok"].to_numpy(dtype=bool)
+    edges = np.logspace(-1, np.log10(max(float(waits.max()), 1.0)) + 0.01, bins + 1)
+    return edges, np.histogram(waits[ok], edges)[0], np.histogram(waits[~ok], edges)[0]

@@ -45,6 +45,16 @@ def _outside_legend(ax: plt.Axes, **kw: Any) -> None:
         ax.legend(handles, labels, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0, fontsize=8, **kw)
 
 
+def _fig(nrows: int, ncols: int, w: float, h: float, legend: bool = True, suptitle: bool = False,
+         left_in: float = 1.0, hspace: float = 0.35, wspace: float = 0.3, **kw: Any) -> tuple[plt.Figure, Any]:
+    """A figure with fixed margins in inches (a layout engine costs seconds per figure on a million rows'
+    report): room on the right for legends outside the axes, on top for titles."""
+    fig, axes = plt.subplots(nrows, ncols, figsize=(w, h), **kw)
+    fig.subplots_adjust(left=left_in / w, right=1 - (2.9 if legend else 0.35) / w, bottom=0.62 / h,
+                        top=1 - (0.75 if suptitle else 0.4) / h, hspace=hspace, wspace=wspace)
+    return fig, axes
+
+
 def _save(fig: plt.Figure, path: Path) -> Path:
     fig.savefig(path, dpi=DPI)
     plt.close(fig)
@@ -55,8 +65,8 @@ def rate(series: pd.DataFrame, levels: list[dict[str, Any]], roles: dict[int, st
          warmup_s: float, stall: dict[str, Any] | None, span_s: float, window: float, title: str,
          path: Path) -> Path:
     """Fleet success rate per window with its interval, failures, the segment levels, users and per-user rate."""
-    fig, (top, mid, bottom) = plt.subplots(3, 1, figsize=(11, 8.5), sharex=True, layout="constrained",
-                                           gridspec_kw={"height_ratios": [3, 1.2, 1.6]})
+    fig, (top, mid, bottom) = _fig(3, 1, 12, 8.5, sharex=True, hspace=0.12,
+                                   gridspec_kw={"height_ratios": [3, 1.2, 1.6]})
     x = _x(series.index, span_s) + _x([window / 2], span_s)[0]
     top.fill_between(x, series["ok_lo"], series["ok_hi"], color="black", alpha=0.12, linewidth=0,
                      label="95 % interval per window")
@@ -97,7 +107,7 @@ def rate(series: pd.DataFrame, levels: list[dict[str, Any]], roles: dict[int, st
 
 def failures(table: pd.DataFrame, span_s: float, title: str, path: Path) -> Path:
     """Failed iterations per second per window, stacked by error kind (only kinds that occurred)."""
-    fig, ax = plt.subplots(figsize=(11, 4), layout="constrained")
+    fig, ax = _fig(1, 1, 12, 4)
     x = _x(table.index, span_s)
     kinds = list(table.columns)
     ax.stackplot(x, *[table[k].to_numpy() for k in kinds], labels=[k.replace("_", " ") for k in kinds],
@@ -113,7 +123,7 @@ def failures(table: pd.DataFrame, span_s: float, title: str, path: Path) -> Path
 
 def step_time(steps: pd.DataFrame, span_s: float, title: str, path: Path) -> Path:
     """Stacked mean ms per step over successful iterations; gaps where nothing succeeded."""
-    fig, ax = plt.subplots(figsize=(11, 4.5), layout="constrained")
+    fig, ax = _fig(1, 1, 12, 4.5)
     x = _x(steps.index, span_s)
     base = np.zeros(len(steps))
     gap = steps.isna().all(axis=1).to_numpy()
@@ -138,9 +148,8 @@ def work_counts(counts: pd.DataFrame, span_s: float, title: str, path: Path) -> 
     cols = list(counts.columns)
     ncol = min(3, len(cols))
     nrow = int(np.ceil(len(cols) / ncol))
-    fig, axes = plt.subplots(nrow, ncol, figsize=(max(7.0, 4 * ncol + 1), 2.8 * nrow + 0.8), sharex=True,
-                             squeeze=False,
-                             layout="constrained")
+    fig, axes = _fig(nrow, ncol, max(7.0, 4 * ncol + 1.4), 2.8 * nrow + 1.0, legend=False, suptitle=True,
+                     sharex=True, squeeze=False)
     x = _x(counts.index, span_s)
     for ax in axes.flat[len(cols):]:
         ax.set_visible(False)
@@ -157,19 +166,18 @@ def work_counts(counts: pd.DataFrame, span_s: float, title: str, path: Path) -> 
     return _save(fig, path)
 
 
-def lock_wait(ok_waits: np.ndarray, failed_waits: np.ndarray, title: str, path: Path) -> Path:
-    fig, ax = plt.subplots(figsize=(9, 4), layout="constrained")
-    both = np.concatenate([ok_waits, failed_waits])
-    hi = max(float(np.nanmax(both)), 1.0)
-    bins = np.logspace(-1, np.log10(hi) + 0.01, 50)
-    if len(ok_waits):
-        ax.hist(np.clip(ok_waits, 0.1, None), bins=bins, color="#1f77b4", alpha=0.7, label="succeeded")
-    if len(failed_waits):
-        ax.hist(np.clip(failed_waits, 0.1, None), bins=bins, color="#d62728", alpha=0.7, label="failed")
+def lock_wait(edges: np.ndarray, ok_counts: np.ndarray, failed_counts: np.ndarray, title: str, path: Path) -> Path:
+    """Histogram of lock waits (log bins), succeeded and failed iterations."""
+    fig, ax = _fig(1, 1, 10, 4)
+    if ok_counts.any():
+        ax.stairs(ok_counts, edges, fill=True, color="#1f77b4", alpha=0.7, label="succeeded")
+    if failed_counts.any():
+        ax.stairs(failed_counts, edges, fill=True, color="#d62728", alpha=0.7, label="failed")
     ax.set_xscale("log")
     ax.set_title(f"{title}: lock wait per iteration")
     ax.set_xlabel("lock wait (ms, log scale)")
     ax.set_ylabel("iterations")
+    ax.set_ylim(bottom=0)
     ax.grid(alpha=0.3)
     _outside_legend(ax)
     return _save(fig, path)
@@ -177,8 +185,7 @@ def lock_wait(ok_waits: np.ndarray, failed_waits: np.ndarray, title: str, path: 
 
 def latency_percentiles(q: pd.DataFrame, span_s: float, title: str, path: Path) -> Path:
     cols = list(dict.fromkeys(c for c, _ in q.columns))
-    fig, axes = plt.subplots(1, len(cols), figsize=(max(7.0, 3.6 * len(cols) + 1.2), 3.8), squeeze=False,
-                             layout="constrained")
+    fig, axes = _fig(1, len(cols), max(7.0, 3.6 * len(cols) + 3.6), 4.0, suptitle=True, squeeze=False)
     x = _x(q.index, span_s)
     for ax, c in zip(axes[0], cols, strict=True):
         for p, style in (("p50", "-"), ("p95", "--"), ("p99", ":")):
@@ -197,8 +204,7 @@ def causes(points: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray, str]], sp
            path: Path) -> Path:
     """Each step's time against the count that drives it, one dot per successful iteration, coloured by time."""
     names = list(points)
-    fig, axes = plt.subplots(1, len(names), figsize=(max(7.0, 3.8 * len(names) + 1.5), 3.8), squeeze=False,
-                             layout="constrained")
+    fig, axes = _fig(1, len(names), max(7.0, 3.8 * len(names) + 3.6), 4.0, suptitle=True, squeeze=False)
     sc = None
     for ax, step in zip(axes[0], names, strict=True):
         x, y, t, xlabel = points[step]
@@ -209,13 +215,15 @@ def causes(points: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray, str]], sp
         ax.grid(alpha=0.3)
     axes[0][0].set_ylabel("ms per successful iteration")
     if sc is not None:
-        fig.colorbar(sc, ax=list(axes[0]), label=_scale(span_s)[1])
+        right = axes[0][-1].get_position()
+        cax = fig.add_axes((right.x1 + 0.25 / fig.get_figwidth(), right.y0, 0.15 / fig.get_figwidth(), right.height))
+        fig.colorbar(sc, cax=cax, label=_scale(span_s)[1])
     fig.suptitle(f"{title}: each step's time against the count that drives it")
     return _save(fig, path)
 
 
 def probe(t: np.ndarray, ms: np.ndarray, op: str, span_s: float, title: str, path: Path) -> Path:
-    fig, ax = plt.subplots(figsize=(9, 3.6), layout="constrained")
+    fig, ax = _fig(1, 1, 10, 3.6)
     ax.plot(_x(t, span_s), ms, marker=".", color="#9467bd", label=f"{op} probe")
     ax.set_title(f"{title}: the stand-in's constant-cost {op}, while the load ran")
     ax.set_xlabel(_scale(span_s)[1])
@@ -228,7 +236,7 @@ def probe(t: np.ndarray, ms: np.ndarray, op: str, span_s: float, title: str, pat
 
 
 def generator(series: dict[str, tuple[np.ndarray, np.ndarray]], span_s: float, title: str, path: Path) -> Path:
-    fig, ax = plt.subplots(figsize=(10, 3.8), layout="constrained")
+    fig, ax = _fig(1, 1, 11, 3.8)
     for name, (t, cpu) in series.items():
         ax.plot(_x(t, span_s), cpu, linewidth=1.2, label=name)
     ax.axhline(90, color="#d62728", linestyle=":", linewidth=1, label="90 % (saturated)")
@@ -243,7 +251,7 @@ def generator(series: dict[str, tuple[np.ndarray, np.ndarray]], span_s: float, t
 
 
 def overlay_rates(series: dict[str, pd.Series], path: Path) -> Path:
-    fig, ax = plt.subplots(figsize=(11, 4.5), layout="constrained")
+    fig, ax = _fig(1, 1, 12, 4.5)
     longest = max(float(s.index.max()) if len(s) else 0.0 for s in series.values())
     for label, s in series.items():
         ax.plot(_x(s.index, longest), s.to_numpy(), linewidth=1.8, label=label)
@@ -259,7 +267,7 @@ def overlay_rates(series: dict[str, pd.Series], path: Path) -> Path:
 def compare_steps(step_ms: dict[str, dict[str, float]], path: Path) -> Path:
     labels = list(step_ms)
     steps = [s for s in STEP_LABELS.values() if any(step_ms[r].get(s, 0) > 0 for r in labels)]
-    fig, ax = plt.subplots(figsize=(11, 1.4 + 0.6 * len(labels)), layout="constrained")
+    fig, ax = _fig(1, 1, 13, 1.6 + 0.6 * len(labels), left_in=3.4)
     left = np.zeros(len(labels))
     for s in steps:
         vals = np.array([step_ms[r].get(s, 0.0) for r in labels])

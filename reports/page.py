@@ -165,8 +165,8 @@ def _probe_generator_safety(f: dict[str, Any]) -> str:
         parts.append("<h3>The load generator</h3>" + table(
             ["Locust process", "samples", "median CPU %", "max CPU %", "share of samples >= 90 %", "sends load",
              "the ceiling"],
-            [[k, v["samples"], v["median"], v["max"], f"{v['saturated_share']:.0%}", v["sends_load"], v["saturated"]]
-             for k, v in gen["processes"].items()]))
+            [[k, v["samples"], v["median"], v["max"], f"{v['saturated_share'] * 100:.0f} %", v["sends_load"],
+              v["saturated"]] for k, v in gen["processes"].items()]))
     sf = f.get("safety")
     if sf:
         parts.append("<h3>Safety</h3>" + table(["acknowledged", "lost", "phantom", "overlaps", "violations"],

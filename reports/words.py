@@ -25,6 +25,10 @@ def times(x: float | None) -> str:
     return "n/a" if x is None else f"x{x:.3g}"
 
 
+def pct(x: float, digits: int = 0) -> str:
+    return f"{x * 100:.{digits}f} %"
+
+
 def secs(a: float, b: float | None = None) -> str:
     return f"{a:.0f} s" if b is None else f"{a:.0f}-{b:.0f} s"
 
@@ -38,7 +42,7 @@ def change(ch: dict[str, Any]) -> str:
     tr = ch.get("trend")
     by_trend = ch["interval"] is None or (ch["interval"][0] <= 1 <= ch["interval"][1])
     if tr and by_trend and (ch["grew"] and tr["rising"] or ch["fell"] and tr["falling"]):
-        base += f"; rank correlation with time {tr['rho']:.2f} over {tr['n']} successful iterations"
+        base += f"; rank correlation with time {tr['rho']:.2f} over {tr['n']:,} successful iterations"
     return base
 
 
@@ -102,7 +106,8 @@ def fleet_sentences(f: dict[str, Any]) -> list[str]:
             out.append("No iteration succeeded at the start, and none later was credibly below it.")
         elif held:
             out.append(f"The rate held: no segment was credibly below the start, and even the lowest "
-                       f"({times(low)} the start's rate) is within {MATERIAL:.0%} of it at the bottom of its interval.")
+                       f"({times(low)} the start's rate) is within {pct(MATERIAL)} of it at the bottom of its "
+                       f"interval.")
         else:
             out.append(f"No segment was credibly below the start: the lowest ran {times(low)} the start's rate, "
                        f"within the noise of {min(x['successes'] for x in lv)}-{max(x['successes'] for x in lv)} "
@@ -115,10 +120,11 @@ def failure_sentences(f: dict[str, Any]) -> list[str]:
         return []
     kinds = ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in f["errors"].items() if v)
     lo, hi = f["failure_interval"]
-    s = [f"{f['failure_ratio']:.1%} [{lo:.1%}-{hi:.1%}] of iterations failed ({f['failures']} of {f['rows']}: "
+    s = [f"{pct(f['failure_ratio'], 1)} [{lo * 100:.1f}-{hi * 100:.1f} %] of iterations failed ({f['failures']:,} of "
+         f"{f['rows']:,}: "
          f"{kinds})."]
     top = f["failures_table"][0]
-    s.append(f"Most frequent failure ({top['count']}x, first at {secs(top['first_s'])}, last at "
+    s.append(f"Most frequent failure ({top['count']:,}x, first at {secs(top['first_s'])}, last at "
              f"{secs(top['last_s'])}): {top['message']}")
     fr = f["failure_rates"]
     if fr["changed"]:
@@ -170,10 +176,10 @@ def _driver_clause(st: dict[str, Any]) -> str:
     moved = f"{g(dc['first'])} -> {g(dc['last'])}, {change(dc)}"
     if st["explained"]:
         return (f", with {label}: {moved}; the step's time and {label} rank-correlate at {st['rho']:.2f} over "
-                f"{st['rho_n']} successful iterations")
+                f"{st['rho_n']:,} successful iterations")
     if dc["grew"]:
         return (f"; {label} grew too ({moved}) but the step's time does not follow it iteration by iteration "
-                f"(rank correlation {st['rho']:.2f} over {st['rho_n']})")
+                f"(rank correlation {st['rho']:.2f} over {st['rho_n']:,})")
     return f"; {label} did not grow credibly ({moved}), so no recorded count explains it"
 
 
@@ -204,13 +210,13 @@ def generator_sentences(f: dict[str, Any]) -> list[str]:
         p = procs[worst]
         others = f" (and {len(gen['saturated']) - 1} more)" if len(gen["saturated"]) > 1 else ""
         return [f"The load generator, not the datastore, was the ceiling: Locust process {worst}{others} ran at "
-                f">= 90 % CPU in {p['saturated_share']:.0%} of its {p['samples']} samples "
+                f">= 90 % CPU in {pct(p['saturated_share'])} of its {p['samples']:,} samples "
                 f"(median {p['median']:.0f} %)."]
     load = {k: v for k, v in procs.items() if v["sends_load"]} or procs
     busiest = max(load, key=lambda k: load[k]["median"])
     p = load[busiest]
     return [f"The load generator had headroom: its busiest load process, {busiest}, ran at a median "
-            f"{p['median']:.0f} % CPU (>= 90 % in {p['saturated_share']:.0%} of {p['samples']} samples)."]
+            f"{p['median']:.0f} % CPU (>= 90 % in {pct(p['saturated_share'])} of {p['samples']:,} samples)."]
 
 
 def other_sentences(f: dict[str, Any]) -> list[str]:
