@@ -72,7 +72,7 @@ def run_figures(run: Run, f: dict[str, Any], fig_dir: Path, prefix: str = "") ->
     if rows["lock_wait_ms"].max() > 0:
         figures.lock_wait(*compute.lock_wait_histogram(rows), title,
                           out("lock_wait.png", "lock wait per iteration, succeeded and failed"))
-    ok_rows = rows[rows["ok"]]
+    ok_rows = compute.successes(rows, ["ts_end", "total_ms", *STEP_COLUMNS, *COUNT_COLUMNS])
     if len(ok_rows):
         busiest = ok_rows[STEP_COLUMNS].mean().sort_values(ascending=False)
         busiest = [c for c in busiest.index[:3] if busiest[c] > 0]

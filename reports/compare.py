@@ -10,13 +10,13 @@ from __future__ import annotations
 import math
 from typing import Any
 
-import numpy as np
 import pandas as pd
 
 from reports.causes import STEP_LABELS
+from reports.compute import rate_series, with_windows
 from reports.load import STEP_COLUMNS
 from reports.stats import Z95, rate_interval
-from reports.verdict import run_span, seconds_since, user_spans, warmup_s
+from reports.verdict import pick_window, run_span, seconds_since, user_spans, warmup_s
 from reports.words import g
 
 SCALES = 0.9  # efficiency at or above this: the rate scaled with the fleet
@@ -134,9 +134,6 @@ def compare(runs: list[tuple[str, dict, pd.DataFrame]]) -> dict[str, Any]:
 
 def overlay_series(runs: list[tuple[str, dict, pd.DataFrame]]) -> dict[str, pd.Series]:
     """Each run's success rate on one common window length, for the overlay figure."""
-    from reports.compute import rate_series, with_windows
-    from reports.verdict import pick_window
-
     spans = [run_span(info, rows) for _, info, rows in runs]
     longest = max(s.seconds for s in spans)
     fewest = min(int(rows["ok"].sum()) for _, _, rows in runs)
@@ -146,5 +143,3 @@ def overlay_series(runs: list[tuple[str, dict, pd.DataFrame]]) -> dict[str, pd.S
         out[label] = rate_series(with_windows(rows, span, window), span, window)["ok_rate"]
     return out
 
-
-__all__ = ["compare", "overlay_series", "np"]

@@ -16,7 +16,8 @@ from reports.causes import (
     probe_trend,
     step_causes,
 )
-from reports.compute import ERROR_KINDS, failure_table, percentile_table, step_shares
+from reports.compute import ERROR_KINDS, failure_table, percentile_table, step_shares, successes
+from reports.load import COUNT_COLUMNS, STEP_COLUMNS
 from reports.stats import rate_interval, wilson_interval
 from reports.verdict import Level, fleet_verdict, pick_window, run_span, seconds_since
 
@@ -37,7 +38,7 @@ def findings(rows: pd.DataFrame, info: dict | None = None, *, probes: pd.DataFra
     # what grew between the start and the floor explains a fall; with nothing succeeding there, the end
     late = floor if fleet["degraded"] and fleet["floor_index"] != 0 and floor.successes >= 2 else end
     t = seconds_since(rows["ts_end"], span.t0)
-    ok, t_ok = rows[ok_mask], t[ok_mask]
+    ok, t_ok = successes(rows, ["ts_end", *STEP_COLUMNS, *COUNT_COLUMNS, "total_ms"]), t[ok_mask]
     early_rows = between(ok, t_ok, start.t0, start.t1)
     end_rows = between(ok, t_ok, end.t0, end.t1)
     cause = step_causes(Stretch(ok, t_ok, (start.t0, start.t1), (late.t0, late.t1)))
