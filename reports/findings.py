@@ -57,7 +57,7 @@ def findings(rows: pd.DataFrame, info: dict | None = None, *, probes: pd.DataFra
                        for k, x in (("start_rate", start), ("floor_rate", floor), ("end_rate", end))},
         "failure_ratio": failed / len(rows), "failure_interval": list(wilson_interval(failed, len(rows))),
         "failure_rates": _failure_levels(start, end),
-        "errors": {k: int(errors.get(k, 0)) for k in ERROR_KINDS},
+        "errors": {k: int(errors.get(k, 0)) for k in [*ERROR_KINDS, *sorted(set(errors.index) - set(ERROR_KINDS))]},
         "failures_table": table, "failure_messages_left_out": left_out,
         "dominant_step": _dominant(s_first, s_last),
         "compared": {"early_s": [start.t0, start.t1], "late_s": [late.t0, late.t1],

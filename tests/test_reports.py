@@ -99,6 +99,20 @@ def test_legacy_gsi_under_the_shared_lock_names_items_read_per_pull(seed):
     assert "Pull grew most" in text and "with items read per pull" in text and "Lock wait grew too" in text
 
 
+@pytest.mark.parametrize("seed", range(10))
+def test_items_read_per_pull_is_named_even_when_iteration_time_falls(seed):
+    # the real legacy-gsi case: lock wait dominates and shrinks, so iteration time falls while pull
+    # and the items it reads grow; the old report correlated counts with iteration time and named nothing
+    f = _f(seed, **{**LEGACY_UNDER_SHARED_LOCK,
+                    "steps": {"lock_wait_ms": lambda t: 9000 - 5000 * t / 1200,
+                              "pull_ms": lambda t: 40 + 1500 * t / 1200, "commit_ms": _const(60),
+                              "push_ms": _const(30)},
+                    "counts": {"pull_items_read": lambda t: 20 + 2 * t, "lock_attempts": lambda t: 30 - 10 * t / 1200,
+                               "index_entries_written": _const(5), "files_pushed": _const(5)}})
+    assert f["dominant_step"]["last"]["step"] == "lock wait" and f["steps"]["lock wait"]["fell"]
+    assert f["grew_most"] == "pull" and f["explained_by"] == "pull_items_read"
+
+
 def test_the_bottleneck_migrates_and_commit_is_explained_by_index_entries():
     f = _f(workers=20, duration_s=T, rate=_const(0.1),
            steps={"lock_wait_ms": lambda t: 800 - 700 * t / T, "pull_ms": _const(40.0),
