@@ -1,8 +1,8 @@
 """reports/review.ipynb executes top to bottom from the repo root and from reports/ (a real kernel, nbclient).
 
-Started in reports/, a kernel puts that folder first on sys.path; a module
-there named like a standard one (the old reports/html.py) broke the kernel
-before the first cell ran.
+The old notebook looked for ``runs/`` relative to the kernel's working
+directory (IndexError from reports/), and opened whatever it found there
+(``runs/jobs is not a run directory``).
 """
 
 from __future__ import annotations
