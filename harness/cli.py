@@ -49,7 +49,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     rep = sub.add_parser("report", help="build the report of one or more run directories")
     rep.add_argument("run_dirs", nargs="+", metavar="RUN_DIR")
-    rep.add_argument("--out", help="output directory (default RUN_DIR/report, or comparison-report/ for several)")
+    rep.add_argument("--out", help="output directory (default RUN_DIR/report; for several runs a comparison-* "
+                                   "folder beside them when they share a folder, else under runs/)")
 
     sub.add_parser("scenarios", help="list the scenarios")
 

@@ -2,77 +2,164 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import re
 import sys
 from pathlib import Path
+from typing import Any
 
-from reports import compute, figures, html
-from reports.load import STEP_COLUMNS, Run, open_run
+from reports import compute, figures, page
+from reports.causes import COUNT_LABELS, STEP_DRIVERS
+from reports.compare import compare, overlay_series
+from reports.findings import findings
+from reports.load import COUNT_COLUMNS, STEP_COLUMNS, Run, expand, open_run
+from reports.verdict import run_span, seconds_since
+
+SCATTER_POINTS = 5000
 
 
 def _slug(text: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
 
 
-def run_figures(run: Run, f: dict, fig_dir: Path, prefix: str) -> list[tuple[str, str]]:
-    window = f["window_s"]
-    binned = compute.with_windows(run.rows, window)
-    title = run.label
-    made = []
+def findings_of(run: Run) -> dict[str, Any]:
+    return findings(run.rows, run.info, probes=run.probes, generator=run.generator, safety=run.safety)
 
-    def out(name: str) -> Path:
-        made.append((f"{prefix}{name}", f"{title}: {name.removesuffix('.png').replace('_', ' ')}"))
+
+def roles(f: dict[str, Any]) -> dict[int, str]:
+    """Which segment is the start, the floor and the end (one segment may be two of them)."""
+    last = len(f["fleet"]["levels"]) - 1
+    out: dict[int, list[str]] = {}
+    for name, i in (("start", 0), ("floor", f["fleet"]["floor_index"]), ("end", last)):
+        out.setdefault(i, []).append(name)
+    return {i: " = ".join(v) for i, v in out.items()}
+
+
+def run_figures(run: Run, f: dict[str, Any], fig_dir: Path, prefix: str = "") -> list[tuple[str, str]]:
+    """Every figure that has something to show for this run; (file name, caption) pairs."""
+    rows, window = run.rows, f["window_s"]
+    span = run_span(run.info, rows)
+    binned = compute.with_windows(rows, span, window)
+    title = run.label
+    made: list[tuple[str, str]] = []
+
+    def out(name: str, caption: str) -> Path:
+        made.append((f"{prefix}{name}", caption))
         return fig_dir / f"{prefix}{name}"
 
-    figures.rate(compute.fleet_rate(binned, window), compute.worker_rates(binned, window), window, title,
-                 out("rate.png"))
-    figures.failures(compute.failure_rates(binned, window), title, out("failures.png"))
-    figures.step_time(compute.step_means(binned, window), title, out("step_time.png"))
-    figures.work_counts(compute.count_means(binned, window), title, out("work_counts.png"))
-    figures.lock_wait(run.rows["lock_wait_ms"], title, out("lock_wait.png"))
-    busiest = run.rows[STEP_COLUMNS].mean().sort_values(ascending=False).index[:3].tolist()
-    figures.latency_percentiles(compute.percentiles(binned, window, ["total_ms", *busiest]), title,
-                                out("latency_percentiles.png"))
+    fl = f["fleet"]
+    series = compute.rate_series(binned, span, window)
+    users = compute.users_series(rows, run.users, span, window)
+    figures.rate(series, fl["levels"], roles(f), users, fl["warmup_s"], fl["stall"], span.seconds, window, title,
+                 out("rate.png", f"successful and failed iterations per second ({window:g} s windows, 95 % band), "
+                                 f"the {len(fl['levels'])} segment levels with start, floor and end marked; "
+                                 "users running; rate per user"))
+    fails = compute.failure_series(binned, span, window)
+    if fails.shape[1] and fails.to_numpy().any():
+        figures.failures(fails, span.seconds, title, out("failures.png", "failed iterations per second by kind"))
+    steps = compute.step_means(binned, span, window)
+    steps = steps[[c for c in steps.columns if steps[c].fillna(0).any()]]
+    if steps.shape[1]:
+        figures.step_time(steps, span.seconds, title,
+                          out("step_time.png", "mean ms per step of successful iterations (gaps: none succeeded)"))
+    counts = compute.count_means(binned, span, window)[COUNT_COLUMNS]
+    counts = counts[[c for c in counts.columns if counts[c].fillna(0).any()]]
+    if counts.shape[1]:
+        figures.work_counts(counts, span.seconds, title, out(
+            "work_counts.png", "mean work counts of successful iterations (all-zero counts left out)"))
+    if rows["lock_wait_ms"].max() > 0:
+        figures.lock_wait(*compute.lock_wait_histogram(rows), title,
+                          out("lock_wait.png", "lock wait per iteration, succeeded and failed"))
+    ok_rows = compute.successes(rows, ["ts_end", "total_ms", *STEP_COLUMNS, *COUNT_COLUMNS])
+    if len(ok_rows):
+        busiest = ok_rows[STEP_COLUMNS].mean().sort_values(ascending=False)
+        busiest = [c for c in busiest.index[:3] if busiest[c] > 0]
+        q = compute.percentile_series(binned, span, window, ["total_ms", *busiest])
+        figures.latency_percentiles(q, span.seconds, title,
+                                    out("latency_percentiles.png", "p50/p95/p99 per window, successful iterations"))
+        points = _cause_points(ok_rows, span)
+        if points:
+            figures.causes(points, span.seconds, title,
+                           out("causes.png", "each step's time against the count that drives it, one dot per "
+                                             "successful iteration (colour: time)"))
+    if f.get("probe") and run.probes is not None:
+        p = run.probes[run.probes["op"] == f["probe"]["op"]]
+        t = seconds_since(p["ts"], span.t0)
+        keep = (t >= 0) & (t <= span.seconds)
+        figures.probe(t[keep], p["ms"].to_numpy()[keep], f["probe"]["op"], span.seconds, title,
+                      out("probe.png", f"the stand-in's {f['probe']['op']} probe while the load ran"))
+    if f.get("generator") and run.generator is not None:
+        g = run.generator
+        t = seconds_since(g["ts"], span.t0)
+        keep = (t >= 0) & (t <= span.seconds)
+        series_g = {str(name): (t[keep & (g["process"] == name).to_numpy()],
+                                g["cpu_percent"].to_numpy()[keep & (g["process"] == name).to_numpy()])
+                    for name in sorted(g["process"].unique())}
+        figures.generator(series_g, span.seconds, title, out("generator.png", "load generator CPU per Locust process"))
     return made
 
 
+def _cause_points(ok_rows, span) -> dict[str, tuple]:
+    sample = ok_rows.sample(SCATTER_POINTS, random_state=0) if len(ok_rows) > SCATTER_POINTS else ok_rows
+    t = seconds_since(sample["ts_end"], span.t0)
+    total = float(sample["total_ms"].mean())
+    out = {}
+    for step, drv in STEP_DRIVERS.items():  # steps that take time, against drivers that vary
+        if sample[step].mean() >= 0.01 * total and sample[drv].nunique() > 1:
+            out[step] = (sample[drv].to_numpy(), sample[step].to_numpy(), t, COUNT_LABELS[drv])
+    return out
+
+
+def default_out(given: list[Path], runs: list[Run]) -> Path:
+    """One run (or one session): RUN_DIR/report. Several: next to them when they share a folder, else runs/."""
+    if len(given) == 1:
+        return given[0] / "report"
+    key = hashlib.sha1("\n".join(sorted(str(r.path.resolve()) for r in runs)).encode()).hexdigest()[:6]
+    name = f"comparison-{_slug(runs[0].path.name)[:40]}-and-{len(runs) - 1}-more-{key}"
+    parents = {r.path.resolve().parent for r in runs}
+    return (parents.pop() if len(parents) == 1 else Path("runs").resolve()) / name
+
+
 def build_report(run_dirs: list[str | Path], out: str | Path | None = None) -> Path:
-    runs = [open_run(d) for d in run_dirs]
+    given = [Path(d) for d in run_dirs]
+    runs = [open_run(d) for d in expand(given)]
     for r in runs:
         if r.partial:
             print(f"harness: note: {r.path} is still being written or did not finish; reporting what it has",
                   file=sys.stderr)
-    out_dir = Path(out) if out else (runs[0].path / "report" if len(runs) == 1 else Path("comparison-report"))
+    out_dir = Path(out) if out else default_out(given, runs)
     fig_dir = out_dir / "figures"
     fig_dir.mkdir(parents=True, exist_ok=True)
-    summary: dict = {"runs": []}
+    for old in fig_dir.glob("*.png"):  # a rebuilt report shows only this build's figures
+        old.unlink()
+    summary: dict[str, Any] = {"runs": []}
     sections = []
     for i, run in enumerate(runs):
-        f = compute.findings(run.rows, probes=run.probes)
+        f = findings_of(run)
         prefix = "" if len(runs) == 1 else f"{i + 1}-{_slug(run.path.name)[:40]}-"
         figs = run_figures(run, f, fig_dir, prefix)
-        sections.append(html.run_section(run.label, run.info, f, figs, run.partial))
+        sections.append(page.run_section(run, f, figs))
         summary["runs"].append({"run_dir": str(run.path), "label": run.label, "partial": run.partial,
                                 "scenario": run.info.get("scenario_name"), "backend": run.info.get("backend"),
                                 "endpoint_kind": run.info.get("endpoint_kind"), "findings": f,
                                 "figures": [n for n, _ in figs]})
     comparison, comp_figs = None, []
     if len(runs) > 1:
-        comparison = compute.compare([(r.label, r.info, r.rows) for r in runs])
-        series = {}
-        for r in runs:
-            w = compute.pick_window(float((r.rows["ts_end"].max() - r.rows["ts_start"].min()).total_seconds()))
-            series[r.label] = compute.fleet_rate(compute.with_windows(r.rows, w), w)
-        figures.overlay_rates(series, fig_dir / "compare_rate.png")
+        triples = [(r.label, r.info, r.rows) for r in runs]
+        comparison = compare(triples)
+        for entry, r in zip(comparison["runs"], summary["runs"], strict=True):
+            entry["checks"] = r["findings"]["checks"]
+        figures.overlay_rates(overlay_series(triples), fig_dir / "compare_rate.png")
         figures.compare_steps({x["label"]: x["step_ms"] for x in comparison["runs"]}, fig_dir / "compare_steps.png")
-        comp_figs = [("compare_rate.png", "fleet rate, run against run"),
-                     ("compare_steps.png", "time per step, run against run")]
+        comp_figs = [("compare_rate.png", "successful iterations per second, run against run"),
+                     ("compare_steps.png", "time per step of a successful iteration, run against run")]
         summary["comparison"] = comparison
     summary["figures"] = sorted(p.name for p in fig_dir.glob("*.png"))
     title = runs[0].label if len(runs) == 1 else f"{len(runs)} runs compared"
-    (out_dir / "index.html").write_text(html.page(f"Sync-layer load test: {title}", sections, comparison, comp_figs))
+    (out_dir / "index.html").write_text(page.page(f"Sync-layer load test: {title}", sections, comparison, comp_figs,
+                                                  runs))
     (out_dir / "summary.json").write_text(json.dumps(json_safe(summary), indent=2, allow_nan=False))
     return out_dir
 

@@ -1,4 +1,9 @@
-"""Open run directories for reporting: validate, read only the needed columns."""
+"""Open run directories for reporting: validate, read only the needed columns and side files.
+
+A run directory is one with ``run.json`` and ``iterations/``. A web UI session
+is a directory whose tests are run directories of their own (``tests/001/``);
+anything that looks for runs treats each test as a run.
+"""
 
 from __future__ import annotations
 
@@ -13,10 +18,11 @@ from harness.record.reader import read_rows, shard_paths
 from harness.record.schema import STEP_COLUMNS as _SCHEMA_STEPS
 
 STEP_COLUMNS = [c for c in _SCHEMA_STEPS.values() if c != "release_ms"]  # the steps a report stacks
-COUNT_COLUMNS = ["pull_items_read", "index_entries_written", "catalog_rows", "files_pushed", "read_units",
-                 "write_units"]
-REPORT_COLUMNS = ["ts_start", "ts_end", "user", "ok", "error_kind", "total_ms", "requests", *STEP_COLUMNS,
+COUNT_COLUMNS = ["pull_items_read", "index_entries_written", "catalog_rows", "files_pushed", "lock_attempts",
+                 "read_units", "write_units"]
+REPORT_COLUMNS = ["ts_start", "ts_end", "user", "ok", "error_kind", "error", "total_ms", "requests", *STEP_COLUMNS,
                   *COUNT_COLUMNS]
+SKIP_DIRS = {"report", "iterations", "history", "figures", "jobs", "seed-state", ".ipynb_checkpoints"}
 
 
 @dataclass
@@ -26,11 +32,68 @@ class Run:
     rows: pd.DataFrame
     partial: bool
     probes: pd.DataFrame | None = None  # constant-cost request latencies (stand-in detection)
+    generator: pd.DataFrame | None = None  # the load generator's own CPU per Locust process
+    users: pd.DataFrame | None = None  # Locust's user count over time (ts, users)
+    safety: dict | None = None  # the lock-safety checker's result
+    locust_stats: pd.DataFrame | None = None  # Locust's own request table
 
     @property
     def label(self) -> str:
         fleet = self.info.get("fleet", {}).get("workers", "?")
-        return f"{self.info.get('scenario_name', self.path.name)} / {self.info.get('backend', '?')} / {fleet} workers"
+        name = self.info.get("scenario_name", self.path.name)
+        return f"{name} / {self.info.get('backend', '?')} / {fleet} workers"
+
+
+def is_run(p: Path) -> bool:
+    return (p / "run.json").is_file() and (p / "iterations").is_dir()
+
+
+def find_runs(root: str | Path, depth: int = 4) -> list[Path]:
+    """Every run directory under ``root`` (itself included), session tests as runs, oldest first.
+
+    Directories that are not runs (``jobs/``, comparison reports, a session's
+    own top level) are skipped, not errors.
+    """
+    root = Path(root)
+    found: list[Path] = []
+
+    def walk(p: Path, d: int) -> None:
+        if is_run(p):
+            found.append(p)
+        if d == 0:
+            return
+        try:
+            children = sorted(c for c in p.iterdir() if c.is_dir() and c.name not in SKIP_DIRS
+                              and not c.name.startswith("."))
+        except OSError:
+            return
+        for c in children:
+            walk(c, d - 1)
+
+    if root.is_dir():
+        walk(root, depth)
+    return sorted(found, key=_started)
+
+
+def _started(p: Path) -> tuple[str, str]:
+    try:
+        started = str(json.loads((p / "run.json").read_text()).get("started_at") or "")
+    except (OSError, json.JSONDecodeError):
+        started = ""
+    return started, str(p)
+
+
+def expand(paths: list[str | Path]) -> list[Path]:
+    """The runs the user named: a run as itself, a session (or any folder of runs) as the runs in it."""
+    out: list[Path] = []
+    for raw in paths:
+        p = Path(raw)
+        if is_run(p) or not p.is_dir():
+            out.append(p)
+            continue
+        inside = [r for r in find_runs(p) if r != p]
+        out.extend(inside or [p])  # nothing inside: open_run says what is wrong with it
+    return out
 
 
 def open_run(path: str | Path) -> Run:
@@ -50,19 +113,68 @@ def open_run(path: str | Path) -> Run:
     rows = read_rows(p, REPORT_COLUMNS)
     if rows.empty:
         raise HarnessError(f"{p} has no iteration rows: the run recorded nothing, see locust.log")
+    rows["error"] = rows["error"].fillna("")
+    rows["error_kind"] = rows["error_kind"].fillna("")
     partial = info.get("status") != "finished"
-    return Run(p, info, rows, partial, _probes(p))
+    return Run(p, info, rows, partial, probes=_probes(p), generator=_generator(p), users=_users(p),
+               safety=_safety(p), locust_stats=_locust_stats(p))
 
 
-def _probes(p: Path) -> pd.DataFrame | None:
-    path = p / "probes.csv"
+def _csv(path: Path, need: set[str]) -> pd.DataFrame | None:
     if not path.exists():
         return None
     try:
         df = pd.read_csv(path)
-    except (pd.errors.ParserError, pd.errors.EmptyDataError):
+    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError):
         return None
-    if df.empty or not {"ts", "ms"} <= set(df.columns):
+    if df.empty or not need <= set(df.columns):
+        return None
+    return df
+
+
+def _probes(p: Path) -> pd.DataFrame | None:
+    df = _csv(p / "probes.csv", {"ts", "ms"})
+    if df is None:
         return None
     df["ts"] = pd.to_datetime(df["ts"], unit="s", utc=True)
-    return df
+    if "op" not in df.columns:
+        df["op"] = "probe"
+    df["op"] = df["op"].fillna("probe").astype(str)
+    return df.dropna(subset=["ms"])
+
+
+def _generator(p: Path) -> pd.DataFrame | None:
+    df = _csv(p / "generator.csv", {"ts", "process", "cpu_percent"})
+    if df is None:
+        return None
+    df["ts"] = pd.to_datetime(df["ts"], unit="s", utc=True)
+    df["process"] = df["process"].astype(str)
+    df["cpu_percent"] = pd.to_numeric(df["cpu_percent"], errors="coerce")
+    return df.dropna(subset=["cpu_percent"])
+
+
+def _users(p: Path) -> pd.DataFrame | None:
+    """Locust's user count per history row (the Aggregated line), as (ts, users)."""
+    df = _csv(p / "locust_stats_history.csv", {"Timestamp", "User Count", "Name"})
+    if df is None:
+        return None
+    df = df[df["Name"] == "Aggregated"]
+    if df.empty:
+        return None
+    return pd.DataFrame({"ts": pd.to_datetime(df["Timestamp"], unit="s", utc=True),
+                         "users": pd.to_numeric(df["User Count"], errors="coerce")}).dropna()
+
+
+def _safety(p: Path) -> dict | None:
+    path = p / "safety.json"
+    if not path.exists():
+        return None
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, json.JSONDecodeError):
+        return {"unreadable": str(path)}
+    return data if isinstance(data, dict) else None
+
+
+def _locust_stats(p: Path) -> pd.DataFrame | None:
+    return _csv(p / "locust_stats.csv", {"Name", "Request Count", "Failure Count"})

@@ -1,17 +1,25 @@
 """Synthetic run directories with known shapes, for report tests and the report benchmark.
 
 Vectorized (numpy) so a million-row run takes seconds to make. Each worker's
-iterations in a window are Poisson with the rate ``rate(t)``; per-step times
-and work counts are functions of time, so a test knows exactly which step
-dominates when and which count grows with it.
+iterations in a second are Poisson with the rate ``rate(t)``; per-step times
+and work counts of successful iterations are functions of time (with +-20 %
+noise on the times), so a test knows exactly which step dominates when and
+which count grows with it. Failed iterations are what they are in a real run:
+fast, no work done, only the step they failed in (``failure_ms`` in
+``failure_step``) and their error message.
 """
 
 from __future__ import annotations
 
+import csv
+import json
 from collections.abc import Callable
+from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import numpy as np
+import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
@@ -20,40 +28,52 @@ from harness.record.schema import COUNT_COLUMNS, SCHEMA, STEP_COLUMNS, UNIT_COLU
 
 Curve = Callable[[np.ndarray], np.ndarray]
 STEP_FIELDS = list(STEP_COLUMNS.values())
+T0 = 1_750_000_000.0
 
 
-def make_run(path: str | Path, *, workers: int = 10, duration_s: float = 3600.0, rate: Curve,
-             steps: dict[str, Curve] | None = None, counts: dict[str, Curve] | None = None,
-             failure: Curve | None = None, error_kinds: tuple[str, ...] = ("lock_timeout",),
-             status: str = "finished", scenario: str = "synthetic", backend: str = "dynamodb",
-             shard_rows: int = 250_000, seed: int = 0, t0: float = 1_750_000_000.0) -> Path:
-    """Write ``run.json`` and ``iterations/*.parquet``; ``rate(t)`` is iterations/s per worker."""
+def iso(epoch: float) -> str:
+    return datetime.fromtimestamp(epoch, UTC).isoformat()
+
+
+def make_table(*, workers: int = 10, duration_s: float = 3600.0, rate: Curve,
+               steps: dict[str, Curve] | None = None, counts: dict[str, Curve] | None = None,
+               failure: Curve | None = None, error_kinds: tuple[str, ...] = ("lock_timeout",),
+               messages: dict[str, str] | None = None, failure_step: str = "lock_wait_ms",
+               failure_ms: Curve | None = None, failure_counts: dict[str, Curve] | None = None,
+               scenario: str = "synthetic", backend: str = "dynamodb", seed: int = 0,
+               t0: float = T0) -> pa.Table:
+    """The iteration rows of a synthetic run, in the record schema; ``rate(t)`` is iterations/s per worker."""
     rng = np.random.default_rng(seed)
-    path = Path(path)
-    (path / "iterations").mkdir(parents=True, exist_ok=True)
     dt = 1.0
     grid = np.arange(0.0, duration_s, dt)
     per_window = rng.poisson(np.clip(rate(grid), 0, None) * dt, size=(workers, len(grid)))
     n_per_worker = per_window.sum(axis=1)
     user = np.repeat(np.arange(workers), n_per_worker)
     t_end = np.concatenate([np.repeat(grid, row) for row in per_window]) + rng.random(len(user)) * dt
+    t_end = np.minimum(t_end, duration_s)
     order = np.argsort(t_end, kind="stable")
     user, t_end = user[order], t_end[order]
     n = len(t_end)
+    ok = rng.random(n) >= (failure(t_end) if failure else 0.0)
     cols: dict[str, np.ndarray] = {}
     steps = steps or {"pull_ms": lambda t: np.full_like(t, 50.0)}
     for f in STEP_FIELDS:
         base = steps[f](t_end) if f in steps else np.zeros(n)
-        cols[f] = base * rng.uniform(0.8, 1.2, n)
+        cols[f] = np.where(ok, base * rng.uniform(0.8, 1.2, n), 0.0)
+    fail_ms = failure_ms(t_end) if failure_ms else np.full(n, 5.0)
+    cols[failure_step] = np.where(ok, cols[failure_step], fail_ms)
     total = sum(cols[f] for f in STEP_FIELDS) + 1.0
     counts = counts or {}
-    for c in COUNT_COLUMNS:
-        cols[c] = np.round(counts[c](t_end)).astype(np.int64) if c in counts else np.zeros(n, dtype=np.int64)
-    for c in UNIT_COLUMNS:
-        cols[c] = counts[c](t_end).astype(float) if c in counts else np.zeros(n)
-    ok = rng.random(n) >= (failure(t_end) if failure else 0.0)
-    kinds = np.array(error_kinds)[rng.integers(0, len(error_kinds), n)]
-    error_kind = np.where(ok, "", kinds)
+    failure_counts = failure_counts or {}
+    for c in (*COUNT_COLUMNS, *UNIT_COLUMNS):
+        good = counts[c](t_end) if c in counts else np.zeros(n)
+        bad = failure_counts[c](t_end) if c in failure_counts else np.zeros(n)
+        v = np.where(ok, good, bad)
+        cols[c] = np.round(v).astype(np.int64) if c in COUNT_COLUMNS else v.astype(float)
+    pick = rng.integers(0, len(error_kinds), n)
+    error_kind = np.where(ok, "", np.array(error_kinds)[pick])
+    texts = np.array([(messages or {}).get(k, f"{k}: synthetic") for k in error_kinds])
+    error = np.where(ok, "", texts[pick])
     iteration = np.zeros(n, dtype=np.int64)
     for w in range(workers):  # per-worker iteration counters
         idx = np.nonzero(user == w)[0]
@@ -67,19 +87,76 @@ def make_run(path: str | Path, *, workers: int = 10, duration_s: float = 3600.0,
         "worker": pa.array(np.full(n, "local")), "user": pa.array(names[user]),
         "scenario": pa.array(np.full(n, scenario)), "backend": pa.array(np.full(n, backend)),
         "iteration": pa.array(iteration), "model_id": pa.array(np.char.add(names[user], "-m")),
-        "ok": pa.array(ok), "error_kind": pa.array(error_kind),
-        "error": pa.array(np.where(ok, "", np.char.add(error_kind, ": synthetic"))),
+        "ok": pa.array(ok), "error_kind": pa.array(error_kind), "error": pa.array(error),
         "total_ms": pa.array(total),
     }
     for c in SCHEMA.names:
         if c not in data:
             data[c] = pa.array(cols[c])
-    table = pa.table(data, schema=SCHEMA)
+    return pa.table(data, schema=SCHEMA)
+
+
+def make_rows(**kw: Any) -> pd.DataFrame:
+    """The rows as a report reads them (for tests that need no directory)."""
+    from reports.load import REPORT_COLUMNS
+
+    df = make_table(**kw).select(REPORT_COLUMNS).to_pandas()
+    return df
+
+
+def run_info(*, workers: int, duration_s: float, scenario: str = "synthetic", backend: str = "dynamodb",
+             status: str = "finished", t0: float = T0, checks: dict | None = None, **extra: Any) -> dict:
+    """A run.json for a synthetic run; ``ended_at`` is the load's end (None while it runs)."""
+    info = {
+        "run_id": f"{scenario}-synthetic", "scenario_name": scenario, "backend": backend,
+        "endpoint_kind": "synthetic", "fleet": {"workers": workers, "processes": 1}, "status": status,
+        "started_at": iso(t0), "ended_at": iso(t0 + duration_s) if status == "finished" else None,
+        "versions": runinfo.versions(), "stop_reason": "run time reached" if status == "finished" else None,
+        "scenario": {"name": scenario, "description": f"synthetic {scenario} run", "backend": backend,
+                     "fleet": {"workers": workers, "duration_s": duration_s},
+                     "checks": checks or {"max_failure_ratio": 1.0, "min_rate_last_window": 0.0, "window_s": 30.0}},
+    }
+    info.update(extra)
+    return info
+
+
+def make_run(path: str | Path, *, workers: int = 10, duration_s: float = 3600.0, rate: Curve,
+             status: str = "finished", scenario: str = "synthetic", backend: str = "dynamodb",
+             shard_rows: int = 250_000, seed: int = 0, t0: float = T0, checks: dict | None = None,
+             probe: Curve | None = None, probe_op: str = "GetItem", probe_every_s: float = 5.0,
+             generator: dict[str, Curve] | None = None, generator_every_s: float = 3.0,
+             safety: dict | None = None, info: dict | None = None, history: bool = False,
+             **table_kw: Any) -> Path:
+    """Write ``run.json``, ``iterations/*.parquet`` and the optional side files of a synthetic run."""
+    rng = np.random.default_rng(seed + 1_000_003)
+    path = Path(path)
+    (path / "iterations").mkdir(parents=True, exist_ok=True)
+    table = make_table(workers=workers, duration_s=duration_s, rate=rate, scenario=scenario, backend=backend,
+                       seed=seed, t0=t0, **table_kw)
+    n = table.num_rows
     for i, start in enumerate(range(0, max(n, 1), shard_rows)):
         pq.write_table(table.slice(start, shard_rows), path / "iterations" / f"part-synthetic-{i:06d}.parquet")
-    runinfo.write(path, {
-        "run_id": path.name, "scenario_name": scenario, "backend": backend, "endpoint_kind": "synthetic",
-        "fleet": {"workers": workers, "processes": 1}, "status": status, "started_at": "synthetic",
-        "ended_at": None if status != "finished" else "synthetic", "versions": runinfo.versions(),
-    })
+    if probe is not None:  # sampled only while the load ran, like the real probe
+        ts = np.arange(probe_every_s, duration_s, probe_every_s)
+        ms = probe(ts) * rng.lognormal(0, 0.1, len(ts))
+        pd.DataFrame({"ts": np.round(t0 + ts, 3), "op": probe_op, "ms": np.round(ms, 3)}).to_csv(
+            path / "probes.csv", index=False)
+    if generator is not None:
+        with (path / "generator.csv").open("w", newline="") as f:
+            w = csv.writer(f)
+            w.writerow(["ts", "process", "cpu_percent"])
+            for ts in np.arange(generator_every_s, duration_s, generator_every_s):
+                for proc, curve in generator.items():
+                    w.writerow([f"{t0 + ts:.3f}", proc, f"{float(curve(np.array([ts]))[0]):.1f}"])
+    if history:
+        ts = np.arange(0, duration_s + 1, 2.0)
+        pd.DataFrame({"Timestamp": (t0 + ts).astype(int), "User Count": workers, "Type": "",
+                      "Name": "Aggregated"}).to_csv(path / "locust_stats_history.csv", index=False)
+    if safety is not None:
+        (path / "safety.json").write_text(json.dumps(safety))
+    meta = run_info(workers=workers, duration_s=duration_s, scenario=scenario, backend=backend, status=status,
+                    t0=t0, checks=checks)
+    meta["run_id"] = path.name
+    meta.update(info or {})
+    runinfo.write(path, meta)
     return path

@@ -1,27 +1,73 @@
-"""A scenario's pass/fail checks, computed from the recorded rows (so CI can gate on a run)."""
+"""A scenario's pass/fail checks, computed with the report's own numbers (so CI can gate on a run).
+
+The run's span is the load's (run.json ``started_at``..``ended_at``), so a
+fleet that hangs before the end reads a rate of 0 in the last window, and the
+report's stall test fails the rate check as well.
+"""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import Any
+
 import pandas as pd
 
-from harness.load.scenario import Checks
+from reports.stats import rate_interval, wilson_interval
+from reports.verdict import find_stall, rate_between, run_span
+
+COLUMNS = ["ts_start", "ts_end", "user", "ok", "error_kind", "total_ms"]  # what the checks read
 
 
-def evaluate(rows: pd.DataFrame, checks: Checks) -> list[str]:
-    """Return one line per failed check; empty means the run passed."""
+@dataclass(frozen=True)
+class CheckResult:
+    name: str
+    passed: bool
+    value: float | None
+    limit: float
+    line: str  # what was measured against what was required, one line
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "passed": self.passed, "value": self.value, "limit": self.limit, "line": self.line}
+
+
+def _get(checks: Any, name: str, default: float) -> float:
+    value = checks.get(name, default) if isinstance(checks, dict) else getattr(checks, name, default)
+    return float(default if value is None else value)
+
+
+def results(rows: pd.DataFrame, checks: Any, info: dict | None = None) -> list[CheckResult]:
+    """Every configured check with its measured value; ``checks`` is a scenario's Checks or its dict."""
     if rows.empty:
-        return ["no iteration was recorded"]
-    failed = []
-    ratio = float((~rows["ok"]).mean())
-    if ratio > checks.max_failure_ratio:
-        failed.append(f"failure ratio {ratio:.1%} is above the allowed {checks.max_failure_ratio:.1%}")
-    if checks.min_rate_last_window > 0:
-        end = rows["ts_end"].max()
-        start = max(rows["ts_start"].min(), end - pd.Timedelta(seconds=checks.window_s))
-        span = max((end - start).total_seconds(), 1e-9)
-        ok = rows[(rows["ts_end"] > start) & rows["ok"]]
-        rate = len(ok) / span
-        if rate < checks.min_rate_last_window:
-            failed.append(f"fleet rate {rate:.3f} it/s in the last {span:.0f}s is below the required "
-                          f"{checks.min_rate_last_window:g} it/s")
-    return failed
+        return [CheckResult("rows", False, 0, 1, "no iteration was recorded")]
+    out = []
+    max_ratio = _get(checks, "max_failure_ratio", 1.0)
+    failed, n = int((~rows["ok"]).sum()), len(rows)
+    ratio = failed / n
+    lo, hi = wilson_interval(failed, n)
+    verdict = "above the allowed" if ratio > max_ratio else "within the allowed"
+    out.append(CheckResult("max_failure_ratio", ratio <= max_ratio, ratio, max_ratio,
+                           f"failure ratio {ratio:.1%} ({failed} of {n}; 95 % interval {lo:.1%}-{hi:.1%}) is "
+                           f"{verdict} {max_ratio:.1%}"))
+    min_rate = _get(checks, "min_rate_last_window", 0.0)
+    if min_rate > 0:
+        span = run_span(info or {}, rows)
+        window = min(_get(checks, "window_s", 30.0), span.seconds)
+        count, rate, lo, hi = rate_between(rows, span, span.seconds - window, span.seconds)
+        below = rate < min_rate
+        out.append(CheckResult(
+            "min_rate_last_window", not below, rate, min_rate,
+            f"fleet rate {rate:.3f} it/s in the last {window:.0f}s is {'below' if below else 'at or above'} the "
+            f"required {min_rate:g} it/s ({count} successful iterations; 95 % interval {lo:.3g}-{hi:.3g})"))
+        stalled = find_stall(rows, span)
+        if stalled is not None:
+            lo0, hi0 = rate_interval(0, stalled["gap_s"])
+            out.append(CheckResult(
+                "stalled", False, 0.0, min_rate,
+                f"no successful iteration in the last {stalled['gap_s']:.0f}s of the run (stalled; 95 % interval "
+                f"on the rate there {lo0:.3g}-{hi0:.3g} it/s)"))
+    return out
+
+
+def evaluate(rows: pd.DataFrame, checks: Any, info: dict | None = None) -> list[str]:
+    """Return one line per failed check; empty means the run passed."""
+    return [r.line for r in results(rows, checks, info) if not r.passed]

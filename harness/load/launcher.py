@@ -171,9 +171,9 @@ def run(opts: RunOptions) -> RunResult:
             moto.stop()
     if not (run_dir / runinfo.RUN_JSON).exists():
         raise HarnessError(f"Locust did not start the run; see {run_dir / 'locust.log'}")
-    runinfo.update(run_dir, scenario=sc.to_dict(), locust_exit=exit_code)
-    rows = read_rows(run_dir, ["ts_start", "ts_end", "ok", "error_kind"])
-    failed = run_checks.evaluate(rows, sc.checks)
+    info = runinfo.update(run_dir, scenario=sc.to_dict(), locust_exit=exit_code)
+    rows = read_rows(run_dir, run_checks.COLUMNS)
+    failed = run_checks.evaluate(rows, sc.checks, info)
     return RunResult(run_dir, len(rows), failed, exit_code)
 
 

@@ -1,0 +1,122 @@
+"""Everything the report says about one run, as numbers first (``summary.json``'s ``findings``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pandas as pd
+
+from reports import words
+from reports.causes import (
+    STEP_LABELS,
+    Stretch,
+    between,
+    count_changes,
+    generator_load,
+    probe_trend,
+    step_causes,
+)
+from reports.compute import ERROR_KINDS, failure_table, percentile_table, step_shares, successes
+from reports.load import COUNT_COLUMNS, STEP_COLUMNS
+from reports.stats import rate_interval, wilson_interval
+from reports.verdict import Level, fleet_verdict, pick_window, run_span, seconds_since
+
+SAFETY_KEYS = ("acknowledged", "lost", "phantom", "overlaps", "violations")
+
+
+def findings(rows: pd.DataFrame, info: dict | None = None, *, probes: pd.DataFrame | None = None,
+             generator: pd.DataFrame | None = None, safety: dict | None = None,
+             window: float | None = None) -> dict[str, Any]:
+    """The findings of one run from its rows and side files (all optional but the rows)."""
+    info = info or {}
+    span = run_span(info, rows)
+    ok_mask = rows["ok"].to_numpy(dtype=bool)
+    window = window or pick_window(span.seconds, int(ok_mask.sum()))
+    fleet = fleet_verdict(rows, span, window)
+    lv = [Level(**{k: v for k, v in d.items() if k != "per_user"}) for d in fleet["levels"]]
+    start, end, floor = lv[0], lv[-1], lv[fleet["floor_index"]]
+    # what grew between the start and the floor explains a fall; with nothing succeeding there, the end
+    late = floor if fleet["degraded"] and fleet["floor_index"] != 0 and floor.successes >= 2 else end
+    t = seconds_since(rows["ts_end"], span.t0)
+    ok, t_ok = successes(rows, ["ts_end", *STEP_COLUMNS, *COUNT_COLUMNS, "total_ms"]), t[ok_mask]
+    early_rows = between(ok, t_ok, start.t0, start.t1)
+    end_rows = between(ok, t_ok, end.t0, end.t1)
+    cause = step_causes(Stretch(ok, t_ok, (start.t0, start.t1), (late.t0, late.t1)))
+    s_first, s_last = step_shares(early_rows), step_shares(end_rows)
+    failed = int((~ok_mask).sum())
+    errors = rows.loc[~ok_mask, "error_kind"].value_counts()
+    table, left_out = failure_table(rows, span)
+    out: dict[str, Any] = {
+        "rows": int(len(rows)), "successes": int(ok_mask.sum()), "failures": failed,
+        "workers": int(rows["user"].nunique()),
+        "span": {"start": span.t0.isoformat(), "end": span.t1.isoformat(), "seconds": span.seconds,
+                 "start_from": span.start_from, "end_from": span.end_from, "note": span.note()},
+        "duration_s": span.seconds, "window_s": window,
+        "fleet": fleet,
+        "per_worker": {k: (x.rate / x.users if x.users > 0 else None)
+                       for k, x in (("start_rate", start), ("floor_rate", floor), ("end_rate", end))},
+        "failure_ratio": failed / len(rows), "failure_interval": list(wilson_interval(failed, len(rows))),
+        "failure_rates": _failure_levels(start, end),
+        "errors": {k: int(errors.get(k, 0)) for k in [*ERROR_KINDS, *sorted(set(errors.index) - set(ERROR_KINDS))]},
+        "failures_table": table, "failure_messages_left_out": left_out,
+        "dominant_step": _dominant(s_first, s_last),
+        "compared": {"early_s": [start.t0, start.t1], "late_s": [late.t0, late.t1],
+                     "late_is": "floor" if late is floor and late is not end else "end"},
+        "steps": {STEP_LABELS[k]: v for k, v in cause["steps"].items()},
+        "grew_most": STEP_LABELS[cause["grew_most"]] if cause["grew_most"] else None,
+        "explained_by": cause["explained_by"],
+        "work_counts": count_changes(Stretch(ok, t_ok, (start.t0, start.t1), (end.t0, end.t1))),
+        "percentiles": percentile_table(rows),
+        "probe": probe_trend(probes, span),
+        "generator": generator_load(generator, span),
+        "safety": _safety(safety),
+        "incomplete": [p for p in info.get("incomplete") or [] if isinstance(p, dict)],
+        "stand_in": info.get("stand_in"),
+        "checks": _checks(rows, info),
+    }
+    out["sentences"] = words.sentences(out)
+    return out
+
+
+def _failure_levels(start: Level, end: Level) -> dict[str, Any]:
+    a, b = start.t1 - start.t0, end.t1 - end.t0
+    s_lo, s_hi = rate_interval(start.failures, a)
+    e_lo, e_hi = rate_interval(end.failures, b)
+    return {"start": start.failures / a, "start_interval": [s_lo, s_hi], "end": end.failures / b,
+            "end_interval": [e_lo, e_hi],
+            "changed": bool(s_hi < e_lo or e_hi < s_lo)}
+
+
+def _dominant(first: pd.Series, last: pd.Series) -> dict[str, Any]:
+    def top(s: pd.Series) -> dict[str, Any]:
+        if s.sum() <= 0:
+            return {"step": None, "share": None}
+        k = str(s.idxmax())
+        return {"step": STEP_LABELS[k], "share": float(s[k])}
+
+    f, la = top(first), top(last)
+    migration = None
+    if f["step"] and la["step"]:
+        migration = f"{f['step']} {f['share'] * 100:.0f} % -> {la['step']} {la['share'] * 100:.0f} %"
+    return {"first": f, "last": la, "migration": migration,
+            "shares_first": {STEP_LABELS[k]: float(v) for k, v in first.items()},
+            "shares_last": {STEP_LABELS[k]: float(v) for k, v in last.items()}}
+
+
+def _safety(safety: dict | None) -> dict[str, Any] | None:
+    if safety is None:
+        return None
+    out = {k: safety.get(k) for k in SAFETY_KEYS}
+    out["details"] = {k: v for k, v in safety.items() if k not in SAFETY_KEYS}
+    return out
+
+
+def _checks(rows: pd.DataFrame, info: dict) -> list[dict[str, Any]] | None:
+    """The scenario's own checks (from run.json), evaluated by the CI gate's code."""
+    scenario = info.get("scenario")
+    if not isinstance(scenario, dict) or not isinstance(scenario.get("checks"), dict):
+        return None
+    from harness.load.checks import results
+
+    return [r.as_dict() for r in results(rows, scenario["checks"], info)]
+

@@ -1,0 +1,250 @@
+"""index.html: the findings in words, the numbers behind them in tables, every figure beside them.
+
+Everything ``locust --html`` shows (request and percentile tables, failures
+with their messages, the time range, users over time in the rate figure), and
+what only this harness knows (levels with intervals, causes per step, work
+counts, the stand-in, the load generator, lock safety, the scenario's checks).
+"""
+
+from __future__ import annotations
+
+from html import escape
+from typing import Any
+
+from reports.compute import PERCENTILES
+from reports.load import Run
+
+CSS = """body{font-family:system-ui,sans-serif;max-width:1200px;margin:2em auto;padding:0 1em;color:#222}
+h1{font-size:1.5em}h2{font-size:1.25em;border-bottom:1px solid #ddd;padding-bottom:.2em;margin-top:2em}
+h3{font-size:1.05em;margin-top:1.4em}table{border-collapse:collapse;margin:.5em 0;font-size:.9em}
+td,th{border:1px solid #ddd;padding:.25em .6em;text-align:right;vertical-align:top}th{background:#f5f5f5}
+td:first-child,th:first-child{text-align:left}td.msg{text-align:left;font-family:monospace;word-break:break-all}
+.warn{background:#fff3cd;padding:.6em}.bad{background:#f8d7da}.good{background:#d4edda}
+img{max-width:100%;border:1px solid #eee;margin:.3em 0}figure{margin:1em 0}figcaption{font-size:.85em;color:#555}
+li{margin:.3em 0}code{background:#f5f5f5;padding:0 .2em}"""
+
+
+def _fmt(v: Any) -> str:
+    if v is None:
+        return "n/a"
+    if isinstance(v, bool):
+        return "yes" if v else "no"
+    if isinstance(v, float):
+        return f"{v:,.0f}" if abs(v) >= 10000 else f"{v:.4g}"
+    return escape(str(v))
+
+
+def _iv(v: list[float] | None) -> str:
+    return "" if not v else f"{v[0]:.3g} - {v[1]:.3g}"
+
+
+def table(header: list[str], rows: list[list[Any]], raw_cols: tuple[int, ...] = ()) -> str:
+    """A table; columns in ``raw_cols`` are already HTML (escaped by the caller)."""
+    head = "".join(f"<th>{escape(h)}</th>" for h in header)
+    body = "".join("<tr>" + "".join(f"<td>{c if i in raw_cols else _fmt(c)}</td>" for i, c in enumerate(r))
+                   + "</tr>" for r in rows)
+    return f"<table><tr>{head}</tr>{body}</table>"
+
+
+def _figure(name: str, caption: str) -> str:
+    return (f'<figure><img src="figures/{escape(name)}" alt="{escape(caption)}">'
+            f"<figcaption>{escape(caption)}</figcaption></figure>")
+
+
+def flatten(d: Any, prefix: str = "") -> dict[str, Any]:
+    if not isinstance(d, dict):
+        return {prefix: d}
+    out: dict[str, Any] = {}
+    for k, v in d.items():
+        key = f"{prefix}.{k}" if prefix else str(k)
+        if isinstance(v, dict) and v:
+            out.update(flatten(v, key))
+        else:
+            out[key] = v
+    return out
+
+
+def _warnings(run: Run, f: dict[str, Any]) -> list[str]:
+    out = []
+    if run.partial:
+        out.append("This run was still being written (or did not finish): the report covers the rows recorded "
+                   f"so far ({f['rows']}).")
+    for p in f["incomplete"]:
+        out.append(f"Locust process {escape(str(p.get('process', '?')))} never delivered its final report "
+                   f"({escape(str(p.get('reason', 'no reason recorded')))}): the counts are a lower bound.")
+    if f["span"]["note"]:
+        out.append(escape(f["span"]["note"]))
+    return [f'<p class="warn">{w}</p>' for w in out]
+
+
+def _levels(f: dict[str, Any]) -> str:
+    fl = f["fleet"]
+    last = len(fl["levels"]) - 1
+    rows = []
+    for i, x in enumerate(fl["levels"]):
+        role = " = ".join(n for n, j in (("start", 0), ("floor", fl["floor_index"]), ("end", last)) if j == i)
+        rows.append([role, f"{x['t0']:.0f} - {x['t1']:.0f}", x["successes"], x["failures"], x["users"], x["rate"],
+                     _iv([x["lo"], x["hi"]]), x["per_user"]])
+    verdict = table(["", "start", "floor", "end", "degraded", "shape", "start / floor"], [[
+        "successful iterations/s", f"{fl['start_rate']:.3g} [{_iv(fl['start_interval'])}]",
+        f"{fl['floor_rate']:.3g} [{_iv(fl['floor_interval'])}]", f"{fl['end_rate']:.3g} [{_iv(fl['end_interval'])}]",
+        fl["degraded"], fl["shape"], fl["degradation_ratio"] if fl["degradation_ratio"] is not None
+        else fl["degradation_note"]]])
+    segs = table(["segment", "seconds", "succeeded", "failed", "users", "it/s", "95 % interval", "it/s per user"],
+                 rows)
+    extra = (f"<p>Window {f['window_s']:g} s; warm-up {fl['warmup_s']:.1f} s; dispersion of the counts "
+             f"{fl['dispersion']:.2f} (1 = Poisson; intervals widened by it when above 1).</p>")
+    return verdict + segs + extra
+
+
+def _steps(f: dict[str, Any]) -> str:
+    rows = []
+    for name, s in f["steps"].items():
+        dc = s.get("driver_change") or {}
+        tr = s.get("trend") or {}
+        rows.append([name, s["first"], s["last"], s["growth"], _iv(s["interval"]), tr.get("rho"), s["grew"],
+                     s.get("driver_label") or "-", dc.get("growth"), _iv(dc.get("interval")), s.get("rho"),
+                     s["explained"]])
+    cmp = f["compared"]
+    return (f"<p>Successful iterations between the start ({cmp['early_s'][0]:.0f}-{cmp['early_s'][1]:.0f} s) and "
+            f"the {cmp['late_is']} ({cmp['late_s'][0]:.0f}-{cmp['late_s'][1]:.0f} s).</p>" +
+            table(["step", "ms, start", f"ms, {cmp['late_is']}", "growth", "95 % interval", "rank trend",
+                   "grew", "driver", "driver growth", "95 % interval", "step vs driver (rank)", "explains it"], rows))
+
+
+def _counts(f: dict[str, Any]) -> str:
+    rows = [[w["label"], w["first"], w["last"], w["growth"] if w["growth"] is not None else w["note"],
+             _iv(w["interval"]), (w.get("trend") or {}).get("rho"), w["grew"]] for w in f["work_counts"].values()]
+    return table(["work count (successful iterations)", "start", "end", "growth", "95 % interval", "rank trend",
+                  "grew"], rows)
+
+
+def _percentiles(f: dict[str, Any]) -> str:
+    keys = [f"p{p:g}" for p in PERCENTILES]
+    rows = [[r["name"], r["count"], r["mean"], r["min"], *[r[k] for k in keys], r["max"]] for r in f["percentiles"]]
+    return table(["ms", "count", "mean", "min", *[k.removeprefix("p") + " %" for k in keys], "max"], rows)
+
+
+def _failures(f: dict[str, Any]) -> str:
+    if not f["failures_table"]:
+        return "<p>No iteration failed.</p>"
+    rows = [[r["kind"], f'<span class="msg">{escape(r["message"])}</span>', r["count"], r["first_seen"],
+             r["last_seen"]] for r in f["failures_table"]]
+    more = (f"<p>{f['failure_messages_left_out']} rarer messages left out.</p>"
+            if f["failure_messages_left_out"] else "")
+    return table(["kind", "message", "occurrences", "first seen", "last seen"], rows, raw_cols=(1,)) + more
+
+
+def _locust(run: Run) -> str:
+    st = run.locust_stats
+    if st is None:
+        return ""
+    cols = [c for c in ["Type", "Name", "Request Count", "Failure Count", "Median Response Time",
+                        "Average Response Time", "Min Response Time", "Max Response Time", "Requests/s",
+                        "Failures/s", "90%", "99%"] if c in st.columns]
+    rows = [[None if v != v else v for v in r] for r in st[cols].itertuples(index=False)]  # NaN -> n/a
+    return "<h3>Locust's request statistics (locust_stats.csv)</h3>" + table(cols, rows)
+
+
+def _checks(f: dict[str, Any]) -> str:
+    if not f.get("checks"):
+        return ""
+    rows = [[c["name"], c["value"], c["limit"], "passed" if c["passed"] else "FAILED", c["line"]] for c in f["checks"]]
+    return "<h3>The scenario's checks</h3>" + table(["check", "measured", "limit", "result", ""], rows)
+
+
+def _probe_generator_safety(f: dict[str, Any]) -> str:
+    parts = []
+    p = f.get("probe")
+    if p:
+        parts.append(f"<h3>The stand-in probe ({escape(p['op'])})</h3>" + table(
+            ["samples", "first third, ms", "last third, ms", "growth", "95 % interval", "slowed"],
+            [[p["samples"], p["first_ms"], p["last_ms"], p["growth"], _iv(p["interval"]), p["slowed"]]]))
+    gen = f.get("generator")
+    if gen:
+        parts.append("<h3>The load generator</h3>" + table(
+            ["Locust process", "samples", "median CPU %", "max CPU %", "share of samples >= 90 %", "sends load",
+             "the ceiling"],
+            [[k, v["samples"], v["median"], v["max"], f"{v['saturated_share'] * 100:.0f} %", v["sends_load"],
+              v["saturated"]] for k, v in gen["processes"].items()]))
+    sf = f.get("safety")
+    if sf:
+        parts.append("<h3>Safety</h3>" + table(["acknowledged", "lost", "phantom", "overlaps", "violations"],
+                                                [[sf[k] for k in ("acknowledged", "lost", "phantom", "overlaps",
+                                                                  "violations")]]))
+        if sf["details"]:
+            parts.append(table(["detail", ""], [[k, v] for k, v in flatten(sf["details"]).items()]))
+    return "".join(parts)
+
+
+def _settings(run: Run, f: dict[str, Any]) -> str:
+    info = run.info
+    stand_in = info.get("stand_in") or {}
+    meta = [["time range", f"{f['span']['start']} .. {f['span']['end']} ({f['span']['seconds']:.0f} s, from "
+                           f"{f['span']['start_from']} / {f['span']['end_from']})"],
+            ["stop reason", info.get("stop_reason")], ["backend", info.get("backend")],
+            ["endpoint", info.get("endpoint_kind")],
+            ["stand-in", f"{stand_in.get('name')} {stand_in.get('version')}" if stand_in else None],
+            ["workers (users)", f["workers"]], ["Locust processes", (info.get("fleet") or {}).get("processes")],
+            ["host", info.get("host")], ["iterations", f"{f['rows']} ({f['successes']} succeeded, "
+                                                       f"{f['failures']} failed)"]]
+    scen = flatten(info.get("scenario") or {})
+    vers = info.get("versions") or {}
+    return ("<h3>Run</h3>" + table(["", ""], meta) +
+            ("<h3>Scenario settings</h3>" + table(["setting", "value"], [[k, v] for k, v in scen.items()])
+             if scen else "") +
+            ("<h3>Versions</h3>" + table(["package", "version"], [[k, v] for k, v in vers.items()]) if vers else ""))
+
+
+def run_section(run: Run, f: dict[str, Any], figures: list[tuple[str, str]]) -> str:
+    parts = [f"<h2>{escape(run.label)}</h2>", *_warnings(run, f)]
+    parts.append("<ul>" + "".join(f"<li>{escape(s)}</li>" for s in f["sentences"]) + "</ul>")
+    parts.append("<h3>Rate of successful iterations</h3>" + _levels(f))
+    parts.append(_checks(f))
+    parts.append("<h3>Steps and the counts that drive them</h3>" + _steps(f))
+    parts.append("<h3>Work counts</h3>" + _counts(f))
+    parts.append("<h3>Response times (ms)</h3>" + _percentiles(f))
+    parts.append("<h3>Failures</h3>" + _failures(f))
+    parts.append(_locust(run))
+    parts.append(_probe_generator_safety(f))
+    parts.extend(_figure(name, cap) for name, cap in figures)
+    parts.append(_settings(run, f))
+    return "\n".join(p for p in parts if p)
+
+
+def side_by_side(runs: list[Run]) -> str:
+    """Settings that differ between the runs, and their check results, in columns."""
+    flat = [flatten(r.info.get("scenario") or {}) for r in runs]
+    keys = sorted({k for d in flat for k in d})
+    differ = [k for k in keys if len({repr(d.get(k)) for d in flat}) > 1]
+    out = ""
+    if differ:
+        out += "<h3>Settings that differ</h3>" + table(["setting", *[r.label for r in runs]],
+                                                       [[k, *[d.get(k) for d in flat]] for k in differ])
+    return out
+
+
+def page(title: str, sections: list[str], comparison: dict | None, comparison_figures: list[tuple[str, str]],
+         runs: list[Run] | None = None) -> str:
+    body = [f"<h1>{escape(title)}</h1>"]
+    if comparison:
+        body.append("<h2>Run against run</h2><ul>")
+        for s in comparison["fleet_scaling"] + comparison["backends"]:
+            body.append(f"<li>{escape(s['sentence'])}</li>")
+        body.append("</ul>")
+        body.append(table(["run", "workers", "steady rate, it/s", "95 % interval", "mean successful iteration, ms",
+                           "ms per request"],
+                          [[r["label"], r["workers"], r["steady"]["rate"], _iv(r["steady"]["interval"]),
+                            r["mean_iteration_ms"], r["ms_per_request"]] for r in comparison["runs"]]))
+        if runs:
+            body.append(side_by_side(runs))
+        names = sorted({c["name"] for r in comparison["runs"] for c in r.get("checks") or []})
+        if names:
+            cells = [[n, *[next((f"{'passed' if c['passed'] else 'FAILED'}: {c['line']}"
+                                 for c in r.get("checks") or [] if c["name"] == n), "-")
+                           for r in comparison["runs"]]] for n in names]
+            body.append("<h3>Checks</h3>" + table(["check", *[r["label"] for r in comparison["runs"]]], cells))
+        body.extend(_figure(n, a) for n, a in comparison_figures)
+    body.extend(sections)
+    return (f"<!doctype html><html><head><meta charset='utf-8'><title>{escape(title)}</title>"
+            f"<style>{CSS}</style></head><body>{''.join(body)}</body></html>")

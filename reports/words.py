@@ -1,0 +1,243 @@
+"""The findings in words: every sentence is built from numbers the report shows, none is fixed.
+
+Fewer, correct sentences: a finding is said only when its numbers support it,
+and each names the numbers it rests on (95 % intervals in brackets).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from reports.stats import MATERIAL
+
+
+def g(x: float | None) -> str:
+    if x is None:
+        return "n/a"
+    return f"{x:,.0f}" if abs(x) >= 1000 else f"{x:.3g}"
+
+
+def ci(v: list[float] | None) -> str:
+    return "" if not v else f" [{v[0]:.3g}-{v[1]:.3g}]"
+
+
+def times(x: float | None) -> str:
+    return "n/a" if x is None else f"x{x:.3g}"
+
+
+def pct(x: float, digits: int = 0) -> str:
+    return f"{x * 100:.{digits}f} %"
+
+
+def secs(a: float, b: float | None = None) -> str:
+    return f"{a:.0f} s" if b is None else f"{a:.0f}-{b:.0f} s"
+
+
+def change(ch: dict[str, Any]) -> str:
+    """A change's ratio, its interval, and the trend test when that is what supports it."""
+    if ch["growth"] is None:
+        base = f"from 0 to {g(ch['last'])}"
+    else:
+        base = f"{times(ch['growth'])}{ci(ch['interval'])}"
+    tr = ch.get("trend")
+    by_trend = ch["interval"] is None or (ch["interval"][0] <= 1 <= ch["interval"][1])
+    if tr and by_trend and (ch["grew"] and tr["rising"] or ch["fell"] and tr["falling"]):
+        base += f"; rank correlation with time {tr['rho']:.2f} over {tr['n']:,} successful iterations"
+    return base
+
+
+def _rate(level: dict[str, Any]) -> str:
+    return f"{g(level['rate'])} it/s{ci([level['lo'], level['hi']])}"
+
+
+def _falling(lv: list[dict[str, Any]]) -> str:
+    end, prev = lv[-1], lv[-2]
+    if end["hi"] < prev["lo"] and end["rate"] <= (1 - MATERIAL) * prev["rate"]:
+        return f"the last segment ({_rate(end)}) is below the one before it ({_rate(prev)})"
+    before = lv[-3]
+    return (f"the last segment ({_rate(end)}) is below the last but two ({_rate(before)}), with the one between "
+            f"them at {g(prev['rate'])} it/s")
+
+
+def fleet_sentences(f: dict[str, Any]) -> list[str]:
+    fl = f["fleet"]
+    lv = fl["levels"]
+    start, end, floor = lv[0], lv[-1], lv[fl["floor_index"]]
+    parts = [f"{_rate(start)} at the start ({secs(start['t0'], start['t1'])})"]
+    if 0 < fl["floor_index"] < len(lv) - 1:
+        parts.append(f"{_rate(floor)} at the lowest ({secs(floor['t0'], floor['t1'])})")
+    parts.append(f"{_rate(end)} at the end ({secs(end['t0'], end['t1'])})")
+    out = [f"Successful iterations of the fleet: {', '.join(parts)}; 95 % intervals in brackets, "
+           f"{len(lv)} segments of {fl['segment_s']:.0f} s after a {fl['warmup_s']:.0f} s warm-up."]
+    shape = fl["shape"]
+    prev = lv[-2] if len(lv) >= 2 else None
+    if shape == "stalled":
+        st = fl["stall"]
+        s = (f"Stalled: no iteration succeeded in the last {st['gap_s']:.0f} s of the load "
+             f"({secs(st['since_s'], f['span']['seconds'])})")
+        if st["rate_before"]:
+            s += (f"; at the {g(st['rate_before'])} it/s before it, a gap that long would happen by chance with "
+                  f"probability {st['p']:.1g}")
+        s += "."
+        if st["failures_in_gap"]:
+            s += f" {st['failures_in_gap']} iterations failed in that time."
+        out.append(s)
+    elif fl["degraded"]:
+        ratio = fl["degradation_ratio"]
+        fell = (f"The rate fell {times(ratio)} from the start to the floor" if ratio is not None
+                else f"The rate fell to no successful iteration at its lowest ({secs(floor['t0'], floor['t1'])})")
+        if shape == "still falling":
+            out.append(f"{fell}, and it is still falling: {_falling(lv)}.")
+        elif shape == "recovering":
+            up = f" to {times(fl['end_over_floor'])} the floor" if fl["end_over_floor"] is not None else ""
+            out.append(f"{fell}, then recovered{up} by the end ({_rate(end)}).")
+        else:
+            out.append(f"{fell}; at the end it is flat: the last two segments ({g(prev['rate'])} and "
+                       f"{g(end['rate'])} it/s) do not differ credibly.")
+    elif shape == "still falling":
+        out.append(f"At the end the rate is falling: {_falling(lv)}, though no segment is credibly below the start.")
+    elif shape == "rising":
+        out.append(f"The rate rose {times(fl['end_over_start'])} from the start to the end (the intervals do not "
+                   f"overlap).")
+    else:
+        low = floor["rate"] / start["rate"] if start["rate"] > 0 else None
+        held = start["rate"] > 0 and floor["lo"] >= (1 - MATERIAL) * start["rate"]
+        if low is None:
+            out.append("No iteration succeeded at the start, and none later was credibly below it.")
+        elif held:
+            out.append(f"The rate held: no segment was credibly below the start, and even the lowest "
+                       f"({times(low)} the start's rate) is within {pct(MATERIAL)} of it at the bottom of its "
+                       f"interval.")
+        else:
+            out.append(f"No segment was credibly below the start: the lowest ran {times(low)} the start's rate, "
+                       f"within the noise of {min(x['successes'] for x in lv)}-{max(x['successes'] for x in lv)} "
+                       f"successful iterations per segment.")
+    return out
+
+
+def failure_sentences(f: dict[str, Any]) -> list[str]:
+    if not f["failures"]:
+        return []
+    kinds = ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in f["errors"].items() if v)
+    lo, hi = f["failure_interval"]
+    s = [f"{pct(f['failure_ratio'], 1)} [{lo * 100:.1f}-{hi * 100:.1f} %] of iterations failed ({f['failures']:,} of "
+         f"{f['rows']:,}: "
+         f"{kinds})."]
+    top = f["failures_table"][0]
+    s.append(f"Most frequent failure ({top['count']:,}x, first at {secs(top['first_s'])}, last at "
+             f"{secs(top['last_s'])}): {top['message']}")
+    fr = f["failure_rates"]
+    if fr["changed"]:
+        way = "rose" if fr["end"] > fr["start"] else "fell"
+        s.append(f"Failures {way} from {g(fr['start'])}{ci(fr['start_interval'])} to {g(fr['end'])}"
+                 f"{ci(fr['end_interval'])} per second between the start and the end.")
+    return s
+
+
+def step_sentences(f: dict[str, Any]) -> list[str]:
+    out = []
+    d = f["dominant_step"]
+    if d["migration"]:
+        if d["first"]["step"] == d["last"]["step"]:
+            out.append(f"The dominant step stayed {d['last']['step']} ({d['migration']} of a successful "
+                       f"iteration's time, start to end).")
+        else:
+            out.append(f"The bottleneck migrated: {d['migration']} of a successful iteration's time, start to end.")
+    cmp = f["compared"]
+    where = (f"between the start ({secs(*cmp['early_s'])}) and the {cmp['late_is']} "
+             f"({secs(*cmp['late_s'])})")
+    top = f["grew_most"]
+    steps = f["steps"]
+    if top is None:
+        out.append(f"No step's time grew credibly {where}.")
+        return out + _probe_sentence(f, unexplained=False)
+    st = steps[top]
+    s = (f"{top.capitalize()} grew most {where}: {g(st['first'])} -> {g(st['last'])} ms per successful iteration "
+         f"({change(st)})")
+    s += _driver_clause(st) + "."
+    out.append(s)
+    for name, other in steps.items():
+        if name == top or not other["grew"]:
+            continue
+        if name == "lock wait" and top != "lock wait":
+            out.append(f"Lock wait grew too: {g(other['first'])} -> {g(other['last'])} ms ({change(other)}).")
+        elif other["explained"]:
+            out.append(f"{name.capitalize()} also grew ({g(other['first'])} -> {g(other['last'])} ms)"
+                       + _driver_clause(other) + ".")
+    return out + _probe_sentence(f, unexplained=not st["explained"])
+
+
+def _driver_clause(st: dict[str, Any]) -> str:
+    label, dc = st.get("driver_label"), st.get("driver_change")
+    if not label:
+        return "; no recorded count drives this step"
+    if dc is None or dc["first"] is None:
+        return f"; {label} was never recorded"
+    moved = f"{g(dc['first'])} -> {g(dc['last'])}, {change(dc)}"
+    if st["explained"]:
+        return (f", with {label}: {moved}; the step's time and {label} rank-correlate at {st['rho']:.2f} over "
+                f"{st['rho_n']:,} successful iterations")
+    if dc["grew"]:
+        return (f"; {label} grew too ({moved}) but the step's time does not follow it iteration by iteration "
+                f"(rank correlation {st['rho']:.2f} over {st['rho_n']:,})")
+    return f"; {label} did not grow credibly ({moved}), so no recorded count explains it"
+
+
+def _probe_sentence(f: dict[str, Any], unexplained: bool) -> list[str]:
+    p = f.get("probe")
+    if not p:
+        return []
+    if p["growth"] is None:
+        return [f"The stand-in's {p['op']} probe cannot tell whether the server slowed: {p['note']}."] \
+            if unexplained and p.get("note") else []
+    nums = f"{g(p['first_ms'])} -> {g(p['last_ms'])} ms, {times(p['growth'])}{ci(p['interval'])}"
+    if p["slowed"]:
+        return [f"The stand-in got slower: its {p['op']} probe went {nums} between the first and the last third "
+                f"of the load."]
+    if unexplained:
+        return [f"The stand-in's {p['op']} probe did not credibly slow down ({nums}, first to last third of the "
+                f"load)."]
+    return []
+
+
+def generator_sentences(f: dict[str, Any]) -> list[str]:
+    gen = f.get("generator")
+    if not gen:
+        return []
+    procs = gen["processes"]
+    if gen["ceiling"]:
+        worst = max(gen["saturated"], key=lambda k: procs[k]["saturated_share"])
+        p = procs[worst]
+        others = f" (and {len(gen['saturated']) - 1} more)" if len(gen["saturated"]) > 1 else ""
+        return [f"The load generator, not the datastore, was the ceiling: Locust process {worst}{others} ran at "
+                f">= 90 % CPU in {pct(p['saturated_share'])} of its {p['samples']:,} samples "
+                f"(median {p['median']:.0f} %)."]
+    load = {k: v for k, v in procs.items() if v["sends_load"]} or procs
+    busiest = max(load, key=lambda k: load[k]["median"])
+    p = load[busiest]
+    return [f"The load generator had headroom: its busiest load process, {busiest}, ran at a median "
+            f"{p['median']:.0f} % CPU (>= 90 % in {pct(p['saturated_share'])} of {p['samples']:,} samples)."]
+
+
+def other_sentences(f: dict[str, Any]) -> list[str]:
+    out = []
+    sf = f.get("safety")
+    if sf:
+        out.append(f"Lock safety: {sf['acknowledged']} acknowledged commits, {sf['lost']} lost, {sf['phantom']} "
+                   f"phantom, {sf['overlaps']} overlapping lock grants: {sf['violations']} violations.")
+    if f["incomplete"]:
+        names = ", ".join(f"{p.get('process', '?')} ({p.get('reason', 'no reason recorded')})"
+                          for p in f["incomplete"])
+        out.append(f"{len(f['incomplete'])} Locust process(es) never delivered their final report: {names}; "
+                   f"the {f['rows']} rows are a lower bound.")
+    if f["span"]["note"]:
+        out.append(f["span"]["note"])
+    for c in f.get("checks") or []:
+        if not c["passed"]:
+            out.append(f"Check failed: {c['line']}.")
+    return out
+
+
+def sentences(f: dict[str, Any]) -> list[str]:
+    return (fleet_sentences(f) + failure_sentences(f) + step_sentences(f) + generator_sentences(f)
+            + other_sentences(f))
