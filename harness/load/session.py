@@ -209,6 +209,7 @@ class Session:
                        options={"scenario": opts.scenario, "backend": sc.backend, "latency": opts.latency or None,
                                 "users": users, "spawn_rate": rate, "run_time_s": run_time_s,
                                 "run_dir": str(self.root)})
+        t.throttle_marks.append((t.started_at, 0))
         for cid in participants:
             t.inflows[cid] = Inflow(process=f"worker-{self.runner.get_worker_index(cid)}")
         self.current = t
@@ -288,6 +289,14 @@ class Session:
         w.flush()
         log.warning("harness: %d rows from %s arrived after test %03d was closed; written to %s (run.json's "
                     "counts do not include them)", len(rows), payload.get("process"), number, test_dir)
+
+    def edited(self, users: int, spawn_rate: float) -> None:
+        """The running test's users were changed from the UI: the record says so."""
+        t = self.current
+        if t is not None:
+            t.options.setdefault("changes", []).append(
+                {"at": _iso(time.time()), "users": users, "spawn_rate": spawn_rate})
+            t.options["users"], t.options["spawn_rate"] = users, spawn_rate
 
     def spawning_complete(self) -> None:
         if self.current is not None:
@@ -379,6 +388,7 @@ class Session:
                                  "complete": i.final is not None and i.final.get("sent") == i.rows}
                      for i in t.inflows.values()}
         info = runinfo.update(t.dir, ended_at=_iso(t.stopping_at), status="finished", stop_reason=reason,
+                              options=t.options,
                               incomplete=incomplete, rows_written=t.writer.written, events_written=t.history.written,
                               processes=processes, generator_samples=t.generator.samples)
         self._update_session(t, info)
@@ -446,7 +456,9 @@ class Session:
         self.reports[number] = proc
 
         def wait() -> None:
-            code = proc.wait()
+            while proc.poll() is None:
+                gevent.sleep(0.5)
+            code = proc.returncode
             out.close()
             self.reports.pop(number, None)
             if code == 0:
@@ -497,7 +509,7 @@ class Session:
         has_model = full.enabled
         capacity = tab.modelled_capacity(full)
         span = max(now - t.started_at, 1e-9)
-        return tab.table(t.live.window(now), t.live.test(now, t.started_at), capacity=capacity,
+        return tab.table(t.live.window(now, t.started_at), t.live.test(now, t.started_at), capacity=capacity,
                          throttles_now=(total - n0) / max(now - t0, 1e-9) if has_model and now > t0 else None,
                          throttles_test=total / span if has_model else None,
                          probe=tab.probe_view(t.dir / PROBES_CSV))
@@ -522,7 +534,8 @@ class Session:
         running = None
         if t is not None:
             running = {"number": t.number, "scenario_name": t.scenario.name, "elapsed_s": time.time() - t.started_at,
-                       "bound_s": t.bound_s, "rows": t.live.whole.iterations}
+                       "bound_s": t.bound_s, "rows": t.live.whole.iterations, "users": t.options["users"],
+                       "spawn_rate": t.options["spawn_rate"]}
         return {"session_dir": str(self.root), "web_session": self.web, "tests": tests, "running": running}
 
 

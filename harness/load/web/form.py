@@ -31,8 +31,8 @@ def _seconds(x: float) -> str:
 
 def settings(sc: scenarios.Scenario) -> list[str]:
     """The settings that decide what a scenario shows, in a line each."""
-    w, d, lk, f = sc.workload, sc.datastore, sc.lock, sc.fleet
-    out = [f"backend {sc.backend}", f"{f.workers} workers at {f.spawn_rate:g}/s for {_seconds(f.duration_s)}",
+    w, d, lk = sc.workload, sc.datastore, sc.lock
+    out = [f"backend {sc.backend}",
            f"workload {w.kind}, {w.lifecycle} models" + (f", {w.models_per_worker} per worker"
                                                           if w.lifecycle == "long-lived" else ""),
            f"payloads {', '.join(f'{b:,} B' for b in w.payload_bytes)}"]
@@ -65,7 +65,9 @@ def catalogue(current: str) -> dict[str, dict[str, Any]]:
         except HarnessError as e:
             out[name] = {"description": f"cannot be loaded: {e}", "settings": [], "source": str(path)}
             continue
-        out[name] = {"description": sc.description, "settings": settings(sc), "source": str(path)}
+        f = sc.fleet
+        out[name] = {"description": sc.description, "settings": settings(sc), "source": str(path),
+                     "fleet": f"{f.workers} workers at {f.spawn_rate:g}/s for {_seconds(f.duration_s)}"}
     return out
 
 
@@ -86,8 +88,8 @@ def shown_owned(opts: Any) -> dict[str, str]:
     return {"run_dir": str(opts.run_dir), "backend": opts.backend or "(each scenario's own)"}
 
 
-def adjust_extra_options(extra: dict[str, dict], opts: Any) -> None:
-    """Locust's ``extra_options`` for the form: scenario as a choice, owned options as one-value choices."""
+def adjust_extra_options(extra: dict[str, dict], opts: Any) -> dict[str, dict]:
+    """Locust's ``extra_options`` for the form: scenario first and a choice, owned options as one-value choices."""
     if "scenario" in extra:
         value = form_value(opts.scenario)
         choices = list(scenarios.available())
@@ -99,6 +101,8 @@ def adjust_extra_options(extra: dict[str, dict], opts: Any) -> None:
             extra[key].update(choices=[shown], default_value=shown, help_text=HELP[key])
     if "latency" in extra:
         extra["latency"]["help_text"] = HELP["latency"]
+    first = [k for k in ("scenario", "latency", *OWNED) if k in extra]
+    return {k: extra[k] for k in first + [k for k in extra if k not in first]}
 
 
 def check_swarm(form: Any, opts: Any) -> str | None:

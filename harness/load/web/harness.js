@@ -24,6 +24,7 @@
     #harness-panel .running { color: #a15c00; font-weight: 600; }
     #harness-panel .warn { color: #b00020; }
     #harness-panel code { font-size: 12px; }
+    body.harness-tab .MuiTableCell-root { padding: 5px 14px; }
     body { padding-bottom: 40vh; }
   `;
   document.head.appendChild(css);
@@ -40,10 +41,13 @@
     return e;
   }
 
+  // The scenario of the running test; else the one chosen in the form; else the last test's.
   function chosenScenario() {
     if (status && status.running) return status.running.scenario_name;
     const select = document.querySelector('select[name="scenario"]');
-    return select ? select.value : catalogue.current;
+    if (select) return select.value;
+    const tests = (status && status.tests) || [];
+    return tests.length ? tests[tests.length - 1].scenario_name : catalogue.current;
   }
 
   function secs(x) { return `${Math.round(x)} s`; }
@@ -80,6 +84,10 @@
     if (sc) {
       left.append(el("div", {class: "desc"}, sc.description || "(no description)"));
       left.append(el("div", {class: "settings"}, sc.settings.join(" · ")));
+      const r = status && status.running;
+      left.append(el("div", {class: "settings"}, r
+        ? `This test: ${r.users} users at ${r.spawn_rate}/s, run time ${secs(r.bound_s)}.`
+        : `Users, ramp-up and run time come from the form (the file says ${sc.fleet}).`));
     }
     const right = el("div", {class: "col"}, el("h2", {}, status && status.web_session ? "Tests in this session" : "Run"));
     if (status) {
@@ -112,6 +120,11 @@
     }
   }
 
+  function markTab() {
+    const tab = new URLSearchParams(window.location.search).get("tab");
+    document.body.classList.toggle("harness-tab", tab === "harness");
+  }
+
   async function poll() {
     try {
       const r = await fetch("./harness/status", {cache: "no-store"});
@@ -120,9 +133,11 @@
     render();
     relabel();
     openOptions();
+    markTab();
   }
 
   document.addEventListener("change", (e) => { if (e.target && e.target.name === "scenario") render(); });
+  document.addEventListener("click", () => setTimeout(markTab, 50));
   fetch("./harness/scenarios", {cache: "no-store"}).then((r) => r.json()).then((c) => { catalogue = c; render(); });
   poll();
   setInterval(poll, POLL_MS);

@@ -135,13 +135,14 @@ class Live:
             self.whole.add(r)
             self.recent.append(r)
 
-    def window(self, now: float) -> Summary:
+    def window(self, now: float, started_at: float) -> Summary:
+        """The last ``window_s`` seconds that have all their rows (or less, early in a test)."""
         end = now - self.lag_s
-        start = end - self.window_s
+        start = max(end - self.window_s, started_at)
         while self.recent and float(self.recent[0]["ts_end"]) < now - self.keep_s:
             self.recent.popleft()
         rows = [r for r in self.recent if start < float(r["ts_end"]) <= end]
-        return summarize(rows, self.window_s)
+        return summarize(rows, max(end - start, 1e-9))
 
     def test(self, now: float, started_at: float) -> Summary:
         """The whole test so far; its span runs from the test's start to the last row's end."""

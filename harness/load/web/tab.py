@@ -105,24 +105,25 @@ def table(now: Summary, whole: Summary, *, capacity: Capacity | None, throttles_
          "test": f"{_ms(whole.lock_p50)} / {_ms(whole.lock_p95)}",
          "how": "time to acquire the datastore lock, per iteration"},
     ]
-    for c in REPORT_STEPS:
-        rows.append({"metric": f"Share of iteration time: {STEP_LABELS[c]}", "now": _pct(now.step_shares[c]),
+    for i, c in enumerate(REPORT_STEPS):
+        rows.append({"metric": f"Time in {STEP_LABELS[c]}", "now": _pct(now.step_shares[c]),
                      "test": _pct(whole.step_shares[c]),
-                     "how": "mean step time over the sum of the steps' mean times"})
+                     "how": "share of iteration time: the step's mean ms over the sum of the steps' means"
+                     if i == 0 else ""})
     wcu = capacity.write if capacity else None
     rcu = capacity.read if capacity else None
-    basis = f"modelled capacity: {capacity.basis}" if capacity else "no capacity model (fidelity layer off)"
+    basis = f"modelled capacity ({capacity.basis})" if capacity else "no capacity model (fidelity layer off)"
     rows += [
         {"metric": "Write units", "now": _units(now.units_per_s["write_units"], wcu, "WCU"),
          "test": _units(whole.units_per_s["write_units"], wcu, "WCU"),
-         "how": f"consumed by the workload (DynamoDB's 1 KB rules) against the table's {basis}"},
+         "how": f"consumed (DynamoDB's 1 KB rules) against the table's {basis}"},
         {"metric": "Read units", "now": _units(now.units_per_s["read_units"], rcu, "RCU"),
          "test": _units(whole.units_per_s["read_units"], rcu, "RCU"),
-         "how": f"consumed by the workload (4 KB rules) against the table's {basis}"},
+         "how": f"consumed (4 KB rules) against the table's {basis}"},
         {"metric": "Throttles / s",
          "now": "–" if throttles_now is None else f"{throttles_now:.2f}",
          "test": "–" if throttles_test is None else f"{throttles_test:.2f}",
-         "how": "throttled responses the capacity model sent (retried or not)" if capacity or throttles_test
+         "how": "throttled responses the capacity model sent (retried or not)" if throttles_test is not None
          else "counted by the fidelity layer's model, which is off here"},
     ]
     for c, (label, how) in COUNT_LABELS.items():

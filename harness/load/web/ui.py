@@ -89,10 +89,12 @@ def install(environment: Any, session: Any) -> None:
     web_ui.template_args["extendedTabs"] = [{"key": TAB_KEY, "title": "Harness"}]
     web_ui.template_args["extendedTables"] = [{"key": TAB_KEY, "structure": COLUMNS}]
     views = app.view_functions
+    app.json.sort_keys = False  # the form lists the options in the harness's order (scenario first)
 
     def index() -> Response | str:
         web_ui.update_template_args()
-        form.adjust_extra_options(web_ui.template_args["extra_options"], opts)
+        args = web_ui.template_args
+        args["extra_options"] = form.adjust_extra_options(args["extra_options"], opts)
         html = render_template("index.html", template_args=web_ui.template_args)
         return html.replace("</body>", SCRIPT_TAG + "</body>", 1)
 
@@ -109,7 +111,12 @@ def install(environment: Any, session: Any) -> None:
         if problem:
             log.error("harness: test not started: %s", problem)
             return jsonify({"success": False, "message": problem, "host": environment.host})
-        if not running:
+        if running:
+            try:
+                session.edited(int(request.form["user_count"]), float(request.form["spawn_rate"]))
+            except (KeyError, ValueError):
+                pass  # Locust answers a bad edit itself
+        else:
             session.pending_form = {"run_time_s": float(seconds) if seconds else None}
         kept = [(k, v) for k, v in request.form.items(multi=True) if k != "run_time" and k not in form.OWNED]
         request.form = ImmutableMultiDict(kept)  # the harness times the test (and says why it stopped)
