@@ -193,12 +193,14 @@ class Watcher:
                 bound = info.get("options", {}).get("run_time_s") or info["scenario"]["fleet"]["duration_s"]
                 self.say(f"[{label}{' ' if label else ''}{elapsed:5.0f}s/{bound:.0f}s] {rows} iterations recorded "
                          f"({rows / max(elapsed, 1.0):.2f} it/s)")
-            if info.get("status") == "finished" and d not in self.stopped and session:
+            if info.get("status") == "finished" and d not in self.stopped:
                 self.stopped.add(d)
-                gaps = ", ".join(x["process"] for x in info.get("incomplete") or [])
-                self.say(f"harness: {label} ({info.get('scenario_name')}) stopped: {info.get('stop_reason')}; "
-                         f"{info.get('rows_written', 0)} iterations recorded in {d}"
-                         + (f"; incomplete: {gaps}" if gaps else ""))
+                if session:
+                    self.say(f"harness: {label} ({info.get('scenario_name')}) stopped: {info.get('stop_reason')}; "
+                             f"{info.get('rows_written', 0)} iterations recorded in {d}")
+                for gap in info.get("incomplete") or []:
+                    self.say(f"harness: warning: {label + ': ' if label else ''}{gap['process']} is incomplete "
+                             f"({gap['reason']}); the rows are a lower bound")
             if info.get("report") and d not in self.reported:
                 self.reported.add(d)
                 self.say(f"harness: {label + ' ' if label else ''}report {d / info['report']}")
@@ -286,6 +288,8 @@ def _run(opts: RunOptions) -> RunResult:
         if moto:
             moto.stop()
     if not (run_dir / runinfo.RUN_JSON).exists():
+        if signalled:
+            raise Interrupted(signal.Signals[signalled])
         raise HarnessError(f"Locust did not start the run; see {run_dir / 'locust.log'}")
     runinfo.update(run_dir, locust_exit=exit_code)
     return _results(run_dir, exit_code, signalled)

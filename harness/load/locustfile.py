@@ -21,6 +21,7 @@ import os
 import time
 from typing import Any
 
+import gevent
 import locust.runners
 from locust import User, events, task
 from locust.exception import StopUser
@@ -96,6 +97,7 @@ def _init(environment: Any, **_: Any) -> None:
         else ROLE_LOCAL
     h = HarnessProcess(environment, role, make_clients=lambda *a, **k: make_clients(*a, **k))
     environment.harness = h
+    gevent.spawn(h.warm)  # once, at start-up: no test is running yet
     ev = environment.events
     if role == ROLE_WORKER:
         h.outbox = Outbox(process="worker-?")

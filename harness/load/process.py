@@ -135,6 +135,35 @@ class HarnessProcess:
         self.outbox: Outbox | None = None
         self.session: Any = None  # harness.load.session.Session on the master / single process
         self.server: Any = None  # the embedded stand-in this process started (plain `locust -f`), if any
+        self._boto: Any = None
+
+    def boto_session(self) -> Any:
+        """One boto3 session per process: a new one costs 0.2-0.4 s of CPU that stalls Locust's event loop
+        (long enough, on a busy machine, for the master to drop a worker); clients from it cost ~15 ms."""
+        if self._boto is None:
+            import boto3
+
+            self._boto = boto3.session.Session()
+        return self._boto
+
+    def warm(self) -> None:
+        """Do the slow first-time work at start-up, not while a test runs.
+
+        The session and both service models; and where rows are written, the
+        first Parquet write (pyarrow imports pandas then: seconds on a busy
+        machine, long enough for the master to lose its workers' heartbeats).
+        """
+        session = self.boto_session()
+        for service in ("dynamodb", "s3"):
+            session.client(service, region_name=session.region_name or "us-east-1", endpoint_url="http://127.0.0.1:9")
+        if self.role != ROLE_WORKER:
+            import io
+
+            import pyarrow.parquet as pq
+
+            from harness.record.writer import to_table
+
+            pq.write_table(to_table([{"ts_start": 0.0, "ts_end": 0.0}]), io.BytesIO(), compression="zstd")
 
     @property
     def name(self) -> str:
@@ -165,7 +194,7 @@ class HarnessProcess:
         endpoints = endpoints_from_options(opts)
         runtime.check_credentials(endpoints)
         resources = runtime.Resources.for_run(opts.run_id, opts.table or None, opts.bucket or None)
-        clients = self.make_clients(endpoints, pool=max(64, sc.fleet.workers * 2))
+        clients = self.make_clients(endpoints, pool=max(64, sc.fleet.workers * 2), session=self.boto_session())
         return clients, runtime.build_backend(sc, clients, resources, opts.run_id)
 
     def record(self, outcome: IterationOutcome) -> None:

@@ -284,9 +284,11 @@ class Session:
             log.warning("harness: %d rows from %s for unknown test %r dropped", len(rows),
                         payload.get("process"), number)
             return
-        w = ShardWriter(test_dir, tag="late")
+        w, h = ShardWriter(test_dir, tag="late"), HistoryWriter(test_dir, tag="late")
         w.add(rows)
         w.flush()
+        h.add(payload.get("events") or [])
+        h.flush()
         log.warning("harness: %d rows from %s arrived after test %03d was closed; written to %s (run.json's "
                     "counts do not include them)", len(rows), payload.get("process"), number, test_dir)
 

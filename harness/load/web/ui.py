@@ -31,53 +31,15 @@ from locust.util.timespan import parse_timespan
 from werkzeug.datastructures import ImmutableMultiDict
 
 from harness.load.web import form
+from harness.load.web.stats import ITERATION, stats_for_ui
 from harness.load.web.tab import COLUMNS
 from harness.record import runinfo
 
 log = logging.getLogger("harness")
 
 TAB_KEY = "harness"
-LOOP_ORDER = ("lock", "pull", "method", "push", "commit", "export", "delete", "prune", "release")
-ITERATION = "iteration"
-ITERATION_LABEL = "∑ iteration"  # sorts after the numbered steps in the UI's name-sorted table
 SCRIPT = Path(__file__).with_name("harness.js")
 SCRIPT_TAG = '<script src="./harness/harness.js" defer></script>'
-
-
-def ui_name(name: str) -> str:
-    """A step's name as the UI lists it: numbered in loop order (the table sorts by name)."""
-    if name in LOOP_ORDER:
-        return f"{LOOP_ORDER.index(name) + 1} {name}"
-    return ITERATION_LABEL if name == ITERATION else name
-
-
-def stats_for_ui(data: dict, iteration: dict | None, current_percentiles: dict | None) -> dict:
-    """``/stats/requests`` for the UI: steps in loop order, the header on iterations (a pure function)."""
-    out = dict(data)
-    stats = [dict(s) for s in data.get("stats", [])]
-    total = stats[-1:] if stats and stats[-1].get("name") == "Aggregated" else []
-    entries = stats[: len(stats) - len(total)]
-
-    def order(s: dict) -> tuple:
-        name = s.get("name", "")
-        return (LOOP_ORDER.index(name) if name in LOOP_ORDER else len(LOOP_ORDER) + (name == ITERATION), name)
-
-    entries.sort(key=order)
-    for s in entries:
-        s["name"] = ui_name(s.get("name", ""))
-    for s in total:
-        s["name"] = "Aggregated (every step)"
-    out["stats"] = entries + total
-    if iteration is not None:
-        out["current_rps"] = iteration["current_rps"]
-        out["current_fail_per_sec"] = iteration["current_fail_per_sec"]
-        out["total_rps"] = iteration["total_rps"]
-        out["total_fail_per_sec"] = iteration["total_fail_per_sec"]
-        n = iteration["num_requests"]
-        out["fail_ratio"] = iteration["num_failures"] / n if n else 0.0
-        if current_percentiles is not None:
-            out["current_response_time_percentiles"] = current_percentiles
-    return out
 
 
 def install(environment: Any, session: Any) -> None:
