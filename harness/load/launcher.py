@@ -120,7 +120,10 @@ def _locust_command(opts: RunOptions, sc: scenarios.Scenario, scenario_arg: str,
     if opts.aws:
         cmd += ["--target-aws"]
     if opts.processes:
-        cmd += ["--processes", str(opts.processes)]
+        # the master and its workers meet on a free loopback port, not Locust's fixed 5557 on every interface
+        port = _free_port()
+        cmd += ["--processes", str(opts.processes), "--master-bind-host", "127.0.0.1", "--master-bind-port",
+                str(port), "--master-host", "127.0.0.1", "--master-port", str(port)]
     if opts.latency:
         cmd += ["--latency", opts.latency]
     if opts.table:
@@ -130,6 +133,14 @@ def _locust_command(opts: RunOptions, sc: scenarios.Scenario, scenario_arg: str,
     if opts.allow_foreign:
         cmd += ["--allow-foreign-resources"]
     return cmd
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
 
 
 def _iso_to_epoch(text: str | None) -> float | None:

@@ -126,7 +126,7 @@ def _init(environment: Any, **_: Any) -> None:
         if h.server is not None:
             h.server.stop()
         raise SystemExit(2) from None
-    ev.test_start.add_listener(lambda **_: session.start_test())
+    ev.test_start.add_listener(lambda **_: _start_test(session))
     ev.test_stopping.add_listener(lambda **_: session.stopping())
     ev.test_stop.add_listener(lambda **_: session.finish_test())
     ev.spawning_complete.add_listener(lambda **_: session.spawning_complete())
@@ -145,6 +145,15 @@ def _new_run_id(sc: scenarios.Scenario) -> str:
     from harness.load import runtime
 
     return runtime.new_run_id(sc.name, sc.backend)
+
+
+def _start_test(session: Session) -> None:
+    """A test that cannot start (say, a foreign table) is one line in the log, and stopped."""
+    try:
+        session.start_test()
+    except HarnessError as e:
+        log.error("harness: test not started: %s", e)
+        gevent.spawn(session.runner.stop if session.web else session.runner.quit)
 
 
 def _quitting(h: HarnessProcess) -> None:

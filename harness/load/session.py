@@ -17,6 +17,7 @@ are kept.
 from __future__ import annotations
 
 import logging
+import os
 import signal
 import subprocess
 import sys
@@ -114,6 +115,7 @@ class Session:
         self.reports: dict[int, subprocess.Popen] = {}
         self.last_tab: list[dict] = []
         self.headless_run_time: float | None = None  # `--headless -t`: timed here, from the test's start
+        self.locust_ready = False  # Locust's own SIGTERM handler is installed (see install_signal_notes)
         self.base = self._base_info()
 
     # ---- run.json --------------------------------------------------------------------
@@ -180,6 +182,7 @@ class Session:
 
     def start_test(self) -> None:
         """``test_start`` on the master / single process: a new record, then the load may begin."""
+        self.locust_ready = True  # a test starts only once Locust's main loop runs, its handlers installed
         opts = self.env.parsed_options
         form, self.pending_form = self.pending_form, {}
         users = int(opts.num_users or 1)
@@ -552,15 +555,22 @@ def _parse_stand_in(text: str) -> dict | None:
 
 
 def install_signal_notes(session: Session) -> None:
-    """Note which signal stopped a test (Locust's own SIGTERM handler then shuts down as usual)."""
-    gevent.signal_handler(signal.SIGTERM, session.signalled, "SIGTERM")
+    """Note which signal stopped a test; Locust's own SIGTERM handler then shuts down as usual.
+
+    These handlers are installed during ``init``, before Locust installs its
+    SIGTERM handler; until Locust has (``session.locust_ready``), a SIGTERM
+    ends the process as it would without them (nothing is recorded yet).
+    """
+    def on_term() -> None:
+        if not session.locust_ready:
+            raise SystemExit(128 + signal.SIGTERM)
+        session.signalled("SIGTERM")
 
     def on_hup() -> None:
         session.signalled("SIGHUP")
-        import os
-
         os.kill(os.getpid(), signal.SIGTERM)  # Locust has no SIGHUP handler: shut down as on SIGTERM
 
+    gevent.signal_handler(signal.SIGTERM, on_term)
     gevent.signal_handler(signal.SIGHUP, on_hup)
     if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
         def on_int(signum: int, frame: Any) -> None:
@@ -568,4 +578,8 @@ def install_signal_notes(session: Session) -> None:
             raise KeyboardInterrupt
 
         signal.signal(signal.SIGINT, on_int)
-
+    # Locust installs its SIGTERM handler before its main greenlet first waits, except a headless master,
+    # which waits for its workers first; there the first test's start marks it (see ``start_test``).
+    opts = session.env.parsed_options
+    if not (opts.headless and session.distributed):
+        gevent.spawn(setattr, session, "locust_ready", True)
