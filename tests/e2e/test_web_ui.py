@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from harness.load import scenario as scenarios
 from tests.e2e.web_session import CHROMIUM, CHROMIUM_ARGS, WebRun, assert_contiguous, rows_of, wait_for
 
 pytestmark = pytest.mark.e2e
@@ -42,6 +43,8 @@ def _start_from_form(page, scenario: str, users: int) -> None:
         new.first.click()
     page.locator('select[name="scenario"]').wait_for(timeout=30_000)
     page.locator('select[name="scenario"]').select_option(scenario)
+    description = scenarios.load(scenario).description  # the panel shows what the chosen scenario does
+    page.locator("#harness-panel", has_text=description).wait_for(timeout=10_000)
     page.get_by_label(re.compile("Number of users")).fill(str(users))
     page.get_by_label(re.compile("Ramp up")).fill(str(users))
     page.get_by_role("button", name=re.compile("^start$", re.I)).click()

@@ -9,6 +9,7 @@ stand-in probe's samples.
 from __future__ import annotations
 
 import csv
+import statistics
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -65,7 +66,7 @@ def probe_view(path: Path, first_n: int = 3) -> dict | None:
         return None
     if len(samples) < 2:
         return None
-    first = sorted(ms for _, ms in samples[:first_n])[len(samples[:first_n]) // 2]
+    first = statistics.median(ms for _, ms in samples[:max(1, min(first_n, len(samples) // 2))])
     return {"op": samples[-1][0], "last_ms": samples[-1][1], "first_ms": first, "samples": len(samples)}
 
 
