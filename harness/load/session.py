@@ -92,6 +92,7 @@ class ActiveTest:
     stop_reason: str | None = None
     stopping_at: float | None = None
     spawned: bool = False
+    finishing: bool = False
     greenlets: list = field(default_factory=list)
     throttle_marks: list[tuple[float, int]] = field(default_factory=list)
 
@@ -183,6 +184,10 @@ class Session:
     def start_test(self) -> None:
         """``test_start`` on the master / single process: a new record, then the load may begin."""
         self.locust_ready = True  # a test starts only once Locust's main loop runs, its handlers installed
+        if self.current is not None:  # a start request that came before the last test was closed
+            log.warning("harness: test %03d was still open when a new test started; closing it first",
+                        self.current.number)
+            self.finish_test()
         opts = self.env.parsed_options
         form, self.pending_form = self.pending_form, {}
         users = int(opts.num_users or 1)
@@ -243,7 +248,7 @@ class Session:
         return [w.id for w in c.ready + c.running + c.spawning]
 
     def _start_probe(self, backend: Any, test_dir: Path, every_s: float) -> Probe:
-        """The one place the stand-in probe starts (it stops in ``_finish``)."""
+        """The one place the stand-in probe starts (it stops in ``finish_test``)."""
         return Probe(backend, test_dir, every_s).start()
 
     # ---- during --------------------------------------------------------------------------
@@ -371,8 +376,9 @@ class Session:
     def finish_test(self) -> None:
         """``test_stop``: collect every process's rows, close the record, start the report."""
         t = self.current
-        if t is None:
+        if t is None or t.finishing:
             return
+        t.finishing = True
         if t.stopping_at is None:
             t.stopping_at = time.time()
         me = gevent.getcurrent()
@@ -381,7 +387,8 @@ class Session:
                 g.kill(block=False)
         incomplete = self._collect_finals(t) if self.distributed else []
         self.last_tab = self.tab_rows()
-        self.current = None
+        if self.current is t:
+            self.current = None
         self.closed_tests[t.number] = t.dir
         if t.probe is not None:
             t.probe.stop()
@@ -481,6 +488,9 @@ class Session:
     def close(self) -> None:
         """Locust is quitting: stop and record a running test first, then close the session."""
         self.quitting = True
+        deadline = time.monotonic() + FINAL_WAIT_S + 5
+        while self.current is not None and self.current.finishing and time.monotonic() < deadline:
+            gevent.sleep(0.1)  # a stop is being recorded (its workers' final reports): let it finish
         if self.current is not None:
             self.note_stop(self.signal_reason or "Locust was shut down")
             self.runner.stop()

@@ -64,7 +64,7 @@ def _numbers_move(page, at_least: int = 1) -> tuple[int, int]:
 
 
 @pytest.mark.parametrize("processes", [0, 2], ids=["one-process", "processes-2"])
-def test_two_tests_from_the_browser_are_recorded_and_reported(tmp_path, processes):
+def test_two_tests_from_the_browser_are_recorded_and_reported(tmp_path, processes, capsys):
     shots = tmp_path / "screenshots"
     shots.mkdir()
     run_dir = tmp_path / "session"
@@ -119,7 +119,8 @@ def test_two_tests_from_the_browser_are_recorded_and_reported(tmp_path, processe
         assert web.stop(signal.SIGINT) == 128 + signal.SIGINT, web.output()
     finally:
         web.kill()
-    print(f"\nscreenshots: {shots}")
+    with capsys.disabled():  # shown in every run's output, not only a failing one's
+        print(f"\nscreenshots for review: {shots}")
 
     session = json.loads((run_dir / "run.json").read_text())
     assert session["session"] is True and session["status"] == "closed"
@@ -132,8 +133,9 @@ def test_two_tests_from_the_browser_are_recorded_and_reported(tmp_path, processe
         info = json.loads((d / "run.json").read_text())
         rows = rows_of(d)
         per_user = assert_contiguous(rows)
-        print(f"test {n:03d} ({tests[n]['scenario_name']}, processes={processes}): Locust counted {counted[n]} "
-              f"iterations, {len(rows)} rows on disk, per user {per_user}")
+        with capsys.disabled():
+            print(f"test {n:03d} ({tests[n]['scenario_name']}, processes={processes}): Locust counted {counted[n]} "
+                  f"iterations, {len(rows)} rows on disk, per user {per_user}")
         assert len(rows) == counted[n] == info["rows_written"] == tests[n]["rows"]
         assert info["scenario_name"] == tests[n]["scenario_name"] == rows["scenario"].iloc[0]
         assert info["scenario"]["name"] == tests[n]["scenario_name"]  # what the form ran is what is recorded
