@@ -8,11 +8,12 @@ over rows as they arrive instead of a DataFrame at the end:
 - iteration failure ratio: failed iterations over all iterations;
 - a step's share: its mean milliseconds over the sum of the steps' means (the
   report's stacked steps: lock wait, pull, method, push, commit, export,
-  delete, prune; ``release`` is not stacked);
-- work counts: their mean per iteration (all iterations, as the report's
-  windows take them);
-- lock wait p50 / p95: linear-interpolated quantiles (pandas' default);
-- read / write units: their sum over the span, per second.
+  delete, prune; ``release`` is not stacked), over successful iterations;
+- work counts: their mean per successful iteration;
+- lock wait p50 / p95: linear-interpolated quantiles (pandas' default), over
+  successful iterations (failed ones count in the failure rows);
+- read / write units: their sum over the span, per second (every iteration's:
+  a failed one consumed them too).
 
 ``tests/test_web_live.py`` checks these against ``reports.compute`` on the
 same rows.
@@ -85,26 +86,27 @@ class Totals:
 
     def add(self, row: dict) -> None:
         self.iterations += 1
-        self.ok += bool(row["ok"])
-        for c in REPORT_STEPS:
-            self.steps[c] += float(row.get(c) or 0.0)
-        for c in COUNTS:
-            self.counts[c] += float(row.get(c) or 0)
         for c in UNITS:
             self.units[c] += float(row.get(c) or 0.0)
-        self.lock_waits.append(float(row.get("lock_wait_ms") or 0.0))
+        if row["ok"]:
+            self.ok += 1
+            for c in REPORT_STEPS:
+                self.steps[c] += float(row.get(c) or 0.0)
+            for c in COUNTS:
+                self.counts[c] += float(row.get(c) or 0)
+            self.lock_waits.append(float(row.get("lock_wait_ms") or 0.0))
         start, end = float(row["ts_start"]), float(row["ts_end"])
         self.first_start = start if self.first_start is None else min(self.first_start, start)
         self.last_end = end if self.last_end is None else max(self.last_end, end)
 
     def summary(self, seconds: float) -> Summary:
-        n = self.iterations
+        n = self.ok  # step times and work counts are per successful iteration
         means = {c: (v / n if n else 0.0) for c, v in self.steps.items()}
         total = sum(means.values())
         p50, p95 = quantiles(self.lock_waits, (0.5, 0.95))
         shares = {c: (m / total if total > 0 else 0.0) for c, m in means.items()}
         return Summary(
-            seconds=seconds, iterations=n, ok=self.ok,
+            seconds=seconds, iterations=self.iterations, ok=self.ok,
             lock_p50=p50, lock_p95=p95,
             step_shares=shares, counts={c: (v / n if n else None) for c, v in self.counts.items()},
             units_per_s={c: (v / seconds if seconds > 0 else 0.0) for c, v in self.units.items()})

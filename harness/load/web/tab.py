@@ -20,10 +20,10 @@ COLUMNS = [{"key": "metric", "title": "Measure"}, {"key": "now", "title": "Last 
            {"key": "test", "title": "Whole test"}, {"key": "how", "title": "How it is measured"}]
 STEP_LABELS = {"lock_wait_ms": "lock wait", "pull_ms": "pull", "method_ms": "method", "push_ms": "push",
                "commit_ms": "commit", "export_ms": "export", "delete_ms": "delete", "prune_ms": "prune"}
-COUNT_LABELS = {"pull_items_read": ("items read per pull", "mean per iteration"),
-                "index_entries_written": ("index entries per commit", "mean per iteration"),
-                "catalog_rows": ("catalog rows", "mean per iteration (the namespace's catalog)"),
-                "files_pushed": ("files pushed per sync", "mean per iteration")}
+COUNT_LABELS = {"pull_items_read": ("items read per pull", "mean per successful iteration"),
+                "index_entries_written": ("index entries per commit", "mean per successful iteration"),
+                "catalog_rows": ("catalog rows", "mean per successful iteration (the namespace's catalog)"),
+                "files_pushed": ("files pushed per sync", "mean per successful iteration")}
 
 
 @dataclass(frozen=True)
@@ -104,12 +104,13 @@ def table(now: Summary, whole: Summary, *, capacity: Capacity | None, throttles_
          "how": f"failed / all iterations ({whole.failed:,} of {whole.iterations:,} so far)"},
         {"metric": "Lock wait p50 / p95", "now": f"{_ms(now.lock_p50)} / {_ms(now.lock_p95)}",
          "test": f"{_ms(whole.lock_p50)} / {_ms(whole.lock_p95)}",
-         "how": "time to acquire the datastore lock, per iteration"},
+         "how": "time to acquire the datastore lock, successful iterations (failures are counted above)"},
     ]
     for i, c in enumerate(REPORT_STEPS):
         rows.append({"metric": f"Time in {STEP_LABELS[c]}", "now": _pct(now.step_shares[c]),
                      "test": _pct(whole.step_shares[c]),
-                     "how": "share of iteration time: the step's mean ms over the sum of the steps' means"
+                     "how": "share of a successful iteration's time: the step's mean ms over the sum of the "
+                            "steps' means"
                      if i == 0 else ""})
     wcu = capacity.write if capacity else None
     rcu = capacity.read if capacity else None
