@@ -40,7 +40,7 @@ def cpu_split(iterations: int) -> tuple[float, float, dict[str, float]]:
     from harness.aws.endpoints import Endpoints
     from harness.datastore.backends.dynamodb import DynamoBackend
     from harness.load import scenario
-    from harness.load.iteration import LoadWorker, summarize
+    from harness.load.iteration import SeedWorker, summarize
     from harness.record.writer import ShardWriter
 
     os.environ.setdefault("AWS_ACCESS_KEY_ID", "bench")
@@ -48,13 +48,13 @@ def cpu_split(iterations: int) -> tuple[float, float, dict[str, float]]:
     clients = make_clients(Endpoints("http://127.0.0.1:9", "http://127.0.0.1:9", "other"))
     install(clients.dynamodb)
     sc = scenario.load(SCENARIO)
-    lw = LoadWorker(sc, DynamoBackend(clients.dynamodb, "instant", "per-model"), worker="local", user="w0-0")
+    lw = SeedWorker(sc, DynamoBackend(clients.dynamodb, "instant", "per-model"), process="local", user="w0-0")
     env = Environment()
     env.create_local_runner()
     fire = env.events.request.fire
     outs = []
     cpu0 = time.process_time()
-    for _ in range(iterations):  # exactly what LoadWorker.run_once does, less the row
+    for _ in range(iterations):  # exactly what SeedWorker.run_once does, less the row
         steps: list = []
         model = lw.plan(lw.iteration)[0]
         lw.store.sync_run(model, "get_uptime", 100, steps)

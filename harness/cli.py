@@ -8,6 +8,7 @@ paused or failed (its place is kept: `harness resume JOB`).
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
 
 from harness.durations import parse_duration
@@ -110,20 +111,31 @@ def _cmd_run(args: argparse.Namespace) -> int:
         allow_foreign=args.allow_foreign_resources, cleanup=args.cleanup, latency=args.latency,
         seed=(args.seed_models, args.seed_versions, args.seed_orphans) if args.seed_models else None))
     print(f"harness: {res.rows} iterations recorded in {res.run_dir}")
-    if not args.no_report and res.rows:
+    if res.signal in ("SIGTERM", "SIGHUP") and res.to_report:  # being shut down: record, do not linger
+        print(f"harness: reports not built ({res.signal}); build them with `harness report {res.run_dir}`")
+    elif not args.no_report:
         from reports.build import build_report
 
-        out = build_report([res.run_dir])
-        print(f"harness: report {out / 'index.html'}")
+        for run_dir in res.to_report:  # headless: the run; web: tests whose report was not built yet
+            out = build_report([run_dir])
+            print(f"harness: report {out / 'index.html'}")
     for line in res.failed_checks:
         print(f"harness: check failed: {line}", file=sys.stderr)
+    if res.signal:
+        return 128 + int(getattr(signal, res.signal))
     return EXIT_CHECKS_FAILED if res.failed_checks else 0
 
 
 def _cmd_report(args: argparse.Namespace) -> int:
+    from harness.record.runinfo import expand_runs, is_session
     from reports.build import build_report
 
-    out = build_report(args.run_dirs, args.out)
+    sessions = [d for d in args.run_dirs if is_session(d)]  # a web session: each of its tests is a run
+    out_dir = args.out or (f"{sessions[0]}/report" if len(args.run_dirs) == 1 and sessions else None)
+    run_dirs = expand_runs(args.run_dirs)
+    if not run_dirs:
+        raise HarnessError(f"{args.run_dirs[0]} is a web session with no test yet: start a test in its web UI")
+    out = build_report(run_dirs, out_dir)
     print(f"harness: report {out / 'index.html'}")
     return 0
 
@@ -160,6 +172,6 @@ def main(argv: list[str] | None = None) -> int:
     except HarnessError as e:
         print(f"harness: {e}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
-        print("harness: interrupted", file=sys.stderr)
-        return 130
+    except KeyboardInterrupt as e:
+        print(f"harness: interrupted ({getattr(e, 'name', 'SIGINT')})", file=sys.stderr)
+        return 128 + int(getattr(e, "signum", signal.SIGINT))

@@ -28,5 +28,6 @@ def test_custom_options_in_the_web_ui_form():
     got = json.loads(out.stdout.strip().splitlines()[-1])
     in_ui = set(got["ui"])
     assert {"scenario", "backend", "run_dir", "latency"} <= in_ui
-    assert not {"run_id", "table", "bucket", "seed_dir", "allow_foreign_resources"} & in_ui
+    assert not {"run_id", "table", "bucket", "seed_dir", "allow_foreign_resources", "endpoint_kind", "target_aws",
+                "stand_in", "no_report", "test_number", "capacity_share"} & in_ui
     assert got["parsed"] == ["shared-lock", "s3", "x"]

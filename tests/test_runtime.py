@@ -104,3 +104,31 @@ def test_the_documented_scenario_reference_parses(tmp_path):
     assert sc.fidelity.mode == "auto" and sc.fidelity.config.faults["*"].error_5xx == 0.0
     assert sc.fidelity.config.dynamodb.partition_write == 1000 and sc.background.items == 0
     assert sc.lock.wait_s == 60 and sc.fleet.max_iterations == 100_000
+
+
+def test_each_web_test_is_checked_with_the_scenario_it_ran(tmp_path):
+    """A session's tests keep their own scenario's checks (the form may have chosen another scenario)."""
+    import time
+
+    from harness.load.launcher import _results
+    from harness.record import runinfo
+    from harness.record.writer import ShardWriter
+
+    runinfo.write(tmp_path, {"session": True, "tests": []})
+    entries = []
+    for name, max_failures in (("lenient", 1.0), ("strict", 0.1)):
+        n, d = runinfo.new_test_dir(tmp_path)
+        sc = scenarios.load("namespaced").to_dict()
+        sc["name"], sc["checks"]["max_failure_ratio"] = name, max_failures
+        runinfo.write(d, {"scenario": sc, "scenario_name": name, "status": "finished"})
+        w = ShardWriter(d)
+        t = time.time()
+        w.add([{"ts_start": t, "ts_end": t + 1, "user": "w0-0", "iteration": i, "ok": i % 2 == 0, "worker": "local"}
+               for i in range(10)])
+        w.flush()
+        entries.append({"number": n, "dir": str(d.relative_to(tmp_path))})
+    runinfo.update(tmp_path, tests=entries)
+    res = _results(tmp_path, 0, None)
+    assert res.session and res.rows == 20
+    assert res.failed_checks == ["test 002: failure ratio 50.0% is above the allowed 10.0%"]
+    assert [p.name for p in res.to_report] == ["001", "002"]

@@ -28,9 +28,12 @@ class Clients:
 
 def make_clients(endpoints: Endpoints, *, pool: int = 64, region: str | None = None,
                  connect_timeout: float = 5.0, read_timeout: float = 30.0,
-                 total_attempts: int = 4) -> Clients:
-    """``total_attempts`` counts the first try (botocore's own ``max_attempts`` counts retries)."""
-    session = boto3.session.Session()
+                 total_attempts: int = 4, session: boto3.session.Session | None = None) -> Clients:
+    """``total_attempts`` counts the first try (botocore's own ``max_attempts`` counts retries).
+
+    Pass the process's ``session`` to make more clients cheaply (its service models are loaded once).
+    """
+    session = session or boto3.session.Session()
     region = region or session.region_name or DEFAULT_REGION
     cfg = Config(
         max_pool_connections=pool,

@@ -1,8 +1,14 @@
-"""One load worker's iteration of the swamp loop, and the row it records.
+"""One seed worker's iteration of the swamp loop, and the row it records.
 
-No Locust here: a ``LoadWorker`` runs iterations through ``harness.datastore``
-and returns an ``IterationOutcome`` (the row plus the steps); the Locust user
-turns that into events. That keeps the workload testable without a runner.
+No Locust here: a ``SeedWorker`` (one of the seed's "workers"; Locust runs
+each as one user) runs iterations through ``harness.datastore`` and returns an
+``IterationOutcome`` (the row plus the steps); the Locust user turns that into
+events. That keeps the workload testable without a runner.
+
+Two things are called "worker" in this project: a Locust worker *process*
+(the row's ``worker`` column: ``local`` or ``worker-N``; ``process`` in code)
+and the seed's worker, one Locust user (the row's ``user`` column;
+``SeedWorker`` in code).
 """
 
 from __future__ import annotations
@@ -10,7 +16,7 @@ from __future__ import annotations
 import random
 import socket
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from botocore.exceptions import (
@@ -57,6 +63,7 @@ class IterationOutcome:
     row: dict[str, Any]
     steps: list[Step]
     error: BaseException | None
+    events: list[dict] = field(default_factory=list)  # JSON-serialisable; shipped like rows, -> history/*.jsonl
 
 
 def summarize(steps: list[Step]) -> dict[str, Any]:
@@ -78,12 +85,16 @@ def summarize(steps: list[Step]) -> dict[str, Any]:
     return out
 
 
-class LoadWorker:
-    """One seed 'worker': its own datastore view, catalog and model plan."""
+class SeedWorker:
+    """One seed 'worker' (one Locust user): its own datastore view, catalog and model plan.
 
-    def __init__(self, scenario: Scenario, backend: Backend, *, worker: str, user: str,
+    ``process`` names the Locust process it runs in (the row's ``worker``
+    column); ``user`` names the seed worker itself (the row's ``user`` column).
+    """
+
+    def __init__(self, scenario: Scenario, backend: Backend, *, process: str, user: str,
                  clock: Clock | None = None, seed: int | None = None) -> None:
-        self.scenario, self.backend, self.worker, self.user = scenario, backend, worker, user
+        self.scenario, self.backend, self.process, self.user = scenario, backend, process, user
         ds = scenario.datastore
         namespace = user if ds.namespaces == "per-worker" else None
         cfg = SyncConfig(namespace=namespace, lock_scope=ds.lock_scope, index_commit=ds.index_commit,
@@ -124,7 +135,7 @@ class LoadWorker:
             error = e
         total_ms = (time.perf_counter() - t0) * 1000
         row: dict[str, Any] = {
-            "ts_start": t_start, "ts_end": t_start + total_ms / 1000, "worker": self.worker,
+            "ts_start": t_start, "ts_end": t_start + total_ms / 1000, "worker": self.process,
             "user": self.user, "scenario": self.scenario.name, "backend": self.backend.name, "iteration": i,
             "model_id": model, "ok": error is None, "error_kind": classify(error) if error else "",
             "error": str(error)[:500] if error else "", "total_ms": total_ms,

@@ -2,18 +2,29 @@
 
 Locust runs as its own process (master + workers with ``--processes``) so its
 gevent patching and event loop never mix with this supervisor, which only
-watches the run directory for progress, enforces the time bound, and evaluates
-the scenario's checks at the end.
+watches the run directory (progress while a test runs, each test's stop and
+report), enforces the time bound, and evaluates the checks of each test's
+scenario at the end.
+
+Signals: SIGTERM, SIGHUP and SIGINT to ``harness run`` are passed to the
+Locust master, which stops the running test, collects every worker's rows,
+records them and quits; then the supervisor ends whatever is left of Locust's
+process group and stops the embedded server. Nothing outlives the command.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
 import sys
+import threading
 import time
-from dataclasses import dataclass
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 
 from harness.aws.clients import make_clients
@@ -31,6 +42,17 @@ LOCUSTFILE = Path(__file__).with_name("locustfile.py")
 EXIT_CHECKS_FAILED = 3
 GRACE_S = 60.0  # past the run time, Locust gets this long to stop before it is ended
 PROGRESS_EVERY_S = 10.0
+STOP_WAIT_S = 45.0  # after a signal: Locust records the running test, collects its workers' rows, then exits
+FORWARDED = (signal.SIGTERM, signal.SIGHUP, signal.SIGINT)
+
+
+class Interrupted(KeyboardInterrupt):
+    """A signal to ``harness run`` (SIGTERM, SIGHUP or SIGINT), raised where the supervisor is."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
+        self.name = signal.Signals(signum).name
 
 
 @dataclass
@@ -62,6 +84,9 @@ class RunResult:
     failed_checks: list[str]
     locust_exit: int
     report: Path | None = None
+    signal: str | None = None  # the signal that ended the run, if one did
+    to_report: list[Path] = field(default_factory=list)  # run directories with rows and no report yet
+    session: bool = False
 
 
 def _say(opts: RunOptions, msg: str) -> None:
@@ -77,18 +102,28 @@ def _prepare_run_dir(path: Path) -> Path:
 
 
 def _locust_command(opts: RunOptions, sc: scenarios.Scenario, scenario_arg: str, run_dir: Path,
-                    run_id: str) -> list[str]:
+                    run_id: str, endpoint_kind: str, stand_in: dict | None) -> list[str]:
     cmd = [sys.executable, "-m", "locust", "-f", str(LOCUSTFILE), "--scenario", scenario_arg,
            "--backend", sc.backend, "--run-dir", str(run_dir), "--run-id", run_id,
            "-u", str(sc.fleet.workers), "-r", f"{sc.fleet.spawn_rate:g}",
+           "-t", f"{max(1, int(round(sc.fleet.duration_s)))}s",  # headless: the bound; web: the form's prefill
            "--csv", str(run_dir / "locust"), "--csv-full-history", "--exit-code-on-error", "0",
-           "--logfile", str(run_dir / "locust.log"), "--only-summary"]
+           "--logfile", str(run_dir / "locust.log"), "--only-summary", "--endpoint-kind", endpoint_kind]
     if opts.web:
         cmd += ["--web-host", "127.0.0.1", "--web-port", str(opts.web_port)]
+        if not opts.report:
+            cmd += ["--no-report"]
     else:
-        cmd += ["--headless", "-t", f"{max(1, int(round(sc.fleet.duration_s)))}s"]
+        cmd += ["--headless"]
+    if stand_in:
+        cmd += ["--stand-in", json.dumps(stand_in)]
+    if opts.aws:
+        cmd += ["--target-aws"]
     if opts.processes:
-        cmd += ["--processes", str(opts.processes)]
+        # the master and its workers meet on a free loopback port, not Locust's fixed 5557 on every interface
+        port = _free_port()
+        cmd += ["--processes", str(opts.processes), "--master-bind-host", "127.0.0.1", "--master-bind-port",
+                str(port), "--master-host", "127.0.0.1", "--master-port", str(port)]
     if opts.latency:
         cmd += ["--latency", opts.latency]
     if opts.table:
@@ -100,21 +135,112 @@ def _locust_command(opts: RunOptions, sc: scenarios.Scenario, scenario_arg: str,
     return cmd
 
 
-class Progress:
-    """Reads new shards every few seconds: iterations, failures and the fleet rate so far."""
+def _free_port() -> int:
+    import socket
 
-    def __init__(self, run_dir: Path) -> None:
-        self.run_dir, self.seen, self.rows, self.t0 = run_dir, set(), 0, time.monotonic()
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
 
-    def line(self, duration_s: float) -> str:
-        new = [p for p in shard_paths(self.run_dir) if p not in self.seen]
-        self.rows += count_rows(new) if new else 0
-        self.seen.update(new)
-        t = time.monotonic() - self.t0
-        return f"[{t:5.0f}s/{duration_s:.0f}s] {self.rows} iterations recorded ({self.rows / max(t, 1):.2f} it/s)"
+
+def _iso_to_epoch(text: str | None) -> float | None:
+    return datetime.fromisoformat(text).timestamp() if text else None
+
+
+class Watcher:
+    """Reads run.json files to tell the user what happens: progress while a test runs, its stop, its report.
+
+    A headless run is one test in the run directory; a web session lists its
+    tests (each a run directory under ``tests/``) in its own run.json.
+    """
+
+    def __init__(self, run_dir: Path, say) -> None:
+        self.run_dir, self.say = run_dir, say
+        self.seen: dict[Path, set[Path]] = {}
+        self.rows: dict[Path, int] = {}
+        self.stopped: set[Path] = set()
+        self.reported: set[Path] = set()
+        self.next_progress = time.monotonic() + PROGRESS_EVERY_S
+
+    def tests(self) -> list[tuple[int, Path, dict]]:
+        """(number, directory, run.json) of every test so far."""
+        try:
+            info = runinfo.read(self.run_dir)
+        except (FileNotFoundError, json.JSONDecodeError):
+            return []
+        if not info.get("session"):
+            return [(1, self.run_dir, info)]
+        out = []
+        for entry in info.get("tests", []):
+            d = self.run_dir / entry["dir"]
+            try:
+                out.append((entry["number"], d, runinfo.read(d)))
+            except (FileNotFoundError, json.JSONDecodeError):
+                continue
+        return out
+
+    @property
+    def session(self) -> bool:
+        return runinfo.is_session(self.run_dir)
+
+    def _count(self, d: Path) -> int:
+        seen = self.seen.setdefault(d, set())
+        new = [p for p in shard_paths(d) if p not in seen]
+        self.rows[d] = self.rows.get(d, 0) + (count_rows(new) if new else 0)
+        seen.update(new)
+        return self.rows[d]
+
+    def poll(self, final: bool = False) -> None:
+        progress = time.monotonic() >= self.next_progress
+        if progress:
+            self.next_progress += PROGRESS_EVERY_S
+        session = self.session
+        for number, d, info in self.tests():
+            label = f"test {number:03d}" if session else ""
+            if info.get("status") == "running" and progress and not final:
+                rows = self._count(d)
+                started = _iso_to_epoch(info.get("started_at")) or time.time()
+                elapsed = max(time.time() - started, 0.0)
+                bound = info.get("options", {}).get("run_time_s") or info["scenario"]["fleet"]["duration_s"]
+                self.say(f"[{label}{' ' if label else ''}{elapsed:5.0f}s/{bound:.0f}s] {rows} iterations recorded "
+                         f"({rows / max(elapsed, 1.0):.2f} it/s)")
+            if info.get("status") == "finished" and d not in self.stopped:
+                self.stopped.add(d)
+                if session:
+                    self.say(f"harness: {label} ({info.get('scenario_name')}) stopped: {info.get('stop_reason')}; "
+                             f"{info.get('rows_written', 0)} iterations recorded in {d}")
+                for gap in info.get("incomplete") or []:
+                    self.say(f"harness: warning: {label + ': ' if label else ''}{gap['process']} is incomplete "
+                             f"({gap['reason']}); the rows are a lower bound")
+            if info.get("report") and d not in self.reported:
+                self.reported.add(d)
+                self.say(f"harness: {label + ' ' if label else ''}report {d / info['report']}")
+
+
+@contextmanager
+def _signals_raise() -> Iterator[None]:
+    """Turn SIGTERM / SIGHUP / SIGINT into ``Interrupted`` in this (main) thread, for the run's length."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def handler(signum: int, frame: object) -> None:
+        raise Interrupted(signum)
+
+    old = {s: signal.signal(s, handler) for s in FORWARDED}
+    try:
+        yield
+    finally:
+        for s, h in old.items():
+            signal.signal(s, h)
 
 
 def run(opts: RunOptions) -> RunResult:
+    with _signals_raise():
+        return _run(opts)
+
+
+def _run(opts: RunOptions) -> RunResult:
     sc = scenarios.load(opts.scenario).with_overrides(
         backend=opts.backend, workers=opts.workers, duration_s=opts.duration_s, spawn_rate=opts.spawn_rate)
     if opts.latency:
@@ -127,20 +253,22 @@ def run(opts: RunOptions) -> RunResult:
     moto: EmbeddedMoto | None = None
     if opts.aws and any_endpoint_configured():
         raise HarnessError("--aws and an AWS_ENDPOINT_URL* variable disagree: unset the variable or drop --aws")
+    signalled: str | None = None
     try:
         # This process's environment is what Locust inherits and what boto3 reads here.
+        kind_env: dict[str, str] = {}
         if opts.aws:
-            os.environ[runtime.TARGET_AWS_ENV] = "1"
+            kind_env[runtime.TARGET_AWS_ENV] = "1"
         elif not any_endpoint_configured():
             moto = EmbeddedMoto(log_path=str(run_dir / "moto.log")).start()
-            os.environ.update(AWS_ENDPOINT_URL=moto.url, **{runtime.ENDPOINT_KIND_ENV: "moto"}, **DUMMY_CREDENTIALS)
+            os.environ.update(AWS_ENDPOINT_URL=moto.url, **DUMMY_CREDENTIALS)
+            kind_env[runtime.ENDPOINT_KIND_ENV] = "moto"
             for real in ("AWS_PROFILE", "AWS_SESSION_TOKEN"):  # never sign for moto with real credentials
                 os.environ.pop(real, None)
-        endpoints = runtime.resolve_endpoints()
+        endpoints = runtime.resolve_endpoints({**os.environ, **kind_env})
         runtime.check_credentials(endpoints)
-        env = dict(os.environ)
-        if opts.processes:
-            env[runtime.CAPACITY_SHARE_ENV] = str(1.0 / opts.processes)
+        env = {k: v for k, v in os.environ.items()
+               if k not in (runtime.ENDPOINT_KIND_ENV, runtime.TARGET_AWS_ENV, runtime.CAPACITY_SHARE_ENV)}
         runtime.check_reachable(endpoints, sc.backend)
         resources = runtime.Resources.for_run(run_id, opts.table, opts.bucket)
         clients = make_clients(endpoints)
@@ -151,15 +279,16 @@ def run(opts: RunOptions) -> RunResult:
         _say(opts, f"harness: {sc.name} on {sc.backend} ({where}), {sc.fleet.workers} workers, "
                    f"{sc.fleet.duration_s:g}s -> {run_dir}")
         if opts.web:
-            _say(opts, f"harness: web UI at http://127.0.0.1:{opts.web_port} (start the test there)")
-        cmd = _locust_command(opts, sc, scenario_arg, run_dir, run_id)
+            _say(opts, f"harness: web UI at http://127.0.0.1:{opts.web_port} (start each test there; each is "
+                       f"recorded under {run_dir / runinfo.TESTS_DIR}; Ctrl-C ends the session)")
+        cmd = _locust_command(opts, sc, scenario_arg, run_dir, run_id, endpoints.kind, runinfo.stand_in(moto))
         if seed_dir:
             cmd += ["--seed-dir", str(seed_dir)]
         if not opts.table:  # the workers use the table the run created (and seeded)
             cmd += ["--table", resources.table]
         background = _background(opts, sc, endpoints, resources, run_dir)
         try:
-            exit_code = _supervise(opts, sc, cmd, env, run_dir)
+            exit_code, signalled = _supervise(opts, sc, cmd, env, run_dir)
         finally:
             if background:
                 background.stop()
@@ -170,11 +299,30 @@ def run(opts: RunOptions) -> RunResult:
         if moto:
             moto.stop()
     if not (run_dir / runinfo.RUN_JSON).exists():
+        if signalled:
+            raise Interrupted(signal.Signals[signalled])
         raise HarnessError(f"Locust did not start the run; see {run_dir / 'locust.log'}")
-    info = runinfo.update(run_dir, scenario=sc.to_dict(), locust_exit=exit_code)
-    rows = read_rows(run_dir, run_checks.COLUMNS)
-    failed = run_checks.evaluate(rows, sc.checks, info)
-    return RunResult(run_dir, len(rows), failed, exit_code)
+    runinfo.update(run_dir, locust_exit=exit_code)
+    return _results(run_dir, exit_code, signalled)
+
+
+def _results(run_dir: Path, exit_code: int, signalled: str | None) -> RunResult:
+    """Rows and checks of every test, each with the checks of the scenario it actually ran."""
+    watcher = Watcher(run_dir, print)
+    session = watcher.session
+    tests = watcher.tests()
+    if session and not tests and exit_code != 0 and not signalled:
+        raise HarnessError(f"Locust stopped (exit {exit_code}) before any test ran; see {run_dir / 'locust.log'}")
+    total, failed, to_report = 0, [], []
+    for number, d, info in tests:
+        rows = read_rows(d, run_checks.COLUMNS)
+        total += len(rows)
+        checks = scenarios.Checks(**info["scenario"]["checks"])
+        prefix = f"test {number:03d}: " if session else ""
+        failed += [prefix + line for line in run_checks.evaluate(rows, checks, info)]
+        if len(rows) and not info.get("report"):
+            to_report.append(d)
+    return RunResult(run_dir, total, failed, exit_code, signal=signalled, to_report=to_report, session=session)
 
 
 def _seed(opts: RunOptions, sc: scenarios.Scenario, endpoints: Endpoints, resources: runtime.Resources,
@@ -248,34 +396,90 @@ def _background(opts: RunOptions, sc: scenarios.Scenario, endpoints: Endpoints, 
     return _BackgroundJob(opts, sc, endpoints, resources.table, run_dir)
 
 
-def _supervise(opts: RunOptions, sc: scenarios.Scenario, cmd: list[str], env: dict[str, str], run_dir: Path) -> int:
+def _supervise(opts: RunOptions, sc: scenarios.Scenario, cmd: list[str], env: dict[str, str],
+               run_dir: Path) -> tuple[int, str | None]:
+    """Run Locust to its end; on a signal, let it record the running test, then end its whole process group."""
     out = open(run_dir / "locust.out", "wb")  # noqa: SIM115
     proc = subprocess.Popen(cmd, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
-    progress = Progress(run_dir)
+    watcher = Watcher(run_dir, lambda msg: _say(opts, msg))
     limit = None if opts.web else sc.fleet.duration_s + GRACE_S
     start = time.monotonic()
-    next_line = start + PROGRESS_EVERY_S
+    received: str | None = None
     try:
-        while proc.poll() is None:
-            time.sleep(0.5)
-            now = time.monotonic()
-            elapsed = now - start
-            if now >= next_line:
-                next_line += PROGRESS_EVERY_S
-                _say(opts, progress.line(sc.fleet.duration_s))
-            if limit is not None and elapsed > limit:
-                _say(opts, "harness: Locust overran the run time; stopping it")
-                proc.send_signal(signal.SIGTERM)
-                proc.wait(30)
-    except KeyboardInterrupt:
-        _say(opts, "harness: interrupted; stopping Locust (rows recorded so far are kept)")
-        proc.send_signal(signal.SIGINT)
         try:
-            proc.wait(30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+            while proc.poll() is None:
+                time.sleep(0.5)
+                watcher.poll()
+                if limit is not None and time.monotonic() - start > limit:
+                    _say(opts, "harness: Locust overran the run time; stopping it")
+                    proc.send_signal(signal.SIGTERM)
+                    proc.wait(30)
+        except Interrupted as e:
+            received = e.name
+            hurry = _hold_signals()
+            _say(opts, f"harness: {received}: stopping Locust (the running test is recorded first)")
+            _forward(proc, e.signum)
+            _wait(proc, STOP_WAIT_S, hurry, opts)
     finally:
         if proc.poll() is None:
-            proc.kill()
+            _end_group(proc.pid)
+            proc.wait(10)
+        _end_group(proc.pid)  # workers or report builders Locust left behind
         out.close()
-    return proc.returncode if proc.returncode is not None else -1
+        watcher.poll(final=True)
+    return (proc.returncode if proc.returncode is not None else -1), received
+
+
+def _forward(proc: subprocess.Popen, signum: int) -> None:
+    try:
+        proc.send_signal(signum)
+    except ProcessLookupError:
+        pass
+
+
+def _hold_signals() -> threading.Event:
+    """From the first signal on, later ones only hurry the shutdown (they must not break its cleanup)."""
+    hurry = threading.Event()
+    if threading.current_thread() is threading.main_thread():
+        for s in FORWARDED:
+            signal.signal(s, lambda *_: hurry.set())
+    return hurry
+
+
+def _wait(proc: subprocess.Popen, seconds: float, hurry: threading.Event, opts: RunOptions) -> None:
+    """Wait for Locust to finish recording; a second signal ends it at once."""
+    deadline = time.monotonic() + seconds
+    while proc.poll() is None and time.monotonic() < deadline:
+        if hurry.wait(0.2):
+            _say(opts, "harness: a second signal: ending Locust now")
+            return
+    if proc.poll() is None:
+        _say(opts, f"harness: Locust did not stop within {seconds:g} s; ending it")
+
+
+def _group_members(pgid: int) -> list[int]:
+    """Live processes of a process group (zombies waiting for their parent do not count)."""
+    import psutil
+
+    out = []
+    for p in psutil.process_iter(["pid", "status"]):
+        try:
+            if p.info["status"] != psutil.STATUS_ZOMBIE and os.getpgid(p.pid) == pgid:
+                out.append(p.pid)
+        except (ProcessLookupError, psutil.Error):
+            continue
+    return out
+
+
+def _end_group(pgid: int, wait_s: float = 5.0) -> None:
+    """SIGTERM, then SIGKILL, whatever is left of Locust's process group (its own session: nothing else is in it)."""
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        if not _group_members(pgid):
+            return
+        try:
+            os.killpg(pgid, sig)
+        except (ProcessLookupError, PermissionError):
+            return
+        deadline = time.monotonic() + wait_s
+        while time.monotonic() < deadline and _group_members(pgid):
+            time.sleep(0.1)

@@ -4,67 +4,57 @@ Works with every Locust option: headless or web UI, one process, or a master
 with workers (``--processes N`` or ``--master``/``--worker``). Each step is a
 request event (request_type = backend, name = step) and the whole iteration is
 one more; failures carry their error kind, so Locust's failure table reads like
-the seed's error reports. Iteration rows go to Parquet shards in the run
-directory; in distributed mode they ride the workers' stats reports to the
-master, which writes them.
+the seed's error reports.
+
+Each Locust process's harness state is a ``HarnessProcess`` on the
+``Environment`` (``environment.harness``). Rows and events of a worker ride its
+stats reports to the master, and a final message at the end of each test says
+how many it sent; the master (or the single process) records each test as a
+run directory (``harness.load.session``). With the web UI, every test started
+from the form is recorded in a directory of its own and reported when it stops.
 """
 
 from __future__ import annotations
 
 import logging
 import os
-import threading
 import time
-from dataclasses import asdict
-from pathlib import Path
 from typing import Any
 
 import gevent
+import locust.runners
 from locust import User, events, task
 from locust.exception import StopUser
 from locust.runners import MasterRunner, WorkerRunner
 
 from harness.aws.clients import make_clients
 from harness.aws.endpoints import any_endpoint_configured
-from harness.aws.fidelity.layer import Fidelity
-from harness.aws.fidelity.probe import Probe
 from harness.aws.moto_server import DUMMY_CREDENTIALS, EmbeddedMoto
 from harness.errors import HarnessError
-from harness.load import runtime
 from harness.load import scenario as scenarios
-from harness.load.iteration import LoadWorker
+from harness.load.iteration import SeedWorker
+from harness.load.process import (
+    FINAL_MESSAGE,
+    FLUSH_MESSAGE,
+    REPORT_KEY,
+    ROLE_LOCAL,
+    ROLE_MASTER,
+    ROLE_WORKER,
+    HarnessProcess,
+    Outbox,
+    load_scenario,
+)
+from harness.load.session import GENERATOR_EVERY_S, Session, install_signal_notes
 from harness.pacing.sources import load_state
-from harness.record import runinfo
-from harness.record.writer import ShardWriter
 
 log = logging.getLogger("harness")
-ROWS_KEY = "harness_rows"
+
+# Locust measures its processes' CPU every 10 s; generator.csv samples every few seconds, so measure as often.
+locust.runners.CPU_MONITOR_INTERVAL = GENERATOR_EVERY_S
 
 
 class IterationFailure(Exception):
     """What Locust's failure table shows: ``<error kind>: <message>``."""
-
-
-class ProcessState:
-    """Everything one Locust process shares between its users (one session, one client per service)."""
-
-    def __init__(self) -> None:
-        self.scenario: scenarios.Scenario | None = None
-        self.backend: Any = None
-        self.writer: ShardWriter | None = None
-        self.pending: list[dict] = []
-        self.lock = threading.Lock()
-        self.users = 0
-        self.worker = "local"
-        self.run_dir: Path | None = None
-        self.moto: EmbeddedMoto | None = None
-        self.probe: Probe | None = None
-
-    def reset(self) -> None:
-        self.__init__()  # type: ignore[misc]
-
-
-STATE = ProcessState()
 
 
 @events.init_command_line_parser.add_listener
@@ -76,152 +66,186 @@ def _options(parser: Any) -> None:
     parser.add_argument("--run-dir", default="", help="where iteration rows and run.json go (default runs/<run id>)")
     parser.add_argument("--latency", default="", help="latency profile (local, aws-dynamodb, aws-s3-vpce, aws, "
                         "or a .toml file); overrides the scenario's fidelity.latency")
-    parser.add_argument("--run-id", default="", include_in_web_ui=False, help="set by the master; leave empty")
-    parser.add_argument("--table", default="", include_in_web_ui=False, help="DynamoDB table (default per run)")
-    parser.add_argument("--bucket", default="", include_in_web_ui=False, help="S3 bucket (default per run)")
-    parser.add_argument("--seed-dir", default="", include_in_web_ui=False,
-                        help="start each worker from a seeded namespace's catalog and local view")
-    parser.add_argument("--allow-foreign-resources", action="store_true", default=False, include_in_web_ui=False,
-                        help="write into a table/bucket the harness did not create")
-
-
-def _load_scenario(opts: Any) -> scenarios.Scenario:
-    sc = scenarios.load(opts.scenario)
-    return sc.with_overrides(backend=opts.backend or None)
+    hidden = {"include_in_web_ui": False}
+    parser.add_argument("--run-id", default="", help="set by the master; leave empty", **hidden)
+    parser.add_argument("--table", default="", help="DynamoDB table (default per run)", **hidden)
+    parser.add_argument("--bucket", default="", help="S3 bucket (default per run)", **hidden)
+    parser.add_argument("--seed-dir", default="", help="start each worker from a seeded namespace's catalog and "
+                        "local view", **hidden)
+    parser.add_argument("--allow-foreign-resources", action="store_true", default=False,
+                        help="write into a table/bucket the harness did not create", **hidden)
+    parser.add_argument("--endpoint-kind", default="", help="what the configured endpoint is (moto, aws, other); "
+                        "set by `harness run`", **hidden)
+    parser.add_argument("--target-aws", action="store_true", default=False,
+                        help="no endpoint: target AWS itself (set by `harness run --aws`)", **hidden)
+    parser.add_argument("--stand-in", default="", help="JSON {name, version} of the stand-in `harness run` "
+                        "started", **hidden)
+    parser.add_argument("--no-report", action="store_true", default=False,
+                        help="web UI: do not build each test's report when it stops", **hidden)
+    parser.add_argument("--test-number", type=int, default=0, help="set by the master for its workers", **hidden)
+    parser.add_argument("--capacity-share", type=float, default=1.0,
+                        help="set by the master: this process models this share of the table's capacity", **hidden)
 
 
 @events.init.add_listener
 def _init(environment: Any, **_: Any) -> None:
-    STATE.reset()
-    opts = environment.parsed_options
-    runner = environment.runner
+    """Give this Locust process its harness state and wire its listeners (after Locust's own)."""
+    opts, runner = environment.parsed_options, environment.runner
     if opts is None:
         return
-    if not isinstance(runner, MasterRunner | WorkerRunner) and not any_endpoint_configured() \
-            and os.environ.get(runtime.TARGET_AWS_ENV) != "1":
-        STATE.moto = EmbeddedMoto().start()  # plain `locust -f locustfile.py`: the embedded default
-        os.environ.update(AWS_ENDPOINT_URL=STATE.moto.url, **{runtime.ENDPOINT_KIND_ENV: "moto"}, **DUMMY_CREDENTIALS)
-    if not isinstance(runner, WorkerRunner):
-        sc = _load_scenario(opts)  # fail early, before any user starts
-        opts.run_id = opts.run_id or runtime.new_run_id(sc.name, sc.backend)
-        opts.run_dir = opts.run_dir or str(Path("runs") / opts.run_id)
-    if isinstance(runner, MasterRunner):
-        environment.events.worker_report.add_listener(_on_worker_report)
-    if isinstance(runner, WorkerRunner):
-        environment.events.report_to_master.add_listener(_on_report_to_master)
-
-
-def _on_report_to_master(client_id: str, data: dict) -> None:
-    with STATE.lock:
-        rows, STATE.pending = STATE.pending, []
-    data[ROWS_KEY] = rows
-
-
-def _on_worker_report(client_id: str, data: dict) -> None:
-    rows = data.get(ROWS_KEY)
-    if rows and STATE.writer is not None:
-        STATE.writer.add(rows)
-
-
-@events.test_start.add_listener
-def _test_start(environment: Any, **_: Any) -> None:
+    role = ROLE_MASTER if isinstance(runner, MasterRunner) else ROLE_WORKER if isinstance(runner, WorkerRunner) \
+        else ROLE_LOCAL
+    h = HarnessProcess(environment, role, make_clients=lambda *a, **k: make_clients(*a, **k))
+    environment.harness = h
+    gevent.spawn(h.warm)  # once, at start-up: no test is running yet
+    ev = environment.events
+    if role == ROLE_WORKER:
+        h.outbox = Outbox(process="worker-?")
+        ev.test_start.add_listener(lambda **_: _worker_test_start(h))
+        ev.test_stop.add_listener(lambda **_: _worker_test_stop(h))
+        ev.report_to_master.add_listener(lambda client_id, data, **_: _worker_report(h, data))
+        ev.quitting.add_listener(lambda **_: _worker_quitting(h))
+        runner.register_message(FLUSH_MESSAGE, lambda environment, msg, **_: _worker_flush(h, msg.data))
+        return
     try:
-        _setup(environment)
+        if role == ROLE_LOCAL and not any_endpoint_configured() and not opts.target_aws and not opts.endpoint_kind:
+            h.server = EmbeddedMoto().start()  # plain `locust -f locustfile.py`: the embedded default
+            os.environ.update(AWS_ENDPOINT_URL=h.server.url, **DUMMY_CREDENTIALS)
+            opts.endpoint_kind = "moto"
+        sc = load_scenario(opts)  # fail early, before any user starts
+        opts.run_id = opts.run_id or _new_run_id(sc)
+        opts.run_dir = opts.run_dir or os.path.join("runs", opts.run_id)
+        session = h.session = Session(h)
+        if opts.headless and opts.run_time:
+            # The harness times the test from its start (Locust would count from before the test's setup)
+            # and records why it stopped; Locust's own timer is not started.
+            session.headless_run_time, opts.run_time = float(opts.run_time), None
+        session.open()
     except HarnessError as e:
         log.error("harness: %s", e)
-        gevent.spawn_later(0.1, environment.runner.quit)
-        raise
+        if h.server is not None:
+            h.server.stop()
+        raise SystemExit(2) from None
+    ev.test_start.add_listener(lambda **_: _start_test(session))
+    ev.test_stopping.add_listener(lambda **_: session.stopping())
+    ev.test_stop.add_listener(lambda **_: session.finish_test())
+    ev.spawning_complete.add_listener(lambda **_: session.spawning_complete())
+    ev.quitting.add_listener(lambda **_: _quitting(h))
+    if role == ROLE_MASTER:
+        ev.worker_report.add_listener(lambda client_id, data, **_: _master_report(session, client_id, data))
+        runner.register_message(FINAL_MESSAGE, lambda environment, msg, **_: session.receive(msg.node_id, msg.data))
+    install_signal_notes(session)
+    if environment.web_ui is not None:
+        from harness.load.web import ui
+
+        ui.install(environment, session)
 
 
-def _setup(environment: Any) -> None:
-    opts, runner = environment.parsed_options, environment.runner
-    sc = _load_scenario(opts)
-    STATE.scenario = sc
-    is_worker, is_master = isinstance(runner, WorkerRunner), isinstance(runner, MasterRunner)
-    STATE.worker = f"worker-{runner.worker_index}" if is_worker else "local"
-    endpoints = runtime.resolve_endpoints()
-    runtime.check_credentials(endpoints)
-    resources = runtime.Resources.for_run(opts.run_id, opts.table or None, opts.bucket or None)
-    clients = make_clients(endpoints, pool=max(64, sc.fleet.workers * 2))
-    backend = runtime.build_backend(sc, clients, resources, opts.run_id)
-    if not is_worker:  # the master (or the single process) creates the table/bucket once
-        runtime.ensure_owned(clients, backend, opts.allow_foreign_resources)
-    share = float(os.environ.get(runtime.CAPACITY_SHARE_ENV, "1") or 1)
-    fidelity = sc.fidelity.resolve(endpoints.kind, share, opts.latency or None)
-    if not is_master:  # only the processes that send load get the fidelity layer
-        layer = Fidelity(fidelity)
-        layer.install(clients.dynamodb)
-        layer.install(clients.s3)
-        STATE.backend = backend
-    if is_worker:
-        return
-    STATE.run_dir = Path(opts.run_dir)
-    STATE.run_dir.mkdir(parents=True, exist_ok=True)
-    STATE.writer = ShardWriter(STATE.run_dir, tag="master" if isinstance(runner, MasterRunner) else "local")
-    runinfo.write(STATE.run_dir, {
-        "run_id": opts.run_id, "scenario": sc.to_dict(), "scenario_name": sc.name, "backend": sc.backend,
-        "endpoint": runtime.endpoint_summary(endpoints), "endpoint_kind": endpoints.kind,
-        "resources": {"table": resources.table, "bucket": resources.bucket},
-        "versions": runinfo.versions(), "host": runinfo.host(), "started_at": runinfo.utc_now(),
-        "ended_at": None, "status": "running", "fidelity": asdict(fidelity),
-        "fleet": {"workers": opts.num_users or sc.fleet.workers,
-                  "processes": int(getattr(opts, "processes", 0) or 0) or
-                  (len(runner.clients) if isinstance(runner, MasterRunner) else 1)},
-    })
-    if fidelity.enabled and fidelity.probe_every_s > 0:
-        STATE.probe = Probe(backend, STATE.run_dir, fidelity.probe_every_s).start()
-    if not opts.run_time:  # every load loop is bounded in time: default to the scenario's duration
-        gevent.spawn_later(sc.fleet.duration_s, runner.quit)
+def _new_run_id(sc: scenarios.Scenario) -> str:
+    from harness.load import runtime
+
+    return runtime.new_run_id(sc.name, sc.backend)
 
 
-@events.quitting.add_listener
-def _quitting(environment: Any, **_: Any) -> None:
-    if STATE.probe is not None:
-        STATE.probe.stop()
-    if STATE.writer is not None and STATE.run_dir is not None:
-        STATE.writer.flush()
-        try:
-            runinfo.update(STATE.run_dir, ended_at=runinfo.utc_now(), status="finished",
-                           rows_written=STATE.writer.written)
-        except FileNotFoundError:
-            pass
-    if STATE.moto is not None:
-        STATE.moto.stop()
+def _start_test(session: Session) -> None:
+    """A test that cannot start (say, a foreign table) is one line in the log, and stopped."""
+    try:
+        session.start_test()
+    except HarnessError as e:
+        log.error("harness: test not started: %s", e)
+        gevent.spawn(session.runner.stop if session.web else session.runner.quit)
 
 
-def record(row: dict) -> None:
-    if STATE.writer is not None:
-        STATE.writer.add([row])
-    else:
-        with STATE.lock:
-            STATE.pending.append(row)
+def _quitting(h: HarnessProcess) -> None:
+    try:
+        h.session.close()
+    finally:
+        if h.server is not None:
+            h.server.stop()
 
 
-class SwampWorker(User):
-    """One seed worker: runs the loop until the run ends or it reaches its iteration cap."""
+def _master_report(session: Session, client_id: str, data: dict) -> None:
+    payload = data.get(REPORT_KEY)
+    if payload:
+        session.receive(client_id, payload)
+
+
+# ---- a worker process --------------------------------------------------------------------
+
+
+def _worker_test_start(h: HarnessProcess) -> None:
+    opts = h.environment.parsed_options
+    h.load = None
+    assert h.outbox is not None
+    h.outbox.process = h.name
+    h.outbox.open(opts.test_number)
+    try:
+        sc = load_scenario(opts)
+        clients, backend = h.build(sc)
+        h.setup_load(opts.test_number, sc, clients, backend, float(opts.capacity_share or 1.0))
+    except HarnessError as e:
+        log.error("harness: %s: test %03d cannot run here: %s", h.name, opts.test_number, e)
+
+
+def _worker_report(h: HarnessProcess, data: dict) -> None:
+    assert h.outbox is not None
+    payload = h.outbox.drain(h.throttles())
+    if payload is not None:
+        data[REPORT_KEY] = payload
+
+
+def _worker_test_stop(h: HarnessProcess) -> None:
+    """Users are stopped: send what is left, and how many rows this process sent in all."""
+    assert h.outbox is not None
+    payload = h.outbox.close(h.throttles())
+    h.load = None
+    if payload is not None:
+        h.environment.runner.send_message(FINAL_MESSAGE, payload)
+
+
+def _worker_flush(h: HarnessProcess, data: dict) -> None:
+    """The master is ending the test without a stop message (it is quitting): stop and report now."""
+    assert h.outbox is not None
+    if h.outbox.test is not None and h.outbox.test == data.get("test"):
+        h.environment.runner.stop()  # fires test_stop, which sends the final report
+
+
+def _worker_quitting(h: HarnessProcess) -> None:
+    """Before Locust tells the master it quits: finish the test, so its rows arrive first."""
+    assert h.outbox is not None
+    if h.outbox.test is not None:
+        h.environment.runner.stop()
+
+
+# ---- the user ------------------------------------------------------------------------------
+
+
+class SeedWorkerUser(User):
+    """One of the seed's workers: runs the loop until the test ends or it reaches its iteration cap."""
 
     def wait_time(self) -> float:
-        return STATE.scenario.workload.think_time_s if STATE.scenario else 0.0
+        load = self.environment.harness.load
+        return load.scenario.workload.think_time_s if load else 0.0
 
     def on_start(self) -> None:
-        if STATE.backend is None or STATE.scenario is None:
+        h = self.environment.harness
+        load = h.load
+        if load is None:
             raise StopUser()
-        with STATE.lock:
-            n = STATE.users
-            STATE.users += 1
+        n = load.next_user()
         index = getattr(self.environment.runner, "worker_index", 0) or 0
-        self.lw = LoadWorker(STATE.scenario, STATE.backend, worker=STATE.worker, user=f"w{index}-{n}",
-                             seed=hash((os.getpid(), n, time.time())))
+        self.max_iterations = load.scenario.fleet.max_iterations
+        self.seed_worker = SeedWorker(load.scenario, load.backend, process=h.name, user=f"w{index}-{n}",
+                                      seed=hash((os.getpid(), n, time.time())))
         seed_dir = self.environment.parsed_options.seed_dir
         if seed_dir:
-            load_state(seed_dir, self.lw.store)
+            load_state(seed_dir, self.seed_worker.store)
 
     @task
     def iterate(self) -> None:
-        assert STATE.scenario is not None
-        if self.lw.iteration >= STATE.scenario.fleet.max_iterations:
+        if self.seed_worker.iteration >= self.max_iterations:
             raise StopUser()
-        out = self.lw.run_once()
+        out = self.seed_worker.run_once()
         fire = self.environment.events.request.fire
         backend = out.row["backend"]
         failed_step = next((s.name for s in reversed(out.steps) if s.name != "release"), None)
@@ -232,4 +256,4 @@ class SwampWorker(User):
                  exception=exc if (exc and s.name == failed_step) else None, context={})
         fire(request_type=backend, name="iteration", response_time=out.row["total_ms"],
              response_length=out.row["bytes_sent"] + out.row["bytes_received"], exception=exc, context={})
-        record(out.row)
+        self.environment.harness.record(out)

@@ -1,14 +1,21 @@
-"""Buffer iteration rows and flush them as Parquet shards every few seconds.
+"""Buffer records and flush them as files in a run directory every few seconds.
 
-Memory stays flat on a nine-hour run (the buffer only holds a few seconds of
-rows) and a crash loses at most the rows since the last flush. A shard is
-written to a temporary name and renamed, so a reader never sees half a file.
+Memory stays flat on a nine-hour run (a buffer only holds a few seconds of
+records) and a crash loses at most the records since the last flush. A file is
+written under a temporary name and renamed, so a reader never sees half a file.
+
+File names never collide: each writer has a random token besides its tag and
+process id, and never reuses a sequence number, so two tests, two processes or
+a restarted process writing into the same directory all add files, never
+replace one.
 """
 
 from __future__ import annotations
 
 import itertools
+import json
 import os
+import secrets
 import threading
 import time
 from pathlib import Path
@@ -17,6 +24,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from harness.record.schema import SCHEMA
+
+HISTORY_DIR = "history"
+ITERATIONS_DIR = "iterations"
 
 
 def to_table(rows: list[dict]) -> pa.Table:
@@ -27,34 +37,76 @@ def to_table(rows: list[dict]) -> pa.Table:
     return pa.table(cols, schema=SCHEMA)
 
 
-class ShardWriter:
-    def __init__(self, run_dir: str | Path, tag: str = "local", flush_every_s: float = 5.0) -> None:
-        self.dir = Path(run_dir) / "iterations"
+class _BufferedFiles:
+    """A buffer flushed to ``<dir>/part-<tag>-<pid>-<token>-<seq><suffix>`` files."""
+
+    suffix = ""
+
+    def __init__(self, directory: Path, tag: str, flush_every_s: float) -> None:
+        self.dir = directory
         self.dir.mkdir(parents=True, exist_ok=True)
         self.tag = tag
         self.flush_every_s = flush_every_s
-        self._rows: list[dict] = []
+        self._token = secrets.token_hex(3)
+        self._records: list[dict] = []
         self._seq = itertools.count(1)
         self._last = time.monotonic()
         self._lock = threading.Lock()
         self.written = 0
 
-    def add(self, rows: list[dict]) -> None:
+    def add(self, records: list[dict]) -> None:
+        if not records:
+            return
         with self._lock:
-            self._rows.extend(rows)
+            self._records.extend(records)
         if time.monotonic() - self._last >= self.flush_every_s:
             self.flush()
 
+    def _next_path(self) -> Path:
+        while True:
+            path = self.dir / f"part-{self.tag}-{os.getpid()}-{self._token}-{next(self._seq):06d}{self.suffix}"
+            if not path.exists():
+                return path
+
     def flush(self) -> Path | None:
         with self._lock:
-            rows, self._rows = self._rows, []
+            records, self._records = self._records, []
             self._last = time.monotonic()
-        if not rows:
+        if not records:
             return None
-        table = to_table(rows)
-        path = self.dir / f"part-{self.tag}-{os.getpid()}-{next(self._seq):06d}.parquet"
-        tmp = path.with_suffix(".parquet.tmp")
-        pq.write_table(table, tmp, compression="zstd")
+        path = self._next_path()
+        tmp = path.with_name(path.name + ".tmp")
+        self._write(records, tmp)
         os.replace(tmp, path)
-        self.written += len(rows)
+        self.written += len(records)
         return path
+
+    def _write(self, records: list[dict], path: Path) -> None:
+        raise NotImplementedError
+
+
+class ShardWriter(_BufferedFiles):
+    """Iteration rows -> ``RUN_DIR/iterations/part-*.parquet`` (schema in ``harness.record.schema``)."""
+
+    suffix = ".parquet"
+
+    def __init__(self, run_dir: str | Path, tag: str = "local", flush_every_s: float = 5.0) -> None:
+        super().__init__(Path(run_dir) / ITERATIONS_DIR, tag, flush_every_s)
+
+    def _write(self, records: list[dict], path: Path) -> None:
+        pq.write_table(to_table(records), path, compression="zstd")
+
+
+class HistoryWriter(_BufferedFiles):
+    """Events (lock grants, commit attempts, ...) -> ``RUN_DIR/history/part-*.jsonl``, one JSON object a line."""
+
+    suffix = ".jsonl"
+
+    def __init__(self, run_dir: str | Path, tag: str = "local", flush_every_s: float = 5.0) -> None:
+        super().__init__(Path(run_dir) / HISTORY_DIR, tag, flush_every_s)
+
+    def _write(self, records: list[dict], path: Path) -> None:
+        with path.open("w") as f:
+            for r in records:
+                f.write(json.dumps(r, sort_keys=True, default=str))
+                f.write("\n")

@@ -3,17 +3,21 @@
 from __future__ import annotations
 
 import json
+import os
 import re
+import signal
 import subprocess
 import sys
 import time
 from pathlib import Path
 
+import pandas as pd
 import pytest
 import yaml
 
 from harness.aws.moto_server import EmbeddedMoto
 from tests.e2e.conftest import ROOT, clean_env, harness, rows
+from tests.e2e.web_session import assert_contiguous, wait_for
 
 pytestmark = pytest.mark.e2e
 
@@ -28,7 +32,60 @@ def test_processes_two_gives_rows_from_both_worker_processes(tmp_path):
     assert d.groupby("worker")["user"].nunique().to_dict() == {"worker-0": 2, "worker-1": 2}
     assert d["ok"].all() and len(d) >= 8
     info = json.loads((run_dir / "run.json").read_text())
-    assert info["fleet"] == {"workers": 4, "processes": 2} and info["rows_written"] == len(d)
+    assert info["fleet"] == {"workers": 4, "processes": 2, "spawn_rate": 4.0}
+    assert info["stop_reason"] == "run time reached (12 s)" and info["incomplete"] == []
+    # Nothing lost between the workers and the master: each user's iterations run 0..n-1 without a gap,
+    # and each worker process's rows on disk are exactly the rows it says it sent.
+    assert_contiguous(d)
+    on_disk = d.groupby("worker").size().to_dict()
+    assert {name: p["rows_sent"] for name, p in info["processes"].items()} == on_disk
+
+
+def test_a_killed_worker_is_named_and_the_others_rows_are_complete(tmp_path):
+    run_dir = tmp_path / "killed"
+    proc = subprocess.Popen([sys.executable, "-m", "harness", "run", "namespaced", "--processes", "2", "--workers",
+                             "4", "--duration", "20s", "--run-dir", str(run_dir), "--no-report"],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=clean_env(), cwd=ROOT,
+                            start_new_session=True)
+    try:
+        wait_for("rows from both worker processes", lambda: _senders(run_dir) >= {"worker-0", "worker-1"}, 90)
+        victim = _worker_pids(proc.pid)[0]
+        os.kill(victim, signal.SIGKILL)
+        out, _ = proc.communicate(timeout=180)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert proc.returncode == 0, out
+    info = json.loads((run_dir / "run.json").read_text())
+    d = rows(run_dir)
+    by_pid = {p["pid"]: name for name, p in info["processes"].items()}
+    killed, survivor = by_pid[victim], next(n for pid, n in by_pid.items() if pid != victim)
+    assert [x["process"] for x in info["incomplete"]] == [killed], info["incomplete"]
+    assert "killed or lost" in info["incomplete"][0]["reason"]
+    assert info["processes"][survivor]["complete"] and not info["processes"][killed]["complete"]
+    # the survivor's rows are all there; the killed worker's, up to its last report, without gaps
+    assert_contiguous(d)
+    assert (d["worker"] == survivor).sum() == info["processes"][survivor]["rows_sent"]
+    assert (d["worker"] == killed).sum() == info["processes"][killed]["rows"] > 0
+    assert d.loc[d["worker"] == survivor, "ts_end"].max() > d.loc[d["worker"] == killed, "ts_end"].max()
+
+
+def _senders(run_dir: Path) -> set[str]:
+    parts = list((run_dir / "iterations").glob("*.parquet")) if (run_dir / "iterations").is_dir() else []
+    return set(pd.read_parquet(parts, columns=["worker"])["worker"]) if parts else set()
+
+
+def _worker_pids(harness_pid: int) -> list[int]:
+    """The Locust worker processes: the children of Locust's master (a child of `harness run`)."""
+    import psutil
+
+    for child in psutil.Process(harness_pid).children():
+        if "locust" in " ".join(child.cmdline()):
+            workers = [c.pid for c in child.children() if "moto_server" not in " ".join(c.cmdline())
+                       and "harness report" not in " ".join(c.cmdline())]
+            if len(workers) == 2:
+                return workers
+    raise AssertionError("no Locust master with two worker processes under harness run")
 
 
 def test_checks_gate_the_exit_code(tmp_path):

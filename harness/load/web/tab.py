@@ -1,0 +1,143 @@
+"""The harness tab's table: live numbers in words, one row per measure.
+
+Columns: the measure, its value over the last few seconds, its value over the
+whole test so far, and how it is measured. Values come from ``live.Summary``
+(the report's definitions), the fidelity layer's capacity model and the
+stand-in probe's samples.
+"""
+
+from __future__ import annotations
+
+import csv
+import statistics
+from dataclasses import dataclass
+from pathlib import Path
+
+from harness.aws.fidelity.layer import FidelityConfig
+from harness.load.web.live import REPORT_STEPS, Summary
+
+COLUMNS = [{"key": "metric", "title": "Measure"}, {"key": "now", "title": "Last 10 s"},
+           {"key": "test", "title": "Whole test"}, {"key": "how", "title": "How it is measured"}]
+STEP_LABELS = {"lock_wait_ms": "lock wait", "pull_ms": "pull", "method_ms": "method", "push_ms": "push",
+               "commit_ms": "commit", "export_ms": "export", "delete_ms": "delete", "prune_ms": "prune"}
+COUNT_LABELS = {"pull_items_read": ("items read per pull", "mean per successful iteration"),
+                "index_entries_written": ("index entries per commit", "mean per successful iteration"),
+                "catalog_rows": ("catalog rows", "mean per successful iteration (the namespace's catalog)"),
+                "files_pushed": ("files pushed per sync", "mean per successful iteration")}
+
+
+@dataclass(frozen=True)
+class Capacity:
+    """The table's modelled capacity (units/s) for the whole fleet; None where the model has no limit."""
+
+    read: float | None
+    write: float | None
+    basis: str
+
+
+def modelled_capacity(cfg: FidelityConfig | None) -> Capacity | None:
+    """What the fidelity layer lets the whole table take (every process's share together)."""
+    if cfg is None or not cfg.enabled or cfg.dynamodb is None:
+        return None
+    cap = cfg.dynamodb
+    if cap.mode == "provisioned":
+        basis = "provisioned"
+    elif cap.max_write or cap.max_read:
+        basis = "on-demand maximum"
+    else:
+        basis = "on-demand warm throughput"
+
+    def limit(kind: str) -> float:
+        table = cap.table_limit(kind)
+        return table if table is not None else (cap.read if kind == "read" else cap.write) * cap.scale
+
+    scaled = f", scale {cap.scale:g}" if cap.scale != 1 else ""
+    return Capacity(read=limit("read"), write=limit("write"), basis=f"{basis}{scaled}")
+
+
+def probe_view(path: Path, first_n: int = 3) -> dict | None:
+    """The stand-in probe's latest sample against its first ones (None before two samples)."""
+    if not path.exists():
+        return None
+    try:
+        with path.open(newline="") as f:
+            samples = [(r.get("op", ""), float(r["ms"])) for r in csv.DictReader(f) if r.get("ms")]
+    except (OSError, ValueError, KeyError):
+        return None
+    if len(samples) < 2:
+        return None
+    first = statistics.median(ms for _, ms in samples[:max(1, min(first_n, len(samples) // 2))])
+    return {"op": samples[-1][0], "last_ms": samples[-1][1], "first_ms": first, "samples": len(samples)}
+
+
+def _rate(x: float) -> str:
+    return f"{x:.2f} it/s"
+
+
+def _pct(x: float | None) -> str:
+    return "–" if x is None else f"{100 * x:.1f} %"
+
+
+def _ms(x: float | None) -> str:
+    return "–" if x is None else f"{x:.0f} ms" if x >= 10 else f"{x:.1f} ms"
+
+
+def _num(x: float | None) -> str:
+    return "–" if x is None else f"{x:,.0f}" if x >= 100 else f"{x:.1f}"
+
+
+def _units(used: float, limit: float | None, unit: str) -> str:
+    if limit is None:
+        return f"{used:,.1f} {unit}/s"
+    return f"{used:,.1f} of {limit:,.0f} {unit}/s ({used / limit:.0%})" if limit > 0 else f"{used:,.1f} {unit}/s"
+
+
+def table(now: Summary, whole: Summary, *, capacity: Capacity | None, throttles_now: float | None,
+          throttles_test: float | None, probe: dict | None) -> list[dict]:
+    """The tab's rows (dicts keyed by ``COLUMNS``), in the order a reader needs them."""
+    rows = [
+        {"metric": "Successful iterations / s", "now": _rate(now.ok_per_s), "test": _rate(whole.ok_per_s),
+         "how": "iterations that ended without error, per second (the report's fleet rate)"},
+        {"metric": "Failed iterations / s", "now": _rate(now.failed_per_s), "test": _rate(whole.failed_per_s),
+         "how": "iterations that ended in an error, per second"},
+        {"metric": "Iteration failure %", "now": _pct(now.failure_ratio), "test": _pct(whole.failure_ratio),
+         "how": f"failed / all iterations ({whole.failed:,} of {whole.iterations:,} so far)"},
+        {"metric": "Lock wait p50 / p95", "now": f"{_ms(now.lock_p50)} / {_ms(now.lock_p95)}",
+         "test": f"{_ms(whole.lock_p50)} / {_ms(whole.lock_p95)}",
+         "how": "time to acquire the datastore lock, successful iterations (failures are counted above)"},
+    ]
+    for i, c in enumerate(REPORT_STEPS):
+        rows.append({"metric": f"Time in {STEP_LABELS[c]}", "now": _pct(now.step_shares[c]),
+                     "test": _pct(whole.step_shares[c]),
+                     "how": "share of a successful iteration's time: the step's mean ms over the sum of the "
+                            "steps' means"
+                     if i == 0 else ""})
+    wcu = capacity.write if capacity else None
+    rcu = capacity.read if capacity else None
+    basis = f"modelled capacity ({capacity.basis})" if capacity else "no capacity model (fidelity layer off)"
+    rows += [
+        {"metric": "Write units", "now": _units(now.units_per_s["write_units"], wcu, "WCU"),
+         "test": _units(whole.units_per_s["write_units"], wcu, "WCU"),
+         "how": f"consumed (DynamoDB's 1 KB rules) against the table's {basis}"},
+        {"metric": "Read units", "now": _units(now.units_per_s["read_units"], rcu, "RCU"),
+         "test": _units(whole.units_per_s["read_units"], rcu, "RCU"),
+         "how": f"consumed (4 KB rules) against the table's {basis}"},
+        {"metric": "Throttles / s",
+         "now": "–" if throttles_now is None else f"{throttles_now:.2f}",
+         "test": "–" if throttles_test is None else f"{throttles_test:.2f}",
+         "how": "throttled responses the capacity model sent (retried or not)" if throttles_test is not None
+         else "counted by the fidelity layer's model, which is off here"},
+    ]
+    for c, (label, how) in COUNT_LABELS.items():
+        rows.append({"metric": label[0].upper() + label[1:], "now": _num(now.counts[c]),
+                     "test": _num(whole.counts[c]), "how": how})
+    if probe:
+        growth = probe["last_ms"] / probe["first_ms"] if probe["first_ms"] > 0 else float("inf")
+        rows.append({"metric": f"Stand-in probe ({probe['op']})", "now": _ms(probe["last_ms"]),
+                     "test": f"first {_ms(probe['first_ms'])}, x{growth:.2f}",
+                     "how": f"a constant-cost read every few seconds ({probe['samples']} samples): "
+                            "if it grows, the backend itself got slower"})
+    else:
+        rows.append({"metric": "Stand-in probe", "now": "–", "test": "–",
+                     "how": "a constant-cost read every few seconds (no samples yet, or no probe on this run)"})
+    return rows

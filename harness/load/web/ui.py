@@ -1,0 +1,145 @@
+"""Locust's web UI, made the harness's: a harness tab, an honest header, a form that records what it ran.
+
+Everything goes through what Locust's UI offers extensions: ``template_args``
+(``extendedTabs`` / ``extendedTables``, the form's ``extra_options``), the
+``extended_stats`` of ``/stats/requests``, and routes of our own on
+``web_ui.app``. Four of Locust's view functions are wrapped, each for one
+reason:
+
+- ``/`` adds one script (the harness panel: the scenario's description and
+  settings, the session's tests with links to their reports);
+- ``/swarm`` checks the scenario and the options Locust's owner set, and takes
+  the run time so the harness times (and names) the stop;
+- ``/stop`` notes why the test stopped;
+- ``/stats/requests`` puts the steps in loop order and makes the header's
+  rate and failure % the iteration's (Locust counts every step as a
+  request), and adds the harness tab's rows.
+
+Plain ``locust --headless`` output is untouched: the step names change only in
+the UI's JSON.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Any
+
+from flask import Response, jsonify, make_response, render_template, request, send_from_directory
+from locust.runners import STATE_RUNNING, STATE_SPAWNING
+from locust.util.timespan import parse_timespan
+from werkzeug.datastructures import ImmutableMultiDict
+
+from harness.load.web import form
+from harness.load.web.stats import ITERATION, stats_for_ui
+from harness.load.web.tab import COLUMNS
+from harness.record import runinfo
+
+log = logging.getLogger("harness")
+
+TAB_KEY = "harness"
+SCRIPT = Path(__file__).with_name("harness.js")
+SCRIPT_TAG = '<script src="./harness/harness.js" defer></script>'
+
+
+def install(environment: Any, session: Any) -> None:
+    """Wire the harness into ``environment.web_ui`` (called from Locust's ``init``)."""
+    web_ui = environment.web_ui
+    app = web_ui.app
+    opts = environment.parsed_options
+    auth = web_ui.auth_required_if_enabled
+    web_ui.template_args["extendedTabs"] = [{"key": TAB_KEY, "title": "Harness"}]
+    web_ui.template_args["extendedTables"] = [{"key": TAB_KEY, "structure": COLUMNS}]
+    views = app.view_functions
+    app.json.sort_keys = False  # the form lists the options in the harness's order (scenario first)
+
+    def index() -> Response | str:
+        web_ui.update_template_args()
+        args = web_ui.template_args
+        args["extra_options"] = form.adjust_extra_options(args["extra_options"], opts)
+        html = render_template("index.html", template_args=web_ui.template_args)
+        return html.replace("</body>", SCRIPT_TAG + "</body>", 1)
+
+    swarm_view = views["locust.swarm"]
+
+    def swarm() -> Response:
+        problem = form.check_swarm(request.form, opts)
+        running = environment.runner.state in (STATE_SPAWNING, STATE_RUNNING)
+        run_time = (request.form.get("run_time") or "").strip()
+        try:
+            seconds = parse_timespan(run_time) if run_time else None
+        except ValueError:
+            problem = problem or f"run time {run_time!r} is not a duration: use e.g. 20s, 3m, 1h20m"
+        if problem:
+            log.error("harness: test not started: %s", problem)
+            return jsonify({"success": False, "message": problem, "host": environment.host})
+        if running:
+            try:
+                session.edited(int(request.form["user_count"]), float(request.form["spawn_rate"]))
+            except (KeyError, ValueError):
+                pass  # Locust answers a bad edit itself
+        else:
+            session.pending_form = {"run_time_s": float(seconds) if seconds else None}
+        kept = [(k, v) for k, v in request.form.items(multi=True) if k != "run_time" and k not in form.OWNED]
+        request.form = ImmutableMultiDict(kept)  # the harness times the test (and says why it stopped)
+        response = swarm_view()
+        if seconds and response.is_json and response.get_json().get("success"):
+            data = response.get_json()
+            data["run_time"] = seconds
+            return jsonify(data)
+        return response
+
+    stop_view = views["locust.stop"]
+
+    def stop() -> Response:
+        session.note_stop("stopped from the web UI")
+        return stop_view()
+
+    stats_view = views["locust.request_stats"]
+
+    def request_stats() -> Response:
+        response = stats_view()
+        data = response.get_json()
+        runner = environment.runner
+        entry = next((e for e in runner.stats.entries.values() if e.name == ITERATION), None)
+        percentiles = None
+        if entry is not None and entry.num_requests:
+            percentiles = {f"response_time_percentile_{p}": entry.get_current_response_time_percentile(p)
+                           for p in (0.5, 0.95)}
+        data = stats_for_ui(data, entry.to_dict() if entry is not None else None, percentiles)
+        try:
+            data["extended_stats"] = [{"key": TAB_KEY, "data": session.tab_rows()}]
+        except Exception:  # a broken tab must not blank Locust's own page: log it, keep the rest
+            log.exception("harness: the harness tab failed")
+        return jsonify(data)
+
+    views["locust.index"] = auth(index)
+    views["locust.swarm"] = auth(swarm)
+    views["locust.stop"] = auth(stop)
+    views["locust.request_stats"] = auth(request_stats)
+
+    @app.route("/harness/harness.js")
+    def script() -> Response:
+        response = make_response(SCRIPT.read_text())
+        response.headers["Content-Type"] = "application/javascript"
+        response.headers["Cache-Control"] = "no-store"
+        return response
+
+    @app.route("/harness/status")
+    @auth
+    def status() -> Response:
+        return jsonify(session.status())
+
+    @app.route("/harness/scenarios")
+    @auth
+    def catalogue() -> Response:
+        return jsonify({"current": form.form_value(opts.scenario), "scenarios": form.catalogue(opts.scenario)})
+
+    @app.route("/harness/tests/<int:number>/report/<path:name>")
+    @auth
+    def report(number: int, name: str) -> Response:
+        if session.web:
+            test_dir = session.root / runinfo.TESTS_DIR / f"{number:03d}"
+        else:
+            test_dir = session.root
+        return send_from_directory(test_dir / "report", name)

@@ -1,0 +1,51 @@
+"""The web UI over plain HTTP (as Locust 2.47 serves it): automatic stops keep the workers; the form is checked."""
+
+from __future__ import annotations
+
+import json
+import signal
+
+import pytest
+
+from tests.e2e.web_session import WebRun, assert_contiguous, rows_of, wait_for
+
+pytestmark = pytest.mark.e2e
+
+
+def test_after_the_run_time_the_workers_stay_and_the_next_test_runs(tmp_path):
+    run_dir = tmp_path / "session"
+    web = WebRun(run_dir, "--workers", "2", "--duration", "45s", "--processes", "2")
+    try:
+        web.wait_ready(workers=2)
+        form = {"user_count": 2, "spawn_rate": 2, "host": "", "scenario": "disposable", "run_time": "6s"}
+        refused = web.post("/swarm", {**form, "run_dir": str(tmp_path / "elsewhere")})
+        assert not refused["success"] and "cannot be changed" in refused["message"]
+        assert not web.post("/swarm", {**form, "scenario": "no-such"})["success"]
+        assert web.post("/swarm", form)["success"]
+        wait_for("test 001 to stop by itself", lambda: (web.test_entry(1) or {}).get("status") == "finished", 90)
+        assert web.test_entry(1)["stop_reason"] == "run time reached (6 s)"
+        # the workers came back for the next test (Locust's UI would read "Workers 2", not 0)
+        wait_for("both workers ready", lambda: web.get("/stats/requests")["worker_count"] == 2, 30)
+        assert web.post("/swarm", {**form, "scenario": "namespaced", "run_time": ""})["success"]
+        wait_for("test 002 rows", lambda: (web.status().get("running") or {}).get("rows", 0) > 0, 90)
+        assert web.post("/stop")["success"]
+        wait_for("test 002 recorded", lambda: (web.test_entry(2) or {}).get("status") == "finished", 60)
+        assert web.stop(signal.SIGINT) == 128 + signal.SIGINT
+    finally:
+        web.kill()
+    session = json.loads((run_dir / "run.json").read_text())
+    t1, t2 = session["tests"]
+    assert (t1["scenario_name"], t2["scenario_name"]) == ("disposable", "namespaced")
+    assert t1["run_time_s"] == 6 and t2["run_time_s"] is None and t2["stop_reason"] == "stopped from the web UI"
+    info2 = json.loads((run_dir / t2["dir"] / "run.json").read_text())
+    assert info2["scenario"]["fleet"]["duration_s"] == 60  # no run time in the form: the scenario's duration bounds it
+    for t in (t1, t2):
+        d = run_dir / t["dir"]
+        rows = rows_of(d)
+        assert_contiguous(rows)
+        assert len(rows) == t["rows"] and set(rows["worker"]) == {"worker-0", "worker-1"}
+    out = web.output()
+    log = (run_dir / "locust.log").read_text()
+    assert "test 002 started: namespaced on dynamodb, 2 users at 2/s, run time 60 s (the scenario's duration" in log
+    assert "test 001 (disposable) stopped: run time reached (6 s)" in out
+    assert f"report {run_dir / 'tests' / '001' / 'report' / 'index.html'}" in out

@@ -1,0 +1,148 @@
+"""The web UI as a user meets it: Playwright drives Debian's Chromium against a real `harness run --web`.
+
+Two tests from the form in one session (a chosen scenario, the harness tab's
+numbers moving, Stop, the report link, a second test), single process and
+with `--processes 2`; then every row Locust counted is on disk, per test, and
+the session's run.json lists both tests with the scenarios they ran.
+Screenshots of the harness tab and the report are saved in the test's output
+directory (printed).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+from pathlib import Path
+
+import pytest
+
+from harness.load import scenario as scenarios
+from tests.e2e.web_session import CHROMIUM, CHROMIUM_ARGS, WebRun, assert_contiguous, rows_of, wait_for
+
+pytestmark = pytest.mark.e2e
+
+sync_playwright = pytest.importorskip("playwright.sync_api").sync_playwright
+if not Path(CHROMIUM).exists():
+    if os.environ.get("CI"):  # CI installs it (.ci/run): a skip there would hide a missing install step
+        raise RuntimeError(f"{CHROMIUM} is missing: .ci/run should have installed Debian's chromium")
+    pytest.skip(f"{CHROMIUM} is missing (apt-get install chromium)", allow_module_level=True)
+
+
+def _tab_value(page, metric: str, column: int = 2) -> str:
+    """A cell of the harness tab's table: the row whose first cell is ``metric``."""
+    row = page.locator("tr", has=page.locator("td", has_text=re.compile(f"^{re.escape(metric)}$")))
+    return row.locator("td").nth(column).inner_text()
+
+
+def _start_from_form(page, scenario: str, users: int) -> None:
+    page.get_by_role("button", name=re.compile("^(new|start)$", re.I)).first.wait_for(timeout=30_000)
+    new = page.get_by_role("button", name=re.compile("^new$", re.I))
+    if new.count():
+        new.first.click()
+    page.locator('select[name="scenario"]').wait_for(timeout=30_000)
+    page.locator('select[name="scenario"]').select_option(scenario)
+    description = scenarios.load(scenario).description  # the panel shows what the chosen scenario does
+    page.locator("#harness-panel", has_text=description).wait_for(timeout=10_000)
+    page.get_by_label(re.compile("Number of users")).fill(str(users))
+    page.get_by_label(re.compile("Ramp up")).fill(str(users))
+    page.get_by_role("button", name=re.compile("^start$", re.I)).click()
+
+
+def _numbers_move(page, at_least: int = 1) -> tuple[int, int]:
+    """The whole-test iteration count on the harness tab, read twice, must grow."""
+    def count() -> int:
+        text = _tab_value(page, "Iteration failure %", 3)  # "failed / all iterations (F of N so far)"
+        m = re.search(r"of ([\d,]+) so far", text)
+        return int(m.group(1).replace(",", "")) if m else 0
+
+    first = wait_for("iterations on the harness tab", count, 90)
+    second = wait_for("the harness tab's numbers to move", lambda: (n := count()) > max(first, at_least - 1) and n,
+                      120)
+    return first, second
+
+
+@pytest.mark.parametrize("processes", [0, 2], ids=["one-process", "processes-2"])
+def test_two_tests_from_the_browser_are_recorded_and_reported(tmp_path, processes, capsys):
+    shots = tmp_path / "screenshots"
+    shots.mkdir()
+    run_dir = tmp_path / "session"
+    extra = ["--workers", "2", "--duration", "60s"] + (["--processes", str(processes)] if processes else [])
+    web = WebRun(run_dir, *extra)
+    counted: dict[int, int] = {}
+    try:
+        web.wait_ready(workers=processes)
+        with sync_playwright() as pw:
+            browser = pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+            page = browser.new_page(viewport={"width": 1400, "height": 1000})
+            page.goto(web.base + "/")
+            page.get_by_text("Advanced options").click()
+            assert page.get_by_label(re.compile("Run time")).input_value(timeout=30_000) == "60"  # --duration 60s
+            page.locator('select[name="runDir"] option').first.wait_for(state="attached", timeout=30_000)
+            assert page.locator('select[name="runDir"] option').all_inner_texts() == [str(run_dir)]
+
+            # test 1: pruning, chosen in the form; the tab's numbers move; Stop; the report link
+            _start_from_form(page, "pruning", users=2)
+            page.get_by_role("tab", name="Harness").click()
+            _numbers_move(page, at_least=12)
+            assert _tab_value(page, "Successful iterations / s", 1).endswith("it/s")
+            assert re.search(r"of [\d,]+ WCU/s", _tab_value(page, "Write units", 2))
+            page.screenshot(path=str(shots / f"harness-tab-{processes}.png"))
+            header = page.locator("header").inner_text()
+            assert "Iterations/s" in header and "Iteration failures" in header
+            page.get_by_role("button", name=re.compile("^stop$", re.I)).click()
+            wait_for("test 001 to be recorded", lambda: (web.test_entry(1) or {}).get("status") == "finished", 60)
+            counted[1] = web.locust_iterations()
+            link = page.locator('li[data-test="001"] a.harness-report')
+            link.wait_for(timeout=120_000)
+            with page.expect_popup(timeout=30_000) as popup:
+                link.click()
+            report = popup.value
+            report.wait_for_load_state()
+            assert "pruning" in report.content()
+            report.screenshot(path=str(shots / f"report-{processes}.png"), full_page=True)
+            report.close()
+
+            # test 2: namespaced, stopped from the UI as well; the workers are still there
+            _start_from_form(page, "namespaced", users=3)
+            page.get_by_role("tab", name="Harness").click()
+            _numbers_move(page)
+            page.get_by_role("button", name=re.compile("^stop$", re.I)).click()
+            wait_for("test 002 to be recorded", lambda: (web.test_entry(2) or {}).get("status") == "finished", 60)
+            counted[2] = web.locust_iterations()
+            if processes:
+                assert web.get("/stats/requests")["worker_count"] == processes
+            page.get_by_role("tab", name="Harness").click()
+            page.screenshot(path=str(shots / f"harness-tab-after-stop-{processes}.png"))
+            browser.close()
+        assert web.stop(signal.SIGINT) == 128 + signal.SIGINT, web.output()
+    finally:
+        web.kill()
+    with capsys.disabled():  # shown in every run's output, not only a failing one's
+        print(f"\nscreenshots for review: {shots}")
+
+    session = json.loads((run_dir / "run.json").read_text())
+    assert session["session"] is True and session["status"] == "closed"
+    tests = {t["number"]: t for t in session["tests"]}
+    assert [tests[1]["scenario_name"], tests[2]["scenario_name"]] == ["pruning", "namespaced"]
+    assert tests[1]["stop_reason"] == tests[2]["stop_reason"] == "stopped from the web UI"
+    assert tests[1]["users"] == 2 and tests[2]["users"] == 3
+    for n in (1, 2):
+        d = run_dir / tests[n]["dir"]
+        info = json.loads((d / "run.json").read_text())
+        rows = rows_of(d)
+        per_user = assert_contiguous(rows)
+        with capsys.disabled():
+            print(f"test {n:03d} ({tests[n]['scenario_name']}, processes={processes}): Locust counted {counted[n]} "
+                  f"iterations, {len(rows)} rows on disk, per user {per_user}")
+        assert len(rows) == counted[n] == info["rows_written"] == tests[n]["rows"]
+        assert info["scenario_name"] == tests[n]["scenario_name"] == rows["scenario"].iloc[0]
+        assert info["scenario"]["name"] == tests[n]["scenario_name"]  # what the form ran is what is recorded
+        assert info["incomplete"] == [] and info["status"] == "finished"
+        assert info["started_at"] < info["ended_at"]
+        assert (d / "generator.csv").exists()
+        if processes:
+            assert set(rows["worker"]) == {f"worker-{i}" for i in range(processes)}
+            assert all(p["complete"] for p in info["processes"].values())
+    assert (run_dir / tests[1]["dir"] / "report" / "index.html").exists()

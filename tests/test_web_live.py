@@ -1,0 +1,93 @@
+"""The harness tab's numbers are the report's numbers (``reports.compute``) on the same rows."""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from harness.load.web.live import COUNTS, REPORT_STEPS, Live, summarize
+from harness.record.schema import STEP_COLUMNS
+from reports import compute
+
+T0 = 1_750_000_000.0
+
+
+def _rows(n: int = 400, span: float = 60.0, seed: int = 3) -> list[dict]:
+    rng = random.Random(seed)
+    rows = []
+    for i in range(n):
+        start = T0 + rng.uniform(0, span - 2)
+        total = rng.uniform(50, 1500)
+        row = {"ts_start": start, "ts_end": start + total / 1000, "user": f"w0-{i % 7}", "ok": rng.random() > 0.2,
+               "error_kind": "", "total_ms": total}
+        for c in STEP_COLUMNS.values():
+            row[c] = rng.uniform(0, 300) if c != "prune_ms" or i % 3 == 0 else 0.0
+        row.update(pull_items_read=rng.randint(0, 50), index_entries_written=rng.randint(1, 500),
+                   catalog_rows=rng.randint(0, 900), files_pushed=rng.randint(0, 6),
+                   read_units=rng.uniform(0, 20), write_units=rng.uniform(0, 80), requests=10)
+        rows.append(row)
+    return rows
+
+
+def _frame(rows: list[dict]) -> pd.DataFrame:
+    df = pd.DataFrame(rows)
+    for c in ("ts_start", "ts_end"):
+        df[c] = pd.to_datetime(df[c], unit="s", utc=True)
+    return df
+
+
+def test_whole_span_numbers_follow_the_reports_definitions():
+    rows = _rows()
+    df = _frame(rows)
+    span = float((df["ts_end"].max() - df["ts_start"].min()).total_seconds())
+    s = summarize(rows, span)
+    ok = df[df["ok"]]
+    means = ok[list(REPORT_STEPS)].mean()
+    for c in REPORT_STEPS:  # step shares and work counts: successful iterations
+        assert s.step_shares[c] == pytest.approx(means[c] / means.sum(), rel=1e-9)
+    for c in COUNTS:
+        assert s.counts[c] == pytest.approx(ok[c].mean(), rel=1e-9)
+    assert s.failure_ratio == pytest.approx((~df["ok"]).mean(), rel=1e-12)
+    assert s.ok_per_s == pytest.approx(len(ok) / span, rel=1e-12)
+    assert [s.lock_p50, s.lock_p95] == pytest.approx(list(ok["lock_wait_ms"].quantile([0.5, 0.95])), rel=1e-12)
+    assert s.units_per_s["write_units"] == pytest.approx(df["write_units"].sum() / span, rel=1e-12)
+    if hasattr(compute, "successes"):  # the report's own functions (reports.compute after issue #9)
+        shares = compute.step_shares(compute.successes(df, list(REPORT_STEPS)))
+        assert [s.step_shares[c] for c in REPORT_STEPS] == pytest.approx(list(shares[list(REPORT_STEPS)]))
+
+
+def test_a_window_matches_the_reports_rate_for_that_window():
+    rows = _rows(n=600)
+    df = _frame(rows)
+    window = 10.0
+    t0 = df["ts_start"].min().timestamp()
+    ends = df["ts_end"].map(lambda x: x.timestamp()) - t0
+    live = Live(window_s=window, lag_s=0.0, keep_s=1e9)
+    live.add(rows)
+    for start in np.arange(window, 50.0, window):  # the report bins [start, start + window) by end time
+        expected = int(((ends >= start) & (ends < start + window) & df["ok"]).sum()) / window
+        got = live.window(t0 + start + window - 1e-7, started_at=t0)  # (now - window, now]
+        assert got.ok_per_s == pytest.approx(expected, rel=1e-6), start
+
+
+def test_the_live_window_waits_for_late_rows_and_is_cut_at_the_tests_start():
+    live = Live(window_s=10.0, lag_s=3.5)
+    now = T0 + 100.0
+    row = {"ok": True, "lock_wait_ms": 5.0, **{c: 1.0 for c in REPORT_STEPS}}
+    live.add([{**row, "ts_start": now - 2, "ts_end": now - 1},  # too recent: its batch may not be complete
+              {**row, "ts_start": now - 6, "ts_end": now - 5},
+              {**row, "ts_start": now - 30, "ts_end": now - 20}])  # older than the window
+    w = live.window(now, started_at=T0)
+    assert (w.iterations, w.seconds) == (1, 10.0)
+    young = live.window(now, started_at=now - 8)  # the test began 8 s ago: 4.5 s of complete data
+    assert young.seconds == pytest.approx(4.5) and young.ok_per_s == pytest.approx(1 / 4.5)
+    assert live.test(now, started_at=now - 40).iterations == 3
+
+
+def test_no_rows_is_no_number_rather_than_zero():
+    s = summarize([], 10.0)
+    assert s.failure_ratio is None and s.lock_p50 is None and s.counts["catalog_rows"] is None
+    assert s.ok_per_s == 0.0 and not np.isnan(sum(s.step_shares.values()))

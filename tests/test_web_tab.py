@@ -1,0 +1,92 @@
+"""The web UI's pieces that need no Locust: stats JSON for the UI, the tab's rows, the form's rules."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+from harness.aws.fidelity.throttle import DynamoCapacity
+from harness.load import scenario as scenarios
+from harness.load.web import form
+from harness.load.web.live import REPORT_STEPS, Summary
+from harness.load.web.stats import TOTAL_LABEL, stats_for_ui
+from harness.load.web.tab import modelled_capacity, probe_view, table
+
+
+def _entry(name: str, n: int, failures: int = 0, rps: float = 1.0) -> dict:
+    return {"name": name, "method": "dynamodb", "num_requests": n, "num_failures": failures, "current_rps": rps,
+            "current_fail_per_sec": rps * failures / max(n, 1), "total_rps": rps, "total_fail_per_sec": 0.0}
+
+
+def test_steps_in_loop_order_and_the_header_on_iterations():
+    names = ["commit", "delete", "export", "iteration", "lock", "method", "prune", "pull", "push", "release"]
+    data = {"stats": [_entry(n, 100, rps=8.0) for n in names] + [_entry("Aggregated", 1000, 48, rps=80.0)],
+            "current_rps": 80.0, "fail_ratio": 0.048}
+    it = _entry("iteration", 100, failures=79, rps=10.0)
+    out = stats_for_ui(data, it, None)
+    shown = [s["name"] for s in out["stats"]]
+    assert shown == ["1 lock", "2 pull", "3 method", "4 push", "5 commit", "6 export", "7 delete", "8 prune",
+                     "9 release", "∑ iteration", TOTAL_LABEL]
+    assert shown[:-1] == sorted(shown[:-1])  # the UI sorts its table by name: the order survives
+    assert out["current_rps"] == 10.0 and out["fail_ratio"] == 0.79  # not every step event summed
+    assert [s["name"] for s in data["stats"]][0] == "commit"  # Locust's own data is left alone
+
+
+def _summary(**kw) -> Summary:
+    base = dict(seconds=10.0, iterations=20, ok=15, lock_p50=12.0, lock_p95=240.0,
+                step_shares=dict.fromkeys(REPORT_STEPS, 1 / len(REPORT_STEPS)),
+                counts={"pull_items_read": 3.0, "index_entries_written": 420.0, "catalog_rows": 1200.0,
+                        "files_pushed": 5.0}, units_per_s={"read_units": 30.0, "write_units": 1250.0})
+    base.update(kw)
+    return Summary(**base)
+
+
+def test_the_tab_reads_units_against_the_modelled_capacity():
+    cap = modelled_capacity(scenarios.load("namespaced").fidelity.resolve("moto"))
+    assert cap.write == 4000 and cap.read == 12000 and "warm throughput" in cap.basis
+    rows = {r["metric"]: r for r in table(_summary(), _summary(), capacity=cap, throttles_now=0.5,
+                                          throttles_test=0.25, probe=None)}
+    assert rows["Write units"]["now"] == "1,250.0 of 4,000 WCU/s (31%)"
+    assert rows["Successful iterations / s"]["now"] == "1.50 it/s"
+    assert rows["Iteration failure %"]["now"] == "25.0 %"
+    assert rows["Lock wait p50 / p95"]["now"] == "12 ms / 240 ms"
+    assert rows["Index entries per commit"]["now"] == "420" and rows["Throttles / s"]["now"] == "0.50"
+    assert [m for m in rows if m.startswith("Time in")] == [
+        "Time in lock wait", "Time in pull", "Time in method", "Time in push", "Time in commit", "Time in export",
+        "Time in delete", "Time in prune"]
+
+
+def test_provisioned_and_scaled_capacity():
+    cap = modelled_capacity(scenarios.load("namespaced").fidelity.resolve("moto").__class__(
+        enabled=True, dynamodb=DynamoCapacity(mode="provisioned", read=100, write=50, scale=0.5)))
+    assert (cap.read, cap.write) == (50, 25) and cap.basis == "provisioned, scale 0.5"
+    assert modelled_capacity(scenarios.load("namespaced").fidelity.resolve("aws")) is None
+
+
+def test_probe_view_compares_the_last_sample_with_the_first(tmp_path):
+    p = tmp_path / "probes.csv"
+    assert probe_view(p) is None
+    p.write_text("ts,op,ms\n1,GetItem,2.0\n2,GetItem,3.0\n3,GetItem,2.5\n4,GetItem,9.0\n")
+    assert probe_view(p) == {"op": "GetItem", "last_ms": 9.0, "first_ms": 2.5, "samples": 4}
+
+
+def test_the_form_offers_known_scenarios_and_keeps_owned_options_fixed():
+    opts = SimpleNamespace(scenario=str(scenarios.resolve("namespaced")), run_dir="/runs/s1", backend="dynamodb")
+    extra = {k: {"default_value": "", "choices": None, "help_text": ""} for k in
+             ("backend", "latency", "run_dir", "scenario")}
+    out = form.adjust_extra_options(extra, opts)
+    assert list(out)[:2] == ["scenario", "latency"]
+    assert out["scenario"]["default_value"] == "namespaced"  # the path of a known scenario reads as its name
+    assert set(scenarios.available()) <= set(out["scenario"]["choices"])
+    assert out["run_dir"]["choices"] == ["/runs/s1"] and out["backend"]["choices"] == ["dynamodb"]
+    assert form.check_swarm({"scenario": "pruning", "run_dir": "/runs/s1", "backend": "dynamodb"}, opts) is None
+    assert "cannot be changed" in form.check_swarm({"scenario": "pruning", "run_dir": "/elsewhere"}, opts)
+    assert "cannot be changed" in form.check_swarm({"scenario": "pruning", "backend": "s3"}, opts)
+    assert "unknown scenario 'nope'" in form.check_swarm({"scenario": "nope"}, opts)
+
+
+def test_a_scenario_file_outside_the_known_ones_is_offered_too(tmp_path):
+    own = tmp_path / "mine.toml"
+    own.write_text('description = "my own"\n[fleet]\nworkers = 2\n')
+    cat = form.catalogue(str(own))
+    assert cat[str(own)]["description"] == "my own" and cat[str(own)]["fleet"].startswith("2 workers")
+    assert "lock per namespace, namespaces per-worker" in cat["namespaced"]["settings"]
