@@ -124,6 +124,33 @@ def test_seeded_run_starts_in_the_degraded_regime(tmp_path):
     assert set(first_seeded["files_pulled"]) == {0}  # the workers start from the seeded local view
 
 
+def test_harness_seed_then_the_run_it_prints_starts_from_the_seed(moto, tmp_path):
+    """`harness seed` prints the `harness run` to follow; that command runs, and its workers start seeded."""
+    import re
+    import shlex
+
+    from tests.e2e.conftest import rows
+
+    env = _env(moto, tmp_path)
+    p = harness("seed", "namespaced", "--models", "6", "--versions", "3", "--orphans", "2", "--workers", "2",
+                "--table", "seeded-table", env=env, cwd=tmp_path)
+    assert p.returncode == 0, p.stdout + p.stderr
+    hint = re.search(r"then `(harness run [^`]+)`", p.stdout)
+    assert hint, p.stdout
+    argv = shlex.split(hint.group(1))[1:]
+    assert argv[:2] == ["run", "namespaced"] and "--seed-dir" in argv and "--table" in argv
+    run_dir = tmp_path / "run"
+    p = harness(*argv, "--workers", "2", "--duration", "6s", "--run-dir", str(run_dir), "--no-report", env=env,
+                cwd=tmp_path)
+    assert p.returncode == 0, p.stdout + p.stderr
+    first = rows(run_dir).groupby("user").first()
+    live = (6 - 2) * (3 * 3 + 2)  # live models x (raw, metadata, output per version + latest + definition)
+    assert set(first.index) == {"w0-0", "w0-1"}
+    assert set(first["index_entries_written"]) == {live + 5}  # the seeded index, committed whole
+    assert set(first["catalog_rows"]) == {6 * 3 + 1}  # the seeded catalog, orphans' rows included
+    assert set(first["files_pulled"]) == {0}  # the seeded local view: nothing to fetch
+
+
 def test_cleanup_deletes_every_item_then_the_owned_table_and_refuses_foreign_ones(moto, tmp_path):
     env = _env(moto, tmp_path)
     ddb = boto3.client("dynamodb", endpoint_url=moto.url, region_name="us-east-1", aws_access_key_id="x",
