@@ -17,7 +17,7 @@ from harness.pacing.sources import fill_body
 from tests.e2e.conftest import ROOT, clean_env, harness
 
 pytestmark = pytest.mark.e2e
-ITEMS = 2500
+ITEMS = 1200  # enough to kill the job mid-way at moto speed, few enough to resume in seconds
 
 
 @pytest.fixture
@@ -42,7 +42,7 @@ def _table(moto, name):
     return ddb
 
 
-def _start_and_kill(env, table, tmp_path, after_items=400):
+def _start_and_kill(env, table, tmp_path, after_items=300):
     proc = subprocess.Popen([sys.executable, "-m", "harness", "fill", table, "--items", str(ITEMS),
                              "--item-bytes", "400"], env=env, cwd=ROOT, stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True)
@@ -113,7 +113,7 @@ def test_seeded_run_starts_in_the_degraded_regime(tmp_path):
     assert "seeding 1,270 files in 2 namespace(s)" in p.stdout
     (job,) = Journal(seeded / "jobs.db").all()  # every item of the seed landed: none failed, none left
     assert (job.kind, job.state, job.done, job.failed) == ("seed", "done", job.total, 0) and job.total == 90
-    p = harness("run", "namespaced", "--workers", "2", "--duration", "8s", "--run-dir", str(fresh), "--no-report")
+    p = harness("run", "namespaced", "--workers", "2", "--duration", "5s", "--run-dir", str(fresh), "--no-report")
     assert p.returncode == 0, p.stdout + p.stderr
     first_seeded = rows(seeded).groupby("user").first()
     first_fresh = rows(fresh).groupby("user").first()

@@ -7,6 +7,8 @@ The work counts must differ the way the seed predicts. Runs are bounded
 from __future__ import annotations
 
 import json
+import re
+from datetime import datetime
 from statistics import median
 
 import pandas as pd
@@ -23,8 +25,23 @@ def _thirds(d, col):
     return d[col].iloc[:n].median(), d[col].iloc[n:2 * n].median(), d[col].iloc[2 * n:].median()
 
 
+def _load_seconds(run_dir) -> float:
+    """From Locust's own log: when it set its --run-time timer to when the timer fired."""
+    log = (run_dir / "locust.log").read_text()
+
+    def at(text: str) -> datetime:
+        m = re.search(r"^\[([\d-]+ [\d:,]+)\] .*" + re.escape(text), log, re.M)
+        assert m, f"{text!r} not in locust.log:\n{log}"
+        return datetime.strptime(m.group(1), "%Y-%m-%d %H:%M:%S,%f")
+
+    return (at("--run-time limit reached") - at("Run time limit set to")).total_seconds()
+
+
 def _common(run_dir, d, scenario, backend, workers, contended=False):
     assert list(d.columns) == list(COLUMNS)
+    info = json.loads((run_dir / "run.json").read_text())
+    # the load ran as long as asked: a timer set from a stale event-loop clock once cut runs short by start-up
+    assert _load_seconds(run_dir) >= info["scenario"]["fleet"]["duration_s"] - 0.1
     users = {f"w0-{i}" for i in range(workers)}
     if contended:  # behind one lock a worker can spend a short run waiting, its last wait cut by the stop
         assert set(d["user"]) <= users and len(set(d["user"])) >= workers // 2
@@ -32,7 +49,6 @@ def _common(run_dir, d, scenario, backend, workers, contended=False):
         assert set(d["user"]) == users  # rows from every worker
     assert (d["scenario"] == scenario).all() and (d["backend"] == backend).all()
     assert (d["ts_end"] >= d["ts_start"]).all()
-    info = json.loads((run_dir / "run.json").read_text())
     assert info["status"] == "finished" and info["endpoint_kind"] == "moto" and info["backend"] == backend
     assert info["scenario"]["name"] == scenario and info["versions"]["locust"]
     assert (run_dir / "locust_stats_history.csv").stat().st_size > 0
