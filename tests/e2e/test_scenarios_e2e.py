@@ -66,12 +66,17 @@ def _index_reads_in_pull_order(d):
     return list(ok["pull_items_read"] - ok["files_pulled"])
 
 
+def _full_pulls(reads):
+    """Leave out pulls short-cut by an unchanged commit sequence (nothing committed since): they read 0 or 1."""
+    return [r for r in reads if r > 1]
+
+
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_legacy_gsi_items_read_per_pull_grow(run_scenario, backend):
     run_dir, d = run_scenario("legacy-gsi", backend)
     _common(run_dir, d, "legacy-gsi", backend, 4, contended=True)
-    reads = _index_reads_in_pull_order(d)
-    assert len(reads) >= 4, reads
+    reads = _full_pulls(_index_reads_in_pull_order(d))
+    assert len(reads) >= 2, reads
     # Every pull reads everything ever written (the one "FILE" GSI key / the monolith index), and each
     # commit adds new paths, so a pull reads more than the pull before it, however few iterations ran.
     # A commit rejected after its entries landed (fenced) takes them back: that much slack per one.
@@ -94,6 +99,7 @@ def test_shared_lock_waits_and_times_out(run_scenario, backend):
     key = "dynamodb://" if backend == "dynamodb" else ".datastore.lock"
     assert msg.startswith("Lock timeout after 1000ms on key: ") and key in msg
     ok = d[d["ok"]]
+    assert len(ok) >= 2  # some syncs got through the queue
     if backend == "dynamodb":
         # A per-model pull reads what changed, not the index: the commit sequence and the partition registry
         # (2 items), each changed entry (the files it fetched, and its own last commit's 5 entries, unchanged
@@ -111,8 +117,12 @@ def test_namespaced_no_contention_but_index_commit_grows(run_scenario, backend):
     _common(run_dir, d, "namespaced", backend, 4)
     assert (d["error_kind"] == "lock_timeout").sum() == 0
     assert set(d["lock_attempts"]) == {1}  # every lock taken at the first try
-    first, _, last = _thirds(d, "index_entries_written")
-    assert last > 2 * first
+    # the full commit rewrites the namespace's whole index: each commit writes everything the worker's earlier
+    # iterations wrote plus its own new files (a raw, its metadata and an output record at least)
+    ok = d[d["ok"]].sort_values("iteration")
+    growth = [b - a for _, u in ok.groupby("user") for a, b in zip(u["index_entries_written"],
+                                                                   u["index_entries_written"][1:], strict=False)]
+    assert growth and min(growth) >= 3, growth
     if backend == "dynamodb":
         _, mid, last_reads = _thirds(d, "pull_items_read")
         assert last_reads <= mid + 3  # per-model pulls stay flat
@@ -126,7 +136,7 @@ def test_disposable_files_constant_catalog_grows(run_scenario, backend):
     assert set(ok["files_pushed"]) == {5}
     for _, u in ok.groupby("user"):
         assert list(u["catalog_rows"]) == list(u["iteration"] + 1)  # one orphaned row per iteration
-    assert ok.groupby("user").size().max() >= 3  # at least one worker long enough to show the growth
+    assert ok.groupby("user").size().max() >= 2  # at least one worker long enough to show the growth
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
