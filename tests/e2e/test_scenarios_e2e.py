@@ -25,23 +25,28 @@ def _thirds(d, col):
     return d[col].iloc[:n].median(), d[col].iloc[n:2 * n].median(), d[col].iloc[2 * n:].median()
 
 
-def _load_seconds(run_dir) -> float:
-    """From Locust's own log: when it set its --run-time timer to when the timer fired."""
+def _load_seconds(run_dir, info) -> tuple[float, float]:
+    """How long the load ran, and to what precision.
+
+    From Locust's own log when Locust timed the run (when it set its --run-time timer to when the timer fired);
+    else from run.json's span of the load (``started_at`` .. ``ended_at``, whole seconds).
+    """
     log = (run_dir / "locust.log").read_text()
-
-    def at(text: str) -> datetime:
-        m = re.search(r"^\[([\d-]+ [\d:,]+)\] .*" + re.escape(text), log, re.M)
-        assert m, f"{text!r} not in locust.log:\n{log}"
-        return datetime.strptime(m.group(1), "%Y-%m-%d %H:%M:%S,%f")
-
-    return (at("--run-time limit reached") - at("Run time limit set to")).total_seconds()
+    found = [re.search(r"^\[([\d-]+ [\d:,]+)\] .*" + re.escape(t), log, re.M)
+             for t in ("Run time limit set to", "--run-time limit reached")]
+    if all(found):
+        start, end = (datetime.strptime(m.group(1), "%Y-%m-%d %H:%M:%S,%f") for m in found)
+        return (end - start).total_seconds(), 0.1
+    start, end = (datetime.fromisoformat(info[k]) for k in ("started_at", "ended_at"))
+    return (end - start).total_seconds(), 1.0
 
 
 def _common(run_dir, d, scenario, backend, workers, contended=False):
     assert list(d.columns) == list(COLUMNS)
     info = json.loads((run_dir / "run.json").read_text())
     # the load ran as long as asked: a timer set from a stale event-loop clock once cut runs short by start-up
-    assert _load_seconds(run_dir) >= info["scenario"]["fleet"]["duration_s"] - 0.1
+    seconds, precision = _load_seconds(run_dir, info)
+    assert seconds >= info["scenario"]["fleet"]["duration_s"] - precision
     users = {f"w0-{i}" for i in range(workers)}
     if contended:  # behind one lock a worker can spend a short run waiting, its last wait cut by the stop
         assert set(d["user"]) <= users and len(set(d["user"])) >= workers // 2
@@ -123,9 +128,8 @@ def test_namespaced_no_contention_but_index_commit_grows(run_scenario, backend):
     growth = [b - a for _, u in ok.groupby("user") for a, b in zip(u["index_entries_written"],
                                                                    u["index_entries_written"][1:], strict=False)]
     assert growth and min(growth) >= 3, growth
-    if backend == "dynamodb":
-        _, mid, last_reads = _thirds(d, "pull_items_read")
-        assert last_reads <= mid + 3  # per-model pulls stay flat
+    if backend == "dynamodb":  # while the namespace's index grows by 5 entries an iteration, a pull reads what changed
+        assert (ok["pull_items_read"] <= 2 * ok["files_pulled"] + 7).all(), ok[["pull_items_read", "files_pulled"]]
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
@@ -144,6 +148,6 @@ def test_pruning_bounds_catalog_rows(run_scenario, backend):
     run_dir, d = run_scenario("pruning", backend)
     _common(run_dir, d, "pruning", backend, 4)
     ok = d[d["ok"]]
-    assert len(ok) >= 8 and set(ok["files_pushed"]) == {5}
-    assert ok["catalog_rows"].max() == 0
+    assert ok.groupby("user").size().max() >= 2 and set(ok["files_pushed"]) == {5}
+    assert ok["catalog_rows"].max() == 0  # pruned every iteration: nothing left behind, however many ran
     assert (ok["prune_ms"] > 0).all() and (ok["delete_ms"] > 0).all()
