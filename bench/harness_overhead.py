@@ -124,10 +124,10 @@ def main() -> None:
     ap.add_argument("--iterations", type=int, default=2000)
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--locust-seconds", type=int, default=15)
-    ap.add_argument("--quick", action="store_true", help="a few seconds: 100 iterations once, Locust for 3 s")
+    ap.add_argument("--quick", action="store_true", help="a few seconds: 40 iterations once, Locust for 5 s")
     args = ap.parse_args()
     if args.quick:
-        args.iterations, args.repeat, args.locust_seconds = 100, 1, 5
+        args.iterations, args.repeat, args.locust_seconds = 40, 1, 5
     splits = [cpu_split(args.iterations) for _ in range(args.repeat)]
     boto = statistics.median(s[0] for s in splits)
     harness = statistics.median(s[1] for s in splits)

@@ -17,7 +17,7 @@ from harness.pacing.sources import fill_body
 from tests.e2e.conftest import ROOT, clean_env, harness
 
 pytestmark = pytest.mark.e2e
-ITEMS = 1200  # enough to kill the job mid-way at moto speed, few enough to resume in seconds
+ITEMS = 600  # enough to kill the job mid-way at moto speed, few enough to resume in seconds
 
 
 @pytest.fixture
@@ -42,7 +42,7 @@ def _table(moto, name):
     return ddb
 
 
-def _start_and_kill(env, table, tmp_path, after_items=300):
+def _start_and_kill(env, table, tmp_path, after_items=150):
     proc = subprocess.Popen([sys.executable, "-m", "harness", "fill", table, "--items", str(ITEMS),
                              "--item-bytes", "400"], env=env, cwd=ROOT, stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True)
