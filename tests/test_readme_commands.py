@@ -92,4 +92,4 @@ def test_plain_locust_takes_the_options_the_readme_shows():
             argv[argv.index("NAME")] = "namespaced"
         p = subprocess.run([sys.executable, "-m", "locust", *argv, "--list"], capture_output=True, text=True,
                            timeout=120, cwd=ROOT)
-        assert p.returncode == 0 and "SwampWorker" in p.stdout, f"`{line}`: {p.stderr}"
+        assert p.returncode == 0 and "Available Users" in p.stdout, f"`{line}`: {p.stderr}"
