@@ -9,6 +9,6 @@ cd "$(dirname "$0")"
 if [ ! -x .venv/bin/harness ]; then
   python3 -m venv .venv
   .venv/bin/python -m pip install --quiet --upgrade pip
-  .venv/bin/python -m pip install --quiet -e .
+  .venv/bin/python -m pip install --quiet -c constraints.txt -e .  # the versions CI passed with
 fi
 exec .venv/bin/harness run namespaced --duration 45s "$@"

@@ -11,6 +11,7 @@ a noisy machine where the difference of two totals is not. Two layers:
 
 Target: the whole layer under 5 % of a boto3 call's own CPU.
 Usage: python bench/fidelity_overhead.py [--calls 1000] [--rounds 5]
+       python bench/fidelity_overhead.py --quick   # seconds: checks it runs and prints its figures (CI)
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ import harness.aws.instrument as ins  # noqa: E402
 from harness.aws.capacity import TableShape  # noqa: E402
 from harness.aws.fidelity import layer  # noqa: E402
 from harness.aws.fidelity.throttle import DynamoCapacity  # noqa: E402
-from harness.datastore.backends.dynamodb import SHAPE_GSI  # noqa: E402
+from harness.datastore.backends.dynamodb import SHAPE_GSI, DynamoBackend  # noqa: E402
 from harness.datastore.work import Work  # noqa: E402
 
 ITEM = {"pk": {"S": "FILE#ns/data/system/m1/uptime/1/raw"}, "sk": {"S": "META"}, "size": {"N": "812"},
@@ -71,10 +72,13 @@ def _time_hooks() -> None:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser()
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--calls", type=int, default=1000)
     ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--quick", action="store_true", help="a few seconds: 100 calls per operation, one round")
     args = ap.parse_args()
+    if args.quick:
+        args.calls, args.rounds = 100, 1
     _time_hooks()
     server = subprocess.Popen([sys.executable, "-m", "bench.instant"], stdout=subprocess.PIPE,
                               cwd=Path(__file__).resolve().parents[1])
@@ -83,6 +87,7 @@ def main() -> None:
         url = server.stdout.readline().decode().split()[1]
         c = boto3.client("dynamodb", endpoint_url=url, region_name="us-east-1", aws_access_key_id="bench",
                          aws_secret_access_key="bench", config=Config(retries={"total_max_attempts": 1}))
+        DynamoBackend(c, "instant", "per-model").ensure()  # the instant store starts empty, like a new account
         ins.instrument(c)
         ins.register_shape(TableShape("instant", "pk", "sk", [SHAPE_GSI]))
         cap = DynamoCapacity(scale=1e6)  # the full model runs, but never throttles

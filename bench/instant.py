@@ -1,8 +1,13 @@
-"""A DynamoDB that answers instantly: canned responses from a botocore ``before-send`` hook.
+"""A DynamoDB that answers instantly, in-process (a botocore hook) or over HTTP.
 
-boto3 still serializes, signs and parses every call; nothing leaves the
-process. Used to measure the harness's own CPU against boto3's, and the rate a
-single Locust process can drive when the backend costs nothing.
+Answers come from ``InstantDynamo`` (bench/instant_store.py), a small
+in-memory DynamoDB, so whatever requests the harness sends get DynamoDB's
+answers (a sealed sequence, a failed condition, a page of a query) rather
+than canned ones. boto3 still serializes, signs and parses every call; in
+process nothing leaves it. Used to measure the harness's own CPU against
+boto3's, and the rate a single Locust process can drive when the backend
+costs nothing. The store keeps its own CPU time (``cpu_s``) so a benchmark
+can leave it out of the client's.
 """
 
 from __future__ import annotations
@@ -12,24 +17,9 @@ from typing import Any
 
 from botocore.awsrequest import AWSResponse
 
-TABLE = {
-    "TableName": "instant", "TableStatus": "ACTIVE", "TableArn": "arn:aws:dynamodb:us-east-1:0:table/instant",
-    "KeySchema": [{"AttributeName": "pk", "KeyType": "HASH"}, {"AttributeName": "sk", "KeyType": "RANGE"}],
-    "GlobalSecondaryIndexes": [{"IndexName": "gsi1", "KeySchema": [
-        {"AttributeName": "gsi1pk", "KeyType": "HASH"}, {"AttributeName": "gsi1sk", "KeyType": "RANGE"}]}],
-}
-CANNED: dict[str, dict] = {
-    "DescribeTable": {"Table": TABLE},
-    "ListTagsOfResource": {"Tags": [{"Key": "harness:owner", "Value": "harness"}]},
-    "ListTables": {"TableNames": []},
-    "UpdateItem": {"Attributes": {"fence": {"N": "1"}}},
-    "GetItem": {"Item": {"pk": {"S": "x"}, "sk": {"S": "SEQ"}, "seq": {"N": "1"},
-                         "partitions": {"SS": ["w0-0/system/a"]}}},
-    "Query": {"Items": [], "Count": 0, "ScannedCount": 0},
-    "BatchWriteItem": {"UnprocessedItems": {}},
-    "BatchGetItem": {"Responses": {}, "UnprocessedKeys": {}},
-    "PutItem": {}, "DeleteItem": {},
-}
+from bench.instant_store import InstantDynamo
+
+CONTENT_TYPE = "application/x-amz-json-1.0"
 
 
 class _Raw:
@@ -40,29 +30,41 @@ class _Raw:
         yield self.body
 
 
-_BODIES = {op: json.dumps(body).encode() for op, body in CANNED.items()}
+def _headers(status: int, body: bytes, payload: dict) -> dict[str, str]:
+    h = {"x-amzn-requestid": "instant", "content-type": CONTENT_TYPE, "content-length": str(len(body))}
+    if status != 200:
+        h["x-amzn-ErrorType"] = payload.get("__type", "").rsplit("#", 1)[-1]
+    return h
 
 
-def _answer(request: Any, event_name: str, **_: Any) -> AWSResponse:
-    op = event_name.rsplit(".", 1)[-1]
-    body = _BODIES.get(op, b"{}")
-    headers = {"x-amzn-requestid": "instant", "content-type": "application/x-amz-json-1.0",
-               "content-length": str(len(body))}
-    return AWSResponse(request.url, 200, headers, _Raw(body))
+def answer(store: InstantDynamo, op: str, raw: bytes | str | None) -> tuple[int, dict[str, str], bytes]:
+    """One request in DynamoDB's JSON protocol -> (status, headers, body)."""
+    status, payload = store.handle(op, json.loads(raw or b"{}"))
+    body = json.dumps(payload).encode()
+    return status, _headers(status, body, payload), body
 
 
-def install(client: Any) -> Any:
-    """Make ``client`` (a DynamoDB client) answer every call instantly, after the harness's own hooks."""
+def install(client: Any, store: InstantDynamo | None = None) -> InstantDynamo:
+    """Make ``client`` (a DynamoDB client) answer every call from ``store``, after the harness's own hooks."""
+    store = store or InstantDynamo()
+
+    def _answer(request: Any, event_name: str, **_: Any) -> AWSResponse:
+        op = event_name.rsplit(".", 1)[-1]
+        status, headers, body = answer(store, op, request.body)
+        return AWSResponse(request.url, status, headers, _Raw(body))
+
     client.meta.events.register_last("before-send.dynamodb", _answer, unique_id="bench-instant")
-    return client
+    return store
 
 
 def serve(host: str = "127.0.0.1", port: int = 0) -> None:
-    """An instant DynamoDB over real HTTP (keep-alive, TCP_NODELAY): canned answers by X-Amz-Target."""
+    """An instant DynamoDB over real HTTP (keep-alive, TCP_NODELAY); prints ``READY <url>``."""
     import os
     import socket
 
     from gevent.pywsgi import WSGIHandler, WSGIServer
+
+    store = InstantDynamo()
 
     class NoDelay(WSGIHandler):
         def handle(self) -> None:
@@ -71,10 +73,8 @@ def serve(host: str = "127.0.0.1", port: int = 0) -> None:
 
     def app(environ: dict, start_response: Any) -> list[bytes]:
         op = environ.get("HTTP_X_AMZ_TARGET", ".").rsplit(".", 1)[-1]
-        environ["wsgi.input"].read()
-        body = _BODIES.get(op, b"{}")
-        start_response("200 OK", [("Content-Type", "application/x-amz-json-1.0"), ("x-amzn-RequestId", "instant"),
-                                  ("Content-Length", str(len(body)))])
+        status, headers, body = answer(store, op, environ["wsgi.input"].read())
+        start_response("200 OK" if status == 200 else f"{status} Error", list(headers.items()))
         return [body]
 
     server = WSGIServer((host, port), app, handler_class=NoDelay, log=None, error_log=None)

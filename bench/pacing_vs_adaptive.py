@@ -11,6 +11,7 @@ time. Into that, for the same number of seconds each:
 Printed side by side: the fraction of the ceiling the bulk writer used, the
 share of its requests that were throttled, and the throttles it caused the
 foreground writer. Usage: python bench/pacing_vs_adaptive.py [--seconds 12]
+                         python bench/pacing_vs_adaptive.py --quick   # 3 s each: checks it runs (CI)
 """
 
 from __future__ import annotations
@@ -157,9 +158,12 @@ def trial(name: str, fn, seconds: float) -> tuple[str, float, float, float, floa
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser()
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--seconds", type=float, default=12.0)
+    ap.add_argument("--quick", action="store_true", help="3 s per writer: checks it runs and prints its figures")
     args = ap.parse_args()
+    if args.quick:
+        args.seconds = 3.0
     with mock_aws():
         rows = [trial("harness job engine", run_engine, args.seconds),
                 trial("botocore adaptive retries", run_adaptive, args.seconds)]

@@ -10,9 +10,18 @@ from __future__ import annotations
 import argparse
 import signal
 import sys
+from pathlib import Path
+from typing import NoReturn
 
 from harness.durations import parse_duration
 from harness.errors import HarnessError
+
+
+class _OneLineParser(argparse.ArgumentParser):
+    """Argument errors as one line naming the problem and where the usage is, exit 2 (no usage block)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: {message} (see `{self.prog} --help`)\n")
 
 
 def _duration(text: str) -> float:
@@ -23,8 +32,8 @@ def _duration(text: str) -> float:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="harness", description="Load-test swamp-style sync layers on DynamoDB and S3.")
-    sub = p.add_subparsers(dest="command", required=True)
+    p = _OneLineParser(prog="harness", description="Load-test swamp-style sync layers on DynamoDB and S3.")
+    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     r = sub.add_parser("run", help="run a load test (embedded moto unless an endpoint is configured)")
     r.add_argument("scenario", help="scenario name (see `harness scenarios`) or a .toml path")
@@ -47,6 +56,8 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--seed-models", type=int, help="pre-age first (paced): this many models per namespace ...")
     r.add_argument("--seed-versions", type=int, default=10, help="... each run this many times ...")
     r.add_argument("--seed-orphans", type=int, default=0, help="... this many of them deleted, data left behind")
+    r.add_argument("--seed-dir", metavar="DIR",
+                   help="start the workers from the catalogs `harness seed` wrote (with --table: the seeded table)")
 
     rep = sub.add_parser("report", help="build the report of one or more run directories")
     rep.add_argument("run_dirs", nargs="+", metavar="RUN_DIR")
@@ -101,15 +112,30 @@ def _cmd_scenarios() -> int:
     return 0
 
 
+def _check_seed_dir(args: argparse.Namespace) -> None:
+    """A seeded table without the workers' seeded catalogs (or the reverse) would misrepresent the run."""
+    if not args.seed_dir:
+        return
+    if args.seed_models:
+        raise HarnessError("--seed-dir starts from an earlier seed and --seed-models seeds now: give one of them")
+    if not args.table:
+        raise HarnessError("--seed-dir needs --table, the table `harness seed` filled for these catalogs")
+    if not Path(args.seed_dir).is_dir() or not any(Path(args.seed_dir).glob("*.catalog.sqlite")):
+        raise HarnessError(f"--seed-dir {args.seed_dir}: no seeded catalogs there (`harness seed ... --state-dir` "
+                           "writes them; the default is runs/seeds/TABLE)")
+
+
 def _cmd_run(args: argparse.Namespace) -> int:
     from harness.load.launcher import EXIT_CHECKS_FAILED, RunOptions, run
 
+    _check_seed_dir(args)
     res = run(RunOptions(
         scenario=args.scenario, backend=args.backend, workers=args.workers, duration_s=args.duration,
         spawn_rate=args.spawn_rate, processes=args.processes, run_dir=args.run_dir, web=args.web,
         web_port=args.web_port, report=not args.no_report, aws=args.aws, table=args.table, bucket=args.bucket,
         allow_foreign=args.allow_foreign_resources, cleanup=args.cleanup, latency=args.latency,
-        seed=(args.seed_models, args.seed_versions, args.seed_orphans) if args.seed_models else None))
+        seed=(args.seed_models, args.seed_versions, args.seed_orphans) if args.seed_models else None,
+        seed_dir=args.seed_dir))
     print(f"harness: {res.rows} iterations recorded in {res.run_dir}")
     if res.signal in ("SIGTERM", "SIGHUP") and res.to_report:  # being shut down: record, do not linger
         print(f"harness: reports not built ({res.signal}); build them with `harness report {res.run_dir}`")
@@ -140,8 +166,17 @@ def _cmd_report(args: argparse.Namespace) -> int:
     return 0
 
 
+def _parse(argv: list[str] | None) -> argparse.Namespace:
+    parser = build_parser()
+    args, extra = parser.parse_known_args(argv)
+    if extra:  # name the command whose options these are not, so its --help is the one to read
+        sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+        sub.choices[args.command].error(f"unrecognized arguments: {' '.join(extra)}")
+    return args
+
+
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    args = _parse(argv)
     try:
         if args.command == "scenarios":
             return _cmd_scenarios()

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+import random
 import statistics
-import time
 
 import boto3
 import pytest
@@ -12,7 +12,7 @@ from botocore.exceptions import ClientError, ConnectionClosedError, ReadTimeoutE
 
 from harness.aws.fidelity.buckets import TokenBucket
 from harness.aws.fidelity.faults import FaultRates
-from harness.aws.fidelity.latency import Dist, load_profile
+from harness.aws.fidelity.latency import PROFILES, Dist, load_profile
 from harness.aws.fidelity.layer import Fidelity, FidelityConfig
 from harness.aws.fidelity.throttle import DynamoCapacity, S3Rates
 from harness.aws.instrument import instrument, recording
@@ -25,6 +25,18 @@ from harness.errors import HarnessError
 
 # botocore's `max_attempts` counts retries (total = max_attempts + 1); `total_max_attempts` counts tries.
 NO_RETRY = Config(retries={"total_max_attempts": 1, "mode": "standard"}, s3={"addressing_style": "path"})
+
+
+class SleepLog(FakeClock):
+    """A fake clock that keeps every sleep the layer asks for (and moves time by it)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.sleeps: list[float] = []
+
+    def sleep(self, seconds: float) -> None:
+        self.sleeps.append(seconds)
+        super().sleep(seconds)
 
 
 def _clients(config=NO_RETRY):
@@ -48,9 +60,9 @@ def _commit_entries(be, n, namespace="ns", models=50):
             for i in range(n)]
 
 
-def _commit_load(aws_unused, layout, entries_per_commit, commits, fid_clock):
+def _commit_load(aws_unused, layout, entries_per_commit, commits, fid_clock, scale=1.0):
     ddb, _ = _clients()
-    fid = Fidelity(FidelityConfig(enabled=True, dynamodb=DynamoCapacity()), clock=fid_clock)
+    fid = Fidelity(FidelityConfig(enabled=True, dynamodb=DynamoCapacity(scale=scale)), clock=fid_clock)
     fid.install(ddb)
     lock_clock = FakeClock()
     be = DynamoBackend(ddb, f"hot-{layout}", layout, clock=lock_clock)
@@ -69,11 +81,12 @@ def _commit_load(aws_unused, layout, entries_per_commit, commits, fid_clock):
 
 
 def test_legacy_gsi_key_is_a_hot_partition_per_model_is_not(aws):
-    # 4,000 index entries (1 WCU each, plus 1 for the GSI) within one second. A partition can take 2,000
-    # in that second (its starting second of credit plus a second of refill): one "FILE" key cannot
-    # carry them, 50 per-model keys spread over the table's 4 partitions (~1,000 each) can.
-    legacy, legacy_reasons, raw = _commit_load(aws, "legacy", 100, 40, FakeClock())
-    per_model, per_model_reasons, _ = _commit_load(aws, "per-model", 100, 40, FakeClock())
+    # A new on-demand table's 4 partitions, scaled x0.1: 100 WCU/s each. 400 index entries (1 WCU each, plus
+    # 1 for the GSI) within one second. A partition can take 200 in that second (its starting second of
+    # credit plus a second of refill): one "FILE" key cannot carry them, 50 per-model keys spread over the
+    # 4 partitions (~100 each) can.
+    legacy, legacy_reasons, raw = _commit_load(aws, "legacy", 40, 10, FakeClock(), scale=0.1)
+    per_model, per_model_reasons, _ = _commit_load(aws, "per-model", 40, 10, FakeClock(), scale=0.1)
     assert legacy > 0 and set(legacy_reasons) == {"IndexWriteKeyRangeThroughputExceeded"}
     assert raw and raw[0]["reason"] == "IndexWriteKeyRangeThroughputExceeded"
     assert per_model == 0 and per_model_reasons == {}
@@ -92,12 +105,12 @@ def _writer(ddb, clock, rate, seconds):
     return throttled
 
 
-@pytest.mark.parametrize("rate,expect_throttles", [(120, True), (80, False)])
+@pytest.mark.parametrize("rate,expect_throttles", [(24, True), (16, False)])
 def test_table_capacity(aws, rate, expect_throttles):
-    """A 1,000-WCU provisioned table (scaled x0.1 to 100 WCU): past it throttles, under it none."""
+    """A 1,000-WCU provisioned table (scaled x0.02 to 20 WCU): past it throttles, under it none."""
     ddb, _ = _clients()
     clock = FakeClock()
-    cap = DynamoCapacity(mode="provisioned", read=1000, write=1000, scale=0.1)
+    cap = DynamoCapacity(mode="provisioned", read=1000, write=1000, scale=0.02)
     Fidelity(FidelityConfig(enabled=True, dynamodb=cap), clock=clock).install(ddb)
     ddb.create_table(TableName="cap", KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"},
                                                  {"AttributeName": "sk", "KeyType": "RANGE"}],
@@ -107,9 +120,9 @@ def test_table_capacity(aws, rate, expect_throttles):
                                                                        "WriteCapacityUnits": 1000})
     throttled = _writer(ddb, clock, rate, 10)
     if expect_throttles:
-        # one second's credit at the start, spent at 20 WCU/s: throttles from ~5 s on, then 20 of 120 a second
+        # one second's credit (20) at the start, spent at 4 WCU/s over: throttles from ~5 s on, then 4 of 24 a second
         assert sum(throttled[:4]) == 0
-        assert all(15 <= t <= 25 for t in throttled[6:]), throttled
+        assert all(3 <= t <= 5 for t in throttled[6:]), throttled
     else:
         assert sum(throttled) == 0
 
@@ -169,33 +182,38 @@ def test_s3_prefix_rate_slow_down(aws):
     s3.put_object(Bucket="slow", Key="b/other-prefix", Body=b"x")  # another prefix has its own rate
 
 
-def _median_call_ms(call, n):
-    times = []
-    for _ in range(n):
-        t = time.perf_counter()
-        call()
-        times.append((time.perf_counter() - t) * 1000)
-    return statistics.median(times)
+def test_latency_distributions_have_their_quoted_median_p99_and_mean():
+    """The sampled distribution itself: lognormal from a median and a p99 (the seed's PutItem: mean ~3.7 ms)."""
+    rng = random.Random(5)
+    put = PROFILES["aws-dynamodb"]["dynamodb"]["PutItem"]
+    draws = sorted(put.sample_ms(rng) for _ in range(20_000))
+    assert statistics.median(draws) == pytest.approx(3.2, rel=0.03)
+    assert draws[int(0.99 * len(draws))] == pytest.approx(12, rel=0.1)
+    assert statistics.fmean(draws) == pytest.approx(3.7, rel=0.03) and put.mean_ms == pytest.approx(3.7, abs=0.1)
+    assert Dist(50).sample_ms(rng) == 50 and Dist(50).mean_ms == 50  # fixed
+    s3_put = PROFILES["aws-s3-vpce"]["s3"]["PutObject"]
+    assert s3_put.mean_ms == pytest.approx(300, rel=0.05)  # S3 through a VPC endpoint
 
 
-def test_aws_dynamodb_profile_adds_its_median(aws):
+def test_aws_dynamodb_profile_waits_its_sampled_latency_before_each_request(aws):
+    """Each attempt asks the layer's clock for one wait, drawn from the operation's distribution."""
     ddb, _ = _clients()
     ddb.create_table(TableName="lat", KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
                      AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
                      BillingMode="PAY_PER_REQUEST")
-
-    def put():
-        return ddb.put_item(TableName="lat", Item={"pk": {"S": "a"}})
-
-    plain = instrument(boto3.client("dynamodb", config=NO_RETRY))
-    Fidelity(FidelityConfig(enabled=True, latency="aws-dynamodb")).install(ddb)
-    with_profile, without = [], []
-    for _ in range(300):  # interleaved, so machine noise hits both the same
-        with_profile.append(_median_call_ms(put, 1))
-        without.append(_median_call_ms(lambda: plain.put_item(TableName="lat", Item={"pk": {"S": "a"}}), 1))
-    added = statistics.median(with_profile) - statistics.median(without)
-    assert added == pytest.approx(3.2, abs=1.2)  # the profile's PutItem median
-    assert Dist(3.2, 12).mean_ms == pytest.approx(3.7, abs=0.1)  # the seed's average
+    clock = SleepLog()
+    layer = Fidelity(FidelityConfig(enabled=True, latency="aws-dynamodb"), clock=clock, rng=random.Random(11))
+    layer.install(ddb)
+    for i in range(200):
+        ddb.put_item(TableName="lat", Item={"pk": {"S": f"k{i}"}})
+    ddb.get_item(TableName="lat", Key={"pk": {"S": "k0"}})
+    twin = random.Random(11)  # the same draws, in the same order, from the profile's distributions
+    expected = [PROFILES["aws-dynamodb"]["dynamodb"]["PutItem"].sample_ms(twin) / 1000 for _ in range(200)]
+    expected.append(PROFILES["aws-dynamodb"]["dynamodb"]["GetItem"].sample_ms(twin) / 1000)
+    assert clock.sleeps == pytest.approx(expected)
+    assert statistics.median(clock.sleeps[:200]) * 1000 == pytest.approx(3.2, rel=0.15)
+    assert layer.added_ms == pytest.approx(sum(expected) * 1000)
+    assert clock.now() == pytest.approx(FakeClock().now() + sum(expected))  # the wait is on the layer's clock
 
 
 def test_user_profile_file_for_s3(aws, tmp_path):
@@ -203,13 +221,18 @@ def test_user_profile_file_for_s3(aws, tmp_path):
     s3.create_bucket(Bucket="lat")
     profile = tmp_path / "p.toml"
     profile.write_text('[s3.PutObject]\nmedian_ms = 25\np99_ms = 60\n[s3."*"]\nfixed_ms = 0\n')
-
-    def put():
-        return s3.put_object(Bucket="lat", Key="k", Body=b"x")
-
-    base = _median_call_ms(put, 60)
-    Fidelity(FidelityConfig(enabled=True, latency=str(profile))).install(s3)
-    assert _median_call_ms(put, 120) - base == pytest.approx(25, rel=0.3)
+    clock = SleepLog()
+    Fidelity(FidelityConfig(enabled=True, latency=str(profile)), clock=clock, rng=random.Random(2)).install(s3)
+    for i in range(100):
+        s3.put_object(Bucket="lat", Key=f"k{i}", Body=b"x")
+        s3.head_object(Bucket="lat", Key=f"k{i}")
+    puts, heads = clock.sleeps[0::2], clock.sleeps[1::2]
+    assert len(puts) == len(heads) == 100
+    twin = random.Random(2)
+    assert puts == pytest.approx([Dist(25, 60).sample_ms(twin) / 1000 for _ in range(100)])
+    assert statistics.median(puts) * 1000 == pytest.approx(25, rel=0.2)
+    assert set(heads) == {0.0}  # "*" is fixed at 0 ms
+    assert load_profile(str(profile)) == {"s3": {"PutObject": Dist(25, 60), "*": Dist(0)}}
     with pytest.raises(HarnessError, match="needs fixed_ms, or median_ms and p99_ms"):
         bad = tmp_path / "bad.toml"
         bad.write_text("[s3.PutObject]\nmean = 3\n")
@@ -218,20 +241,23 @@ def test_user_profile_file_for_s3(aws, tmp_path):
         load_profile("fast")
 
 
-@pytest.mark.parametrize("kind,exc", [("timeout", ReadTimeoutError), ("drop", ConnectionClosedError)])
-def test_transport_faults(aws, kind, exc):
+@pytest.mark.parametrize("kind,exc,waited", [("timeout", ReadTimeoutError, [2.5]), ("drop", ConnectionClosedError, [])])
+def test_transport_faults(aws, kind, exc, waited):
     ddb, _ = _clients()
-    cfg = FidelityConfig(enabled=True, faults={"GetItem": FaultRates(**{kind: 1.0})}, timeout_after_s=0.01)
-    Fidelity(cfg).install(ddb)
+    clock = SleepLog()
+    cfg = FidelityConfig(enabled=True, faults={"GetItem": FaultRates(**{kind: 1.0})}, timeout_after_s=2.5)
+    Fidelity(cfg, clock=clock).install(ddb)
     ddb.list_tables()  # other operations untouched
+    assert clock.sleeps == []
     with pytest.raises(exc):
         ddb.get_item(TableName="none", Key={"pk": {"S": "a"}})
+    assert clock.sleeps == waited  # a timeout waits its full time first; a drop fails at once
 
 
 def test_5xx_rate_is_retried_by_botocore(aws):
     ddb = instrument(boto3.client("dynamodb", config=Config(retries={"total_max_attempts": 10, "mode": "standard"})))
     cfg = FidelityConfig(enabled=True, faults={"*": FaultRates(error_5xx=0.3)})
-    Fidelity(cfg).install(ddb)
+    Fidelity(cfg, rng=random.Random(4)).install(ddb)
     w = Work()
     with recording(w):
         for _ in range(40):

@@ -1,4 +1,4 @@
-"""The failure policy's three rules, with the exact messages, through the real engine."""
+"""The failure policy's three rules, with the exact messages, through the real engine (on virtual time)."""
 
 from __future__ import annotations
 
@@ -6,12 +6,12 @@ import random
 
 from botocore.exceptions import ClientError
 
-from harness.clock import SystemClock
 from harness.pacing.budget import Budgets
 from harness.pacing.ceiling import CeilingWatcher
 from harness.pacing.engine import Job
 from harness.pacing.journal import Journal
 from harness.pacing.policy import FailurePolicy
+from harness.virtual_time import VirtualClock
 
 
 def _err(code: str) -> ClientError:
@@ -34,19 +34,22 @@ class Scripted:
             raise _err(code)
 
 
-def _job(tmp_path, source):
+def _run(tmp_path, source):
+    """Run the job to its end on a virtual clock (a crash in any of its threads fails the test)."""
     journal = Journal(tmp_path / "j.db")
     journal.create("j", "scripted", {}, source.total, None, None)
-    watcher = CeilingWatcher(lambda: {"ProvisionedThroughput": {"WriteCapacityUnits": 100_000}}, "write", SystemClock())
-    job = Job("j", source, journal, watcher, ("t",), budgets=Budgets(), period_s=0.05)
-    return job, journal
+    with VirtualClock().running() as vc:
+        watcher = CeilingWatcher(lambda: {"ProvisionedThroughput": {"WriteCapacityUnits": 100_000}}, "write", vc)
+        job = Job("j", source, journal, watcher, ("t",), clock=vc, threads=vc, budgets=Budgets(), period_s=0.05)
+        state = job.run()
+    return state, job, journal
 
 
 def test_too_many_errors_pauses(tmp_path):
     rng = random.Random(1)
     source = Scripted(5000, lambda i: "InternalServerError" if rng.random() < 0.35 else None)
-    job, journal = _job(tmp_path, source)
-    assert job.run() == "paused"
+    state, job, journal = _run(tmp_path, source)
+    assert state == "paused"
     row = journal.get("j")
     assert row.state == "paused" and row.reason == "Paused: too many errors"
     assert row.done < 5000 and len(source.ran) < 5000  # it stopped early and kept its place
@@ -55,8 +58,8 @@ def test_too_many_errors_pauses(tmp_path):
 
 def test_first_50_items_rejected_fails(tmp_path):
     source = Scripted(500, lambda i: "ValidationException")
-    job, journal = _job(tmp_path, source)
-    assert job.run() == "failed"
+    state, job, journal = _run(tmp_path, source)
+    assert state == "failed"
     assert journal.get("j").reason == "DynamoDB rejected the first 50 items"
     assert len(source.ran) <= 50 + job.aimd.max_concurrency
 
@@ -65,8 +68,8 @@ def test_expired_credentials_and_access_denied_pause_with_that_reason(tmp_path):
     for code, reason in (("ExpiredTokenException", "Paused: credentials expired"),
                          ("AccessDeniedException", "Paused: access denied")):
         source = Scripted(300, lambda i, c=code: c if i >= 100 else None)
-        job, journal = _job(tmp_path / code, source)
-        assert job.run() == "paused"
+        state, job, journal = _run(tmp_path / code, source)
+        assert state == "paused"
         assert journal.get("j").reason == reason
         assert 100 <= journal.get("j").done < 300
 

@@ -74,6 +74,7 @@ class RunOptions:
     cleanup: bool = False
     latency: str | None = None
     seed: tuple[int, int, int] | None = None  # models, versions, orphans: pre-age before the load
+    seed_dir: str | None = None  # or start from an earlier `harness seed` (its catalogs; with --table)
     quiet: bool = False
 
 
@@ -274,7 +275,7 @@ def _run(opts: RunOptions) -> RunResult:
         clients = make_clients(endpoints)
         backend = runtime.build_backend(sc, clients, resources, run_id)
         runtime.ensure_owned(clients, backend, opts.allow_foreign)
-        seed_dir = _seed(opts, sc, endpoints, resources, run_dir) if opts.seed else None
+        seed_dir = _seed(opts, sc, endpoints, resources, run_dir) if opts.seed else opts.seed_dir
         where = f"embedded moto at {moto.url}" if moto else (endpoints.dynamodb or endpoints.s3 or "AWS")
         _say(opts, f"harness: {sc.name} on {sc.backend} ({where}), {sc.fleet.workers} workers, "
                    f"{sc.fleet.duration_s:g}s -> {run_dir}")

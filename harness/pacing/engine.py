@@ -12,8 +12,6 @@ does), halve the limits, and put the item back after a jittered wait.
 from __future__ import annotations
 
 import random
-import threading
-import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -29,6 +27,7 @@ from harness.pacing.budget import BUDGETS, Budgets
 from harness.pacing.ceiling import CeilingWatcher
 from harness.pacing.journal import Journal
 from harness.pacing.policy import FailurePolicy, Verdict
+from harness.virtual_time import SystemThreads, Threads
 
 THROTTLE_CODES = {"ProvisionedThroughputExceededException", "ThrottlingException", "RequestLimitExceeded",
                   "SlowDown", "Throttling"}
@@ -68,9 +67,12 @@ class Job:
     def __init__(self, job_id: str, source: ItemSource, journal: Journal, watcher: CeilingWatcher,
                  budget_key: tuple, *, clock: Clock | None = None, budgets: Budgets = BUDGETS,
                  share: float = 1.0, period_s: float = 1.0, max_concurrency: int = 32,
-                 on_progress: Callable[[Progress], None] | None = None, rng: random.Random | None = None) -> None:
+                 on_progress: Callable[[Progress], None] | None = None, rng: random.Random | None = None,
+                 threads: Threads | None = None) -> None:
         self.id, self.source, self.journal, self.watcher = job_id, source, journal, watcher
+        # Time and concurrency come in together: tests run the engine on a VirtualClock as both.
         self.clock = clock or SystemClock()
+        self.threads = threads or SystemThreads()
         self.share = share
         self.rng = rng or random.Random()
         self.aimd = AIMD(ceiling=watcher.current() * share, period_s=period_s, max_concurrency=max_concurrency)
@@ -79,7 +81,7 @@ class Job:
         self.budget.set(job_id, self.aimd.ceiling)
         self.policy = FailurePolicy()
         self.on_progress = on_progress
-        self._lock = threading.Condition()
+        self._lock = self.threads.condition()
         self._in_flight = 0
         self._retrying = 0  # throttled items waiting out their backoff before going back in the queue
         self._results: list[tuple[int, str, str | None]] = []
@@ -118,13 +120,13 @@ class Job:
     # ---- one item --------------------------------------------------------------------
     def _run_item(self, idx: int, retry: int, retries: deque) -> None:
         work = Work()
-        t0 = time.perf_counter()
+        t0 = self.clock.now()
         error: BaseException | None = None
         try:
             self.source.run(idx, work)
         except Exception as e:  # noqa: BLE001 - classified below
             error = e
-        latency_ms = (time.perf_counter() - t0) * 1000
+        latency_ms = (self.clock.now() - t0) * 1000
         code = _code(error) if error else None
         with self._lock:
             self._in_flight -= 1
@@ -135,7 +137,7 @@ class Job:
                 self._lock.notify_all()
                 self._retrying += 1
                 delay = backoff(retry, self.rng)
-                threading.Thread(target=self._requeue, args=(idx, retry + 1, retries, delay), daemon=True).start()
+                self.threads.start(self._requeue, idx, retry + 1, retries, delay, name=f"{self.id}-retry-{idx}")
                 return
             if error is None:
                 self.done += 1
@@ -195,7 +197,7 @@ class Job:
                     self._acquire(self.source.cost(idx))
                     with self._lock:
                         self._in_flight += 1
-                    threading.Thread(target=self._run_item, args=(idx, retry, retries), daemon=True).start()
+                    self.threads.start(self._run_item, idx, retry, retries, name=f"{self.id}-item-{idx}")
                 now = self.clock.now()
                 if now - last_tick >= self.aimd.period_s / 4:
                     last_tick = now

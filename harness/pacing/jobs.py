@@ -9,6 +9,7 @@ and says why.
 
 from __future__ import annotations
 
+import random
 import secrets
 import time
 from collections.abc import Callable
@@ -20,10 +21,12 @@ from botocore.exceptions import ClientError
 from harness.aws.clients import Clients
 from harness.clock import Clock, SystemClock
 from harness.errors import HarnessError
+from harness.pacing.budget import BUDGETS, Budgets
 from harness.pacing.ceiling import CeilingWatcher, ceiling
 from harness.pacing.engine import Job, Progress
 from harness.pacing.journal import JobRow, Journal
 from harness.pacing.sources import FillSource
+from harness.virtual_time import Threads
 
 Factory = Callable[[dict[str, Any], Clients], Any]  # params -> an ItemSource
 
@@ -80,8 +83,12 @@ def estimate(source: Any, table: dict, share: float = 1.0) -> Estimate:
 def run_job(job_id: str, kind: str, params: dict[str, Any], source: Any, clients: Clients, journal: Journal, *,
             clock: Clock | None = None, share: float = 1.0, refresh_s: float = 60.0, period_s: float = 1.0,
             on_progress: Callable[[Progress], None] | None = None, on_start: Callable[[Job], None] | None = None,
-            resume: bool = False) -> str:
-    """Create (or continue) the job in the journal and run it to done, a pause or a failure."""
+            resume: bool = False, threads: Threads | None = None, budgets: Budgets = BUDGETS,
+            rng: random.Random | None = None) -> str:
+    """Create (or continue) the job in the journal and run it to done, a pause or a failure.
+
+    ``clock`` and ``threads`` are the job's time and concurrency (real by default; a ``VirtualClock`` is both).
+    """
     clock = clock or SystemClock()
     table = params["table"]
     desc = describe(clients, table)
@@ -89,7 +96,8 @@ def run_job(job_id: str, kind: str, params: dict[str, Any], source: Any, clients
         journal.create(job_id, kind, params, source.total, desc, clients.endpoints.dynamodb)
     watcher = CeilingWatcher(lambda: describe(clients, table), "write", clock, refresh_s=refresh_s)
     job = Job(job_id, source, journal, watcher, (clients.endpoints.dynamodb, table, "write", None), clock=clock,
-              share=share, period_s=period_s, on_progress=on_progress)
+              share=share, period_s=period_s, on_progress=on_progress, threads=threads, budgets=budgets,
+              rng=rng)
     if on_start:
         on_start(job)
     return job.run()

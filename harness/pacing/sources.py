@@ -10,6 +10,7 @@ import hashlib
 import json
 import random
 import sqlite3
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -80,6 +81,7 @@ class SeedSource:
         self.items: list[tuple[str, Any]] = []
         self.stores: dict[str | None, Datastore] = {}
         self._grants: dict[str | None, tuple[Lock, LockGrant, Heartbeat]] = {}
+        self._grants_lock = threading.Lock()  # the engine runs items in parallel: one grant per namespace
         for ns in namespaces:
             store = Datastore(backend, Catalog(), SyncConfig(namespace=ns, heartbeat=False), clock=FakeClock(epoch),
                               holder="harness-seed", rng=random.Random(f"{ns}-{epoch}"))
@@ -111,6 +113,10 @@ class SeedSource:
         return sum(per_file * write_units_for_size(store.staged[r].size + 200) for r in rels)
 
     def _grant(self, ns: str | None) -> LockGrant:
+        with self._grants_lock:
+            return self._take(ns)
+
+    def _take(self, ns: str | None) -> LockGrant:
         if ns not in self._grants:
             store = self.stores[ns]
             # generation runs on a fixed clock (so a resume rebuilds the same items); the lock needs real time
@@ -132,10 +138,11 @@ class SeedSource:
 
     def finish(self) -> None:
         """Release the locks and write each namespace's catalog and local view for the workers."""
-        for lock, grant, beat in self._grants.values():
-            beat.__exit__(None, None, None)
-            lock.release(grant, Work())
-        self._grants.clear()
+        with self._grants_lock:
+            for lock, grant, beat in self._grants.values():
+                beat.__exit__(None, None, None)
+                lock.release(grant, Work())
+            self._grants.clear()
         for ns, store in self.stores.items():
             write_state(self.state_dir, ns, store)
 

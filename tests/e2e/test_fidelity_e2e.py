@@ -13,7 +13,8 @@ pytestmark = pytest.mark.e2e
 
 def test_s3_tops_out_lower_per_operation_in_one_comparison_report(tmp_path):
     ddb, s3 = tmp_path / "ddb", tmp_path / "s3"
-    for run_dir, backend, profile, secs in ((ddb, "dynamodb", "aws-dynamodb", "15s"), (s3, "s3", "aws-s3-vpce", "20s")):
+    # an S3 iteration of this scenario is ~50 requests at ~200 ms each: ~10 s, so two of them need ~22 s
+    for run_dir, backend, profile, secs in ((ddb, "dynamodb", "aws-dynamodb", "10s"), (s3, "s3", "aws-s3-vpce", "22s")):
         p = harness("run", "pruning", "--backend", backend, "--latency", profile, "--duration", secs,
                     "--run-dir", str(run_dir), "--no-report")
         assert p.returncode == 0, p.stdout + p.stderr
@@ -21,8 +22,13 @@ def test_s3_tops_out_lower_per_operation_in_one_comparison_report(tmp_path):
     p = harness("report", str(ddb), str(s3), "--out", str(tmp_path / "cmp"))
     assert p.returncode == 0, p.stderr
     summary = json.loads((tmp_path / "cmp" / "summary.json").read_text())
+    runs = {r["backend"]: r for r in summary["comparison"]["runs"]}
     (b,) = summary["comparison"]["backends"]
-    # PutObject ~300 ms through a VPC endpoint against PutItem ~3.7 ms: several times slower per operation
-    assert b["s3_ms_per_request_over_dynamodb"] > 3
-    assert b["dynamodb_over_s3"] > 2
-    assert "S3 workers top out lower per operation" in (tmp_path / "cmp" / "index.html").read_text()
+    # The profiles set floors a busy machine only raises: every S3 operation waits a median of 40 ms or more
+    # (PutObject ~300 ms), every DynamoDB one 2.8 ms or more (PutItem ~3.7 ms on average).
+    assert runs["s3"]["ms_per_request"] >= 40 and runs["dynamodb"]["ms_per_request"] >= 2.8
+    assert b["s3_ms_per_request_over_dynamodb"] == pytest.approx(
+        runs["s3"]["ms_per_request"] / runs["dynamodb"]["ms_per_request"])
+    # slower per operation, so a lower rate for the same workers (credibly so, where the report gives an interval)
+    assert b["s3_ms_per_request_over_dynamodb"] > 1.5 and b["dynamodb_over_s3"] > 1.5
+    assert b.get("interval") is None or b["interval"][0] > 1

@@ -17,7 +17,7 @@ from harness.pacing.sources import fill_body
 from tests.e2e.conftest import ROOT, clean_env, harness
 
 pytestmark = pytest.mark.e2e
-ITEMS = 2500
+ITEMS = 600  # enough to kill the job mid-way at moto speed, few enough to resume in seconds
 
 
 @pytest.fixture
@@ -42,7 +42,7 @@ def _table(moto, name):
     return ddb
 
 
-def _start_and_kill(env, table, tmp_path, after_items=400):
+def _start_and_kill(env, table, tmp_path, after_items=150):
     proc = subprocess.Popen([sys.executable, "-m", "harness", "fill", table, "--items", str(ITEMS),
                              "--item-bytes", "400"], env=env, cwd=ROOT, stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True)
@@ -103,23 +103,56 @@ def test_resume_against_a_recreated_table_is_refused(moto, tmp_path):
 
 
 def test_seeded_run_starts_in_the_degraded_regime(tmp_path):
-    """Pre-aged to 20 models x 10 versions (5 orphaned), the first iteration already carries hour nine's counts."""
+    """Pre-aged to 10 models x 5 versions (3 orphaned), the first iteration already carries the late-run counts."""
     from tests.e2e.conftest import rows
 
+    models, versions, orphans = 10, 5, 3
     seeded, fresh = tmp_path / "seeded", tmp_path / "fresh"
-    p = harness("run", "namespaced", "--workers", "2", "--duration", "8s", "--seed-models", "20",
-                "--seed-versions", "10", "--seed-orphans", "5", "--run-dir", str(seeded), "--no-report")
+    p = harness("run", "namespaced", "--workers", "2", "--duration", "12s", "--seed-models", str(models),
+                "--seed-versions", str(versions), "--seed-orphans", str(orphans), "--run-dir", str(seeded),
+                "--no-report")
     assert p.returncode == 0, p.stdout + p.stderr
-    assert "seeding 1,270 files in 2 namespace(s)" in p.stdout and "100% 90/90 items" in p.stdout
-    p = harness("run", "namespaced", "--workers", "2", "--duration", "8s", "--run-dir", str(fresh), "--no-report")
+    files = 2 * (models * versions * 3 + models * 2 - orphans)  # per namespace: raw, metadata, output per version;
+    assert f"seeding {files:,} files in 2 namespace(s)" in p.stdout  # latest + definition per model, orphans' gone
+    (job,) = Journal(seeded / "jobs.db").all()  # every item of the seed landed: none failed, none left
+    assert (job.kind, job.state, job.done, job.failed) == ("seed", "done", job.total, 0) and job.total > 0
+    p = harness("run", "namespaced", "--workers", "2", "--duration", "5s", "--run-dir", str(fresh), "--no-report")
     assert p.returncode == 0, p.stdout + p.stderr
     first_seeded = rows(seeded).groupby("user").first()
     first_fresh = rows(fresh).groupby("user").first()
-    live = (20 - 5) * (10 * 3 + 2)  # live models x (raw, metadata, output per version + latest + definition)
-    assert set(first_seeded["index_entries_written"]) == {live + 5}  # the full commit of hour nine
-    assert set(first_seeded["catalog_rows"]) == {20 * 10 + 1}  # orphans' rows included
+    assert len(first_seeded) and len(first_fresh)  # each worker's first iteration (every one that finished one)
+    live = (models - orphans) * (versions * 3 + 2)  # live models x (3 files per version + latest + definition)
+    assert set(first_seeded["index_entries_written"]) == {live + 5}  # the full commit of the late run
+    assert set(first_seeded["catalog_rows"]) == {models * versions + 1}  # orphans' rows included
     assert set(first_fresh["index_entries_written"]) == {5} and set(first_fresh["catalog_rows"]) == {1}
     assert set(first_seeded["files_pulled"]) == {0}  # the workers start from the seeded local view
+
+
+def test_harness_seed_then_the_run_it_prints_starts_from_the_seed(moto, tmp_path):
+    """`harness seed` prints the `harness run` to follow; that command runs, and its workers start seeded."""
+    import re
+    import shlex
+
+    from tests.e2e.conftest import rows
+
+    env = _env(moto, tmp_path)
+    p = harness("seed", "namespaced", "--models", "6", "--versions", "3", "--orphans", "2", "--workers", "2",
+                "--table", "seeded-table", env=env, cwd=tmp_path)
+    assert p.returncode == 0, p.stdout + p.stderr
+    hint = re.search(r"then `(harness run [^`]+)`", p.stdout)
+    assert hint, p.stdout
+    argv = shlex.split(hint.group(1))[1:]
+    assert argv[:2] == ["run", "namespaced"] and "--seed-dir" in argv and "--table" in argv
+    run_dir = tmp_path / "run"
+    p = harness(*argv, "--workers", "2", "--duration", "8s", "--run-dir", str(run_dir), "--no-report", env=env,
+                cwd=tmp_path)
+    assert p.returncode == 0, p.stdout + p.stderr
+    first = rows(run_dir).groupby("user").first()
+    live = (6 - 2) * (3 * 3 + 2)  # live models x (raw, metadata, output per version + latest + definition)
+    assert set(first.index) == {"w0-0", "w0-1"}
+    assert set(first["index_entries_written"]) == {live + 5}  # the seeded index, committed whole
+    assert set(first["catalog_rows"]) == {6 * 3 + 1}  # the seeded catalog, orphans' rows included
+    assert set(first["files_pulled"]) == {0}  # the seeded local view: nothing to fetch
 
 
 def test_cleanup_deletes_every_item_then_the_owned_table_and_refuses_foreign_ones(moto, tmp_path):
@@ -154,9 +187,9 @@ def test_background_job_runs_beside_the_workers_and_pauses_with_the_run(tmp_path
     path = tmp_path / "noisy.toml"
     path.write_text(sc)
     run_dir = tmp_path / "run"
-    p = harness("run", str(path), "--workers", "2", "--duration", "8s", "--run-dir", str(run_dir), "--no-report")
+    p = harness("run", str(path), "--workers", "2", "--duration", "10s", "--run-dir", str(run_dir), "--no-report")
     assert p.returncode == 0, p.stdout + p.stderr
     assert "harness: background job paused" in p.stdout
     (row,) = Journal(run_dir / "jobs.db").all()
     assert row.kind == "fill" and row.reason == "Paused: the run ended" and 100 < row.done < 1_000_000
-    assert row.throttled == 0 and len(rows(run_dir)) > 5  # the workers ran alongside
+    assert row.throttled == 0 and set(rows(run_dir)["user"]) == {"w0-0", "w0-1"}  # the workers ran alongside

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import random
-import time
 import uuid
 from dataclasses import dataclass, field
 from typing import Any
@@ -130,7 +129,7 @@ class Fidelity:
         if dist is not None:
             ms = dist.sample_ms(self.rng)
             self.added_ms += ms
-            time.sleep(ms / 1000.0)  # cooperative under Locust (time is patched)
+            self.clock.sleep(ms / 1000.0)  # the layer's clock: real time by default (cooperative under Locust)
         fault = choose(self.cfg.faults.get(op) or self.cfg.faults.get("*"), self.rng)
         if fault == "error_5xx":
             if service == "s3":
@@ -138,7 +137,7 @@ class Fidelity:
             return dynamodb_error(request.url, 500, "InternalServerError", "Internal server error (injected)")
         if fault:
             if fault == "timeout":
-                time.sleep(self.cfg.timeout_after_s)
+                self.clock.sleep(self.cfg.timeout_after_s)
             raise_transport_fault(fault, request)
         throttle = self._throttle(service, op, request)
         return _throttle_response(service, request.url, throttle) if throttle else None

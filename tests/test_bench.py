@@ -1,0 +1,68 @@
+"""Every benchmark runs in its quick mode and prints its figures (the full mode stays for measuring).
+
+These check that a benchmark still runs and that its figures are numbers in
+the range they can take, not that a target is met: the targets are measured by
+the full runs, on a quiet machine.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+NUM = r"([0-9][0-9,]*\.?[0-9]*)"
+
+pytestmark = pytest.mark.bench
+
+
+def _quick(script: str, timeout: float = 240) -> str:
+    p = subprocess.run([sys.executable, str(ROOT / "bench" / script), "--quick"], capture_output=True, text=True,
+                       timeout=timeout, cwd=ROOT)
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert "Traceback" not in p.stderr, p.stderr
+    return p.stdout
+
+
+def _num(pattern: str, text: str) -> float:
+    m = re.search(pattern, text)
+    assert m, f"{pattern!r} not in:\n{text}"
+    return float(m.group(1).replace(",", ""))
+
+
+def test_harness_overhead_quick():
+    out = _quick("harness_overhead.py")
+    boto = _num(r"datastore steps through boto3 :\s+" + NUM + " ms", out)
+    store = _num(r"the instant store's own " + NUM + " ms left out", out)
+    harness = _num(r"harness \(row\+events\+parquet\)\s+:\s+" + NUM + " ms", out)
+    ratio = _num(r"harness / boto3\s+:\s+" + NUM + "%", out)
+    assert boto > 1.0 and harness > 0 and 0 < store < boto  # a pruning iteration is a dozen or more calls
+    assert ratio == pytest.approx(100 * harness / boto, rel=0.05, abs=0.02)
+    rate = _num(r"instant backend: " + NUM + " iterations/s", out)
+    cpu = _num(r"iterations/s at " + NUM + " CPU-s/s", out)
+    assert rate > 0 and 0 < cpu < 2.5  # one Locust process: at most about one core
+
+
+def test_fidelity_overhead_quick():
+    out = _quick("fidelity_overhead.py")
+    for op in ("PutItem", "GetItem", "Query", r"BatchWriteItem\(25\)"):
+        m = re.search(rf"^{op}\s+{NUM}\s+{NUM}\s+{NUM}\s+{NUM}\s+{NUM}%", out, re.M)
+        assert m, f"no figures for {op}:\n{out}"
+        call, boto, accounting, throttling, share = (float(x.replace(",", "")) for x in m.groups())
+        assert call == pytest.approx(boto + accounting + throttling, abs=2)  # the columns add up
+        assert boto > 0 and accounting > 0 and throttling > 0
+        assert share == pytest.approx(100 * (accounting + throttling) / boto, abs=0.2)
+
+
+def test_pacing_vs_adaptive_quick():
+    out = _quick("pacing_vs_adaptive.py")
+    assert "ceiling 42 WCU/s" in out
+    for writer in ("harness job engine", "botocore adaptive retries"):
+        m = re.search(rf"^{writer}\s+{NUM}%\s+{NUM}%\s+{NUM}%\s+{NUM}$", out, re.M)
+        assert m, f"no figures for {writer}:\n{out}"
+        used, second_half, throttled, foreground = (float(x) for x in m.groups())
+        assert 0 < used < 200 and 0 <= second_half < 200 and 0 <= throttled <= 100 and foreground >= 0

@@ -1,0 +1,60 @@
+"""Bad arguments: one line on stderr naming the problem and the command's --help, exit 2, no usage block."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from harness.cli import main
+
+CASES = [
+    ([], "harness: the following arguments are required: COMMAND", "harness --help"),
+    (["nosuch"], "harness: argument COMMAND: invalid choice: 'nosuch'", "harness --help"),
+    (["run"], "harness run: the following arguments are required: scenario", "harness run --help"),
+    (["run", "namespaced", "--workers", "many"], "harness run: argument --workers: invalid int value: 'many'",
+     "harness run --help"),
+    (["run", "namespaced", "--duration", "5 parsecs"], "harness run: argument --duration:", "harness run --help"),
+    (["run", "namespaced", "--backend", "mysql"], "harness run: argument --backend: invalid choice: 'mysql'",
+     "harness run --help"),
+    (["run", "namespaced", "--seeddir", "x"], "harness run: unrecognized arguments: --seeddir x",
+     "harness run --help"),
+    (["report"], "harness report: the following arguments are required: RUN_DIR", "harness report --help"),
+    (["fill", "t"], "harness fill: the following arguments are required: --items", "harness fill --help"),
+    (["seed", "namespaced", "--models", "3"], "harness seed: the following arguments are required: --versions",
+     "harness seed --help"),
+    (["resume"], "harness resume: the following arguments are required: job", "harness resume --help"),
+]
+
+
+@pytest.mark.parametrize("argv,problem,help_cmd", CASES, ids=[" ".join(c[0]) or "(none)" for c in CASES])
+def test_argument_errors_are_one_line(capsys, argv, problem, help_cmd):
+    with pytest.raises(SystemExit) as e:
+        main(argv)
+    assert e.value.code == 2
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert err.count("\n") == 1 and err.startswith(problem), err  # one line, the problem first
+    assert f"(see `{help_cmd}`)" in err and "usage:" not in err
+
+
+def test_the_installed_command_answers_the_same(tmp_path):
+    p = subprocess.run([sys.executable, "-m", "harness", "run", "namespaced", "--workers"], capture_output=True,
+                       text=True, timeout=60, cwd=tmp_path)
+    assert p.returncode == 2 and p.stdout == ""
+    assert p.stderr == "harness run: argument --workers: expected one argument (see `harness run --help`)\n"
+
+
+@pytest.mark.parametrize("argv,message", [
+    (["run", "namespaced", "--seed-dir", "DIR"], "harness: --seed-dir needs --table"),
+    (["run", "namespaced", "--seed-dir", "DIR", "--table", "t", "--seed-models", "3"],
+     "harness: --seed-dir starts from an earlier seed and --seed-models seeds now"),
+    (["run", "namespaced", "--seed-dir", "EMPTY", "--table", "t"], "harness: --seed-dir EMPTY: no seeded catalogs"),
+])
+def test_seed_dir_without_its_table_or_catalogs_is_refused(capsys, tmp_path, argv, message):
+    (tmp_path / "EMPTY").mkdir()
+    argv = [str(tmp_path / a) if a in ("DIR", "EMPTY") else a for a in argv]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith(message.replace("EMPTY", str(tmp_path / "EMPTY"))), err

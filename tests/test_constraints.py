@@ -1,0 +1,54 @@
+"""constraints.txt pins every dependency, inside pyproject's ranges, and is what this environment runs."""
+
+from __future__ import annotations
+
+import tomllib
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+
+from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
+
+ROOT = Path(__file__).resolve().parents[1]
+REGENERATE = "regenerate it with `bash .ci/update-constraints`"
+
+
+def _pins() -> dict[str, str]:
+    pins = {}
+    for line in (ROOT / "constraints.txt").read_text().splitlines():
+        line = line.split("#", 1)[0].strip()
+        if line:
+            name, _, ver = line.partition("==")
+            assert ver, f"constraints.txt: {line!r} is not an exact pin (name==version)"
+            pins[canonicalize_name(name)] = ver
+    return pins
+
+
+def _requirements() -> list[Requirement]:
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    reqs = list(project["dependencies"]) + [r for extra in project.get("optional-dependencies", {}).values()
+                                            for r in extra]
+    return [Requirement(r) for r in reqs]
+
+
+def test_every_dependency_is_pinned_within_its_range():
+    pins = _pins()
+    for req in _requirements():
+        name = canonicalize_name(req.name)
+        assert name in pins, f"{req.name} (pyproject.toml) is not in constraints.txt: {REGENERATE}"
+        assert req.specifier.contains(pins[name], prereleases=True), \
+            f"constraints.txt pins {req.name}=={pins[name]}, outside pyproject's {req.specifier}: {REGENERATE}"
+
+
+def test_this_environment_runs_the_pinned_versions():
+    """What CI installs (`pip install -c constraints.txt`) is what the tests ran with."""
+    pins = _pins()
+    for req in _requirements():
+        name = canonicalize_name(req.name)
+        try:
+            installed = version(req.name)
+        except PackageNotFoundError:
+            raise AssertionError(f"{req.name} is not installed: pip install -c constraints.txt -e '.[test]'") \
+                from None
+        assert installed == pins[name], (f"{req.name} {installed} is installed but constraints.txt pins "
+                                         f"{pins[name]}: pip install -c constraints.txt -e '.[test]'")
