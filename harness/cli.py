@@ -46,6 +46,8 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--seed-models", type=int, help="pre-age first (paced): this many models per namespace ...")
     r.add_argument("--seed-versions", type=int, default=10, help="... each run this many times ...")
     r.add_argument("--seed-orphans", type=int, default=0, help="... this many of them deleted, data left behind")
+    r.add_argument("--stand-in", help="embedded stand-in when no endpoint is set: dynalite (default), "
+                   "dynalite-memory, moto, moto-indexed")
 
     rep = sub.add_parser("report", help="build the report of one or more run directories")
     rep.add_argument("run_dirs", nargs="+", metavar="RUN_DIR")
@@ -107,7 +109,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
         spawn_rate=args.spawn_rate, processes=args.processes, run_dir=args.run_dir, web=args.web,
         web_port=args.web_port, report=not args.no_report, aws=args.aws, table=args.table, bucket=args.bucket,
         allow_foreign=args.allow_foreign_resources, cleanup=args.cleanup, latency=args.latency,
-        seed=(args.seed_models, args.seed_versions, args.seed_orphans) if args.seed_models else None))
+        seed=(args.seed_models, args.seed_versions, args.seed_orphans) if args.seed_models else None,
+        stand_in=args.stand_in))
     print(f"harness: {res.rows} iterations recorded in {res.run_dir}")
     if not args.no_report and res.rows:
         from reports.build import build_report

@@ -16,10 +16,11 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from harness.aws import standin
 from harness.aws.clients import make_clients
 from harness.aws.endpoints import Endpoints, any_endpoint_configured
 from harness.aws.fidelity.latency import load_profile
-from harness.aws.moto_server import DUMMY_CREDENTIALS, EmbeddedMoto
+from harness.aws.moto_server import DUMMY_CREDENTIALS
 from harness.errors import HarnessError
 from harness.load import checks as run_checks
 from harness.load import runtime
@@ -53,6 +54,7 @@ class RunOptions:
     latency: str | None = None
     seed: tuple[int, int, int] | None = None  # models, versions, orphans: pre-age before the load
     quiet: bool = False
+    stand_in: str | None = None  # the embedded stand-in (default: standin.DEFAULT)
 
 
 @dataclass
@@ -122,9 +124,14 @@ def run(opts: RunOptions) -> RunResult:
     scenario_arg = str(scenarios.resolve(opts.scenario))
     if opts.processes < 0:
         raise HarnessError(f"--processes must be 0 or more, got {opts.processes}")
+    if opts.stand_in:
+        standin.check_name(opts.stand_in)
+        if opts.aws or any_endpoint_configured():
+            raise HarnessError("--stand-in starts a local server, but the run targets a configured endpoint or AWS: "
+                               "unset AWS_ENDPOINT_URL* / drop --aws, or drop --stand-in")
     run_id = runtime.new_run_id(sc.name, sc.backend)
     run_dir = _prepare_run_dir(Path(opts.run_dir or Path("runs") / run_id))
-    moto: EmbeddedMoto | None = None
+    local: standin.StandIn | None = None
     if opts.aws and any_endpoint_configured():
         raise HarnessError("--aws and an AWS_ENDPOINT_URL* variable disagree: unset the variable or drop --aws")
     try:
@@ -132,8 +139,9 @@ def run(opts: RunOptions) -> RunResult:
         if opts.aws:
             os.environ[runtime.TARGET_AWS_ENV] = "1"
         elif not any_endpoint_configured():
-            moto = EmbeddedMoto(log_path=str(run_dir / "moto.log")).start()
-            os.environ.update(AWS_ENDPOINT_URL=moto.url, **{runtime.ENDPOINT_KIND_ENV: "moto"}, **DUMMY_CREDENTIALS)
+            local = standin.start(opts.stand_in, run_dir, note=lambda m: _say(opts, m))
+            os.environ.update(standin.endpoint_env(local), **{runtime.ENDPOINT_KIND_ENV: standin.ENDPOINT_KIND},
+                              **DUMMY_CREDENTIALS)
             for real in ("AWS_PROFILE", "AWS_SESSION_TOKEN"):  # never sign for moto with real credentials
                 os.environ.pop(real, None)
         endpoints = runtime.resolve_endpoints()
@@ -147,7 +155,8 @@ def run(opts: RunOptions) -> RunResult:
         backend = runtime.build_backend(sc, clients, resources, run_id)
         runtime.ensure_owned(clients, backend, opts.allow_foreign)
         seed_dir = _seed(opts, sc, endpoints, resources, run_dir) if opts.seed else None
-        where = f"embedded moto at {moto.url}" if moto else (endpoints.dynamodb or endpoints.s3 or "AWS")
+        where = (f"embedded {local.name} {local.version} at {local.urls[sc.backend]}" if local
+                 else (endpoints.dynamodb or endpoints.s3 or "AWS"))
         _say(opts, f"harness: {sc.name} on {sc.backend} ({where}), {sc.fleet.workers} workers, "
                    f"{sc.fleet.duration_s:g}s -> {run_dir}")
         if opts.web:
@@ -167,8 +176,8 @@ def run(opts: RunOptions) -> RunResult:
             removed = runtime.delete_owned(clients, backend)
             _say(opts, f"harness: {'removed' if removed else 'left'} {backend.name} resource of this run")
     finally:
-        if moto:
-            moto.stop()
+        if local:
+            local.stop()
     if not (run_dir / runinfo.RUN_JSON).exists():
         raise HarnessError(f"Locust did not start the run; see {run_dir / 'locust.log'}")
     runinfo.update(run_dir, scenario=sc.to_dict(), locust_exit=exit_code)

@@ -24,11 +24,12 @@ from locust import User, events, task
 from locust.exception import StopUser
 from locust.runners import MasterRunner, WorkerRunner
 
+from harness.aws import standin
 from harness.aws.clients import make_clients
 from harness.aws.endpoints import any_endpoint_configured
 from harness.aws.fidelity.layer import Fidelity
-from harness.aws.fidelity.probe import Probe
-from harness.aws.moto_server import DUMMY_CREDENTIALS, EmbeddedMoto
+from harness.aws.fidelity.probe import Probe, Target
+from harness.aws.moto_server import DUMMY_CREDENTIALS
 from harness.errors import HarnessError
 from harness.load import runtime
 from harness.load import scenario as scenarios
@@ -57,7 +58,7 @@ class ProcessState:
         self.users = 0
         self.worker = "local"
         self.run_dir: Path | None = None
-        self.moto: EmbeddedMoto | None = None
+        self.moto: standin.StandIn | None = None
         self.probe: Probe | None = None
 
     def reset(self) -> None:
@@ -78,6 +79,9 @@ def _options(parser: Any) -> None:
                         "or a .toml file); overrides the scenario's fidelity.latency")
     parser.add_argument("--run-id", default="", include_in_web_ui=False, help="set by the master; leave empty")
     parser.add_argument("--table", default="", include_in_web_ui=False, help="DynamoDB table (default per run)")
+    parser.add_argument("--stand-in", default="", include_in_web_ui=False,
+                        help=f"embedded stand-in when no endpoint is set: {', '.join(standin.NAMES)} "
+                             f"(default {standin.DEFAULT})")
     parser.add_argument("--bucket", default="", include_in_web_ui=False, help="S3 bucket (default per run)")
     parser.add_argument("--seed-dir", default="", include_in_web_ui=False,
                         help="start each worker from a seeded namespace's catalog and local view")
@@ -99,8 +103,10 @@ def _init(environment: Any, **_: Any) -> None:
         return
     if not isinstance(runner, MasterRunner | WorkerRunner) and not any_endpoint_configured() \
             and os.environ.get(runtime.TARGET_AWS_ENV) != "1":
-        STATE.moto = EmbeddedMoto().start()  # plain `locust -f locustfile.py`: the embedded default
-        os.environ.update(AWS_ENDPOINT_URL=STATE.moto.url, **{runtime.ENDPOINT_KIND_ENV: "moto"}, **DUMMY_CREDENTIALS)
+        # plain `locust -f locustfile.py`: the embedded default
+        STATE.moto = standin.start(opts.stand_in or None, note=log.warning)
+        os.environ.update(standin.endpoint_env(STATE.moto), **{runtime.ENDPOINT_KIND_ENV: standin.ENDPOINT_KIND},
+                          **DUMMY_CREDENTIALS)
     if not isinstance(runner, WorkerRunner):
         sc = _load_scenario(opts)  # fail early, before any user starts
         opts.run_id = opts.run_id or runtime.new_run_id(sc.name, sc.backend)
@@ -163,15 +169,28 @@ def _setup(environment: Any) -> None:
         "endpoint": runtime.endpoint_summary(endpoints), "endpoint_kind": endpoints.kind,
         "resources": {"table": resources.table, "bucket": resources.bucket},
         "versions": runinfo.versions(), "host": runinfo.host(), "started_at": runinfo.utc_now(),
-        "ended_at": None, "status": "running", "fidelity": asdict(fidelity),
+        "ended_at": None, "status": "running", "fidelity": asdict(fidelity), "stand_in": standin.info_from_env(),
         "fleet": {"workers": opts.num_users or sc.fleet.workers,
                   "processes": int(getattr(opts, "processes", 0) or 0) or
                   (len(runner.clients) if isinstance(runner, MasterRunner) else 1)},
     })
     if fidelity.enabled and fidelity.probe_every_s > 0:
-        STATE.probe = Probe(backend, STATE.run_dir, fidelity.probe_every_s).start()
+        STATE.probe = Probe(_probe_target(backend, endpoints), STATE.run_dir, fidelity.probe_every_s).start()
     if not opts.run_time:  # every load loop is bounded in time: default to the scenario's duration
         gevent.spawn_later(sc.fleet.duration_s, runner.quit)
+
+
+def _probe_target(backend: Any, endpoints: Any) -> Target:
+    """The probe's primitives: a fixed small partition of the run's table (its GSI) or prefix of its bucket."""
+    if backend.name == "dynamodb":
+        return Target("dynamodb", endpoints.dynamodb, backend.table, index="gsi1")
+    return Target("s3", endpoints.s3, backend.bucket, key=backend.objects.key(".probe"))
+
+
+@events.test_stop.add_listener
+def _test_stop(environment: Any, **_: Any) -> None:
+    if STATE.probe is not None:  # samples only while load runs
+        STATE.probe.stop()
 
 
 @events.quitting.add_listener

@@ -1,0 +1,31 @@
+// Serve dynalite (DynamoDB on LevelDB) on a free loopback port for one harness run.
+// Prints "READY http://HOST:PORT dynalite/VERSION" once listening; exits when stdin
+// closes (the harness that started it is gone) or on SIGTERM.
+// Usage: node dynalite_server.js [--host H] [--port 0] [--path DIR]
+'use strict'
+const path = require('path')
+const args = require('util').parseArgs({
+  options: {
+    host: { type: 'string', default: '127.0.0.1' },
+    port: { type: 'string', default: '0' },
+    path: { type: 'string' },
+    modules: { type: 'string' },
+  },
+}).values
+const req = (name) => require(args.modules ? path.join(args.modules, name) : name)
+const dynalite = req('dynalite')
+const version = req('dynalite/package.json').version
+const server = dynalite({ path: args.path, createTableMs: 0, deleteTableMs: 0, updateTableMs: 0 })
+server.listen(Number(args.port), args.host, () => {
+  const a = server.address()
+  process.stdout.write(`READY http://${args.host}:${a.port} dynalite/${version}\n`)
+})
+const stop = () => {
+  setTimeout(() => process.exit(0), 3000).unref() // keep-alive clients must not hold us
+  server.close(() => process.exit(0))
+}
+process.on('SIGTERM', stop)
+process.on('SIGINT', stop)
+process.stdin.on('end', stop)
+process.stdin.on('error', stop)
+process.stdin.resume()
