@@ -91,7 +91,11 @@ def _stock_moto_server() -> Server:
 
     def stop() -> None:
         proc.terminate()
-        proc.wait(10)
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:  # Werkzeug's threaded server can hang on open connections
+            proc.kill()
+            proc.wait(10)
 
     from importlib import metadata
     return Server("moto_server", url, stop, metadata.version("moto"), (proc.pid,))
