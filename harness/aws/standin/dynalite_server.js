@@ -10,6 +10,7 @@ const args = require('util').parseArgs({
     port: { type: 'string', default: '0' },
     path: { type: 'string' },
     modules: { type: 'string' },
+    memlog: { type: 'string' },
   },
 }).values
 const req = (name) => require(args.modules ? path.join(args.modules, name) : name)
@@ -20,6 +21,14 @@ server.listen(Number(args.port), args.host, () => {
   const a = server.address()
   process.stdout.write(`READY http://${args.host}:${a.port} dynalite/${version}\n`)
 })
+if (args.memlog) { // diagnostics: the process's memory every N seconds, to stderr (dynalite.log)
+  setInterval(() => {
+    const m = process.memoryUsage()
+    const mb = (v) => (v / 1048576).toFixed(1)
+    process.stderr.write(`memory rss=${mb(m.rss)} heapUsed=${mb(m.heapUsed)} heapTotal=${mb(m.heapTotal)} ` +
+      `external=${mb(m.external)} arrayBuffers=${mb(m.arrayBuffers)} MB\n`)
+  }, Number(args.memlog) * 1000).unref()
+}
 const stop = () => {
   setTimeout(() => process.exit(0), 3000).unref() // keep-alive clients must not hold us
   server.close(() => process.exit(0))
