@@ -41,7 +41,7 @@ def test_harness_run_builds_the_report(real_run):
     # the namespaced scenario's full commit is the step that grows, with index entries written
     ie = f["work_counts"]["index_entries_written"]
     assert ie["last"] > 2 * ie["first"]
-    assert summary["runs"][0]["endpoint_kind"] == "moto"
+    assert summary["runs"][0]["endpoint_kind"] == "embedded"
 
 
 def test_report_of_a_directory_that_is_not_a_run(tmp_path):

@@ -27,7 +27,7 @@ def _common(run_dir, d, scenario, backend, workers):
     assert (d["scenario"] == scenario).all() and (d["backend"] == backend).all()
     assert (d["ts_end"] >= d["ts_start"]).all()
     info = json.loads((run_dir / "run.json").read_text())
-    assert info["status"] == "finished" and info["endpoint_kind"] == "moto" and info["backend"] == backend
+    assert info["status"] == "finished" and info["endpoint_kind"] == "embedded" and info["backend"] == backend
     assert info["scenario"]["name"] == scenario and info["versions"]["locust"]
     assert (run_dir / "locust_stats_history.csv").stat().st_size > 0
     assert "iteration" in (run_dir / "locust_stats.csv").read_text()
