@@ -14,6 +14,17 @@ const args = require('util').parseArgs({
   },
 }).values
 const req = (name) => require(args.modules ? path.join(args.modules, name) : name)
+// dynalite 4.0.0's read streams end an iterator with `iterator.return()`, which abstract-level 3
+// iterators do not have (they have `close()`), so every Query/Scan left its iterator open and attached
+// to the database: ~1 KB of heap and buffers per Query in memory, and on disk LevelDB iterators that
+// pin old versions (memory and disk then grow with the request count, not the data). Closing them
+// makes memory follow the data.
+const iterators = req('abstract-level')
+for (const C of [iterators.AbstractIterator, iterators.AbstractKeyIterator, iterators.AbstractValueIterator]) {
+  if (C && typeof C.prototype.return !== 'function') {
+    C.prototype.return = function () { return this.close() }
+  }
+}
 const dynalite = req('dynalite')
 const version = req('dynalite/package.json').version
 const server = dynalite({ path: args.path, createTableMs: 0, deleteTableMs: 0, updateTableMs: 0 })
