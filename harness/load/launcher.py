@@ -155,7 +155,7 @@ def run(opts: RunOptions) -> RunResult:
         backend = runtime.build_backend(sc, clients, resources, run_id)
         runtime.ensure_owned(clients, backend, opts.allow_foreign)
         seed_dir = _seed(opts, sc, endpoints, resources, run_dir) if opts.seed else None
-        where = (f"embedded {local.name} {local.version} at {local.urls[sc.backend]}" if local
+        where = (f"embedded {local.services[sc.backend]} at {local.urls[sc.backend]}" if local
                  else (endpoints.dynamodb or endpoints.s3 or "AWS"))
         _say(opts, f"harness: {sc.name} on {sc.backend} ({where}), {sc.fleet.workers} workers, "
                    f"{sc.fleet.duration_s:g}s -> {run_dir}")
