@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# Install the harness into .venv and run a short demo load test on the embedded
-# default (a moto server on loopback that the harness starts and stops itself),
+# Install the harness into .venv (and dynalite with `npm ci`, when npm is here) and
+# run a short demo load test on the embedded default (dynalite for DynamoDB, moto
+# for S3, on loopback; the harness starts and stops them itself; without node it
+# falls back to moto),
 # ending with the path of its report. Extra arguments go to `harness run`, e.g.
 #   bash demo.sh --duration 2m --workers 8
 set -euo pipefail
@@ -10,5 +12,8 @@ if [ ! -x .venv/bin/harness ]; then
   python3 -m venv .venv
   .venv/bin/python -m pip install --quiet --upgrade pip
   .venv/bin/python -m pip install --quiet -c constraints.txt -e .  # the versions CI passed with
+fi
+if command -v npm >/dev/null && [ ! -d node_modules/dynalite ]; then
+  npm ci --no-audit --no-fund --loglevel=error
 fi
 exec .venv/bin/harness run namespaced --duration 45s "$@"

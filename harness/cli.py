@@ -58,6 +58,8 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--seed-orphans", type=int, default=0, help="... this many of them deleted, data left behind")
     r.add_argument("--seed-dir", metavar="DIR",
                    help="start the workers from the catalogs `harness seed` wrote (with --table: the seeded table)")
+    r.add_argument("--stand-in", help="embedded stand-in when no endpoint is set: dynalite (default), "
+                   "dynalite-memory, moto, moto-indexed")
 
     rep = sub.add_parser("report", help="build the report of one or more run directories")
     rep.add_argument("run_dirs", nargs="+", metavar="RUN_DIR")
@@ -135,7 +137,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
         web_port=args.web_port, report=not args.no_report, aws=args.aws, table=args.table, bucket=args.bucket,
         allow_foreign=args.allow_foreign_resources, cleanup=args.cleanup, latency=args.latency,
         seed=(args.seed_models, args.seed_versions, args.seed_orphans) if args.seed_models else None,
-        seed_dir=args.seed_dir))
+        seed_dir=args.seed_dir, stand_in=args.stand_in))
     print(f"harness: {res.rows} iterations recorded in {res.run_dir}")
     if res.signal in ("SIGTERM", "SIGHUP") and res.to_report:  # being shut down: record, do not linger
         print(f"harness: reports not built ({res.signal}); build them with `harness report {res.run_dir}`")

@@ -15,6 +15,7 @@ from harness.datastore.backends.s3 import S3Backend
 from harness.datastore.catalog import Catalog
 from harness.datastore.lock import LockConfig
 from harness.datastore.sync import Datastore, SyncConfig
+from tests import standin_endpoint
 
 for var in ("AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_DYNAMODB", "AWS_ENDPOINT_URL_S3", "AWS_PROFILE"):
     os.environ.pop(var, None)
@@ -25,8 +26,26 @@ FAST_LOCK = LockConfig(ttl_s=3.0, wait_s=2.0, retry_s=0.05, retry_cap_s=0.1)
 
 @pytest.fixture
 def aws():
+    """(DynamoDB, S3): in-process moto, or DynamoDB at $HARNESS_TEST_DYNAMODB_ENDPOINT (see standin_endpoint)."""
     with mock_aws():
-        yield instrument(boto3.client("dynamodb")), instrument(boto3.client("s3"))
+        if standin_endpoint.endpoint():
+            ddb = standin_endpoint.client()
+            with standin_endpoint.scratch_tables(ddb):
+                yield instrument(ddb), instrument(boto3.client("s3"))
+        else:
+            yield instrument(boto3.client("dynamodb")), instrument(boto3.client("s3"))
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "needs(feature): needs a DynamoDB feature some endpoints lack "
+                            f"({', '.join(standin_endpoint.FEATURES)}); skipped there")
+
+
+def pytest_runtest_setup(item):
+    for mark in item.iter_markers("needs"):
+        why = standin_endpoint.lacks().get(mark.args[0])
+        if why:
+            pytest.skip(f"needs {mark.args[0]}: {why}")
 
 
 @pytest.fixture

@@ -63,21 +63,21 @@ def test_put_get_units(aws, size, gsis):
 @pytest.mark.parametrize("size", SIZES)
 def test_query_sums_before_rounding_batch_get_rounds_per_item(aws, size):
     ddb = aws[0]
-    _table(ddb, "q", 1)
-    ddb.describe_table(TableName="q")
+    _table(ddb, "qry", 1)
+    ddb.describe_table(TableName="qry")
     items = [_item(size, sk=f"s{i}", gsis=1) for i in range(3)]
     for it in items:
-        ddb.put_item(TableName="q", Item=it)
-    r, _ = _units(lambda: ddb.query(TableName="q", KeyConditionExpression="pk = :p",
+        ddb.put_item(TableName="qry", Item=it)
+    r, _ = _units(lambda: ddb.query(TableName="qry", KeyConditionExpression="pk = :p",
                                     ExpressionAttributeValues={":p": {"S": "p"}}, ConsistentRead=True))
     assert r == math.ceil(3 * size / (4 * KB))
-    r, _ = _units(lambda: ddb.query(TableName="q", IndexName="idx1", KeyConditionExpression="g1 = :k",
+    r, _ = _units(lambda: ddb.query(TableName="qry", IndexName="idx1", KeyConditionExpression="g1 = :k",
                                     ExpressionAttributeValues={":k": {"S": "k"}}))
     assert r == math.ceil(3 * size / (4 * KB)) / 2  # a GSI query is always eventually consistent
     keys = [{"pk": it["pk"], "sk": it["sk"]} for it in items]
-    r, _ = _units(lambda: ddb.batch_get_item(RequestItems={"q": {"Keys": keys, "ConsistentRead": True}}))
+    r, _ = _units(lambda: ddb.batch_get_item(RequestItems={"qry": {"Keys": keys, "ConsistentRead": True}}))
     assert r == 3 * math.ceil(size / (4 * KB))
-    r, _ = _units(lambda: ddb.batch_get_item(RequestItems={"q": {"Keys": keys}}))
+    r, _ = _units(lambda: ddb.batch_get_item(RequestItems={"qry": {"Keys": keys}}))
     assert r == 3 * math.ceil(size / (4 * KB)) / 2
 
 
@@ -85,11 +85,11 @@ def test_query_sums_before_rounding_batch_get_rounds_per_item(aws, size):
 @pytest.mark.parametrize("gsis", [0, 1, 2])
 def test_batch_write_units(aws, size, gsis):
     ddb = aws[0]
-    _table(ddb, "bw", gsis)
-    ddb.describe_table(TableName="bw")
+    _table(ddb, "bwr", gsis)
+    ddb.describe_table(TableName="bwr")
     reqs = [{"PutRequest": {"Item": _item(size, sk=f"s{i}", gsis=gsis)}} for i in range(4)]
     reqs.append({"DeleteRequest": {"Key": {"pk": {"S": "p"}, "sk": {"S": "gone"}}}})
-    _, w = _units(lambda: ddb.batch_write_item(RequestItems={"bw": reqs}))
+    _, w = _units(lambda: ddb.batch_write_item(RequestItems={"bwr": reqs}))
     assert w == 4 * math.ceil(size / KB) * (1 + gsis) + 1
 
 
@@ -101,6 +101,7 @@ def test_item_without_gsi_keys_does_not_pay_for_the_gsi(aws):
     assert _units(lambda: ddb.put_item(TableName="sparse", Item=item)) == (0, 2)
 
 
+@pytest.mark.needs("transactions")
 def test_failed_conditional_write_still_costs_and_transactions_cost_double(aws):
     from botocore.exceptions import ClientError
 

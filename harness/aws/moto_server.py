@@ -6,9 +6,14 @@ keep-alive ``pywsgi`` with ``TCP_NODELAY`` (without it each call waits ~40 ms
 for delayed ACKs). It runs as its own process so its CPU does not compete
 with the load generator's event loop, and it stops with the run.
 
-Run directly: ``python -m harness.aws.moto_server [--host H] [--port 0]`` prints
-``READY http://<host>:<port>`` and serves until SIGTERM (or, with
-``--exit-with-stdin``, until its parent closes stdin).
+Two patches (``harness.aws.standin.moto_patches``) apply in this process only:
+moto's models are no longer tracked forever (without it memory grows ~0.85 KB
+per request whatever the data), and with ``--indexed`` Query reads only the
+queried partition instead of sorting the whole table.
+
+Run directly: ``python -m harness.aws.moto_server [--host H] [--port 0] [--indexed]``
+prints ``READY http://<host>:<port> moto/<version>`` and serves until SIGTERM
+(or, with ``--exit-with-stdin``, until its parent closes stdin).
 """
 
 from __future__ import annotations
@@ -22,10 +27,12 @@ import sys
 import threading
 import time
 
+from harness.errors import HarnessError
+
 DUMMY_CREDENTIALS = {"AWS_ACCESS_KEY_ID": "harness-local", "AWS_SECRET_ACCESS_KEY": "harness-local"}
 
 
-def serve(host: str, port: int, ready_fd: int = 1) -> None:
+def serve(host: str, port: int, ready_fd: int = 1, indexed: bool = False) -> None:
     from gevent import monkey
 
     monkey.patch_all()
@@ -34,7 +41,10 @@ def serve(host: str, port: int, ready_fd: int = 1) -> None:
     from gevent.pywsgi import WSGIHandler, WSGIServer
     from moto.moto_server.werkzeug_app import DomainDispatcherApplication, create_backend_app
 
+    from harness.aws.standin import moto_patches
+
     logging.getLogger("werkzeug").setLevel(logging.ERROR)
+    version = moto_patches.apply(indexed)
 
     class NoDelayHandler(WSGIHandler):
         def handle(self) -> None:
@@ -47,24 +57,43 @@ def serve(host: str, port: int, ready_fd: int = 1) -> None:
     app = DomainDispatcherApplication(create_backend_app)
     server = WSGIServer((host, port), app, handler_class=NoDelayHandler, log=None, error_log=None)
     server.start()
-    os.write(ready_fd, f"READY http://{host}:{server.server_port}\n".encode())
+    os.write(ready_fd, f"READY http://{host}:{server.server_port} moto/{version}\n".encode())
     server.serve_forever()
 
 
 class EmbeddedMoto:
-    """Start the server process; ``url`` is where it listens; ``stop()`` ends it."""
+    """Start the server process; ``url`` is where it listens; ``stop()`` ends it.
 
-    def __init__(self, host: str = "127.0.0.1", port: int = 0, log_path: str | None = None) -> None:
-        self.host, self.port, self.log_path = host, port, log_path
+    The started object is a stand-in (``harness.aws.standin``): ``name``,
+    ``version``, ``urls`` per service (both services on one port).
+    """
+
+    def __init__(self, host: str = "127.0.0.1", port: int = 0, log_path: str | None = None,
+                 indexed: bool = False) -> None:
+        self.host, self.port, self.log_path, self.indexed = host, port, log_path, indexed
         self.proc: subprocess.Popen | None = None
         self.url = ""
+        self.name = "moto-indexed" if indexed else "moto"
+        self.version = ""
+
+    @property
+    def urls(self) -> dict[str, str]:
+        return {"dynamodb": self.url, "s3": self.url}
+
+    @property
+    def services(self) -> dict[str, str]:
+        return {"dynamodb": f"{self.name} {self.version}", "s3": f"moto {self.version}"}
+
+    @property
+    def pids(self) -> dict[str, int]:
+        return {"moto": self.proc.pid} if self.proc else {}
 
     def start(self, timeout: float = 30.0) -> EmbeddedMoto:
         env = dict(os.environ, **DUMMY_CREDENTIALS)
         log = open(self.log_path, "ab") if self.log_path else subprocess.DEVNULL  # noqa: SIM115
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "harness.aws.moto_server", "--host", self.host, "--port", str(self.port),
-             "--exit-with-stdin"],
+             "--exit-with-stdin", *(["--indexed"] if self.indexed else [])],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log, env=env,
         )
         deadline = time.monotonic() + timeout
@@ -74,12 +103,13 @@ class EmbeddedMoto:
             if ready:
                 line = self.proc.stdout.readline().decode().strip()
                 if line.startswith("READY "):
-                    self.url = line.split(" ", 1)[1]
+                    _, self.url, tag = line.split(" ", 2)
+                    self.version = tag.split("/", 1)[1]
                     return self
             if self.proc.poll() is not None:
                 break
         self.stop()
-        raise RuntimeError("the embedded moto server did not start; see its log")
+        raise HarnessError(f"the embedded {self.name} server did not start; see {self.log_path or 'its log'}")
 
     def stop(self) -> None:
         if self.proc and self.proc.poll() is None:
@@ -113,10 +143,11 @@ def main() -> None:
     ap.add_argument("--host", default="127.0.0.1")
     ap.add_argument("--port", type=int, default=0)
     ap.add_argument("--exit-with-stdin", action="store_true", help="stop when stdin closes (a parent's lifeline)")
+    ap.add_argument("--indexed", action="store_true", help="serve Query from per-partition indexes")
     args = ap.parse_args()
     if args.exit_with_stdin:
         threading.Thread(target=_exit_when_parent_goes, daemon=True).start()
-    serve(args.host, args.port)
+    serve(args.host, args.port, indexed=args.indexed)
 
 
 if __name__ == "__main__":

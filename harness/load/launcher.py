@@ -27,10 +27,11 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
+from harness.aws import standin
 from harness.aws.clients import make_clients
 from harness.aws.endpoints import Endpoints, any_endpoint_configured
 from harness.aws.fidelity.latency import load_profile
-from harness.aws.moto_server import DUMMY_CREDENTIALS, EmbeddedMoto
+from harness.aws.moto_server import DUMMY_CREDENTIALS
 from harness.errors import HarnessError
 from harness.load import checks as run_checks
 from harness.load import runtime
@@ -76,6 +77,7 @@ class RunOptions:
     seed: tuple[int, int, int] | None = None  # models, versions, orphans: pre-age before the load
     seed_dir: str | None = None  # or start from an earlier `harness seed` (its catalogs; with --table)
     quiet: bool = False
+    stand_in: str | None = None  # the embedded stand-in (default: standin.DEFAULT)
 
 
 @dataclass
@@ -117,7 +119,7 @@ def _locust_command(opts: RunOptions, sc: scenarios.Scenario, scenario_arg: str,
     else:
         cmd += ["--headless"]
     if stand_in:
-        cmd += ["--stand-in", json.dumps(stand_in)]
+        cmd += ["--stand-in-info", json.dumps(stand_in)]
     if opts.aws:
         cmd += ["--target-aws"]
     if opts.processes:
@@ -251,7 +253,12 @@ def _run(opts: RunOptions) -> RunResult:
         raise HarnessError(f"--processes must be 0 or more, got {opts.processes}")
     run_id = runtime.new_run_id(sc.name, sc.backend)
     run_dir = _prepare_run_dir(Path(opts.run_dir or Path("runs") / run_id))
-    moto: EmbeddedMoto | None = None
+    if opts.stand_in:
+        standin.check_name(opts.stand_in)
+        if opts.aws or any_endpoint_configured():
+            raise HarnessError("--stand-in starts a local server, but the run targets a configured endpoint or AWS: "
+                               "unset AWS_ENDPOINT_URL* / drop --aws, or drop --stand-in")
+    local: standin.StandIn | None = None
     if opts.aws and any_endpoint_configured():
         raise HarnessError("--aws and an AWS_ENDPOINT_URL* variable disagree: unset the variable or drop --aws")
     signalled: str | None = None
@@ -261,9 +268,9 @@ def _run(opts: RunOptions) -> RunResult:
         if opts.aws:
             kind_env[runtime.TARGET_AWS_ENV] = "1"
         elif not any_endpoint_configured():
-            moto = EmbeddedMoto(log_path=str(run_dir / "moto.log")).start()
-            os.environ.update(AWS_ENDPOINT_URL=moto.url, **DUMMY_CREDENTIALS)
-            kind_env[runtime.ENDPOINT_KIND_ENV] = "moto"
+            local = standin.start(opts.stand_in, run_dir, note=lambda m: _say(opts, m))
+            os.environ.update(standin.endpoint_env(local), **DUMMY_CREDENTIALS)
+            kind_env[runtime.ENDPOINT_KIND_ENV] = standin.ENDPOINT_KIND
             for real in ("AWS_PROFILE", "AWS_SESSION_TOKEN"):  # never sign for moto with real credentials
                 os.environ.pop(real, None)
         endpoints = runtime.resolve_endpoints({**os.environ, **kind_env})
@@ -276,13 +283,15 @@ def _run(opts: RunOptions) -> RunResult:
         backend = runtime.build_backend(sc, clients, resources, run_id)
         runtime.ensure_owned(clients, backend, opts.allow_foreign)
         seed_dir = _seed(opts, sc, endpoints, resources, run_dir) if opts.seed else opts.seed_dir
-        where = f"embedded moto at {moto.url}" if moto else (endpoints.dynamodb or endpoints.s3 or "AWS")
+        where = (f"embedded {local.services[sc.backend]} at {local.urls[sc.backend]}" if local
+                 else (endpoints.dynamodb or endpoints.s3 or "AWS"))
         _say(opts, f"harness: {sc.name} on {sc.backend} ({where}), {sc.fleet.workers} workers, "
                    f"{sc.fleet.duration_s:g}s -> {run_dir}")
         if opts.web:
             _say(opts, f"harness: web UI at http://127.0.0.1:{opts.web_port} (start each test there; each is "
                        f"recorded under {run_dir / runinfo.TESTS_DIR}; Ctrl-C ends the session)")
-        cmd = _locust_command(opts, sc, scenario_arg, run_dir, run_id, endpoints.kind, runinfo.stand_in(moto))
+        cmd = _locust_command(opts, sc, scenario_arg, run_dir, run_id, endpoints.kind,
+                              standin.describe(local) if local else None)
         if seed_dir:
             cmd += ["--seed-dir", str(seed_dir)]
         if not opts.table:  # the workers use the table the run created (and seeded)
@@ -297,8 +306,8 @@ def _run(opts: RunOptions) -> RunResult:
             removed = runtime.delete_owned(clients, backend)
             _say(opts, f"harness: {'removed' if removed else 'left'} {backend.name} resource of this run")
     finally:
-        if moto:
-            moto.stop()
+        if local:
+            local.stop()
     if not (run_dir / runinfo.RUN_JSON).exists():
         if signalled:
             raise Interrupted(signal.Signals[signalled])

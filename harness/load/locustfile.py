@@ -27,9 +27,10 @@ from locust import User, events, task
 from locust.exception import StopUser
 from locust.runners import MasterRunner, WorkerRunner
 
+from harness.aws import standin
 from harness.aws.clients import make_clients
 from harness.aws.endpoints import any_endpoint_configured
-from harness.aws.moto_server import DUMMY_CREDENTIALS, EmbeddedMoto
+from harness.aws.moto_server import DUMMY_CREDENTIALS
 from harness.errors import HarnessError
 from harness.load import scenario as scenarios
 from harness.load.iteration import SeedWorker
@@ -78,8 +79,10 @@ def _options(parser: Any) -> None:
                         "set by `harness run`", **hidden)
     parser.add_argument("--target-aws", action="store_true", default=False,
                         help="no endpoint: target AWS itself (set by `harness run --aws`)", **hidden)
-    parser.add_argument("--stand-in", default="", help="JSON {name, version} of the stand-in `harness run` "
-                        "started", **hidden)
+    parser.add_argument("--stand-in", default="", help=f"embedded stand-in when no endpoint is set: "
+                        f"{', '.join(standin.NAMES)} (default {standin.DEFAULT})", **hidden)
+    parser.add_argument("--stand-in-info", default="", help="JSON {name, version, services} of the stand-in "
+                        "`harness run` started", **hidden)
     parser.add_argument("--no-report", action="store_true", default=False,
                         help="web UI: do not build each test's report when it stops", **hidden)
     parser.add_argument("--test-number", type=int, default=0, help="set by the master for its workers", **hidden)
@@ -109,9 +112,10 @@ def _init(environment: Any, **_: Any) -> None:
         return
     try:
         if role == ROLE_LOCAL and not any_endpoint_configured() and not opts.target_aws and not opts.endpoint_kind:
-            h.server = EmbeddedMoto().start()  # plain `locust -f locustfile.py`: the embedded default
-            os.environ.update(AWS_ENDPOINT_URL=h.server.url, **DUMMY_CREDENTIALS)
-            opts.endpoint_kind = "moto"
+            # plain `locust -f locustfile.py`: the embedded default
+            h.server = standin.start(opts.stand_in or None, note=log.warning)
+            os.environ.update(standin.endpoint_env(h.server), **DUMMY_CREDENTIALS)
+            opts.endpoint_kind = standin.ENDPOINT_KIND
         sc = load_scenario(opts)  # fail early, before any user starts
         opts.run_id = opts.run_id or _new_run_id(sc)
         opts.run_dir = opts.run_dir or os.path.join("runs", opts.run_id)

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import os
 import secrets
+import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -120,7 +122,11 @@ def build_backend(scenario: Scenario, clients: Clients, resources: Resources, ru
 
 
 def owner_tags(clients: Clients, backend: Backend) -> dict[str, str] | None:
-    """Tags of an existing table/bucket, or None when it does not exist yet."""
+    """Tags of an existing table/bucket, or None when it does not exist yet.
+
+    Where the endpoint cannot tag (no TagResource / ListTagsOfResource), the
+    tags the harness keeps in a marker item stand in for them.
+    """
     if isinstance(backend, DynamoBackend):
         t = backend.describe()
         if t is None:
@@ -129,7 +135,13 @@ def owner_tags(clients: Clients, backend: Backend) -> dict[str, str] | None:
             tags = clients.dynamodb.list_tags_of_resource(ResourceArn=t["TableArn"]).get("Tags", [])
         except ClientError:
             tags = []
-        return {x["Key"]: x["Value"] for x in tags}
+        found = {x["Key"]: x["Value"] for x in tags}
+        if not found:
+            try:
+                found = backend.owner_marker()
+            except ClientError:
+                found = {}
+        return found
     assert isinstance(backend, S3Backend)
     try:
         clients.s3.head_bucket(Bucket=backend.bucket)
@@ -142,8 +154,13 @@ def owner_tags(clients: Clients, backend: Backend) -> dict[str, str] | None:
     return {x["Key"]: x["Value"] for x in tags}
 
 
-def ensure_owned(clients: Clients, backend: Backend, allow_foreign: bool = False) -> None:
-    """Create the table/bucket, or refuse to write into one the harness did not create."""
+def ensure_owned(clients: Clients, backend: Backend, allow_foreign: bool = False,
+                 note: Callable[[str], Any] | None = None) -> None:
+    """Create the table/bucket, or refuse to write into one the harness did not create.
+
+    What the endpoint lacks but the harness can do without (TTL, tagging) is
+    one ``note`` line each; what it cannot do without is a HarnessError.
+    """
     tags = owner_tags(clients, backend)
     name = getattr(backend, "table", None) or getattr(backend, "bucket", "")
     if tags is not None and tags.get(OWNER_TAG) != "harness" and not allow_foreign:
@@ -151,7 +168,26 @@ def ensure_owned(clients: Clients, backend: Backend, allow_foreign: bool = False
             f"{backend.name} {name!r} exists and was not created by the harness (no {OWNER_TAG} tag); "
             "choose another name or pass --allow-foreign-resources"
         )
-    backend.ensure()
+    try:
+        backend.ensure()
+    except ClientError as e:
+        err = e.response.get("Error", {})
+        op = getattr(e, "operation_name", "") or "a request"
+        where = _endpoint_of(clients, backend)
+        raise HarnessError(f"{backend.name} at {where} cannot do {op}, which the harness needs: "
+                           f"{err.get('Code', '')} {err.get('Message', '')}".rstrip()) from None
+    for line in getattr(backend, "notes", []):
+        (note or _note)(f"harness: {backend.name} at {_endpoint_of(clients, backend)}: {line}")
+    getattr(backend, "notes", []).clear()
+
+
+def _endpoint_of(clients: Clients, backend: Backend) -> str:
+    e = clients.endpoints
+    return (e.dynamodb if backend.name == "dynamodb" else e.s3) or "AWS"
+
+
+def _note(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
 
 
 def delete_owned(clients: Clients, backend: Backend) -> bool:

@@ -73,7 +73,7 @@ class Fidelity:
 
     mode: str = "auto"  # auto | on | off
     config: FidelityConfig = field(default_factory=lambda: FidelityConfig(
-        enabled=True, dynamodb=DynamoCapacity(), s3=S3Rates(), probe_every_s=5.0))
+        enabled=True, dynamodb=DynamoCapacity(), s3=S3Rates(), probe_every_s=1.0))
 
     def resolve(self, endpoint_kind: str, capacity_share: float = 1.0, latency: str | None = None) -> FidelityConfig:
         """The layer as it applies to one process on one endpoint."""
@@ -342,6 +342,6 @@ def _fidelity(f: _Reader) -> Fidelity:
         faults[op] = FaultRates(**vals)
     cfg = FidelityConfig(enabled=mode != "off", dynamodb=ddb, s3=s3, latency=latency, faults=faults,
                          timeout_after_s=f.duration("timeout_after", 1.0),
-                         probe_every_s=f.duration("probe_every", 5.0, positive=False))
+                         probe_every_s=f.duration("probe_every", 1.0, positive=False))
     f.done()
     return Fidelity(mode=mode, config=cfg)

@@ -30,7 +30,7 @@ from typing import Any
 import gevent
 from locust.runners import STATE_MISSING, STATE_RUNNING, MasterRunner
 
-from harness.aws.fidelity.probe import PROBES_CSV, Probe
+from harness.aws.fidelity.probe import PROBES_CSV, Probe, Target
 from harness.load import runtime
 from harness.load import scenario as scenarios
 from harness.load.iteration import IterationOutcome
@@ -126,8 +126,8 @@ class Session:
         endpoints = endpoints_from_options(opts)
         resources = runtime.Resources.for_run(opts.run_id, opts.table or None, opts.bucket or None)
         stand_in = self.process.server and runinfo.stand_in(self.process.server)
-        if not stand_in and getattr(opts, "stand_in", ""):
-            stand_in = _parse_stand_in(opts.stand_in)
+        if not stand_in and getattr(opts, "stand_in_info", ""):
+            stand_in = _parse_stand_in(opts.stand_in_info)
         return {"run_id": opts.run_id, "endpoint": runtime.endpoint_summary(endpoints),
                 "endpoint_kind": endpoints.kind, "resources": {"table": resources.table, "bucket": resources.bucket},
                 "versions": runinfo.versions(), "host": runinfo.host(), "stand_in": stand_in or None}
@@ -248,8 +248,17 @@ class Session:
         return [w.id for w in c.ready + c.running + c.spawning]
 
     def _start_probe(self, backend: Any, test_dir: Path, every_s: float) -> Probe:
-        """The one place the stand-in probe starts (it stops in ``finish_test``)."""
-        return Probe(backend, test_dir, every_s).start()
+        """The one place the stand-in probe starts (it stops in ``finish_test``).
+
+        It gets primitives, not the backend: a fixed small partition of the run's
+        table (its GSI) or a fixed prefix of its bucket.
+        """
+        endpoints = endpoints_from_options(self.env.parsed_options)
+        if backend.name == "dynamodb":
+            target = Target("dynamodb", endpoints.dynamodb, backend.table, index="gsi1")
+        else:
+            target = Target("s3", endpoints.s3, backend.bucket, key=backend.objects.key(".probe"))
+        return Probe(target, test_dir, every_s).start()
 
     # ---- during --------------------------------------------------------------------------
 

@@ -94,8 +94,8 @@ def expand_runs(paths: list[str | Path]) -> list[Path]:
     return out
 
 
-def stand_in(server: Any) -> dict[str, str] | None:
-    """``{"name", "version"}`` of the embedded server that served the run (None without one).
+def stand_in(server: Any) -> dict | None:
+    """``{"name", "version", "services"}`` of the embedded server that served the run (None without one).
 
     The server object says what it is; a server that does not (the moto
     process of older code) is moto at the installed version.
@@ -109,4 +109,8 @@ def stand_in(server: Any) -> dict[str, str] | None:
             version = metadata.version(name)
         except metadata.PackageNotFoundError:
             version = "unknown"
-    return {"name": str(name), "version": str(version)}
+    out: dict = {"name": str(name), "version": str(version)}
+    services = getattr(server, "services", None)
+    if services:  # which server answered each service (dynalite serves DynamoDB, moto S3)
+        out["services"] = dict(services)
+    return out

@@ -108,7 +108,7 @@ def test_plain_locust_single_process_uses_embedded_default(tmp_path):
     assert p.returncode == 0, p.stderr[-2000:]
     d = rows(run_dir)
     assert set(d["user"]) == {"w0-0", "w0-1"} and d["ok"].all()
-    assert json.loads((run_dir / "run.json").read_text())["endpoint_kind"] == "moto"
+    assert json.loads((run_dir / "run.json").read_text())["endpoint_kind"] == "embedded"
     # every step and the iteration itself are Locust request events
     assert re.search(r"dynamodb\s+iteration\s+\d+", p.stderr)
     for step in ("lock", "pull", "method", "push", "commit", "export", "delete", "release"):

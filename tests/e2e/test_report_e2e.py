@@ -57,7 +57,7 @@ def _figures_are_real(run_dir, names, html):
 def test_legacy_gsi_pull_grows_with_the_items_it_reads(legacy_run):
     summary, html = _summary(legacy_run)
     f = summary["runs"][0]["findings"]
-    assert summary["runs"][0]["endpoint_kind"] == "moto" and f["workers"] == 4
+    assert summary["runs"][0]["endpoint_kind"] == "embedded" and f["workers"] == 4
     assert f["span"]["start_from"] == f["span"]["end_from"] == "run.json"
     assert {"rate.png", "step_time.png", "work_counts.png", "causes.png"} <= set(summary["runs"][0]["figures"])
     _figures_are_real(legacy_run, summary["runs"][0]["figures"], html)

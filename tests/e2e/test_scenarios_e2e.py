@@ -54,7 +54,7 @@ def _common(run_dir, d, scenario, backend, workers, contended=False):
         assert set(d["user"]) == users  # rows from every worker
     assert (d["scenario"] == scenario).all() and (d["backend"] == backend).all()
     assert (d["ts_end"] >= d["ts_start"]).all()
-    assert info["status"] == "finished" and info["endpoint_kind"] == "moto" and info["backend"] == backend
+    assert info["status"] == "finished" and info["endpoint_kind"] == "embedded" and info["backend"] == backend
     assert info["scenario"]["name"] == scenario and info["versions"]["locust"]
     assert (run_dir / "locust_stats_history.csv").stat().st_size > 0
     assert "iteration" in (run_dir / "locust_stats.csv").read_text()

@@ -42,6 +42,10 @@ GSI_NAME = "gsi1"
 SHAPE_GSI = Index(GSI_NAME, "gsi1pk", "gsi1sk")
 BATCH_GET_MAX = 100
 BATCH_WRITE_MAX = 25
+# What an endpoint answers for an operation it does not implement (dynalite: UnknownOperationException).
+OWNER_ITEM_KEY = {"pk": {"S": "HARNESS#owner"}, "sk": {"S": "TAGS"}}
+UNSUPPORTED = ("UnknownOperationException", "UnrecognizedOperationException", "NotImplementedException",
+               "NotImplemented", "InvalidAction")
 
 
 def _s(v: str) -> dict:
@@ -135,6 +139,7 @@ class DynamoBackend:
         self._known_partitions: set[str] = set()
         self._pool = ThreadPoolExecutor(max_workers=pull_concurrency, thread_name_prefix="ddb-pull")
         self._rng = random.Random()
+        self.notes: list[str] = []  # what the endpoint lacks that the harness can do without (said once, by the caller)
 
     # ---- table ---------------------------------------------------------------
     def datastore_lock_key(self) -> str:
@@ -205,13 +210,39 @@ class DynamoBackend:
             if _code(e) != "ResourceInUseException":  # another process created it first
                 raise
         self.client.get_waiter("table_exists").wait(TableName=self.table, WaiterConfig={"Delay": 1})
+        t = self.describe() or {}
+        if self.tags:
+            self._tag(t.get("TableArn", ""))
+        self._enable_ttl()
+        return t
+
+    def _tag(self, arn: str) -> None:
+        """Tag again after create: some endpoints (dynalite) accept CreateTable's Tags and drop them."""
+        try:
+            self.client.tag_resource(ResourceArn=arn, Tags=[{"Key": k, "Value": v} for k, v in self.tags.items()])
+        except ClientError as e:
+            if _code(e) not in UNSUPPORTED:
+                raise
+            self.client.put_item(TableName=self.table, Item={
+                **OWNER_ITEM_KEY, "tags": {"M": {k: _s(v) for k, v in self.tags.items()}}})
+            self.notes.append("this endpoint does not implement TagResource: ownership is marked by an item")
+
+    def owner_marker(self) -> dict[str, str]:
+        """The ownership tags kept in an item where the endpoint cannot tag tables ({} when absent)."""
+        out = self.client.get_item(TableName=self.table, Key=OWNER_ITEM_KEY, ConsistentRead=True)
+        return {k: v["S"] for k, v in out.get("Item", {}).get("tags", {}).get("M", {}).items()}
+
+    def _enable_ttl(self) -> None:
+        """TTL lets AWS expire stale items; the harness works without it, so a stand-in lacking it is a note."""
         try:
             self.client.update_time_to_live(
                 TableName=self.table, TimeToLiveSpecification={"Enabled": True, "AttributeName": "ttl"})
         except ClientError as e:
-            if "already enabled" not in str(e).lower() and _code(e) != "ValidationException":
+            if _code(e) in UNSUPPORTED:
+                self.notes.append("this endpoint does not implement UpdateTimeToLive: items will not expire "
+                                  "(the harness does not need it)")
+            elif "already enabled" not in str(e).lower() and _code(e) != "ValidationException":
                 raise
-        return self.describe() or {}
 
     # ---- items ---------------------------------------------------------------
     def _gsi_attrs(self, namespace: str | None, meta: FileMeta) -> dict:

@@ -1,0 +1,153 @@
+"""Soak: does an embedded stand-in's memory (and Locust's) follow the data or the request count?
+
+Runs ``harness run pruning`` (data bounded: every model is deleted and pruned)
+for ``--duration`` on ``--stand-in``, samples the resident memory of the
+stand-in's processes (dynalite / moto) and of the Locust process every
+``--every`` seconds, and prints both curves and each one's growth after the
+first five minutes (target: < 10 %). The samples go to ``OUT/soak.csv``, so
+``--from OUT/soak.csv`` prints them again without running anything.
+
+Usage:
+  python bench/standin_soak.py --duration 30m --out /tmp/soak         # the soak (about 31 minutes)
+  python bench/standin_soak.py --duration 60s --every 5 --settle 20s  # short mode (CI / a smoke check)
+  python bench/standin_soak.py --from /tmp/soak/soak.csv              # print a finished soak again
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script from anywhere
+
+import psutil
+
+from harness.durations import parse_duration
+
+ROOT = Path(__file__).resolve().parents[1]
+TARGET_GROWTH = 0.10
+
+
+def role(cmdline: list[str]) -> str | None:
+    """Which part of a run a process is, from its command line."""
+    text = " ".join(cmdline)
+    if "dynalite_server.js" in text:
+        return "dynalite"
+    if "harness.aws.moto_server" in text:
+        return "moto"
+    if "harness.aws.fidelity.probe" in text:
+        return None
+    if "locust" in text:
+        return "locust"
+    return None
+
+
+def sample(root: psutil.Process) -> dict[str, float]:
+    """RSS in MB per role, summed over the run's processes."""
+    out: dict[str, float] = {}
+    try:
+        procs = root.children(recursive=True)
+    except psutil.Error:
+        return out
+    for p in procs:
+        try:
+            r = role(p.cmdline())
+            if r:
+                out[r] = out.get(r, 0.0) + p.memory_info().rss / 2**20
+        except psutil.Error:
+            continue
+    return out
+
+
+def growth_after(points: list[tuple[float, float]], settle_s: float) -> tuple[float, float, float] | None:
+    """(MB at the end of the settle period, MB at the end, growth ratio) of one curve; None without data."""
+    after = [(t, v) for t, v in points if t >= settle_s and v > 0]
+    if len(after) < 2:
+        return None
+    first, last = after[0][1], after[-1][1]
+    return first, last, (last - first) / first
+
+
+def read_csv(path: Path) -> list[dict[str, float]]:
+    with path.open() as f:
+        return [{k: float(v) for k, v in row.items() if v != ""} for row in csv.DictReader(f)]
+
+
+def report(rows: list[dict[str, float]], settle_s: float) -> bool:
+    """Print the curves (one line a minute, or per sample when short) and the growth verdicts."""
+    roles = [r for r in ("dynalite", "moto", "locust") if any(r in row for row in rows)]
+    print(f"{'t (s)':>7}  " + "  ".join(f"{r + ' MB':>12}" for r in roles))
+    step = 60.0 if rows and rows[-1]["t"] > 600 else 0.0
+    next_t = 0.0
+    for row in rows:
+        if row["t"] >= next_t or row is rows[-1]:
+            print(f"{row['t']:7.0f}  " + "  ".join(f"{row.get(r, float('nan')):12.1f}" for r in roles))
+            next_t = row["t"] + step
+    ok = True
+    for r in roles:
+        g = growth_after([(row["t"], row.get(r, 0.0)) for row in rows], settle_s)
+        if g is None:
+            print(f"{r}: not enough samples after {settle_s:.0f} s")
+            ok = False
+            continue
+        first, last, ratio = g
+        verdict = "ok" if ratio < TARGET_GROWTH else "OVER TARGET"
+        ok &= ratio < TARGET_GROWTH
+        print(f"{r}: {first:.1f} MB at {settle_s:.0f} s -> {last:.1f} MB at the end: "
+              f"{ratio * 100:+.1f} % (target < {TARGET_GROWTH * 100:.0f} %) {verdict}")
+    return ok
+
+
+def soak(duration_s: float, every_s: float, out: Path, stand_in: str, workers: int) -> list[dict[str, float]]:
+    run_dir = out / "run"
+    cmd = [sys.executable, "-m", "harness", "run", "pruning", "--duration", f"{duration_s:g}s",
+           "--run-dir", str(run_dir), "--no-report", "--workers", str(workers), "--stand-in", stand_in]
+    log = (out / "harness.out").open("w")
+    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)
+    root = psutil.Process(proc.pid)
+    rows: list[dict[str, float]] = []
+    t0 = time.monotonic()
+    with (out / "soak.csv").open("w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["t", "dynalite", "moto", "locust"])
+        while proc.poll() is None:
+            s = sample(root)
+            if s:
+                row = {"t": time.monotonic() - t0, **s}
+                rows.append(row)
+                w.writerow([f"{row['t']:.1f}"] + [f"{s[k]:.1f}" if k in s else "" for k in ("dynalite", "moto",
+                                                                                               "locust")])
+                f.flush()
+            time.sleep(every_s)
+    log.close()
+    print(f"harness run exited {proc.returncode}; run directory {run_dir}")
+    return rows
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--duration", default="30m")
+    ap.add_argument("--every", type=float, default=15.0, help="seconds between samples")
+    ap.add_argument("--settle", default="5m", help="growth is measured after this much time")
+    ap.add_argument("--stand-in", default="dynalite")
+    ap.add_argument("--workers", type=int, default=4)
+    ap.add_argument("--out", help="directory for soak.csv and the run (default: a new temporary one)")
+    ap.add_argument("--from", dest="from_csv", help="print a finished soak's soak.csv")
+    args = ap.parse_args()
+    settle_s = parse_duration(args.settle)
+    if args.from_csv:
+        return 0 if report(read_csv(Path(args.from_csv)), settle_s) else 1
+    out = Path(args.out or tempfile.mkdtemp(prefix="standin-soak-"))
+    out.mkdir(parents=True, exist_ok=True)
+    rows = soak(parse_duration(args.duration), args.every, out, args.stand_in, args.workers)
+    print(f"samples: {out / 'soak.csv'}")
+    return 0 if report(rows, settle_s) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,153 @@
+"""Stand-in selection, fallback, moto's model-tracking leak, and the compatibility paths (TTL, tags)."""
+
+from __future__ import annotations
+
+import boto3
+import pytest
+from botocore.exceptions import ClientError
+from botocore.stub import Stubber
+from moto import mock_aws
+
+from harness.aws import standin
+from harness.aws.clients import Clients
+from harness.aws.endpoints import Endpoints
+from harness.aws.standin import moto_patches
+from harness.datastore.backends.dynamodb import DynamoBackend
+from harness.errors import HarnessError
+from harness.load import runtime
+
+
+def test_unknown_stand_in_is_one_line():
+    with pytest.raises(HarnessError) as e:
+        standin.start("dynamo-lite")
+    msg = str(e.value)
+    assert "\n" not in msg and "'dynamo-lite'" in msg and "dynalite, dynalite-memory, moto, moto-indexed" in msg
+
+
+def test_default_falls_back_to_moto_with_one_note_when_node_is_missing(monkeypatch, tmp_path):
+    monkeypatch.setenv("PATH", str(tmp_path))  # no `node` anywhere
+    monkeypatch.delenv(standin.STAND_IN_ENV, raising=False)
+    notes: list[str] = []
+    s = standin.start(None, tmp_path, note=notes.append)
+    try:
+        assert s.name == "moto" and s.version and s.urls["dynamodb"] == s.urls["s3"]
+        assert notes == ["harness: the default stand-in dynalite is unavailable (no `node` on PATH); using moto"]
+    finally:
+        s.stop()
+
+
+def test_a_named_stand_in_whose_runtime_is_missing_is_an_error_not_a_fallback(monkeypatch, tmp_path):
+    monkeypatch.setenv("PATH", str(tmp_path))
+    with pytest.raises(HarnessError, match=r"cannot start stand-in 'dynalite': no `node` on PATH"):
+        standin.start("dynalite", tmp_path, note=lambda m: pytest.fail(m))
+
+
+@pytest.fixture
+def tracking_restored(monkeypatch):
+    """untrack_models patches moto's BaseModel for the process: put it back after the test."""
+    from moto.core.common_models import BaseModel
+
+    monkeypatch.setattr(BaseModel, "__new__", BaseModel.__dict__["__new__"])
+
+
+def _churn(n: int) -> None:
+    c = boto3.client("dynamodb", region_name="us-east-1")
+    c.create_table(TableName="churn", BillingMode="PAY_PER_REQUEST",
+                   KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
+                   AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}])
+    for i in range(n):  # 10 keys overwritten: the data never grows
+        c.put_item(TableName="churn", Item={"pk": {"S": f"k{i % 10}"}, "v": {"S": "x" * 100}})
+        c.update_item(TableName="churn", Key={"pk": {"S": f"k{i % 10}"}}, UpdateExpression="SET n = :n",
+                      ExpressionAttributeValues={":n": {"N": str(i)}})
+
+
+def test_stock_moto_keeps_every_item_it_ever_built(tracking_restored):
+    """The cause of the embedded server's growth: Items pile up in a class-level list per request."""
+    from moto.dynamodb.models.dynamo_type import Item
+
+    with mock_aws():
+        before = len(Item.instances_tracked)
+        _churn(100)
+        assert len(Item.instances_tracked) - before >= 200  # >= 2 per PutItem + UpdateItem, 10 items stored
+
+
+def test_untracked_models_follow_the_data_not_the_request_count(tracking_restored):
+    from moto.dynamodb.models.dynamo_type import Item
+
+    moto_patches.untrack_models()
+    with mock_aws():
+        _churn(100)
+        assert Item.instances_tracked == []
+        c = boto3.client("dynamodb", region_name="us-east-1")
+        assert c.scan(TableName="churn")["Count"] == 10  # moto itself still works
+
+
+# ---- compatibility paths: endpoints that lack TTL or drop CreateTable's tags -----------------------
+
+def _described(name: str) -> dict:
+    return {"Table": {"TableName": name, "TableArn": f"arn:aws:dynamodb:us-east-1:1:table/{name}",
+                      "TableStatus": "ACTIVE",
+                      "KeySchema": [{"AttributeName": "pk", "KeyType": "HASH"},
+                                    {"AttributeName": "sk", "KeyType": "RANGE"}],
+                      "GlobalSecondaryIndexes": [{"IndexName": "gsi1", "KeySchema": [
+                          {"AttributeName": "gsi1pk", "KeyType": "HASH"},
+                          {"AttributeName": "gsi1sk", "KeyType": "RANGE"}]}]}}
+
+
+def test_ttl_unsupported_is_a_note_and_tags_are_applied_after_create():
+    """A dynalite-like endpoint: UpdateTimeToLive unknown, CreateTable's Tags dropped (TagResource works)."""
+    ddb = boto3.client("dynamodb", region_name="us-east-1", endpoint_url="http://127.0.0.1:9")
+    tags = runtime.ownership_tags("run-1")
+    be = DynamoBackend(ddb, "harness-t", tags=tags)
+    with Stubber(ddb) as stub:
+        stub.add_client_error("describe_table", "ResourceNotFoundException")  # ownership check: not there
+        stub.add_client_error("describe_table", "ResourceNotFoundException")  # ensure: create it
+        stub.add_response("create_table", {"TableDescription": {"TableName": "harness-t"}})
+        stub.add_response("describe_table", _described("harness-t"))  # the waiter
+        stub.add_response("describe_table", _described("harness-t"))
+        stub.add_response("tag_resource", {}, {"ResourceArn": _described("harness-t")["Table"]["TableArn"],
+                                               "Tags": [{"Key": k, "Value": v} for k, v in tags.items()]})
+        stub.add_client_error("update_time_to_live", "UnknownOperationException", "")
+        notes: list[str] = []
+        runtime.ensure_owned(Clients(ddb, None, Endpoints("http://127.0.0.1:9", None, "other")), be,
+                             note=notes.append)
+        stub.assert_no_pending_responses()
+    assert notes == ["harness: dynamodb at http://127.0.0.1:9: this endpoint does not implement "
+                     "UpdateTimeToLive: items will not expire (the harness does not need it)"]
+
+
+def test_an_operation_the_harness_needs_is_one_line_not_a_traceback():
+    ddb = boto3.client("dynamodb", region_name="us-east-1", endpoint_url="http://127.0.0.1:9")
+    be = DynamoBackend(ddb, "harness-t", tags=runtime.ownership_tags("run-1"))
+    with Stubber(ddb) as stub:
+        stub.add_client_error("describe_table", "ResourceNotFoundException")
+        stub.add_client_error("describe_table", "ResourceNotFoundException")
+        stub.add_client_error("create_table", "UnknownOperationException", "")
+        with pytest.raises(HarnessError) as e:
+            runtime.ensure_owned(Clients(ddb, None, Endpoints("http://127.0.0.1:9", None, "other")), be)
+    assert str(e.value) == ("dynamodb at http://127.0.0.1:9 cannot do CreateTable, which the harness needs: "
+                            "UnknownOperationException")
+
+
+def test_ownership_is_kept_in_an_item_where_the_endpoint_cannot_tag():
+    with mock_aws():
+        ddb = boto3.client("dynamodb", region_name="us-east-1")
+        clients = Clients(ddb, None, Endpoints(None, None, "other"))
+        be = DynamoBackend(ddb, "harness-owned", tags=runtime.ownership_tags("run-2"))
+        real_call = ddb._make_api_call
+
+        def no_tagging(op, params):
+            if op in ("TagResource", "ListTagsOfResource"):
+                raise ClientError({"Error": {"Code": "UnknownOperationException", "Message": ""}}, op)
+            if op == "CreateTable":
+                params = {k: v for k, v in params.items() if k != "Tags"}  # dropped, as dynalite does
+            return real_call(op, params)
+
+        ddb._make_api_call = no_tagging
+        notes: list[str] = []
+        runtime.ensure_owned(clients, be, note=notes.append)
+        assert any("does not implement TagResource" in n for n in notes)
+        # a second process (the Locust master after `harness run`) checks the same table: still ours
+        again = DynamoBackend(ddb, "harness-owned", tags=runtime.ownership_tags("run-2"))
+        runtime.ensure_owned(clients, again, note=notes.append)
+        assert runtime.owner_tags(clients, again) == runtime.ownership_tags("run-2")

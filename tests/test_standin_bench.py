@@ -1,0 +1,34 @@
+"""bench/standins.py's short mode: every candidate, every request, a ratio; the throughput lines."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from bench.standins import REQUESTS
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.mark.e2e
+def test_standins_bench_quick_prints_costs_ratios_and_throughput():
+    proc = subprocess.run([sys.executable, "bench/standins.py", "--quick", "--candidates", "moto-indexed",
+                           "--sizes", "0,150", "--samples", "4", "--seconds", "1"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    out = proc.stdout
+    for req in REQUESTS:  # client p50 and server CPU, each with a ratio of the two sizes
+        assert len(re.findall(rf"{re.escape(req)}\s+[\d.]+ /\s+[\d.]+\s+ratio\s+[\d.]+", out)) == 2, req
+    rates = dict(re.findall(r"^\s+(moto_server|moto-indexed)\s+(\d+) PutItem/s", out, re.M))
+    assert set(rates) == {"moto_server", "moto-indexed"} and all(int(v) > 0 for v in rates.values())
+    assert re.search(r"moto-indexed / moto_server = [\d.]+", out)
+
+
+def test_an_unknown_candidate_is_one_line_and_exit_2():
+    proc = subprocess.run([sys.executable, "bench/standins.py", "--candidates", "nope"], cwd=ROOT,
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2 and proc.stderr.strip().count("\n") == 0 and "'nope'" in proc.stderr
