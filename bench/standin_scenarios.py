@@ -11,6 +11,7 @@ Usage:
   python bench/standin_scenarios.py --duration 60s --out /tmp/scen           # dynalite and moto, 10 runs
   python bench/standin_scenarios.py --stand-ins dynalite --scenarios namespaced --duration 20s
   python bench/standin_scenarios.py --from /tmp/scen                         # print finished runs again
+  python bench/standin_scenarios.py --quick                                  # namespaced, 12 s, both
 """
 
 from __future__ import annotations
@@ -135,7 +136,10 @@ def main() -> int:
     ap.add_argument("--duration", default="60s")
     ap.add_argument("--out", help="directory for the runs (default: a new temporary one)")
     ap.add_argument("--from", dest="from_dir", help="print the table of runs already in this directory")
+    ap.add_argument("--quick", action="store_true", help="namespaced only, 12 s per stand-in (a smoke check)")
     args = ap.parse_args()
+    if args.quick:
+        args.scenarios, args.duration = "namespaced", "12s"
     stand_ins = [s for s in args.stand_ins.split(",") if s]
     scenarios = [s for s in args.scenarios.split(",") if s]
     out = Path(args.from_dir or args.out or tempfile.mkdtemp(prefix="standin-scenarios-"))

@@ -32,3 +32,27 @@ def test_an_unknown_candidate_is_one_line_and_exit_2():
     proc = subprocess.run([sys.executable, "bench/standins.py", "--candidates", "nope"], cwd=ROOT,
                           capture_output=True, text=True, timeout=60)
     assert proc.returncode == 2 and proc.stderr.strip().count("\n") == 0 and "'nope'" in proc.stderr
+
+
+@pytest.mark.e2e
+def test_standin_soak_quick_samples_every_process_and_prints_growth(tmp_path):
+    proc = subprocess.run([sys.executable, "bench/standin_soak.py", "--quick", "--stand-in", "moto",
+                           "--out", str(tmp_path)], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    samples = (tmp_path / "soak.csv").read_text().splitlines()
+    assert samples[0] == "t,dynalite,moto,locust" and len(samples) >= 6  # 25 s, a sample every 2 s
+    for role in ("moto", "locust"):  # each process's memory, measured, with its growth after the settle time
+        m = re.search(rf"^{role}: ([\d.]+) MB at 10 s -> ([\d.]+) MB at the end: ([-+][\d.]+) %", proc.stdout, re.M)
+        assert m and float(m[1]) > 10 and float(m[2]) > 10, proc.stdout
+    assert "harness run exited 0" in proc.stdout
+
+
+@pytest.mark.e2e
+def test_standin_scenarios_quick_reads_each_runs_report(tmp_path):
+    proc = subprocess.run([sys.executable, "bench/standin_scenarios.py", "--quick", "--stand-ins", "moto",
+                           "--out", str(tmp_path)], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    row = next(ln for ln in proc.stdout.splitlines() if ln.startswith("namespaced ") and "| moto" in ln)
+    cells = [c.strip() for c in row.split("|")]
+    assert int(cells[2]) > 0 and cells[4] in ("flat", "still falling", "rising", "recovering", "stalled"), row
+    assert re.search(r"namespaced / moto: .*commit \d+->\d+ ms", proc.stdout), proc.stdout

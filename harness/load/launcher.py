@@ -252,15 +252,16 @@ def _run(opts: RunOptions) -> RunResult:
     if opts.processes < 0:
         raise HarnessError(f"--processes must be 0 or more, got {opts.processes}")
     run_id = runtime.new_run_id(sc.name, sc.backend)
-    run_dir = _prepare_run_dir(Path(opts.run_dir or Path("runs") / run_id))
+    # input errors are refused before the run directory exists: a refused run leaves nothing behind
     if opts.stand_in:
         standin.check_name(opts.stand_in)
         if opts.aws or any_endpoint_configured():
             raise HarnessError("--stand-in starts a local server, but the run targets a configured endpoint or AWS: "
                                "unset AWS_ENDPOINT_URL* / drop --aws, or drop --stand-in")
-    local: standin.StandIn | None = None
     if opts.aws and any_endpoint_configured():
         raise HarnessError("--aws and an AWS_ENDPOINT_URL* variable disagree: unset the variable or drop --aws")
+    run_dir = _prepare_run_dir(Path(opts.run_dir or Path("runs") / run_id))
+    local: standin.StandIn | None = None
     signalled: str | None = None
     try:
         # This process's environment is what Locust inherits and what boto3 reads here.

@@ -76,13 +76,13 @@ def _senders(run_dir: Path) -> set[str]:
 
 
 def _worker_pids(harness_pid: int) -> list[int]:
-    """The Locust worker processes: the children of Locust's master (a child of `harness run`)."""
+    """The Locust worker processes: Locust's master (a child of `harness run`) forks them under its own command
+    line, which tells them apart from its other children (the stand-in probe, a report)."""
     import psutil
 
     for child in psutil.Process(harness_pid).children():
         if "locust" in " ".join(child.cmdline()):
-            workers = [c.pid for c in child.children() if "moto_server" not in " ".join(c.cmdline())
-                       and "harness report" not in " ".join(c.cmdline())]
+            workers = [c.pid for c in child.children() if c.cmdline() == child.cmdline()]
             if len(workers) == 2:
                 return workers
     raise AssertionError("no Locust master with two worker processes under harness run")
