@@ -167,12 +167,11 @@ def _free_port() -> int:
 
 def _check_distribution(opts: RunOptions) -> None:
     """What ``--master`` and a published web UI need before anything starts (one line each)."""
-    from harness.aws.endpoints import is_loopback
     from harness.load.web import login
 
     if opts.web and opts.web_login:
         login.credentials()
-    if opts.web and not opts.web_login and not is_loopback(f"http://{opts.web_host}"):
+    if opts.web and not opts.web_login and not _loopback(opts.web_host):
         raise HarnessError(f"the web UI on {opts.web_host} would be open to anyone who reaches it: add --web-login "
                            f"(one account from {login.USERNAME_ENV} / {login.PASSWORD_ENV}) or use "
                            "--web-host 127.0.0.1")
@@ -191,6 +190,17 @@ def _check_distribution(opts: RunOptions) -> None:
 
 def _workers(n: int) -> str:
     return f"{n} worker has" if n == 1 else f"{n} workers have"
+
+
+def _loopback(host: str) -> bool:
+    import ipaddress
+
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False  # "*", a host name: every interface, or one we cannot vouch for
 
 
 def _iso_to_epoch(text: str | None) -> float | None:
