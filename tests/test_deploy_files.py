@@ -351,3 +351,21 @@ def test_aws_or_in_cluster_stand_ins(path):
     s3_env = {e["name"]: e for e in s3["env"]}
     assert s3_env["ROOT_ACCESS_KEY_ID"]["valueFrom"]["secretKeyRef"] == {"name": "harness-aws",
                                                                           "key": "AWS_ACCESS_KEY_ID"}
+
+
+@needs_kubectl
+def test_the_readme_secrets_hold_every_key_the_manifests_read():
+    section = readme_section("Distributed runs")
+    documented: dict[str, set[str]] = {}
+    for line in section.splitlines():
+        m = re.search(r"kubectl create secret generic (\S+)", line)
+        if m:
+            documented[m.group(1)] = set(re.findall(r"--from-literal=([A-Za-z_]+)=", line))
+    assert set(documented) == SECRETS
+    for path in KUSTOMIZATIONS:
+        for w in workloads(kustomize(path)):
+            for c in pod_spec(w)["containers"]:
+                for e in c.get("env", []):
+                    ref = e.get("valueFrom", {}).get("secretKeyRef")
+                    if ref:
+                        assert ref["key"] in documented[ref["name"]], f"{path}: {ref} is not in the README"
