@@ -369,3 +369,39 @@ def test_the_readme_secrets_hold_every_key_the_manifests_read():
                     ref = e.get("valueFrom", {}).get("secretKeyRef")
                     if ref:
                         assert ref["key"] in documented[ref["name"]], f"{path}: {ref} is not in the README"
+
+
+# ---- the image -----------------------------------------------------------------------------------
+
+
+def test_the_dockerfile_copies_what_the_entry_points_need_and_runs_unprivileged():
+    text = (ROOT / "Dockerfile").read_text()
+    copied = {p for line in re.findall(r"^COPY (.+)$", text, re.M) for p in line.split()[:-1]}
+    assert {"pyproject.toml", "README.md", "harness", "reports", "scenarios", "locustfile.py"} <= copied
+    assert "constraints.tx[t]" in copied and "pip install -c constraints.txt ." in text  # the tested versions
+    assert "ENV PYTHONDONTWRITEBYTECODE=1" in text and "HARNESS_SCENARIOS=/app/scenarios" in text
+    uid = re.search(r"^USER (\d+):(\d+)$", text, re.M)
+    assert uid and uid.group(1) != "0"
+    assert re.search(r'^VOLUME \["/app/runs"\]$', text, re.M)
+    # the Kubernetes pods run as the image's user (and its group owns the run-directory volume)
+    for f in (K8S / "base" / "master-deployment.yaml", K8S / "components" / "headless" / "master-job.yaml"):
+        ctx = pod_spec(yaml.safe_load(f.read_text()))["securityContext"]
+        assert (str(ctx["runAsUser"]), str(ctx["fsGroup"])) == (uid.group(1), uid.group(2)), f
+
+
+def test_a_non_editable_install_carries_the_locustfile_and_the_web_assets():
+    """The image installs the project (not editable): what the entry points load must be package files."""
+    import tomllib
+
+    from setuptools import find_namespace_packages
+
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
+    find = config["packages"]["find"]
+    assert find.get("namespaces", True)  # pyproject discovery: directories without __init__.py count
+    packages = set(find_namespace_packages(str(ROOT), include=find["include"]))
+    assert {"harness.load", "harness.load.web", "harness.aws", "reports"} <= packages
+    for module in ("harness/load/locustfile.py", "harness/load/distributed.py", "harness/load/web/login.py",
+                   "harness/aws/moto_server.py"):
+        assert (ROOT / module).is_file() and module.rsplit("/", 1)[0].replace("/", ".") in packages
+    globs = config["package-data"]["harness.load.web"]
+    assert any((ROOT / "harness/load/web").glob(g) for g in globs) and "*.js" in globs  # harness.js
