@@ -294,3 +294,19 @@ def test_kubernetes_web_session_behind_the_login(tmp_path):
 def test_kubernetes_headless_job_ends_with_its_report(tmp_path):
     run_kubernetes(tmp_path, K8S / "overlays" / "standins-headless", check_headless_run, WORKERS="1",
                    DURATION=RUN_TIME)
+
+
+def test_a_master_whose_workers_never_come_says_so_in_one_line(tmp_path):
+    from harness.aws.moto_server import EmbeddedMoto
+
+    with EmbeddedMoto() as moto:
+        env = clean_env(AWS_ENDPOINT_URL=moto.url, **AWS_SECRET)
+        p = subprocess.run([sys.executable, "-m", "harness", "run", "namespaced", "--master", "--expect-workers",
+                            "2", "--expect-workers-max-wait", "3s", "--master-bind-host", "127.0.0.1",
+                            "--master-bind-port", str(free_port()), "--run-dir", str(tmp_path / "r")],
+                           capture_output=True, text=True, env=env, cwd=tmp_path, timeout=120)
+    assert p.returncode == 2 and "Traceback" not in p.stderr, p.stdout + p.stderr
+    lines = [ln for ln in p.stderr.splitlines() if ln.strip()]
+    assert lines == [f"harness: fewer than 2 workers connected within 3 s: start them with `harness worker "
+                     f"--master-host HOST --master-port {p.args[p.args.index('--master-bind-port') + 1]}`; see "
+                     f"{tmp_path / 'r' / 'locust.log'}"], p.stderr
