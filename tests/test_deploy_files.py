@@ -77,7 +77,10 @@ def test_compose_references_resolve():
     services = doc["services"]
     declared_volumes = set(doc.get("volumes") or {})
     for name, svc in services.items():
-        for dep, cond in (svc.get("depends_on") or {}).items():
+        deps = svc.get("depends_on") or {}
+        if isinstance(deps, list):  # the short form: started, not healthy
+            deps = {d: {"condition": "service_started"} for d in deps}
+        for dep, cond in deps.items():
             assert dep in services, f"{name} depends on unknown service {dep}"
             assert not services[dep].get("profiles"), f"{name} (default) depends on {dep}, which needs a profile"
             if cond["condition"] == "service_healthy":
