@@ -105,13 +105,22 @@ class Cluster:
         return self.start("worker", argv, self.endpoints(env))
 
     def stop_all(self) -> None:
+        """After a failure: every process a test started, and theirs (Locust runs in a session of its own)."""
+        import psutil
+
         for proc in self.procs.values():
-            if proc.poll() is None:
+            if proc.poll() is not None:
+                continue
+            try:
+                family = [psutil.Process(proc.pid), *psutil.Process(proc.pid).children(recursive=True)]
+            except psutil.NoSuchProcess:
+                family = []
+            for p in family:
                 try:
-                    os.killpg(proc.pid, signal.SIGKILL)
-                except ProcessLookupError:
+                    p.kill()
+                except psutil.NoSuchProcess:
                     pass
-                proc.wait(10)
+            proc.wait(10)
 
     def the_run(self) -> Path:
         runs = [d for d in (self.tmp / "runs").iterdir() if d.is_dir()]
