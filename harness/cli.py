@@ -60,6 +60,30 @@ def build_parser() -> argparse.ArgumentParser:
                    help="start the workers from the catalogs `harness seed` wrote (with --table: the seeded table)")
     r.add_argument("--stand-in", help="embedded stand-in when no endpoint is set: dynalite (default), "
                    "dynalite-memory, moto, moto-indexed")
+    d = r.add_argument_group("beyond one machine", "a Locust master for workers started elsewhere "
+                             "(`harness worker`), and a web UI others can reach")
+    d.add_argument("--master", action="store_true", help="run the Locust master only; workers join with "
+                   "`harness worker --master-host HOST` (needs an endpoint every worker reaches, or --aws)")
+    d.add_argument("--expect-workers", type=int, default=1, help="headless --master: start when N workers are in")
+    d.add_argument("--expect-workers-max-wait", type=_duration, default=600.0, metavar="DURATION",
+                   help="headless --master: give up if they are not all in by then (default 10m)")
+    d.add_argument("--master-bind-host", default="*", help="interface the master listens on for workers (default *)")
+    d.add_argument("--master-bind-port", type=int, default=5557, help="port the master listens on (default 5557)")
+    d.add_argument("--web-host", default="127.0.0.1", help="interface of the web UI (default 127.0.0.1; any other "
+                   "needs --web-login)")
+    d.add_argument("--web-login", action="store_true", help="require a login: HARNESS_WEB_USERNAME (default "
+                   "harness) and HARNESS_WEB_PASSWORD (12+ characters) from the environment")
+
+    wk = sub.add_parser("worker", help="a Locust worker for `harness run --master` (scenario, backend and run "
+                        "come from the master)")
+    wk.add_argument("--master-host", default="127.0.0.1", help="host name or address of the master")
+    wk.add_argument("--master-port", type=int, default=5557)
+    wk.add_argument("--processes", type=int, default=1, help="worker processes in this container or machine")
+
+    si = sub.add_parser("standin", help="serve the embedded stand-in (DynamoDB and S3) on HOST:PORT until stopped, "
+                        "for workers on other machines")
+    si.add_argument("--host", default="127.0.0.1", help="interface to listen on (0.0.0.0 in a container)")
+    si.add_argument("--port", type=int, default=8000)
 
     rep = sub.add_parser("report", help="build the report of one or more run directories")
     rep.add_argument("run_dirs", nargs="+", metavar="RUN_DIR")
@@ -137,7 +161,10 @@ def _cmd_run(args: argparse.Namespace) -> int:
         web_port=args.web_port, report=not args.no_report, aws=args.aws, table=args.table, bucket=args.bucket,
         allow_foreign=args.allow_foreign_resources, cleanup=args.cleanup, latency=args.latency,
         seed=(args.seed_models, args.seed_versions, args.seed_orphans) if args.seed_models else None,
-        seed_dir=args.seed_dir, stand_in=args.stand_in))
+        seed_dir=args.seed_dir, stand_in=args.stand_in,
+        web_host=args.web_host, web_login=args.web_login, master=args.master, expect_workers=args.expect_workers,
+        expect_workers_max_wait_s=args.expect_workers_max_wait, master_bind_host=args.master_bind_host,
+        master_bind_port=args.master_bind_port))
     print(f"harness: {res.rows} iterations recorded in {res.run_dir}")
     if res.signal in ("SIGTERM", "SIGHUP") and res.to_report:  # being shut down: record, do not linger
         print(f"harness: reports not built ({res.signal}); build them with `harness report {res.run_dir}`")
@@ -186,6 +213,14 @@ def main(argv: list[str] | None = None) -> int:
             return _cmd_run(args)
         if args.command == "report":
             return _cmd_report(args)
+        if args.command == "worker":
+            from harness.load.distributed import exec_worker
+
+            return exec_worker(args.master_host, args.master_port, args.processes)
+        if args.command == "standin":
+            from harness.load.distributed import serve_standin
+
+            return serve_standin(args.host, args.port)
         from harness.pacing import commands
 
         if getattr(args, "aws", False):

@@ -10,6 +10,12 @@ Signals: SIGTERM, SIGHUP and SIGINT to ``harness run`` are passed to the
 Locust master, which stops the running test, collects every worker's rows,
 records them and quits; then the supervisor ends whatever is left of Locust's
 process group and stops the embedded server. Nothing outlives the command.
+
+``--master`` runs the same supervision around a Locust master whose workers
+run elsewhere (``harness worker --master-host H``: compose services,
+Kubernetes pods). Its endpoint must be one every worker reaches, so it never
+starts the loopback-only embedded stand-in. A UI published beyond loopback
+(``--web-host 0.0.0.0``) needs ``--web-login``.
 """
 
 from __future__ import annotations
@@ -44,6 +50,7 @@ EXIT_CHECKS_FAILED = 3
 GRACE_S = 60.0  # past the run time, Locust gets this long to stop before it is ended
 PROGRESS_EVERY_S = 10.0
 STOP_WAIT_S = 45.0  # after a signal: Locust records the running test, collects its workers' rows, then exits
+MASTER_PORT = 5557  # Locust's own default: workers of a --master run connect here
 FORWARDED = (signal.SIGTERM, signal.SIGHUP, signal.SIGINT)
 
 
@@ -78,6 +85,13 @@ class RunOptions:
     seed_dir: str | None = None  # or start from an earlier `harness seed` (its catalogs; with --table)
     quiet: bool = False
     stand_in: str | None = None  # the embedded stand-in (default: standin.DEFAULT)
+    web_host: str = "127.0.0.1"
+    web_login: bool = False  # Locust's --web-login, one account from HARNESS_WEB_USERNAME / HARNESS_WEB_PASSWORD
+    master: bool = False  # a Locust master for workers started elsewhere (`harness worker`)
+    expect_workers: int = 1  # headless --master: start when this many workers are connected ...
+    expect_workers_max_wait_s: float = 600.0  # ... or give up after this long
+    master_bind_host: str = "*"
+    master_bind_port: int = MASTER_PORT
 
 
 @dataclass
@@ -113,11 +127,19 @@ def _locust_command(opts: RunOptions, sc: scenarios.Scenario, scenario_arg: str,
            "--csv", str(run_dir / "locust"), "--csv-full-history", "--exit-code-on-error", "0",
            "--logfile", str(run_dir / "locust.log"), "--only-summary", "--endpoint-kind", endpoint_kind]
     if opts.web:
-        cmd += ["--web-host", "127.0.0.1", "--web-port", str(opts.web_port)]
+        cmd += ["--web-host", opts.web_host, "--web-port", str(opts.web_port)]
+        if opts.web_login:
+            cmd += ["--web-login"]
         if not opts.report:
             cmd += ["--no-report"]
     else:
         cmd += ["--headless"]
+    if opts.master:
+        cmd += ["--master", "--master-bind-host", opts.master_bind_host, "--master-bind-port",
+                str(opts.master_bind_port)]
+        if not opts.web:
+            cmd += ["--expect-workers", str(opts.expect_workers),
+                    "--expect-workers-max-wait", f"{opts.expect_workers_max_wait_s:g}"]
     if stand_in:
         cmd += ["--stand-in-info", json.dumps(stand_in)]
     if opts.aws:
@@ -144,6 +166,44 @@ def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+def _check_distribution(opts: RunOptions) -> None:
+    """What ``--master`` and a published web UI need before anything starts (one line each)."""
+    from harness.load.web import login
+
+    if opts.web and opts.web_login:
+        login.credentials()
+    if opts.web and not opts.web_login and not _loopback(opts.web_host):
+        raise HarnessError(f"the web UI on {opts.web_host} would be open to anyone who reaches it: add --web-login "
+                           f"(one account from {login.USERNAME_ENV} / {login.PASSWORD_ENV}) or use "
+                           "--web-host 127.0.0.1")
+    if not opts.master:
+        return
+    if opts.processes:
+        raise HarnessError("--master runs no workers of its own: drop --processes and start `harness worker "
+                           "--master-host HOST` where the workers run")
+    if opts.expect_workers < 1:
+        raise HarnessError(f"--expect-workers must be at least 1, got {opts.expect_workers}")
+    if not opts.aws and not any_endpoint_configured():
+        raise HarnessError("--master: workers elsewhere cannot reach an embedded stand-in on this machine's "
+                           "loopback; set AWS_ENDPOINT_URL (or AWS_ENDPOINT_URL_DYNAMODB / AWS_ENDPOINT_URL_S3) "
+                           "to a stand-in every worker reaches, or pass --aws")
+
+
+def _workers(n: int) -> str:
+    return f"{n} worker has" if n == 1 else f"{n} workers have"
+
+
+def _loopback(host: str) -> bool:
+    import ipaddress
+
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False  # "*", a host name: every interface, or one we cannot vouch for
 
 
 def _iso_to_epoch(text: str | None) -> float | None:
@@ -251,6 +311,7 @@ def _run(opts: RunOptions) -> RunResult:
     scenario_arg = str(scenarios.resolve(opts.scenario))
     if opts.processes < 0:
         raise HarnessError(f"--processes must be 0 or more, got {opts.processes}")
+    _check_distribution(opts)
     run_id = runtime.new_run_id(sc.name, sc.backend)
     # input errors are refused before the run directory exists: a refused run leaves nothing behind
     if opts.stand_in:
@@ -288,8 +349,16 @@ def _run(opts: RunOptions) -> RunResult:
                  else (endpoints.dynamodb or endpoints.s3 or "AWS"))
         _say(opts, f"harness: {sc.name} on {sc.backend} ({where}), {sc.fleet.workers} workers, "
                    f"{sc.fleet.duration_s:g}s -> {run_dir}")
+        if opts.master:
+            port, wait = opts.master_bind_port, opts.expect_workers_max_wait_s
+            starts = "" if opts.web else (f"; the test starts once {_workers(opts.expect_workers)} connected "
+                                          f"(waiting at most {wait:g} s)")
+            _say(opts, f"harness: Locust master for workers elsewhere (`harness worker --master-host HOST "
+                       f"--master-port {port}`){starts}")
         if opts.web:
-            _say(opts, f"harness: web UI at http://127.0.0.1:{opts.web_port} (start each test there; each is "
+            host = "127.0.0.1" if opts.web_host in ("127.0.0.1", "localhost") else opts.web_host
+            login = " (login required)" if opts.web_login else ""
+            _say(opts, f"harness: web UI at http://{host}:{opts.web_port}{login} (start each test there; each is "
                        f"recorded under {run_dir / runinfo.TESTS_DIR}; Ctrl-C ends the session)")
         cmd = _locust_command(opts, sc, scenario_arg, run_dir, run_id, endpoints.kind,
                               standin.describe(local) if local else None)
@@ -312,9 +381,23 @@ def _run(opts: RunOptions) -> RunResult:
     if not (run_dir / runinfo.RUN_JSON).exists():
         if signalled:
             raise Interrupted(signal.Signals[signalled])
+        if opts.master and _gave_up_on_workers(run_dir):
+            raise HarnessError(f"fewer than {opts.expect_workers} workers connected within "
+                               f"{opts.expect_workers_max_wait_s:g} s: start them with `harness worker --master-host "
+                               f"HOST --master-port {opts.master_bind_port}`; see {run_dir / 'locust.log'}")
         raise HarnessError(f"Locust did not start the run; see {run_dir / 'locust.log'}")
     runinfo.update(run_dir, locust_exit=exit_code)
     return _results(run_dir, exit_code, signalled)
+
+
+def _gave_up_on_workers(run_dir: Path) -> bool:
+    for name in ("locust.log", "locust.out"):
+        try:
+            if "Gave up waiting for workers" in (run_dir / name).read_text(errors="replace"):
+                return True
+        except OSError:
+            continue
+    return False
 
 
 def _results(run_dir: Path, exit_code: int, signalled: str | None) -> RunResult:
@@ -414,6 +497,8 @@ def _supervise(opts: RunOptions, sc: scenarios.Scenario, cmd: list[str], env: di
     proc = subprocess.Popen(cmd, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
     watcher = Watcher(run_dir, lambda msg: _say(opts, msg))
     limit = None if opts.web else sc.fleet.duration_s + GRACE_S
+    if limit is not None and opts.master:
+        limit += opts.expect_workers_max_wait_s  # the test starts once its workers have connected
     start = time.monotonic()
     received: str | None = None
     try:

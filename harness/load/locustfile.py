@@ -111,6 +111,10 @@ def _init(environment: Any, **_: Any) -> None:
         runner.register_message(FLUSH_MESSAGE, lambda environment, msg, **_: _worker_flush(h, msg.data))
         return
     try:
+        if environment.web_ui is not None and opts.web_login:
+            from harness.load.web import login
+
+            login.install(environment)  # a published UI: one account from the environment
         if role == ROLE_LOCAL and not any_endpoint_configured() and not opts.target_aws and not opts.endpoint_kind:
             # plain `locust -f locustfile.py`: the embedded default
             h.server = standin.start(opts.stand_in or None, note=log.warning)

@@ -8,14 +8,11 @@ import re
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pandas as pd
 import pytest
-import yaml
 
-from harness.aws.moto_server import EmbeddedMoto
 from tests.e2e.conftest import ROOT, clean_env, harness, rows
 from tests.e2e.web_session import assert_contiguous, wait_for
 
@@ -113,56 +110,6 @@ def test_plain_locust_single_process_uses_embedded_default(tmp_path):
     assert re.search(r"dynamodb\s+iteration\s+\d+", p.stderr)
     for step in ("lock", "pull", "method", "push", "commit", "export", "delete", "release"):
         assert re.search(rf"dynamodb\s+{step}\s+\d+", p.stderr), step
-
-
-def _compose_command(service: dict) -> list[str]:
-    env_default = re.compile(r"\$\{[A-Z_]+:-([^}]*)\}")
-    return [env_default.sub(r"\1", part) for part in service["command"]]
-
-
-def test_compose_file_and_its_master_worker_commands_run_locally(tmp_path):
-    compose = yaml.safe_load((ROOT / "docker-compose.yml").read_text())
-    services = compose["services"]
-    assert {"master", "worker", "dynamodb-local", "minio", "moto"} <= set(services)
-    assert services["moto"]["profiles"] == ["moto"] and "runs" in compose["volumes"]
-    assert services["dynamodb-local"]["image"].startswith("amazon/dynamodb-local")
-    env = services["master"]["environment"]
-    assert env["AWS_ENDPOINT_URL_DYNAMODB"].endswith("dynamodb-local:8000}")
-    assert env["AWS_ENDPOINT_URL_S3"].endswith("minio:9000}")
-
-    master = _compose_command(services["master"])
-    worker = _compose_command(services["worker"])
-    moto_cmd = _compose_command(services["moto"])
-    assert moto_cmd[:3] == ["python", "-m", "harness.aws.moto_server"]
-    run_dir = tmp_path / "compose"
-    master = [a.replace("/runs/compose", str(run_dir)) for a in master]
-    master = [sys.executable, "-m", *master, "--headless", "-u", "2", "-r", "2", "-t", "8s", "--expect-workers", "1"]
-    with EmbeddedMoto() as moto:
-        e = clean_env(AWS_ENDPOINT_URL=moto.url, AWS_ACCESS_KEY_ID="x", AWS_SECRET_ACCESS_KEY="x",
-                      AWS_DEFAULT_REGION="us-east-1")
-        port = _free_port()
-        master += ["--master-bind-port", str(port)]
-        m = subprocess.Popen(master, cwd=ROOT, env=e, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-        time.sleep(1.5)
-        worker_cmd = [sys.executable, "-m", *[("127.0.0.1" if a == "master" else a) for a in worker],
-                      "--master-port", str(port)]
-        w = subprocess.Popen(worker_cmd, cwd=ROOT, env=e, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        try:
-            out, _ = m.communicate(timeout=90)
-        finally:
-            w.kill()
-            m.kill()
-    d = rows(run_dir)
-    assert len(d) >= 4 and set(d["worker"]) == {"worker-0"} and d["ok"].all(), out[-2000:]
-    assert json.loads((run_dir / "run.json").read_text())["endpoint_kind"] == "other"
-
-
-def _free_port() -> int:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 # ---- bad input: one line, non-zero exit, no traceback ----------------------------------

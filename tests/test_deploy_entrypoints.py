@@ -1,0 +1,116 @@
+"""`harness run --master`, `harness worker`, `harness standin` and the web login: what they refuse, and why."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+
+import pytest
+
+from harness.errors import HarnessError
+from harness.load import launcher
+from harness.load.distributed import LOCUSTFILE, worker_command
+from harness.load.web import login
+
+
+def test_credentials_need_a_password_of_twelve_characters():
+    with pytest.raises(HarnessError, match="set HARNESS_WEB_PASSWORD"):
+        login.credentials({})
+    with pytest.raises(HarnessError, match="is 11 characters long: use at least 12"):
+        login.credentials({"HARNESS_WEB_PASSWORD": "x" * 11})
+    assert login.credentials({"HARNESS_WEB_PASSWORD": "p" * 12}) == ("harness", "p" * 12)
+    assert login.credentials({"HARNESS_WEB_USERNAME": "ops", "HARNESS_WEB_PASSWORD": "p" * 12}) == ("ops", "p" * 12)
+
+
+def test_matches_needs_both_fields():
+    assert login.matches("ops", "secret-secret", "ops", "secret-secret")
+    assert not login.matches("ops", "secret-secreT", "ops", "secret-secret")
+    assert not login.matches("opz", "secret-secret", "ops", "secret-secret")
+    assert not login.matches("", "", "ops", "secret-secret")
+
+
+def opts(**kw) -> launcher.RunOptions:
+    return launcher.RunOptions(scenario="namespaced", **kw)
+
+
+@pytest.fixture
+def no_endpoint(monkeypatch):
+    for var in ("AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_DYNAMODB", "AWS_ENDPOINT_URL_S3", "HARNESS_WEB_PASSWORD"):
+        monkeypatch.delenv(var, raising=False)
+    return monkeypatch
+
+
+def test_a_web_ui_beyond_loopback_needs_the_login(no_endpoint):
+    launcher._check_distribution(opts(web=True))  # 127.0.0.1: fine without
+    launcher._check_distribution(opts(web=True, web_host="localhost"))
+    launcher._check_distribution(opts(web=True, web_host="::1"))
+    for host in ("0.0.0.0", "*", "10.1.2.3", "::"):
+        with pytest.raises(HarnessError, match=re.escape(f"the web UI on {host} would be open to anyone")):
+            launcher._check_distribution(opts(web=True, web_host=host))
+    with pytest.raises(HarnessError, match="set HARNESS_WEB_PASSWORD"):
+        launcher._check_distribution(opts(web=True, web_host="0.0.0.0", web_login=True))
+    no_endpoint.setenv("HARNESS_WEB_PASSWORD", "a-long-enough-one")
+    launcher._check_distribution(opts(web=True, web_host="0.0.0.0", web_login=True))
+
+
+def test_master_needs_an_endpoint_every_worker_reaches(no_endpoint):
+    with pytest.raises(HarnessError, match="cannot reach an embedded stand-in on this machine's loopback"):
+        launcher._check_distribution(opts(master=True))
+    launcher._check_distribution(opts(master=True, aws=True))
+    no_endpoint.setenv("AWS_ENDPOINT_URL_DYNAMODB", "http://standin:8000")
+    launcher._check_distribution(opts(master=True))
+    with pytest.raises(HarnessError, match="--master runs no workers of its own"):
+        launcher._check_distribution(opts(master=True, processes=2))
+    with pytest.raises(HarnessError, match="--expect-workers must be at least 1, got 0"):
+        launcher._check_distribution(opts(master=True, expect_workers=0))
+
+
+def test_the_master_command_line():
+    sc = launcher.scenarios.load("namespaced")
+    o = opts(master=True, expect_workers=3, expect_workers_max_wait_s=90, master_bind_port=6000)
+    cmd = launcher._locust_command(o, sc, "namespaced", launcher.Path("/r"), "id", "other", None)
+    joined = " ".join(cmd)
+    assert "--master --master-bind-host * --master-bind-port 6000" in joined
+    assert "--expect-workers 3 --expect-workers-max-wait 90" in joined and "--headless" in cmd
+    assert "--processes" not in cmd
+    web = launcher._locust_command(opts(master=True, web=True, web_host="0.0.0.0", web_login=True), sc,
+                                   "namespaced", launcher.Path("/r"), "id", "other", None)
+    assert "--web-host 0.0.0.0 --web-port 8089 --web-login" in " ".join(web)
+    assert "--expect-workers" not in web and "--headless" not in web  # tests start from the UI
+
+
+def test_worker_command_and_its_bad_input():
+    cmd = worker_command("harness-master", 5557)
+    assert cmd[1:] == ["-m", "locust", "-f", str(LOCUSTFILE), "--worker", "--master-host", "harness-master",
+                       "--master-port", "5557"]
+    assert worker_command("m", 5557, 4)[-2:] == ["--processes", "4"]
+    for args, msg in ((("", 5557), "--master-host is empty"), (("m", 0), "--master-port must be 1-65535"),
+                      (("m", 5557, 0), "--processes must be at least 1")):
+        with pytest.raises(HarnessError, match=msg):
+            worker_command(*args)
+
+
+def one_line(args: list[str], env_extra: dict[str, str] | None = None) -> str:
+    import os
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_ENDPOINT", "HARNESS_WEB"))}
+    env.update(env_extra or {})
+    p = subprocess.run([sys.executable, "-m", "harness", *args], capture_output=True, text=True, env=env,
+                       timeout=60)
+    assert p.returncode == 2 and "Traceback" not in p.stderr, p.stderr
+    lines = [ln for ln in p.stderr.splitlines() if ln.strip()]
+    assert len(lines) == 1, p.stderr
+    return lines[0]
+
+
+def test_bad_input_is_one_line_and_exit_2(tmp_path):
+    assert "--master: workers elsewhere cannot reach" in one_line(
+        ["run", "namespaced", "--master", "--run-dir", str(tmp_path / "a")])
+    assert "would be open to anyone" in one_line(
+        ["run", "namespaced", "--web", "--web-host", "0.0.0.0", "--run-dir", str(tmp_path / "b")])
+    assert "is 5 characters long" in one_line(
+        ["run", "namespaced", "--web", "--web-login", "--run-dir", str(tmp_path / "c")],
+        {"HARNESS_WEB_PASSWORD": "short"})
+    assert "--master-port must be 1-65535, got 70000" in one_line(["worker", "--master-port", "70000"])
+    assert not (tmp_path / "a").exists()  # refused before anything was created
