@@ -313,12 +313,14 @@ def test_heartbeat_waits_on_the_injected_clock_and_retries_a_transient_error(aws
             for _ in range(24):  # 6 s, twice the TTL, in quarter seconds
                 clock.advance(0.25)
                 assert clock.idle()
+            with pytest.raises(LockTimeoutError):  # still held: nobody else can take it
+                waiter = FakeClock(clock.now())  # (its backoff sleeps must not wait for this thread)
+                Lock(be.lock_store, ".locks/w1.lock", waiter, LockConfig(ttl_s=3, wait_s=0.5, retry_s=0.1)
+                     ).acquire(Work())
     finally:
         clock.advance(60)  # wake the finished heartbeat so its thread ends
     assert failures and not grant.lost
     assert renewals(work) >= 5  # every TTL/3 by the clock; the throttled one retried before the next
-    with pytest.raises(LockTimeoutError):  # still held: nobody else can take it
-        Lock(be.lock_store, ".locks/w1.lock", clock, LockConfig(ttl_s=3, wait_s=0.5, retry_s=0.1)).acquire(Work())
 
 
 def test_heartbeat_marks_a_taken_lock_lost_and_the_commit_refuses_it(aws):
