@@ -30,10 +30,9 @@ import boto3  # noqa: E402
 from botocore.config import Config  # noqa: E402
 
 import harness.aws.instrument as ins  # noqa: E402
-from harness.aws.capacity import TableShape  # noqa: E402
 from harness.aws.fidelity import layer  # noqa: E402
 from harness.aws.fidelity.throttle import DynamoCapacity  # noqa: E402
-from harness.datastore.backends.dynamodb import SHAPE_GSI  # noqa: E402
+from harness.datastore.backends.dynamodb import GSI_KEYS  # noqa: E402
 from harness.datastore.work import Work  # noqa: E402
 
 ITEM = {"pk": {"S": "FILE#ns/data/system/m1/uptime/1/raw"}, "sk": {"S": "META"}, "size": {"N": "812"},
@@ -84,7 +83,7 @@ def main() -> None:
         c = boto3.client("dynamodb", endpoint_url=url, region_name="us-east-1", aws_access_key_id="bench",
                          aws_secret_access_key="bench", config=Config(retries={"total_max_attempts": 1}))
         ins.instrument(c)
-        ins.register_shape(TableShape("instant", "pk", "sk", [SHAPE_GSI]))
+        ins.register_table("instant", "pk", "sk", GSI_KEYS)
         cap = DynamoCapacity(scale=1e6)  # the full model runs, but never throttles
         layer.Fidelity(layer.FidelityConfig(enabled=True, dynamodb=cap)).install(c)
         print(f"CPU per request against an instant DynamoDB over keep-alive HTTP (median of {args.rounds} rounds)")
