@@ -155,7 +155,7 @@ class Datastore:
         cid = uuid.uuid4().hex[:16]
         event = {"type": "commit", "op": op, "key": grant.key, "holder": self.holder, "fence": grant.fence,
                  "nonce": grant.nonce, "namespace": self.ns, "cid": cid, "fencing": self.cfg.fencing,
-                 "invoke_ms": now_ms(self.clock),
+                 "view_seq": self._base if grant is self._grant else None, "invoke_ms": now_ms(self.clock),
                  "writes": [[m.rel_path, m.version, m.digest, m.size] for m in writes],
                  "deletes": [[m.rel_path, m.version, m.digest] for m in deletes]}
         try:

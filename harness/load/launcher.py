@@ -26,6 +26,7 @@ from harness.load import runtime
 from harness.load import scenario as scenarios
 from harness.record import runinfo
 from harness.record.reader import count_rows, read_rows, shard_paths
+from harness.safety import run as safety_run
 
 LOCUSTFILE = Path(__file__).with_name("locustfile.py")
 EXIT_CHECKS_FAILED = 3
@@ -163,6 +164,7 @@ def run(opts: RunOptions) -> RunResult:
         finally:
             if background:
                 background.stop()
+        safety_failed = safety_run.after_run(run_dir, backend, sc.checks.safety)  # while the endpoint is up
         if opts.cleanup:
             removed = runtime.delete_owned(clients, backend)
             _say(opts, f"harness: {'removed' if removed else 'left'} {backend.name} resource of this run")
@@ -173,7 +175,7 @@ def run(opts: RunOptions) -> RunResult:
         raise HarnessError(f"Locust did not start the run; see {run_dir / 'locust.log'}")
     runinfo.update(run_dir, scenario=sc.to_dict(), locust_exit=exit_code)
     rows = read_rows(run_dir, ["ts_start", "ts_end", "ok", "error_kind"])
-    failed = run_checks.evaluate(rows, sc.checks)
+    failed = run_checks.evaluate(rows, sc.checks) + safety_failed
     return RunResult(run_dir, len(rows), failed, exit_code)
 
 

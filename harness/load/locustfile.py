@@ -35,10 +35,12 @@ from harness.load import scenario as scenarios
 from harness.load.iteration import LoadWorker
 from harness.pacing.sources import load_state
 from harness.record import runinfo
+from harness.record.history import HistoryWriter
 from harness.record.writer import ShardWriter
 
 log = logging.getLogger("harness")
 ROWS_KEY = "harness_rows"
+EVENTS_KEY = "harness_events"  # the safety history rides the workers' reports exactly like the rows
 
 
 class IterationFailure(Exception):
@@ -59,6 +61,8 @@ class ProcessState:
         self.run_dir: Path | None = None
         self.moto: EmbeddedMoto | None = None
         self.probe: Probe | None = None
+        self.history: HistoryWriter | None = None
+        self.pending_events: list[dict] = []
 
     def reset(self) -> None:
         self.__init__()  # type: ignore[misc]
@@ -114,13 +118,17 @@ def _init(environment: Any, **_: Any) -> None:
 def _on_report_to_master(client_id: str, data: dict) -> None:
     with STATE.lock:
         rows, STATE.pending = STATE.pending, []
+        events, STATE.pending_events = STATE.pending_events, []
     data[ROWS_KEY] = rows
+    data[EVENTS_KEY] = events
 
 
 def _on_worker_report(client_id: str, data: dict) -> None:
     rows = data.get(ROWS_KEY)
     if rows and STATE.writer is not None:
         STATE.writer.add(rows)
+    if data.get(EVENTS_KEY) and STATE.history is not None:
+        STATE.history.add(data[EVENTS_KEY])
 
 
 @events.test_start.add_listener
@@ -158,6 +166,7 @@ def _setup(environment: Any) -> None:
     STATE.run_dir = Path(opts.run_dir)
     STATE.run_dir.mkdir(parents=True, exist_ok=True)
     STATE.writer = ShardWriter(STATE.run_dir, tag="master" if isinstance(runner, MasterRunner) else "local")
+    STATE.history = HistoryWriter(STATE.run_dir, tag="master" if isinstance(runner, MasterRunner) else "local")
     runinfo.write(STATE.run_dir, {
         "run_id": opts.run_id, "scenario": sc.to_dict(), "scenario_name": sc.name, "backend": sc.backend,
         "endpoint": runtime.endpoint_summary(endpoints), "endpoint_kind": endpoints.kind,
@@ -178,6 +187,8 @@ def _setup(environment: Any) -> None:
 def _quitting(environment: Any, **_: Any) -> None:
     if STATE.probe is not None:
         STATE.probe.stop()
+    if STATE.history is not None:
+        STATE.history.flush()
     if STATE.writer is not None and STATE.run_dir is not None:
         STATE.writer.flush()
         try:
@@ -189,12 +200,15 @@ def _quitting(environment: Any, **_: Any) -> None:
         STATE.moto.stop()
 
 
-def record(row: dict) -> None:
+def record(row: dict, events: list[dict] | None = None) -> None:
     if STATE.writer is not None:
         STATE.writer.add([row])
+        if events and STATE.history is not None:
+            STATE.history.add(events)
     else:
         with STATE.lock:
             STATE.pending.append(row)
+            STATE.pending_events.extend(events or [])
 
 
 class SwampWorker(User):
@@ -232,4 +246,4 @@ class SwampWorker(User):
                  exception=exc if (exc and s.name == failed_step) else None, context={})
         fire(request_type=backend, name="iteration", response_time=out.row["total_ms"],
              response_length=out.row["bytes_sent"] + out.row["bytes_received"], exception=exc, context={})
-        record(out.row)
+        record(out.row, out.events)

@@ -399,21 +399,28 @@ class DynamoBackend:
         self._batch_write(reqs, work)
 
     def get_content(self, meta: FileMeta, work: Work) -> bytes:
-        parts: list[bytes] = []
-        kwargs: dict[str, Any] = {
-            "TableName": self.table, "ConsistentRead": True,
-            "KeyConditionExpression": "pk = :p AND begins_with(sk, :c)",
-            "ExpressionAttributeValues": {":p": _s(f"FILE#{meta.rel_path}"), ":c": _s(f"CHUNK#v{meta.version}#")},
-        }
-        while True:
-            with recording(work):
-                out = self.client.query(**kwargs)
-            items = out.get("Items", [])
-            work.items_read += len(items)
-            parts.extend(i["data"]["B"] for i in items)
-            if "LastEvaluatedKey" not in out:
-                return b"".join(parts)
-            kwargs["ExclusiveStartKey"] = out["LastEvaluatedKey"]
+        """The file's chunks by key (their count follows from its size): a GetItem, or BatchGetItems."""
+        keys = [{"pk": _s(f"FILE#{meta.rel_path}"), "sk": _s(chunk_key(meta.version, i))}
+                for i in range(max(1, -(-meta.size // CHUNK_BYTES)))]
+        with recording(work):
+            if len(keys) == 1:
+                out = self.client.get_item(TableName=self.table, Key=keys[0], ConsistentRead=True)
+                work.items_read += 1 if "Item" in out else 0
+                return out["Item"]["data"]["B"] if "Item" in out else b""
+            parts: dict[str, bytes] = {}
+            for i in range(0, len(keys), BATCH_GET_MAX):
+                pending: dict = {self.table: {"Keys": keys[i:i + BATCH_GET_MAX], "ConsistentRead": True}}
+                attempt = 0
+                while pending:
+                    out = self.client.batch_get_item(RequestItems=pending)
+                    got = out.get("Responses", {}).get(self.table, [])
+                    work.items_read += len(got)
+                    parts.update({x["sk"]["S"]: x["data"]["B"] for x in got})
+                    pending = out.get("UnprocessedKeys") or {}
+                    if pending:
+                        attempt += 1
+                        self.clock.sleep(self._rng.uniform(0, min(5.0, 0.05 * 2 ** attempt)))
+            return b"".join(parts[k] for k in sorted(parts))
 
     def put_blob(self, rel_path: str, data: bytes, work: Work) -> None:
         meta = FileMeta(rel_path, len(data), FileMeta.digest_of(data), now_ms(self.clock), 1)
