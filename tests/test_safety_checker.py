@@ -196,3 +196,41 @@ def test_history_and_state_round_trip_through_the_run_directory(aws, clock, tmp_
     back = read_state(tmp_path)
     assert back["entries"] == captured["entries"] and back["backend"] == "s3"
     assert check(read_events(tmp_path), back)["violations"] == 0
+
+
+class _Cut(BaseException):
+    """The run ending under a commit (Locust kills the greenlet): not an ordinary failure."""
+
+
+@pytest.mark.parametrize("kind", ["per-model", "sharded"])
+def test_a_commit_cut_short_after_its_seal_is_whole_and_indeterminate(aws, clock, kind):
+    """The seal (S3: the _meta.json swap) landed, then the worker was cut short before it heard back:
+    nothing is undone (a half-reverted sealed commit would be visible), and the checker counts it as
+    indeterminate, not as phantom."""
+    be, events, a, b = two_writers(aws, clock, kind)
+    run_some(a, b, 1)
+    sealing = []
+
+    def watch(params, model, **_):  # the seal: DynamoDB's UpdateItem that advances seq; S3's _meta.json swap
+        key = params.get("Key")
+        seal = "+ :one DELETE pending" in params.get("UpdateExpression", "")
+        sealing[:] = [seal or (isinstance(key, str) and key.endswith("_meta.json"))]
+
+    def cut(**_):
+        if sealing and sealing[0]:
+            raise _Cut()
+
+    op = "UpdateItem" if kind == "per-model" else "PutObject"
+    service = be.client.meta.service_model.service_name
+    be.client.meta.events.register(f"before-parameter-build.{service}.{op}", watch)
+    be.client.meta.events.register(f"after-call.{service}.{op}", cut)
+    a.clock.advance(0.05)
+    with pytest.raises(_Cut):
+        a.sync_run("shared", "get_memory", 100, [])
+    state = snapshot(be)
+    written = [c for c in events if c["type"] == "commit"][-1]
+    assert written["indeterminate"] and not written["ok"]
+    visible = {(e["path"], e["version"], e["digest"]) for e in state["entries"]}
+    assert all((p, v, d) in visible for p, v, d, _ in written["writes"])  # sealed, so whole
+    report = check(events, state)
+    assert report["indeterminate"] == 1 and report["phantom"] == 0 and report["violations"] == 0

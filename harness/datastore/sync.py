@@ -22,6 +22,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 
+from harness.aws_errors import outcome_unknown
 from harness.clock import Clock, SystemClock, now_ms
 from harness.datastore.backends.base import Backend, CommitResult, FileMeta, partition_of
 from harness.datastore.catalog import Catalog
@@ -162,9 +163,10 @@ class Datastore:
             if self.cfg.fencing and grant.lost:
                 raise LockLostError(f"commit refused: lock {grant.key} (fence {grant.fence}) was lost")
             res = call(cid)
-        except Exception as e:
+        except BaseException as e:  # interrupted too (the run ending): its outcome is then unknown
             self.record({**event, "ok": False, "complete_ms": now_ms(self.clock),
-                         "error": f"{type(e).__name__}: {e}"[:300]})
+                         "error": f"{type(e).__name__}: {e}"[:300],
+                         "indeterminate": not isinstance(e, Exception) or outcome_unknown(e)})
             raise
         self.record({**event, "ok": True, "complete_ms": now_ms(self.clock), "seq": res.seq, "base": res.base,
                      "domain": res.domain})

@@ -200,14 +200,15 @@ def _quitting(environment: Any, **_: Any) -> None:
         STATE.moto.stop()
 
 
-def record(row: dict, events: list[dict] | None = None) -> None:
+def record(row: dict | None, events: list[dict] | None = None) -> None:
     if STATE.writer is not None:
-        STATE.writer.add([row])
+        if row is not None:
+            STATE.writer.add([row])
         if events and STATE.history is not None:
             STATE.history.add(events)
     else:
         with STATE.lock:
-            STATE.pending.append(row)
+            STATE.pending.extend([row] if row is not None else [])
             STATE.pending_events.extend(events or [])
 
 
@@ -229,6 +230,12 @@ class SwampWorker(User):
         seed_dir = self.environment.parsed_options.seed_dir
         if seed_dir:
             load_state(seed_dir, self.lw.store)
+
+    def on_stop(self) -> None:
+        lw = getattr(self, "lw", None)
+        if lw is not None and lw.events:  # an iteration cut short by the end of the run: its history still counts
+            events, lw.events = lw.events, []
+            record(None, events)
 
     @task
     def iterate(self) -> None:

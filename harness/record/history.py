@@ -26,6 +26,7 @@ class HistoryWriter:
             self.path = self.dir / f"part-{tag}-{os.getpid()}-{n:03d}.jsonl"
             if not self.path.exists():
                 break
+        self.path.touch()  # a run that recorded nothing still has a (empty) history
         self.flush_every_s = flush_every_s
         self._events: list[dict] = []
         self._last = time.monotonic()

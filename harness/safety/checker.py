@@ -12,7 +12,9 @@ Definitions (these are what ``safety.json`` counts):
   holder had never seen it (a lost update). A write superseded by a later
   acknowledged commit that saw it is not lost.
 - **phantom**: readers see a version of a path that no acknowledged commit
-  wrote: one from a commit that failed, or from nowhere in the history.
+  wrote: one from a commit that failed, or from nowhere in the history. A
+  commit whose outcome is unknown (cut short by the end of the run, or its
+  answer lost: **indeterminate**) may or may not have landed: either is fine.
 - **corrupt**: an entry whose content is missing or does not match its digest.
 - **sequence anomalies**, per commit domain, over acknowledged commits:
   two with the same sequence; a commit whose holder's view (the sequence its
@@ -96,7 +98,8 @@ def check(events: list[dict], state: dict, *, untracked_ok: bool = False) -> dic
     report = {
         "acknowledged": len(acked),
         "attempted": len(commits),
-        "refused": sum(1 for c in commits if not c.get("ok")),
+        "refused": sum(1 for c in commits if not c.get("ok") and not c.get("indeterminate")),
+        "indeterminate": sum(1 for c in commits if c.get("indeterminate")),
         "lost": len(lost),
         "phantom": len(phantom),
         "corrupt": len(content),
@@ -140,6 +143,7 @@ def _entry_findings(commits: list[dict], state: dict, untracked_ok: bool) -> tup
     ops: dict[str, list[_Op]] = defaultdict(list)
     acked_versions: dict[str, set] = defaultdict(set)
     failed_versions: dict[str, set] = defaultdict(set)
+    maybe_versions: dict[str, dict] = defaultdict(dict)  # from indeterminate commits: version -> the view it had
     for c in commits:
         if c.get("ok"):
             view = _view(c)
@@ -149,6 +153,11 @@ def _entry_findings(commits: list[dict], state: dict, untracked_ok: bool) -> tup
                 acked_versions[path].add((version, digest))
             for path, version, digest in c.get("deletes", []):
                 ops[path].append(_Op(c["seq"], at, "delete", version, digest, cid, view))
+        elif c.get("indeterminate"):  # cut short, or its answer lost: it may or may not have landed
+            for path, version, digest, *_ in c.get("writes", []):
+                view = _view(c)
+                maybe_versions[path][(version, digest)] = max(view if view is not None else -1,
+                                                              maybe_versions[path].get((version, digest), -1))
         else:
             for path, version, digest, *_ in c.get("writes", []):
                 failed_versions[path].add((version, digest))
@@ -167,7 +176,8 @@ def _entry_findings(commits: list[dict], state: dict, untracked_ok: bool) -> tup
                                     f"never saw it"})
         last = history[-1] if history else None
         expected = (last.version, last.digest) if last and last.kind == "write" else None
-        if last is not None and last.kind == "write" and got != expected:
+        superseded = got in maybe_versions[path] and maybe_versions[path][got] >= (last.seq if last else 0)
+        if last is not None and last.kind == "write" and got != expected and not superseded:
             why = ("missing" if got is None else "replaced by an older acknowledged version"
                    if got in acked_versions[path] else "replaced by a version no acknowledged commit wrote")
             lost.append({"path": path, "expected": list(expected), "found": list(got) if got else None,
@@ -175,7 +185,7 @@ def _entry_findings(commits: list[dict], state: dict, untracked_ok: bool) -> tup
         if last is not None and last.kind == "delete" and got is not None and got in acked_versions[path]:
             lost.append({"path": path, "expected": None, "found": list(got), "seq": last.seq, "cid": last.cid,
                          "why": "an acknowledged delete was undone"})
-        if got is not None and got not in acked_versions[path]:
+        if got is not None and got not in acked_versions[path] and got not in maybe_versions[path]:
             item = {"path": path, "found": list(got),
                     "from": "a failed commit" if got in failed_versions[path] else "no commit in the history"}
             if untracked_ok and last is None and got not in failed_versions[path]:

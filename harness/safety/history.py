@@ -18,7 +18,7 @@ def history_files(run_dir: str | Path) -> list[Path]:
 def read_events(run_dir: str | Path) -> list[dict]:
     """Every event of the run; a line cut short by a crash is skipped (it was never complete)."""
     files = history_files(run_dir)
-    if not files:
+    if not (Path(run_dir) / HISTORY_DIR).is_dir():
         raise HarnessError(f"{run_dir} has no history (history/*.jsonl): it was recorded by a harness without "
                            "safety history, or the run never started")
     events = []

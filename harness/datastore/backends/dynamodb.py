@@ -659,9 +659,16 @@ class _FencedCommit:
             self.work.index_entries_written += len(upserts)
             self.work.items_written += len(self.sent)
             self._check_live()
-            seq = self._seal()
         except BaseException:
             self._undo()
+            raise
+        try:
+            seq = self._seal()
+        except BaseException as e:
+            # Undo only a seal known not to have landed; if it may have (a lost answer, an interrupted call),
+            # leave everything: sealed, it is whole; not sealed, our id stays pending and it stays invisible.
+            if isinstance(e, Exception) and not outcome_unknown(e):
+                self._undo()
             raise
         if self.replaced:
             self._drop_tombstones()

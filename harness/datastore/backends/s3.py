@@ -39,7 +39,7 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
-from harness.aws_errors import error_code, is_condition_failed, is_not_found
+from harness.aws_errors import error_code, is_condition_failed, is_not_found, outcome_unknown
 from harness.clock import Clock, SystemClock
 from harness.datastore.backends.base import CommitResult, FileMeta, PullResult, partition_of
 from harness.datastore.errors import ConfigError, FencedError, LockLostError
@@ -331,18 +331,26 @@ class S3Backend:
                 work.items_written += 1
             if fencing and grant.lost:
                 raise LockLostError(f"commit refused: lock {grant.key} (fence {grant.fence}) was lost")
-            self._swap_meta(namespace, json.dumps({**head, "shards": shards}).encode(), etag, grant, work, fencing)
         except BaseException:
-            try:
-                self.objects.delete(written, work)
-            except Exception:  # noqa: BLE001 - unreferenced shards are invisible; only space is lost
-                pass
+            self._discard(written, work)
             raise
+        try:
+            self._swap_meta(namespace, json.dumps({**head, "shards": shards}).encode(), etag, grant, work, fencing)
+        except BaseException as e:
+            if isinstance(e, Exception) and not outcome_unknown(e):  # known not swapped: our shards are garbage
+                self._discard(written, work)
+            raise  # (a swap that may have landed references them: they stay)
         try:
             self.objects.delete(superseded, work)
         except Exception:  # noqa: BLE001 - as above
             pass
         return CommitResult(seq + 1, seq, cid, self._meta_rel(namespace))
+
+    def _discard(self, rels: list[str], work: Work) -> None:
+        try:
+            self.objects.delete(rels, work)
+        except Exception:  # noqa: BLE001 - unreferenced shards are invisible; only space is lost
+            pass
 
     def _swap_meta(self, namespace: str | None, body: bytes, etag: str | None, grant: LockGrant, work: Work,
                    fencing: bool) -> None:
