@@ -78,8 +78,10 @@ def test_the_checker_sees_corruption_made_in_the_store_itself(aws, clock):
     foreign = FileMeta("data/system/shared/x/9/raw", 3, "beef", 1, 1)
     be.client.put_item(TableName=be.table, Item=be.meta_item(None, foreign))
     raw = next(m for r, m in b.local.items() if r.endswith("/raw"))
-    be.client.put_item(TableName=be.table, Item={"pk": {"S": f"FILE#{raw.rel_path}"},
-                                                 "sk": {"S": f"CHUNK#v{raw.version}#0000000"}, "data": {"B": b"x"}})
+    from harness.datastore.backends.dynamodb import chunk_key
+
+    chunk = {"pk": {"S": f"FILE#{raw.rel_path}"}, "sk": {"S": chunk_key(raw.version, raw.digest, 0)}}
+    be.client.put_item(TableName=be.table, Item={**chunk, "data": {"B": b"x"}})
     report = check(events, snapshot(be))
     assert (report["lost"], report["phantom"], report["corrupt"]) == (1, 1, 2)  # the foreign one has no content
     assert {d["path"] for d in report["details"]["corrupt"]} == {raw.rel_path, foreign.rel_path}

@@ -50,3 +50,28 @@ def test_unfenced_run_with_every_holder_paused_is_caught(tmp_path):
     assert f"safety: {report['violations']} violations" in proc.stderr
     again = harness("check", str(run_dir))
     assert again.returncode == 3 and f"{report['violations']} violations" in again.stdout
+
+
+@pytest.mark.e2e
+def test_check_live_reads_the_table_on_the_users_server(tmp_path):
+    """With an endpoint the user runs, the table outlives the run: `harness check --live` reads it there."""
+    from harness.aws.moto_server import EmbeddedMoto
+    from tests.e2e.conftest import clean_env
+
+    server = EmbeddedMoto().start()
+    try:
+        env = clean_env(AWS_ENDPOINT_URL=server.url)
+        run_dir = tmp_path / "live"
+        proc = harness("run", "lock-safety", "--duration", "10s", "--run-dir", str(run_dir), "--no-report", env=env)
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        at_end = figures(run_dir)
+        live = harness("check", str(run_dir), "--live", env=env)
+        assert live.returncode == 0, live.stderr
+        report = figures(run_dir)
+        assert report["state_source"] == "live" and report["violations"] == 0
+        assert report["entries"] == at_end["entries"] >= 1 and report["acknowledged"] == at_end["acknowledged"]
+    finally:
+        server.stop()
+    gone = harness("check", str(run_dir), "--live", env=clean_env(AWS_ENDPOINT_URL=server.url))
+    assert gone.returncode == 2 and gone.stderr.count("\n") == 1
+    assert "cannot read the run's dynamodb state" in gone.stderr

@@ -2,7 +2,8 @@
 
 Items (pk / sk): lock ``LOCK#<key>`` / ``LOCK``; file metadata
 ``FILE#<relPath>`` / ``META`` (these are the index entries); content chunks
-``FILE#<relPath>`` / ``CHUNK#v<N>#<7-digit index>`` (256 KB); watermark
+``FILE#<relPath>`` / ``CHUNK#v<N>#<digest>#<7-digit index>`` (256 KB; swamp's key plus the
+content digest, so a version's content is immutable: see below); watermark
 ``SYNCSTATE#<ns>`` / ``STATE``; partition registry ``PARTITIONS#registry`` /
 ``LIST[#<ns>]``.
 
@@ -37,6 +38,11 @@ half-way leaves nothing visible. It then undoes only its own writes
 id from ``pending``; an id whose writes may still land stays pending for good
 (invisible). A commit of N entries costs N + 3 requests (the claim, one
 BatchGetItem per 100 entries, the seal) whatever the table holds.
+
+Content chunks are keyed by version *and* digest: a holder whose lease ran out
+while it uploaded can then never overwrite the content a newer, sealed entry
+points at (swamp's key, by version only, lets two writers of one path version
+clobber each other's chunks).
 
 ``fencing = False`` is swamp's own commit: one unconditional BatchWriteItem, then
 an unconditional sequence bump.
@@ -84,8 +90,13 @@ def _n(v: int | float) -> dict:
     return {"N": str(v)}
 
 
-def chunk_key(version: int, index: int) -> str:
-    return f"CHUNK#v{version}#{index:07d}"
+def chunk_key(version: int, digest: str, index: int) -> str:
+    return f"CHUNK#v{version}#{digest}#{index:07d}"
+
+
+def _chunk_keys(meta: FileMeta) -> list[dict]:
+    return [{"pk": _s(f"FILE#{meta.rel_path}"), "sk": _s(chunk_key(meta.version, meta.digest, i))}
+            for i in range(max(1, -(-meta.size // CHUNK_BYTES)))]
 
 
 def _chunks(data: bytes) -> list[bytes]:
@@ -393,15 +404,15 @@ class DynamoBackend:
         reqs = []
         for rel, data in files.items():
             for i, chunk in enumerate(_chunks(data)):
-                item = {"pk": _s(f"FILE#{rel}"), "sk": _s(chunk_key(metas[rel].version, i)), "data": {"B": chunk}}
+                m = metas[rel]
+                item = {"pk": _s(f"FILE#{rel}"), "sk": _s(chunk_key(m.version, m.digest, i)), "data": {"B": chunk}}
                 work.items_written += 1
                 reqs.append({"PutRequest": {"Item": item}})
         self._batch_write(reqs, work)
 
     def get_content(self, meta: FileMeta, work: Work) -> bytes:
         """The file's chunks by key (their count follows from its size): a GetItem, or BatchGetItems."""
-        keys = [{"pk": _s(f"FILE#{meta.rel_path}"), "sk": _s(chunk_key(meta.version, i))}
-                for i in range(max(1, -(-meta.size // CHUNK_BYTES)))]
+        keys = _chunk_keys(meta)
         with recording(work):
             if len(keys) == 1:
                 out = self.client.get_item(TableName=self.table, Key=keys[0], ConsistentRead=True)
@@ -491,8 +502,7 @@ class DynamoBackend:
         """swamp's commit: the entries (or deletions) in one unconditional batch, then the sequence bumped."""
         reqs = [{"PutRequest": {"Item": self.meta_item(namespace, e)}} for e in entries]
         reqs += [{"DeleteRequest": {"Key": self._file_key(m.rel_path)}} for m in removals]
-        reqs += [{"DeleteRequest": {"Key": {"pk": _s(f"FILE#{m.rel_path}"), "sk": _s(chunk_key(m.version, i))}}}
-                 for m in removals for i in range(max(1, -(-m.size // CHUNK_BYTES)))]
+        reqs += [{"DeleteRequest": {"Key": k}} for m in removals for k in _chunk_keys(m)]
         self._batch_write(reqs, work)
         work.index_entries_written += len(entries)
         work.items_written += len(entries)
@@ -590,8 +600,8 @@ class DynamoBackend:
                     elif pk.startswith("FILE#") and sk == "META" and "gsi1pk" in item:
                         metas.append(item)
                     elif pk.startswith("FILE#") and sk.startswith("CHUNK#v"):
-                        ver, idx = sk[7:].split("#", 1)
-                        chunks.setdefault((pk[5:], int(ver)), []).append((idx, item["data"]["B"]))
+                        ver, digest, idx = sk[7:].split("#", 2)
+                        chunks.setdefault((pk[5:], int(ver), digest), []).append((idx, item["data"]["B"]))
                 work.items_read += len(out.get("Items", []))
                 if "LastEvaluatedKey" not in out:
                     break
@@ -603,7 +613,7 @@ class DynamoBackend:
             if version is None:
                 continue
             m = self.meta_of(version)
-            parts = chunks.get((m.rel_path, m.version))
+            parts = chunks.get((m.rel_path, m.version, m.digest))
             content = b"".join(b for _, b in sorted(parts)) if parts is not None else None
             entries.append({"path": m.rel_path, "version": m.version, "digest": m.digest, "size": m.size,
                             "content_digest": FileMeta.digest_of(content) if content is not None else None,
@@ -811,9 +821,7 @@ class _FencedCommit:
                         raise
             self.be._parallel(drop, list(self.replaced), w)
             gone = [self.be.meta_of(v) for v in self.replaced.values()]
-            self.be._batch_write([{"DeleteRequest": {"Key": {"pk": _s(f"FILE#{m.rel_path}"),
-                                                             "sk": _s(chunk_key(m.version, i))}}}
-                                  for m in gone for i in range(max(1, -(-m.size // CHUNK_BYTES)))], w)
+            self.be._batch_write([{"DeleteRequest": {"Key": k}} for m in gone for k in _chunk_keys(m)], w)
         except Exception:  # noqa: BLE001 - a tombstone left behind reads as deleted; content left is unreferenced
             pass
         finally:

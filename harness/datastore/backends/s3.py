@@ -26,6 +26,13 @@ by a newer fence or moved since this holder pulled it, and swaps with
 ``If-Match``. ``delete_files`` is such a commit of removals: content objects are
 deleted only after it is sealed. Without fencing (swamp's behaviour) the same
 writes are made unconditionally.
+
+Content: a file's content lives at ``<path>@v<version>.<digest>``, not at the
+path itself as in swamp, so it is immutable: a holder whose lease ran out while
+it uploaded cannot overwrite the content a newer, sealed entry points at
+(measured: with in-place content, a fenced lock-safety run still ended with
+entries whose content another writer had replaced). Content a commit
+supersedes or removes is deleted after its swap.
 """
 
 from __future__ import annotations
@@ -218,13 +225,18 @@ class S3Backend:
                 "TagSet": [{"Key": k, "Value": v} for k, v in self.tags.items()]})
 
     # ---- content ---------------------------------------------------------------
+    @staticmethod
+    def content_rel(meta: FileMeta) -> str:
+        """Where one version of a file's content lives (immutable: never overwritten with other bytes)."""
+        return f"{meta.rel_path}@v{meta.version}.{meta.digest}"
+
     def put_content(self, files: dict[str, bytes], metas: dict[str, FileMeta], work: Work) -> None:
         for rel, data in files.items():
-            self.objects.put(rel, data, work)
+            self.objects.put(self.content_rel(metas[rel]), data, work)
             work.items_written += 1
 
     def get_content(self, meta: FileMeta, work: Work) -> bytes:
-        got = self.objects.get(meta.rel_path, work)
+        got = self.objects.get(self.content_rel(meta), work)
         work.items_read += 1
         return got[0] if got else b""
 
@@ -266,10 +278,8 @@ class S3Backend:
                      fencing: bool = True, cid: str | None = None) -> CommitResult:
         """The index first (a commit of removals, fenced), the content only once that is sealed."""
         with recording(work):
-            res = self._apply(namespace, {}, {m.rel_path for m in metas}, grant, work, None, fencing,
-                              cid or uuid.uuid4().hex[:16])
-            self.objects.delete([m.rel_path for m in metas], work)
-            return res
+            return self._apply(namespace, {}, {m.rel_path for m in metas}, grant, work, None, fencing,
+                               cid or uuid.uuid4().hex[:16])
 
     def _fenced(self, grant: LockGrant, why: str) -> FencedError:
         return FencedError(f"commit rejected: lock {grant.key} (fence {grant.fence}) {why}")
@@ -294,12 +304,14 @@ class S3Backend:
         if self.index == "monolith":
             entries = self._entries_of(doc)
             work.items_read += len(entries)
+            replaced = _replaced(entries, upserts, removals)
             for r in removals:
                 entries.pop(r, None)
             entries.update(upserts)
             self._swap_meta(namespace, self._doc(entries, **head), etag, grant, work, fencing)
             work.index_entries_written += len(entries)
             work.items_written += 1
+            self._discard([self.content_rel(m) for m in replaced], work)
             return CommitResult(seq + 1, seq, cid, self._meta_rel(namespace))
         shards = dict(doc.get("shards", {}))
         by_part: dict[str, dict[str, FileMeta]] = defaultdict(dict)
@@ -308,13 +320,14 @@ class S3Backend:
         for rel in removals:
             by_part.setdefault(partition_of(rel, namespace) or "_root", {})
         written: list[str] = []  # our new shard objects: deleted again if the swap fails
-        superseded: list[str] = []
+        superseded: list[str] = []  # shards and content the swap replaces: deleted after it
         try:
             for part, ups in by_part.items():
                 old = shards.get(part)
                 got_shard = self.objects.get_json(old, work) if old else None
                 shard = self._entries_of(got_shard[0]) if got_shard else {}
                 work.items_read += len(shard)
+                superseded += [self.content_rel(m) for m in _replaced(shard, ups, removals)]
                 for r in removals:
                     shard.pop(r, None)
                 shard.update(ups)
@@ -340,10 +353,7 @@ class S3Backend:
             if isinstance(e, Exception) and not outcome_unknown(e):  # known not swapped: our shards are garbage
                 self._discard(written, work)
             raise  # (a swap that may have landed references them: they stay)
-        try:
-            self.objects.delete(superseded, work)
-        except Exception:  # noqa: BLE001 - as above
-            pass
+        self._discard(superseded, work)
         return CommitResult(seq + 1, seq, cid, self._meta_rel(namespace))
 
     def _discard(self, rels: list[str], work: Work) -> None:
@@ -447,7 +457,7 @@ class S3Backend:
         def digest(m: FileMeta) -> tuple[str | None, Work]:
             w = Work()
             with recording(w):
-                got = self.objects.get(m.rel_path, w)
+                got = self.objects.get(self.content_rel(m), w)
             return (FileMeta.digest_of(got[0]) if got else None), w
 
         out = []
@@ -457,3 +467,13 @@ class S3Backend:
                         "content_digest": content})
         return {"backend": self.name, "bucket": self.bucket, "domains": domains, "entries": out,
                 "missing_shards": missing}
+
+
+def _replaced(entries: dict[str, FileMeta], upserts: dict[str, FileMeta], removals: set[str]) -> list[FileMeta]:
+    """Entries a commit removes, or replaces with other content: their content is garbage once it is sealed."""
+    out = [entries[r] for r in removals if r in entries]
+    for rel, new in upserts.items():
+        old = entries.get(rel)
+        if old is not None and (old.version, old.digest) != (new.version, new.digest):
+            out.append(old)
+    return out
