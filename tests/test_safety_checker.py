@@ -180,7 +180,7 @@ def test_overlaps_believed_versus_lease():
     assert report["overlaps"] == 1 and report["lease_overlaps"] == 0  # a's lease ended at 400 < 450
     assert report["unsafe_overlaps"] == 1  # a's commit started at 600, after b's grant at 450, and was accepted
     assert report["details"]["unsafe_overlaps"][0]["accepted_commits"] == ["late"]
-    assert report["contended"] == 1 and report["acquisitions"] == 2
+    assert report["contended"] == 1 and report["acquisitions"] == 2  # b retried (attempts 3)
     events[2]["granted_ms"] = 350  # b granted inside a's renewed lease: the lock itself is broken
     assert check(events, {"entries": []})["lease_overlaps"] == 1
 
@@ -236,3 +236,20 @@ def test_a_commit_cut_short_after_its_seal_is_whole_and_indeterminate(aws, clock
     assert all((p, v, d) in visible for p, v, d, _ in written["writes"])  # sealed, so whole
     report = check(events, state)
     assert report["indeterminate"] == 1 and report["phantom"] == 0 and report["violations"] == 0
+
+
+def test_contended_counts_grants_made_while_someone_waited():
+    """a releases and re-acquires at once (first attempt) while b has been waiting since 100: contended."""
+    g = {"type": "grant", "key": "L", "attempts": 1, "expires_ms": 10_000}
+    events = [
+        {**g, "nonce": "a1", "fence": 1, "holder": "a", "started_ms": 0, "granted_ms": 0},
+        {**g, "nonce": "a2", "fence": 2, "holder": "a", "started_ms": 500, "granted_ms": 500},
+        {**g, "nonce": "b1", "fence": 3, "holder": "b", "started_ms": 100, "granted_ms": 900, "attempts": 6},
+        {**g, "nonce": "a3", "fence": 4, "holder": "a", "started_ms": 950, "granted_ms": 950},
+        {"type": "lock_timeout", "key": "L", "holder": "c", "invoke_ms": 2000, "end_ms": 3000, "attempts": 9},
+        {**g, "nonce": "a4", "fence": 5, "holder": "a", "started_ms": 2500, "granted_ms": 2500},
+        {**g, "nonce": "x1", "fence": 1, "key": "other", "holder": "x", "started_ms": 2400, "granted_ms": 2600},
+    ]
+    report = check(events, {"entries": []})
+    # a2 (b was waiting), b1 (it retried), a4 (c was waiting); not a1 or a3 (nobody waiting), not x1 (other key)
+    assert report["acquisitions"] == 6 and report["contended"] == 3 and report["lock_timeouts"] == 1

@@ -125,14 +125,16 @@ class Lock:
                                       wait_ms=(self.clock.now() - start) * 1000, attempts=attempt + 1,
                                       holder=self.holder, granted_at_ms=now_ms(self.clock))
                     self.record_event({"type": "grant", "key": self.key, "holder": self.holder, "fence": fence,
-                                       "nonce": nonce, "invoke_ms": now, "granted_ms": grant.granted_at_ms,
+                                       "nonce": nonce, "started_ms": int(start * 1000), "invoke_ms": now,
+                                       "granted_ms": grant.granted_at_ms,
                                        "expires_ms": grant.expires_at_ms, "attempts": grant.attempts,
                                        "ttl_ms": int(self.cfg.ttl_s * 1000)})
                     return grant
                 remaining = deadline - self.clock.now()
                 if remaining <= 0:
                     self.record_event({"type": "lock_timeout", "key": self.key, "holder": self.holder,
-                                       "invoke_ms": int(start * 1000), "attempts": attempt + 1})
+                                       "invoke_ms": int(start * 1000), "end_ms": now_ms(self.clock),
+                                       "attempts": attempt + 1})
                     raise LockTimeoutError(self.key, int(round(self.cfg.wait_s * 1000)))
                 self.clock.sleep(min(remaining, backoff_delay(attempt, self.cfg, self.rng)))
                 attempt += 1

@@ -33,6 +33,9 @@ Definitions (these are what ``safety.json`` counts):
   refused it. Two *leases* that intersect mean the lock itself is broken.
 - **violations** = lost + phantom + corrupt + sequence anomalies + unsafe
   overlaps + lease overlaps.
+- A grant is **contended** when it had to retry, or when another holder was
+  waiting for the same key at the moment it was made (a holder that releases
+  and re-acquires at once still takes the lock from under waiting workers).
 
 Times are the workers' clocks (one host: comparable); sequence order is the store's.
 """
@@ -108,7 +111,7 @@ def check(events: list[dict], state: dict, *, untracked_ok: bool = False) -> dic
         "unsafe_overlaps": len(unsafe),
         "lease_overlaps": len(lease),
         "acquisitions": len(grant_events),
-        "contended": sum(1 for g in grant_events if g.get("attempts", 1) > 1),
+        "contended": _contended(events),
         "lock_timeouts": sum(1 for e in events if e.get("type") == "lock_timeout"),
         "pauses": sum(1 for e in events if e.get("type") == "pause"),
         "entries": len(state.get("entries", [])),
@@ -121,6 +124,26 @@ def check(events: list[dict], state: dict, *, untracked_ok: bool = False) -> dic
     report["violations"] = (report["lost"] + report["phantom"] + report["corrupt"] + report["sequence_anomalies"]
                             + report["unsafe_overlaps"] + report["lease_overlaps"])
     return report
+
+
+def _contended(events: list[dict]) -> int:
+    """Grants that had to retry, or that were made while another holder was waiting for the same key."""
+    waits: dict[str, list[tuple[float, float]]] = defaultdict(list)
+    for e in events:
+        if e.get("type") == "grant" and e.get("started_ms", e["granted_ms"]) < e["granted_ms"]:
+            waits[e["key"]].append((e["started_ms"], e["granted_ms"]))
+        elif e.get("type") == "lock_timeout" and e.get("end_ms", e["invoke_ms"]) > e["invoke_ms"]:
+            waits[e["key"]].append((e["invoke_ms"], e["end_ms"]))
+    starts = {k: sorted(s for s, _ in v) for k, v in waits.items()}
+    ends = {k: sorted(x for _, x in v) for k, v in waits.items()}
+    n = 0
+    for e in events:
+        if e.get("type") != "grant":
+            continue
+        t, key = e["granted_ms"], e["key"]
+        waiting = (bisect.bisect_left(starts.get(key, []), t) - bisect.bisect_right(ends.get(key, []), t))
+        n += e.get("attempts", 1) > 1 or waiting > 0  # (its own wait, if any, ends at t: not counted)
+    return n
 
 
 def _view(commit: dict) -> int | None:
