@@ -70,7 +70,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--keep", help="keep the run directories under this directory")
     args = p.parse_args(argv)
     if args.quick:
-        args.target, args.chunk, args.max_time = 1, 8, 1
+        args.target, args.chunk, args.max_time = 1, 12, 1
     backends = ["dynamodb", "s3"] if args.backend == "both" else [args.backend]
     modes = {"on": [True], "off": [False], "both": [True, False]}[args.fencing]
     work = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="safety-bench-"))
