@@ -31,10 +31,9 @@ import boto3  # noqa: E402
 from botocore.config import Config  # noqa: E402
 
 import harness.aws.instrument as ins  # noqa: E402
-from harness.aws.capacity import TableShape  # noqa: E402
 from harness.aws.fidelity import layer  # noqa: E402
 from harness.aws.fidelity.throttle import DynamoCapacity  # noqa: E402
-from harness.datastore.backends.dynamodb import SHAPE_GSI, DynamoBackend  # noqa: E402
+from harness.datastore.backends.dynamodb import GSI_KEYS, DynamoBackend  # noqa: E402
 from harness.datastore.work import Work  # noqa: E402
 
 ITEM = {"pk": {"S": "FILE#ns/data/system/m1/uptime/1/raw"}, "sk": {"S": "META"}, "size": {"N": "812"},
@@ -89,7 +88,7 @@ def main() -> None:
                          aws_secret_access_key="bench", config=Config(retries={"total_max_attempts": 1}))
         DynamoBackend(c, "instant", "per-model").ensure()  # the instant store starts empty, like a new account
         ins.instrument(c)
-        ins.register_shape(TableShape("instant", "pk", "sk", [SHAPE_GSI]))
+        ins.register_table("instant", "pk", "sk", GSI_KEYS)
         cap = DynamoCapacity(scale=1e6)  # the full model runs, but never throttles
         layer.Fidelity(layer.FidelityConfig(enabled=True, dynamodb=cap)).install(c)
         print(f"CPU per request against an instant DynamoDB over keep-alive HTTP (median of {args.rounds} rounds)")

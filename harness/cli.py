@@ -1,4 +1,4 @@
-"""The ``harness`` command line: run, report, scenarios.
+"""The ``harness`` command line: run, report, check, scenarios.
 
 Exit codes: 0 success; 1 unexpected error; 2 bad input (one line on stderr,
 no traceback); 3 the run finished but the scenario's checks failed; 4 a job
@@ -92,6 +92,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     sub.add_parser("scenarios", help="list the scenarios")
 
+    ck = sub.add_parser("check", help="check a run's history against its final remote state (exit 3 on a violation)")
+    ck.add_argument("run_dir", metavar="RUN_DIR")
+    ck.add_argument("--live", action="store_true",
+                    help="read the state from the run's table/bucket now (set AWS_ENDPOINT_URL*, or --aws)")
+    ck.add_argument("--aws", action="store_true", help="with --live: the run's table/bucket are on AWS itself")
+
     journal_help = "the job journal (default runs/jobs/jobs.db, or $HARNESS_JOBS_DIR/jobs.db)"
     sd = sub.add_parser("seed", help="pre-age a datastore (paced): N models x M versions per namespace, K orphaned")
     sd.add_argument("scenario")
@@ -181,6 +187,21 @@ def _cmd_run(args: argparse.Namespace) -> int:
     return EXIT_CHECKS_FAILED if res.failed_checks else 0
 
 
+def _cmd_check(args: argparse.Namespace) -> int:
+    from harness.safety import run as safety
+
+    state = None
+    if args.live:
+        from harness.safety.live import live_state
+
+        state = live_state(args.run_dir, aws=args.aws)
+    report = safety.check_run(args.run_dir, state=state)
+    print(f"harness: {safety.summary(report)}")
+    for line in safety.failed_checks(report):
+        print(f"harness: check failed: {line}", file=sys.stderr)
+    return 3 if report["violations"] else 0
+
+
 def _cmd_report(args: argparse.Namespace) -> int:
     from harness.record.runinfo import expand_runs, is_session
     from reports.build import build_report
@@ -213,6 +234,8 @@ def main(argv: list[str] | None = None) -> int:
             return _cmd_run(args)
         if args.command == "report":
             return _cmd_report(args)
+        if args.command == "check":
+            return _cmd_check(args)
         if args.command == "worker":
             from harness.load.distributed import exec_worker
 

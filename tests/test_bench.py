@@ -66,3 +66,15 @@ def test_pacing_vs_adaptive_quick():
         assert m, f"no figures for {writer}:\n{out}"
         used, second_half, throttled, foreground = (float(x) for x in m.groups())
         assert 0 < used < 200 and 0 <= second_half < 200 and 0 <= throttled <= 100 and foreground >= 0
+
+
+def test_commit_cost_quick():
+    """Request and write-unit counts are exact (time is not asserted): a fenced DynamoDB commit writes each entry
+    conditionally (one request and base + GSI units per entry), an S3 index is a fixed number of objects."""
+    out = _quick("commit_cost.py")
+    rows = {(b, int(n)): (int(req), float(wu)) for b, n, req, wu in
+            re.findall(r"^(\S+)\s+(\d+)\s+[\d.]+\s+[\d.]+\s+(\d+)\s+[\d.]+\s+([\d.]+)$", out, re.M)}
+    assert set(rows) == {(b, n) for b in ("dynamodb", "s3-sharded", "s3-monolith") for n in (5, 50)}, out
+    assert rows[("dynamodb", 50)][0] >= 50 and rows[("dynamodb", 50)][1] >= 2.0
+    assert rows[("s3-monolith", 5)][0] == rows[("s3-monolith", 50)][0]
+    assert rows[("s3-sharded", 50)][1] == 0.0

@@ -170,8 +170,8 @@ def test_the_datastore_commits_through_the_instant_store():
     be.ensure()
     grant = Lock(be.lock_store, ".locks/ns.lock", clock, LockConfig()).acquire(Work())
     entries = [FileMeta(f"ns/data/system/m{i}/r/1/raw", 10, "d", 1_700_000_000_000 + i, 1) for i in range(30)]
-    assert [be.commit("ns", entries, grant, Work()) for _ in range(3)] == [1, 2, 3]
-    assert be.commit_seq("ns", Work()) == 3
+    assert [be.commit("ns", entries, grant, Work()).seq for _ in range(3)] == [1, 2, 3]
+    assert be.commit_seq(".locks/ns.lock", Work()) == 3
     w = Work()
     pulled = be.pull("ns", 0, None, None, w)
     assert len(pulled.changed) == 30 and pulled.seq == 3

@@ -2,12 +2,9 @@
 
 from __future__ import annotations
 
-import threading
-import time
-
 import pytest
 
-from harness.clock import SystemClock
+from harness.clock import FakeClock
 from harness.datastore.backends.base import FileMeta
 from harness.datastore.errors import ConfigError, FencedError, LockLostError, LockTimeoutError
 from harness.datastore.lock import Lock, LockConfig
@@ -29,9 +26,9 @@ def test_waiter_gives_up_with_swamps_exact_message(aws, clock, kind):
     with pytest.raises(LockTimeoutError) as err:
         waiter.acquire(w)
     assert str(err.value) == "Lock timeout after 60000ms on key: dynamodb://bench-ddb-gsi-perf"
-    # retried every ~1-2 s (jittered, capped at 2 s) for 60 s: between 30 and 120 attempts
-    attempts = sum(v for k, v in w.requests.items() if k in ("UpdateItem", "PutObject"))
-    assert 30 <= attempts <= 121
+    # retried every ~1-2 s (jittered, capped at 2 s) for 60 s: between 30 and 120 attempts, one request each
+    assert 30 <= w.lock_attempts <= 121
+    assert w.total_requests == w.lock_attempts
 
 
 def test_timeout_message_follows_configured_wait(aws, clock):
@@ -70,49 +67,62 @@ def test_heartbeat_keeps_a_live_holder(aws, clock, kind):
         clock.advance(2)
         w = Work()
         lock.heartbeat(grant, w)
-        # one conditional write (S3: the read whose ETag conditions it, then the write)
-        assert dict(w.requests) == ({"UpdateItem": 1} if kind == "per-model" else {"GetObject": 1, "PutObject": 1})
+        # one conditional write (S3: on the ETag of the holder's last write)
+        assert dict(w.requests) == ({"UpdateItem": 1} if kind == "per-model" else {"PutObject": 1})
     with pytest.raises(LockTimeoutError):
         Lock(be.lock_store, "k", clock, cfg).acquire(Work())
 
 
+class _ReleasingClock(FakeClock):
+    """Time moves when someone sleeps; once it reaches ``at``, ``then`` runs (once)."""
+
+    def __init__(self, at: float, then) -> None:
+        super().__init__()
+        self.at, self.then = self.now() + at, then
+
+    def sleep(self, seconds: float) -> None:
+        super().sleep(seconds)
+        if self.then and self.now() >= self.at:
+            then, self.then = self.then, None
+            then()
+
+
 def _two_workers(aws, namespaces, hold_s=0.6):
+    """A holds its lock for ``hold_s`` (of the clock's time) while B runs one sync: B's lock wait and attempts."""
     be = make_backend("per-model", aws)
     cfg = LockConfig(ttl_s=5, wait_s=5, retry_s=0.05, retry_cap_s=0.1)
-    a = make_store(be, namespaces[0], lock=cfg, clock=SystemClock(), holder="a")
-    b = make_store(be, namespaces[1], lock=cfg, clock=SystemClock(), holder="b")
-    holding = threading.Event()
+    held = []
+    clock = _ReleasingClock(hold_s, lambda: held.pop().__exit__(None, None, None))
+    a = make_store(be, namespaces[0], lock=cfg, clock=clock, holder="a")
+    b = make_store(be, namespaces[1], lock=cfg, clock=clock, holder="b")
+    held.append(a.locked([]))
+    held[0].__enter__()
     steps_b: list = []
-
-    def run_b():
-        holding.wait(5)
-        b.sync_run("mb", "get_uptime", 100, steps_b)
-
-    t = threading.Thread(target=run_b)
-    t.start()
-    with a.locked([]):
-        holding.set()
-        time.sleep(hold_s)
-    t.join(10)
-    return step(steps_b, "lock").ms
+    start = clock.now()
+    b.sync_run("mb", "get_uptime", 100, steps_b)  # only the lock's backoff sleeps move the clock
+    return step(steps_b, "lock").work.lock_attempts, clock.now() - start
 
 
 def test_shared_datastore_lock_serializes_two_workers(aws):
-    # no namespace: both use the one datastore lock dynamodb://<table>
-    assert _two_workers(aws, (None, None)) > 400
+    # no namespace: both use the one datastore lock dynamodb://<table>; B retries until A lets go at 0.6 s
+    attempts, waited = _two_workers(aws, (None, None))
+    assert attempts > 1 and waited >= 0.6
 
 
 def test_namespaced_locks_do_not_block_each_other(aws):
-    assert _two_workers(aws, ("wa", "wb")) < 300
+    attempts, waited = _two_workers(aws, ("wa", "wb"))
+    assert attempts == 1 and waited == 0
 
 
-@pytest.mark.parametrize("lock_scope,expected", [("datastore", "dynamodb://harness-test"),
-                                                 ("namespace", ".locks/w1.lock"),
-                                                 ("model", "w1/data/system/m1/.lock")])
-def test_lock_keys_by_scope(aws, lock_scope, expected):
-    store = make_store(make_backend("per-model", aws), "w1", lock_scope=lock_scope)
-    key = store.lock_key(("system", "m1")) if lock_scope != "datastore" else store.backend.datastore_lock_key()
-    assert key == expected
+@pytest.mark.parametrize("lock_scope,namespace,expected", [("datastore", "w1", "dynamodb://harness-test"),
+                                                           ("namespace", "w1", ".locks/w1.lock"),
+                                                           ("namespace", None, "dynamodb://harness-test")])
+def test_lock_keys_by_scope(aws, lock_scope, namespace, expected):
+    store = make_store(make_backend("per-model", aws), namespace, lock_scope=lock_scope)
+    assert store.lock_key() == expected
+    steps: list = []
+    store.sync_run("m1", "get_uptime", 100, steps)  # and it is the key the store really locks
+    assert store.backend.lock_store.state(expected, Work()).seq == 1
 
 
 def test_paused_holder_is_fenced_and_leaves_no_index_entry(aws, clock):
@@ -126,37 +136,43 @@ def test_paused_holder_is_fenced_and_leaves_no_index_entry(aws, clock):
     clock.advance(a.cfg.lock.ttl_s + 1)  # a "GC pause" past the TTL, no heartbeat
     steps = []
     b.sync_run("other", "get_uptime", 100, steps)  # b takes the expired lock and commits
-    with pytest.raises(FencedError):
-        a.commit(grant, Work())
+    paused = [m.rel_path for m in a.staged.values()]
     w = Work()
-    found = be.lookup([m.rel_path for m in a.staged.values()], w)
-    assert found == {} and w.items_read == 0
+    with pytest.raises(FencedError):
+        a.commit(grant, w)
+    assert dict(w.requests) == {"UpdateItem": 2, "GetItem": 1}  # registry, the refused claim, why it was refused
+    assert be.lookup(paused, Work()) == {}
     assert len(be.lookup([m.rel_path for m in b.local.values()], Work())) == 5
 
 
-def test_lock_lost_mid_commit_rolls_back_what_the_commit_wrote(aws, clock):
-    """The lock is taken over while the entries are going out: none of them survives."""
+def test_lock_lost_mid_commit_leaves_nothing_and_undoes_its_writes(aws, clock):
+    """The lock is taken over while the entries are going out: none of them is visible, and the commit
+    undoes its own writes (the previous versions are back), leaving no pending claim behind."""
     be = make_backend("per-model", aws, clock=clock)
     lock = Lock(be.lock_store, ".locks/w1.lock", clock, LockConfig(ttl_s=3, wait_s=1, retry_s=0.1))
     grant = lock.acquire(Work())
-    entries = [FileMeta(f"w1/data/system/m/x/{i}/raw", 1, "d", 1, 1) for i in range(60)]
-    original = be._batch_write
-    calls = []
+    old = [FileMeta(f"w1/data/system/m/x/{i}/raw", 1, "old", 1, 1) for i in range(60)]
+    be.commit("w1", old, grant, Work())
+    new = [FileMeta(m.rel_path, 2, "new", 2, 2) for m in old]
+    sent = []
 
-    def steal_after_first(reqs, work):
-        calls.append(len(reqs))
-        original(reqs[:25], work)  # the first batch lands...
-        clock.advance(4)  # ...then the holder pauses past its TTL and another takes the lock
-        Lock(be.lock_store, ".locks/w1.lock", clock, lock.cfg).acquire(Work())
-        original(reqs[25:], work)
+    def steal_after_30(params, **_):
+        sent.append(params["Item"]["relPath"]["S"])
+        if len(sent) == 30:  # half the entries went out; the holder pauses past its TTL, another takes the lock
+            clock.advance(4)
+            Lock(be.lock_store, ".locks/w1.lock", clock, lock.cfg).acquire(Work())
 
-    be._batch_write = steal_after_first
-    w = Work()
+    be.client.meta.events.register("before-parameter-build.dynamodb.PutItem", steal_after_30)
     with pytest.raises(FencedError):
-        be.commit("w1", entries, grant, w)
-    assert calls == [60]
-    assert be.lookup([e.rel_path for e in entries], Work()) == {}
-    assert be.commit_seq("w1", Work()) == 0  # never sealed
+        be.commit("w1", new, grant, Work())
+    be.client.meta.events.unregister("before-parameter-build.dynamodb.PutItem", steal_after_30)
+    assert len(set(sent)) == 60  # every entry went out (the seal is what the takeover refused)
+    seen = be.lookup([m.rel_path for m in old], Work())
+    assert {m.digest for m in seen.values()} == {"old"} and len(seen) == 60
+    state = be.lock_store.state(".locks/w1.lock", Work())
+    assert state.seq == 1 and state.pending == frozenset()  # never sealed; the claim was dropped once undone
+    raw = be._get_items([m.rel_path for m in old], Work())
+    assert {i["digest"]["S"] for i in raw.values()} == {"old"}  # the items themselves are back
 
 
 @pytest.mark.parametrize("kind", ["sharded", "monolith"])

@@ -63,7 +63,7 @@ def test_unchanged_commit_sequence_short_cuts_the_pull(aws):
     store = make_store(make_backend("per-model", aws), "w1")
     pull_reads(store, 3)
     w1, w2 = Work(), Work()
-    assert store.backend.commit_seq("w1", Work()) == 3  # what each commit returned, and the stored sequence
+    assert store.backend.commit_seq(store.lock_key(), Work()) == 3  # what each commit returned, and stored
     store.pull(w1)  # sees our last commit
     store.pull(w2)  # nothing committed since: only the sequence is read
     assert w2.total_requests == 1 and w1.total_requests > 1

@@ -14,15 +14,13 @@ every endpoint.
 from __future__ import annotations
 
 import contextvars
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-from harness.aws.capacity import Charge, TableShape, conditional_failure_charges, read_charges, write_charges
-from harness.datastore.work import Work
+from harness.aws.capacity import Charge, Index, TableShape, conditional_failure_charges, read_charges, write_charges
+from harness.work import current_work, recording
 
-_current: contextvars.ContextVar[Work | None] = contextvars.ContextVar("harness_work", default=None)
+__all__ = ["recording", "instrument", "register_shape", "register_table", "current_call", "SHAPES"]
 SHAPES: dict[str, TableShape] = {}  # table name -> keys and GSIs, learned from Create/DescribeTable or registered
 
 
@@ -57,18 +55,13 @@ def register_shape(shape: TableShape) -> None:
     SHAPES[shape.name] = shape
 
 
-@contextmanager
-def recording(work: Work) -> Iterator[Work]:
-    """Attribute every instrumented request made inside the block to ``work``."""
-    token = _current.set(work)
-    try:
-        yield work
-    finally:
-        _current.reset(token)
+def register_table(name: str, pk: str, sk: str | None, indexes: dict[str, tuple[str, str | None]]) -> None:
+    """Register a table's keys and GSIs from plain names (for callers that hold no ``TableShape``)."""
+    register_shape(TableShape(name, pk, sk, [Index(n, k[0], k[1]) for n, k in indexes.items()]))
 
 
 def _on_send(request: Any, event_name: str, **_: Any) -> None:
-    work = _current.get()
+    work = current_work()
     if work is None:
         return None
     work.request(event_name.rsplit(".", 1)[-1])
@@ -82,7 +75,7 @@ def _on_send(request: Any, event_name: str, **_: Any) -> None:
 
 
 def _on_after_call(http_response: Any, parsed: Any, model: Any = None, **_: Any) -> None:
-    work = _current.get()
+    work = current_work()
     if work is None or http_response is None:
         return
     if model is not None and model.has_streaming_output:
@@ -109,7 +102,7 @@ def _on_ddb_after_call(parsed: Any, model: Any, **_: Any) -> None:
         t = parsed.get("Table") or parsed.get("TableDescription")
         if t and "KeySchema" in t:
             register_shape(TableShape.from_description(t))
-    work = _current.get()
+    work = current_work()
     if work is None:
         return
     code = parsed.get("Error", {}).get("Code")

@@ -4,9 +4,12 @@ The algorithm is the backend-neutral part: a fresh random nonce per grant,
 retry with jittered backoff, give up after the wait limit with swamp's exact
 message, heartbeat every TTL/3 conditioned on the nonce, release conditioned on
 the nonce. Each backend's ``LockStore`` does the conditional writes. Beyond
-swamp, every grant carries a monotonically increasing fencing token that the
-commit step's writes are conditioned on, so a holder that paused past its TTL
-cannot commit.
+swamp, every grant carries a monotonically increasing fencing token, and the
+commit's writes are conditioned on the grant, so a holder that paused past its
+TTL cannot commit over a newer holder.
+
+Every grant, renewal and release is reported to an optional ``recorder`` (a
+callable taking one JSON-serialisable dict): the history a safety checker reads.
 """
 
 from __future__ import annotations
@@ -16,13 +19,18 @@ import random
 import socket
 import threading
 import uuid
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from harness.aws_errors import is_transient
 from harness.clock import Clock, now_ms
 from harness.datastore.errors import ConfigError, LockLostError, LockTimeoutError
 from harness.datastore.paths import check_lock_key
-from harness.datastore.work import Work
+from harness.work import Work, recording
+
+Recorder = Callable[[dict], None]
 
 
 @dataclass(frozen=True)
@@ -48,6 +56,8 @@ class LockGrant:
     wait_ms: float = 0.0
     attempts: int = 1
     lost: bool = field(default=False)
+    holder: str = ""
+    granted_at_ms: int = 0
 
 
 class LockStore(Protocol):
@@ -60,7 +70,7 @@ class LockStore(Protocol):
         """Extend the grant if ``nonce`` still holds it."""
 
     def release(self, key: str, nonce: str, work: Work) -> bool:
-        """Delete the lock if ``nonce`` still holds it."""
+        """Give the lock up if ``nonce`` still holds it (the fencing counter survives)."""
 
 
 def backoff_delay(attempt: int, cfg: LockConfig, rng: random.Random) -> float:
@@ -69,17 +79,23 @@ def backoff_delay(attempt: int, cfg: LockConfig, rng: random.Random) -> float:
     return base * rng.uniform(0.5, 1.0)
 
 
+def _nothing(_: dict) -> None:
+    return None
+
+
 class Lock:
     """Acquires and holds one lock key for one holder."""
 
     def __init__(self, store: LockStore, key: str, clock: Clock, cfg: LockConfig,
-                 holder: str = "harness", rng: random.Random | None = None) -> None:
+                 holder: str = "harness", rng: random.Random | None = None,
+                 recorder: Recorder | None = None) -> None:
         self.store = store
         self.key = check_lock_key(key)
         self.clock = clock
         self.cfg = cfg
         self.holder = holder
         self.rng = rng or random.Random()
+        self.record_event = recorder or _nothing
 
     def _record(self, nonce: str, now: int) -> dict:
         ttl_ms = int(self.cfg.ttl_s * 1000)
@@ -97,52 +113,136 @@ class Lock:
         start = self.clock.now()
         deadline = start + self.cfg.wait_s
         attempt = 0
-        while True:
-            nonce = uuid.uuid4().hex
-            now = now_ms(self.clock)
-            record = self._record(nonce, now)
-            work.lock_attempts += 1
-            fence = self.store.try_acquire(self.key, record, now, work)
-            if fence is not None:
-                return LockGrant(self.key, nonce, fence, record["expiresAtMs"],
-                                 wait_ms=(self.clock.now() - start) * 1000, attempts=attempt + 1)
-            remaining = deadline - self.clock.now()
-            if remaining <= 0:
-                raise LockTimeoutError(self.key, int(round(self.cfg.wait_s * 1000)))
-            self.clock.sleep(min(remaining, backoff_delay(attempt, self.cfg, self.rng)))
-            attempt += 1
+        with recording(work):
+            while True:
+                nonce = uuid.uuid4().hex
+                now = now_ms(self.clock)
+                record = self._record(nonce, now)
+                work.lock_attempts += 1
+                fence = self.store.try_acquire(self.key, record, now, work)
+                if fence is not None:
+                    grant = LockGrant(self.key, nonce, fence, record["expiresAtMs"],
+                                      wait_ms=(self.clock.now() - start) * 1000, attempts=attempt + 1,
+                                      holder=self.holder, granted_at_ms=now_ms(self.clock))
+                    self.record_event({"type": "grant", "key": self.key, "holder": self.holder, "fence": fence,
+                                       "nonce": nonce, "started_ms": int(start * 1000), "invoke_ms": now,
+                                       "granted_ms": grant.granted_at_ms,
+                                       "expires_ms": grant.expires_at_ms, "attempts": grant.attempts,
+                                       "ttl_ms": int(self.cfg.ttl_s * 1000)})
+                    return grant
+                remaining = deadline - self.clock.now()
+                if remaining <= 0:
+                    self.record_event({"type": "lock_timeout", "key": self.key, "holder": self.holder,
+                                       "invoke_ms": int(start * 1000), "end_ms": now_ms(self.clock),
+                                       "attempts": attempt + 1})
+                    raise LockTimeoutError(self.key, int(round(self.cfg.wait_s * 1000)))
+                self.clock.sleep(min(remaining, backoff_delay(attempt, self.cfg, self.rng)))
+                attempt += 1
 
     def heartbeat(self, grant: LockGrant, work: Work) -> None:
-        expires = now_ms(self.clock) + int(self.cfg.ttl_s * 1000)
-        if not self.store.renew(self.key, grant.nonce, expires, work):
-            grant.lost = True
+        """One renewal; a refusal (the nonce no longer holds the lock) marks the grant lost."""
+        invoke = now_ms(self.clock)
+        expires = invoke + int(self.cfg.ttl_s * 1000)
+        event = {"type": "renew", "key": self.key, "holder": self.holder, "fence": grant.fence,
+                 "nonce": grant.nonce, "invoke_ms": invoke, "expires_ms": expires}
+        try:
+            with recording(work):
+                ok = self.store.renew(self.key, grant.nonce, expires, work)
+        except Exception as e:
+            self.record_event({**event, "ok": False, "error": f"{type(e).__name__}: {e}"[:300],
+                               "complete_ms": now_ms(self.clock)})
+            raise
+        self.record_event({**event, "ok": ok, "complete_ms": now_ms(self.clock)})
+        if not ok:
+            self.mark_lost(grant, "another holder took it")
             raise LockLostError(f"lost lock {self.key}: another holder took it")
         grant.expires_at_ms = expires
 
+    def mark_lost(self, grant: LockGrant, why: str) -> None:
+        if not grant.lost:
+            grant.lost = True
+            self.record_event({"type": "lost", "key": self.key, "holder": self.holder, "fence": grant.fence,
+                               "nonce": grant.nonce, "at_ms": now_ms(self.clock), "why": why})
+
     def release(self, grant: LockGrant, work: Work) -> bool:
-        return self.store.release(self.key, grant.nonce, work)
+        invoke = now_ms(self.clock)
+        with recording(work):
+            ok = self.store.release(self.key, grant.nonce, work)
+        self.record_event({"type": "release", "key": self.key, "holder": self.holder, "fence": grant.fence,
+                           "nonce": grant.nonce, "invoke_ms": invoke, "ok": ok})
+        return ok
 
 
 class Heartbeat:
-    """Renews a grant every TTL/3 on a background thread (a greenlet under Locust)."""
+    """Renews a grant every TTL/3 on a background thread (a greenlet under Locust), on the lock's clock.
+
+    A transient error (throttle, 5xx, timeout) is retried with backoff while the
+    grant is still valid; a refusal, or running out of lease while retrying,
+    marks the grant lost (the commit reads ``grant.lost``). ``suspended()``
+    stops renewals for a stop-the-world pause of the holder: a holder that is
+    frozen does not renew either.
+    """
 
     def __init__(self, lock: Lock, grant: LockGrant, work: Work) -> None:
         self.lock, self.grant, self.work = lock, grant, work
+        self.interval_s = lock.cfg.ttl_s / 3
+        self.slice_s = self.interval_s / 4  # how often a stop or a resume is noticed
+        self.retry_s = min(self.interval_s / 4, lock.cfg.retry_s)
         self._stop = threading.Event()
+        self._suspended = 0
+        self._guard = threading.Lock()
+        self.next_due = lock.clock.now() + self.interval_s
+        self._failures = 0
         self._thread = threading.Thread(target=self._run, daemon=True, name=f"heartbeat:{lock.key}")
 
+    def tick(self) -> bool:
+        """Do what is due at the clock's now; False once there is nothing more to do (stopped or lost)."""
+        if self._stop.is_set() or self.grant.lost:
+            return False
+        now = self.lock.clock.now()
+        if self._suspended or now < self.next_due:
+            return True
+        try:
+            self.lock.heartbeat(self.grant, self.work)
+        except LockLostError:
+            return False
+        except Exception as e:  # noqa: BLE001 - classified right here
+            self._failures += 1
+            expires_s = self.grant.expires_at_ms / 1000
+            if self._stop.is_set():
+                return False
+            if not is_transient(e):
+                self.lock.mark_lost(self.grant, f"renewal failed: {type(e).__name__}: {e}"[:300])
+                return False
+            if now + self.retry_s >= expires_s:
+                self.lock.mark_lost(self.grant, f"lease ran out after {self._failures} failed renewals")
+                return False
+            self.next_due = now + min(self.retry_s * 2 ** (self._failures - 1), (expires_s - now) / 2)
+            return True
+        self._failures = 0
+        self.next_due = now + self.interval_s
+        return True
+
     def _run(self) -> None:
-        interval = self.lock.cfg.ttl_s / 3
-        while not self._stop.wait(interval):
-            try:
-                self.lock.heartbeat(self.grant, self.work)
-            except Exception:  # lost, or a transient error: the commit's fence check decides
-                return
+        clock = self.lock.clock
+        while self.tick():
+            clock.sleep(max(0.0, min(self.next_due - clock.now(), self.slice_s)) or self.slice_s)
+
+    @contextmanager
+    def suspended(self) -> Iterator[None]:
+        """No renewals inside the block (a stop-the-world pause of the holder)."""
+        with self._guard:
+            self._suspended += 1
+        try:
+            yield
+        finally:
+            with self._guard:
+                self._suspended -= 1
 
     def __enter__(self) -> Heartbeat:
         self._thread.start()
         return self
 
     def __exit__(self, *exc: object) -> None:
+        # Not joined: a renewal still in flight after this is refused by the release (conditioned on the nonce).
         self._stop.set()
-        self._thread.join(timeout=5)

@@ -6,27 +6,35 @@ are separate commands that take the lock themselves.
 
 Every step appends a ``Step`` (name, milliseconds, Work) to the caller's list,
 also when it fails, so a failed iteration still says where its time went.
+Every lock grant, renewal, release and commit attempt is reported to the
+``recorder`` (JSON-serialisable dicts: the history a safety checker reads),
+and ``pauses`` (a callable from the fault-injection layer: seconds to stall at
+a named point) can freeze the holder, heartbeat included, between push and
+commit.
 """
 
 from __future__ import annotations
 
 import random
 import time
-from collections.abc import Iterator
+import uuid
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 
+from harness.aws_errors import outcome_unknown
 from harness.clock import Clock, SystemClock, now_ms
-from harness.datastore.backends.base import Backend, FileMeta, partition_of
+from harness.datastore.backends.base import Backend, CommitResult, FileMeta, partition_of
 from harness.datastore.catalog import Catalog
-from harness.datastore.errors import ConfigError, ConflictError
-from harness.datastore.lock import Heartbeat, Lock, LockConfig, LockGrant
+from harness.datastore.errors import ConfigError, ConflictError, LockLostError
+from harness.datastore.lock import Heartbeat, Lock, LockConfig, LockGrant, Recorder
 from harness.datastore.model import MODEL_TYPE, run_method
 from harness.datastore.paths import Paths, model_of
-from harness.datastore.work import Work
+from harness.work import Work, recording
 
-LOCK_SCOPES = ("datastore", "namespace", "model")
+LOCK_SCOPES = ("datastore", "namespace")
 INDEX_COMMITS = ("full", "delta")
+PAUSE_POINTS = ("commit",)
 
 
 @dataclass(frozen=True)
@@ -36,8 +44,12 @@ class SyncConfig:
     index_commit: str = "delta"
     lock: LockConfig = field(default_factory=LockConfig)
     heartbeat: bool = True
+    fencing: bool = True
 
     def __post_init__(self) -> None:
+        if self.lock_scope == "model":
+            raise ConfigError('lock scope "model" is not supported: a commit merges into the namespace\'s '
+                              'index, which only the namespace (or datastore) lock can fence; use "namespace"')
         if self.lock_scope not in LOCK_SCOPES:
             raise ConfigError(f"unknown lock scope {self.lock_scope!r}: choose one of {', '.join(LOCK_SCOPES)}")
         if self.index_commit not in INDEX_COMMITS:
@@ -64,11 +76,14 @@ class Datastore:
     """One worker's view of a datastore: its local tree, dirty paths, catalog and watermark."""
 
     def __init__(self, backend: Backend, catalog: Catalog, cfg: SyncConfig, *,
-                 clock: Clock | None = None, holder: str = "harness", rng: random.Random | None = None) -> None:
+                 clock: Clock | None = None, holder: str = "harness", rng: random.Random | None = None,
+                 recorder: Recorder | None = None, pauses: Callable[[str], float] | None = None) -> None:
         self.backend, self.catalog, self.cfg = backend, catalog, cfg
         self.clock = clock or SystemClock()
         self.holder = holder
         self.rng = rng or random.Random()
+        self.record: Recorder = recorder or (lambda _event: None)
+        self.pauses = pauses
         self.paths = Paths(cfg.namespace)
         self.ns = self.paths.namespace
         self.local: dict[str, FileMeta] = {}
@@ -76,6 +91,10 @@ class Datastore:
         self.dirty: dict[str, bytes] = {}
         self.watermark_ms = 0
         self.last_seq: int | None = None
+        self._cursor: dict = {}  # what this worker's pulls have read (S3: the shards it has seen)
+        self._grant: LockGrant | None = None  # the grant of the locked section we are in, if any
+        self._beat: Heartbeat | None = None
+        self._base: int | None = None  # the sequence this section's pull saw
 
     # ---- plumbing ----------------------------------------------------------------
     @contextmanager
@@ -83,31 +102,33 @@ class Datastore:
         work = Work()
         t0 = time.perf_counter()
         try:
-            yield work
+            with recording(work):
+                yield work
         finally:
             steps.append(Step(name, (time.perf_counter() - t0) * 1000, work))
 
-    def lock_key(self, model: tuple[str, str] | None = None) -> str:
-        if self.cfg.lock_scope == "model" and model:
-            return f"{self.paths.root}data/{model[0]}/{model[1]}/.lock"
-        if self.cfg.lock_scope in ("namespace", "model") and self.ns:
+    def lock_key(self) -> str:
+        """swamp's key: ``.locks/<namespace>.lock`` with a namespace and namespace scope, else the datastore's."""
+        if self.cfg.lock_scope == "namespace" and self.ns:
             return f".locks/{self.ns}.lock"
         return self.backend.datastore_lock_key()
 
     @contextmanager
-    def locked(self, steps: list[Step], model: tuple[str, str] | None = None) -> Iterator[LockGrant]:
-        lock = Lock(self.backend.lock_store, self.lock_key(model), self.clock, self.cfg.lock,
-                    self.holder, self.rng)
+    def locked(self, steps: list[Step]) -> Iterator[LockGrant]:
+        lock = Lock(self.backend.lock_store, self.lock_key(), self.clock, self.cfg.lock, self.holder, self.rng,
+                    recorder=self.record)
         with self._step(steps, "lock") as w:
             grant = lock.acquire(w)
         beat_work = Work()
-        beat = Heartbeat(lock, grant, beat_work) if self.cfg.heartbeat else nullcontext()
+        beat = Heartbeat(lock, grant, beat_work) if self.cfg.heartbeat else None
+        self._grant, self._beat, self._base = grant, beat, None
         ok = False
         try:
-            with beat:
+            with beat or nullcontext():
                 yield grant
             ok = True
         finally:
+            self._grant, self._beat, self._base = None, None, None
             with self._step(steps, "release") as w:
                 w.add(beat_work)
                 try:
@@ -115,6 +136,41 @@ class Datastore:
                 except Exception:
                     if ok:  # do not hide the step's own failure behind a release failure
                         raise
+
+    def _pause(self, point: str) -> None:
+        """A stop-the-world pause of this holder, if the fault-injection layer asks for one here."""
+        seconds = self.pauses(point) if self.pauses else 0.0
+        if seconds <= 0:
+            return
+        start = now_ms(self.clock)
+        with self._beat.suspended() if self._beat else nullcontext():
+            self.clock.sleep(seconds)
+        grant = self._grant
+        self.record({"type": "pause", "point": point, "holder": self.holder, "start_ms": start,
+                     "end_ms": now_ms(self.clock), "key": grant.key if grant else None,
+                     "fence": grant.fence if grant else None})
+
+    def _commit(self, op: str, grant: LockGrant, writes: list[FileMeta], deletes: list[FileMeta],
+                call: Callable[[str], CommitResult]) -> CommitResult:
+        """Run one commit (``call(cid)``) and record the attempt: invoke and complete times, outcome, paths."""
+        cid = uuid.uuid4().hex[:16]
+        event = {"type": "commit", "op": op, "key": grant.key, "holder": self.holder, "fence": grant.fence,
+                 "nonce": grant.nonce, "namespace": self.ns, "cid": cid, "fencing": self.cfg.fencing,
+                 "view_seq": self._base if grant is self._grant else None, "invoke_ms": now_ms(self.clock),
+                 "writes": [[m.rel_path, m.version, m.digest, m.size] for m in writes],
+                 "deletes": [[m.rel_path, m.version, m.digest] for m in deletes]}
+        try:
+            if self.cfg.fencing and grant.lost:
+                raise LockLostError(f"commit refused: lock {grant.key} (fence {grant.fence}) was lost")
+            res = call(cid)
+        except BaseException as e:  # interrupted too (the run ending): its outcome is then unknown
+            self.record({**event, "ok": False, "complete_ms": now_ms(self.clock),
+                         "error": f"{type(e).__name__}: {e}"[:300],
+                         "indeterminate": not isinstance(e, Exception) or outcome_unknown(e)})
+            raise
+        self.record({**event, "ok": True, "complete_ms": now_ms(self.clock), "seq": res.seq, "base": res.base,
+                     "domain": res.domain})
+        return res
 
     def _live(self, rel: str) -> bool:
         """A file is live while its model's definition exists (or it belongs to no model)."""
@@ -134,20 +190,24 @@ class Datastore:
         """Pull changed paths; only an unscoped pull advances the watermark. Returns files pulled."""
         start = now_ms(self.clock)
         last = self.last_seq if partitions is None else None
-        res = self.backend.pull(self.ns, self.watermark_ms, partitions, last, work)
-        pulled = 0
-        for m in res.changed:
-            have = self.local.get(m.rel_path)
-            if have is None or have.digest != m.digest:
-                self.backend.get_content(m, work)
-                pulled += 1
-            self.local[m.rel_path] = m
-        work.files_pulled += pulled
-        if partitions is None:  # a scoped pull cannot vouch for other models: only this one advances it
-            self.last_seq = res.seq
-            if not res.short_cut:
-                self.watermark_ms = start
-                self.backend.write_watermark(self.ns, start, work)
+        with recording(work):
+            res = self.backend.pull(self.ns, self.watermark_ms, partitions, last, work, lock_key=self.lock_key(),
+                                    cursor=self._cursor)
+            pulled = 0
+            for m in res.changed:
+                have = self.local.get(m.rel_path)
+                if have is None or have.digest != m.digest:
+                    self.backend.get_content(m, work)
+                    pulled += 1
+                self.local[m.rel_path] = m
+            work.files_pulled += pulled
+            if partitions is None:  # a scoped pull cannot vouch for other models: only this one advances it
+                self.last_seq = res.seq
+                if self._grant is not None:
+                    self._base = res.seq
+                if not res.short_cut:
+                    self.watermark_ms = start
+                    self.backend.write_watermark(self.ns, start, work)
         return pulled
 
     def run_method_locally(self, model_type: str, model_id: str, method: str, payload_bytes: int,
@@ -173,17 +233,23 @@ class Datastore:
     def prepare(self, work: Work) -> None:
         """Push, phase one: look the dirty paths up (scoped, by key) and upload their content."""
         paths = list(self.dirty)
-        remote = self.backend.lookup(paths, work)
-        for rel in paths:
-            base = self.local[rel].version if rel in self.local else 0
-            r = remote.get(rel)
-            if r is not None and r.version > base and r.digest != self.staged[rel].digest:
-                raise ConflictError(f"conflict on {rel}: remote version {r.version} is newer than ours ({base})")
-        self.backend.put_content(self.dirty, self.staged, work)
+        with recording(work):
+            remote = self.backend.lookup(paths, work)
+            for rel in paths:
+                base = self.local[rel].version if rel in self.local else 0
+                r = remote.get(rel)
+                if r is not None and r.version > base and r.digest != self.staged[rel].digest:
+                    raise ConflictError(f"conflict on {rel}: remote version {r.version} is newer than ours ({base})")
+            self.backend.put_content(self.dirty, self.staged, work)
         work.files_pushed += len(paths)
 
     def commit(self, grant: LockGrant, work: Work) -> int:
-        """Push, phase two: merge the manifest into the index under the lock (fenced)."""
+        """Push, phase two: merge the manifest into the index under the lock (fenced); returns the sequence.
+
+        Whatever the outcome, the staged files are no longer pending here: on
+        success they are part of the local view; on failure they were never
+        visible remotely, and the next push must not carry them again.
+        """
         now = now_ms(self.clock)
         for m in self.staged.values():
             m.updated_at_ms = now
@@ -193,44 +259,56 @@ class Datastore:
             entries = list(merged.values())
         else:
             entries = list(self.staged.values())
-        seq = self.backend.commit(self.ns, entries, grant, work)
-        self.local.update(self.staged)
-        self.staged.clear()
-        self.dirty.clear()
-        return seq
+        base = self._base if grant is self._grant else None
+        staged = list(self.staged.values())
+        try:
+            with recording(work):
+                res = self._commit("sync", grant, staged, [], lambda cid: self.backend.commit(
+                    self.ns, entries, grant, work, base_seq=base if self.cfg.fencing else None,
+                    fencing=self.cfg.fencing, cid=cid))
+            self.local.update(self.staged)
+        finally:
+            self.staged.clear()
+            self.dirty.clear()
+        return res.seq
 
     def export_catalog(self, work: Work) -> None:
         if self.ns:
-            self.backend.put_blob(self.paths.catalog_export(), self.catalog.export(self.ns), work)
+            with recording(work):
+                self.backend.put_blob(self.paths.catalog_export(), self.catalog.export(self.ns), work)
         work.catalog_rows = self.catalog.rows(self.ns)
+
+    def _delete(self, op: str, grant: LockGrant, metas: list[FileMeta], work: Work) -> None:
+        self._commit(op, grant, [], metas, lambda cid: self.backend.delete_files(
+            self.ns, metas, grant, work, fencing=self.cfg.fencing, cid=cid))
 
     # ---- commands ---------------------------------------------------------------
     def sync_run(self, model_id: str, method: str, payload_bytes: int, steps: list[Step],
                  model_type: str = MODEL_TYPE) -> None:
         """One ``swamp model method run`` with sync around it."""
-        model = (model_type, model_id)
-        scope = [partition_of(self.paths.definition(*model), self.ns)] if self.cfg.lock_scope == "model" else None
-        with self.locked(steps, model) as grant:
+        with self.locked(steps) as grant:
             with self._step(steps, "pull") as w:
-                self.pull(w, scope)  # type: ignore[arg-type]
+                self.pull(w)
             with self._step(steps, "method") as w:
                 self.run_method_locally(model_type, model_id, method, payload_bytes, w)
             with self._step(steps, "push") as w:
                 self.prepare(w)
             with self._step(steps, "commit") as w:
+                self._pause("commit")
                 self.commit(grant, w)
             with self._step(steps, "export") as w:
                 self.export_catalog(w)
 
     def delete_model(self, model_id: str, steps: list[Step], model_type: str = MODEL_TYPE) -> None:
         """``swamp model delete --force``: the definition goes, the data and catalog rows stay."""
-        with self.locked(steps, (model_type, model_id)) as grant, self._step(steps, "delete") as w:
+        with self.locked(steps) as grant, self._step(steps, "delete") as w:
             rel = self.paths.definition(model_type, model_id)
             self.staged.pop(rel, None)
             self.dirty.pop(rel, None)
-            meta = self.local.pop(rel, None)
+            meta = self.local.get(rel)
             if meta is not None:
-                self.backend.delete_files(self.ns, [meta], grant, w)
+                self._delete("delete", grant, [meta], w)
+                self.local.pop(rel, None)
             self.catalog.remove_model(self.ns, model_type, model_id)
             w.catalog_rows = self.catalog.rows(self.ns)
 
@@ -243,7 +321,8 @@ class Datastore:
             rows = sum(self.catalog.rows(self.ns, model) for model in orphans)
             return PruneReport(orphans, len(files), rows, dry_run)
         with self.locked(steps) as grant, self._step(steps, "prune") as w:
-            self.backend.delete_files(self.ns, files, grant, w)
+            if files:
+                self._delete("prune", grant, files, w)
             self.backend.forget_partitions(self.ns, [partition_of(self.paths.definition(t, i), self.ns) or ""
                                                      for t, i in orphans], w)
             for m in files:

@@ -1,42 +1,5 @@
-"""What a step did, counted where it happens, so slowdowns can be explained."""
+"""Kept so existing imports work: ``Work`` lives in :mod:`harness.work` (neutral ground)."""
 
-from __future__ import annotations
+from harness.work import Work, recording
 
-from collections import Counter
-from dataclasses import dataclass, field, fields
-
-
-@dataclass
-class Work:
-    """Work counts of one step (or a sum of steps)."""
-
-    requests: Counter[str] = field(default_factory=Counter)
-    items_read: int = 0
-    items_written: int = 0
-    index_entries_written: int = 0
-    files_pushed: int = 0
-    files_pulled: int = 0
-    catalog_rows: int = 0
-    lock_attempts: int = 0
-    bytes_sent: int = 0
-    bytes_received: int = 0
-    read_units: float = 0.0
-    write_units: float = 0.0
-
-    def request(self, op: str, n: int = 1) -> None:
-        self.requests[op] += n
-
-    @property
-    def total_requests(self) -> int:
-        return sum(self.requests.values())
-
-    def add(self, other: Work) -> Work:
-        """Add ``other`` into self; catalog_rows is a level, so the latest non-zero wins."""
-        for f in fields(self):
-            if f.name == "requests":
-                self.requests.update(other.requests)
-            elif f.name == "catalog_rows":
-                self.catalog_rows = other.catalog_rows or self.catalog_rows
-            else:
-                setattr(self, f.name, getattr(self, f.name) + getattr(other, f.name))
-        return self
+__all__ = ["Work", "recording"]

@@ -14,28 +14,20 @@ and the seed's worker, one Locust user (the row's ``user`` column;
 from __future__ import annotations
 
 import random
-import socket
 import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from botocore.exceptions import (
-    ClientError,
-    ConnectTimeoutError,
-    ReadTimeoutError,
-)
-
+from harness import aws_errors
 from harness.clock import Clock, SystemClock
 from harness.datastore.backends.base import Backend
 from harness.datastore.catalog import Catalog
 from harness.datastore.errors import ConflictError, FencedError, LockLostError, LockTimeoutError
+from harness.datastore.model import MODEL_TYPE
 from harness.datastore.sync import Datastore, Step, SyncConfig
-from harness.datastore.work import Work
 from harness.load.scenario import Scenario
 from harness.record.schema import STEP_COLUMNS
-
-THROTTLE_CODES = {"ProvisionedThroughputExceededException", "ThrottlingException", "RequestLimitExceeded",
-                  "SlowDown", "Throttling", "TooManyRequestsException"}
+from harness.work import Work
 
 
 def classify(exc: BaseException) -> str:
@@ -46,16 +38,8 @@ def classify(exc: BaseException) -> str:
         return "fenced"
     if isinstance(exc, ConflictError):
         return "conflict"
-    if isinstance(exc, ClientError):
-        code = exc.response.get("Error", {}).get("Code", "")
-        if code in THROTTLE_CODES:
-            return "throttled"
-        if code in ("ConditionalCheckFailedException", "TransactionConflictException", "PreconditionFailed"):
-            return "conflict"
-        return "other"
-    if isinstance(exc, ReadTimeoutError | ConnectTimeoutError | TimeoutError | socket.timeout):
-        return "timeout"
-    return "other"
+    kind = aws_errors.kind(exc)
+    return kind if kind in ("throttled", "conflict", "timeout") else "other"
 
 
 @dataclass
@@ -63,7 +47,8 @@ class IterationOutcome:
     row: dict[str, Any]
     steps: list[Step]
     error: BaseException | None
-    events: list[dict] = field(default_factory=list)  # JSON-serialisable; shipped like rows, -> history/*.jsonl
+    # lock grants, renewals, commit attempts (JSON-ready): shipped like rows, written to history/*.jsonl
+    events: list[dict] = field(default_factory=list)
 
 
 def summarize(steps: list[Step]) -> dict[str, Any]:
@@ -98,10 +83,23 @@ class SeedWorker:
         ds = scenario.datastore
         namespace = user if ds.namespaces == "per-worker" else None
         cfg = SyncConfig(namespace=namespace, lock_scope=ds.lock_scope, index_commit=ds.index_commit,
-                         lock=scenario.lock)
+                         lock=scenario.lock, fencing=ds.fencing)
         self.rng = random.Random(seed)
-        self.store = Datastore(backend, Catalog(), cfg, clock=clock or SystemClock(), holder=user, rng=self.rng)
+        self.pause_rng = random.Random(f"{seed}-pauses") if seed is not None else random.Random()
+        self.events: list[dict] = []
+        pauses = scenario.fidelity.pauses
+        self.store = Datastore(backend, Catalog(), cfg, clock=clock or SystemClock(), holder=user, rng=self.rng,
+                               recorder=self._record, pauses=self._pause_for if pauses.probability > 0 else None)
         self.iteration = 0
+
+    def _record(self, event: dict) -> None:
+        """The datastore's history events, tagged with who made them (the heartbeat's come from its thread)."""
+        self.events.append({**event, "worker": self.process, "user": self.user, "iteration": self.iteration - 1})
+
+    def _pause_for(self, point: str) -> float:
+        """The scenario's injected stop-the-world pause: seconds to stall at ``point`` (mostly 0)."""
+        p = self.scenario.fidelity.pauses
+        return p.duration_s if point == "commit" and self.pause_rng.random() < p.probability else 0.0
 
     def plan(self, i: int) -> tuple[str, str, int]:
         """(model id, method, payload bytes) for iteration ``i``, by worker kind and lifecycle."""
@@ -110,6 +108,8 @@ class SeedWorker:
         payload = w.payload_bytes[i % len(w.payload_bytes)]
         if w.lifecycle == "disposable":
             model = f"{self.user}-i{i}"
+        elif w.shared_models:  # every worker cycles through the same models: their paths collide
+            model = f"shared-m{i % w.models_per_worker}"
         elif w.kind == "write-stress":
             model = f"{self.user}-stress"
         else:
@@ -124,22 +124,35 @@ class SeedWorker:
         error: BaseException | None = None
         t_start = time.time()
         t0 = time.perf_counter()
+        failures: list[tuple[str, BaseException]] = []
         try:
             self.store.sync_run(model, method, payload, steps)
-            if self.scenario.workload.lifecycle == "disposable":
-                self.store.delete_model(model, steps)
-            every = self.scenario.datastore.prune_every
-            if every and (i + 1) % every == 0:
-                self.store.prune(steps)
         except Exception as e:  # noqa: BLE001 - every failure is classified and recorded
-            error = e
+            failures.append(("", e))
+        # The cleanups run after a failed sync too: a disposable model must not outlive its iteration (a model
+        # left in the catalog is never orphaned, so never pruned); a failed cleanup says so in the row.
+        if self.scenario.workload.lifecycle == "disposable" and self.store.catalog.has_model(
+                self.store.ns, MODEL_TYPE, model):
+            try:
+                self.store.delete_model(model, steps)
+            except Exception as e:  # noqa: BLE001
+                failures.append(("delete skipped", e))
+        every = self.scenario.datastore.prune_every
+        if every and (i + 1) % every == 0:
+            try:
+                self.store.prune(steps)
+            except Exception as e:  # noqa: BLE001
+                failures.append(("prune skipped", e))
         total_ms = (time.perf_counter() - t0) * 1000
+        error = failures[0][1] if failures else None
+        message = "; ".join(f"{what}: {classify(e)}: {e}" if what else str(e) for what, e in failures)
         row: dict[str, Any] = {
             "ts_start": t_start, "ts_end": t_start + total_ms / 1000, "worker": self.process,
             "user": self.user, "scenario": self.scenario.name, "backend": self.backend.name, "iteration": i,
             "model_id": model, "ok": error is None, "error_kind": classify(error) if error else "",
-            "error": str(error)[:500] if error else "", "total_ms": total_ms,
+            "error": message[:500], "total_ms": total_ms,
         }
         row.update(summarize(steps))
         row["catalog_rows"] = self.store.catalog.rows(self.store.ns)
-        return IterationOutcome(row, steps, error)
+        events, self.events = self.events, []
+        return IterationOutcome(row, steps, error, events)

@@ -32,6 +32,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 from harness.aws import standin
 from harness.aws.clients import make_clients
@@ -44,6 +45,7 @@ from harness.load import runtime
 from harness.load import scenario as scenarios
 from harness.record import runinfo
 from harness.record.reader import count_rows, read_rows, shard_paths
+from harness.safety import run as safety_run
 
 LOCUSTFILE = Path(__file__).with_name("locustfile.py")
 EXIT_CHECKS_FAILED = 3
@@ -372,6 +374,7 @@ def _run(opts: RunOptions) -> RunResult:
         finally:
             if background:
                 background.stop()
+        safety_failed = _check_safety(run_dir, backend)  # while the endpoint is up
         if opts.cleanup:
             removed = runtime.delete_owned(clients, backend)
             _say(opts, f"harness: {'removed' if removed else 'left'} {backend.name} resource of this run")
@@ -387,7 +390,7 @@ def _run(opts: RunOptions) -> RunResult:
                                f"HOST --master-port {opts.master_bind_port}`; see {run_dir / 'locust.log'}")
         raise HarnessError(f"Locust did not start the run; see {run_dir / 'locust.log'}")
     runinfo.update(run_dir, locust_exit=exit_code)
-    return _results(run_dir, exit_code, signalled)
+    return _results(run_dir, exit_code, signalled, safety_failed)
 
 
 def _gave_up_on_workers(run_dir: Path) -> bool:
@@ -400,7 +403,24 @@ def _gave_up_on_workers(run_dir: Path) -> bool:
     return False
 
 
-def _results(run_dir: Path, exit_code: int, signalled: str | None) -> RunResult:
+def _check_safety(run_dir: Path, backend: Any) -> list[str]:
+    """The safety check of a test whose scenario asks for it: its history against the table's final state.
+
+    A web session's tests all write to one table, so the final state belongs to
+    no single test's history: a session with more than one test is not checked
+    (and says so), rather than reporting the other tests' writes as violations.
+    """
+    tests = Watcher(run_dir, print).tests()
+    wanted = [d for _, d, info in tests if info.get("scenario", {}).get("checks", {}).get("safety")]
+    if not wanted:
+        return []
+    if len(tests) > 1:
+        return [f"safety: could not check: the session's {len(tests)} tests share one table (run one test per "
+                "session, or headless, to check it)"]
+    return safety_run.after_run(wanted[0], backend, True)
+
+
+def _results(run_dir: Path, exit_code: int, signalled: str | None, safety_failed: list[str] = ()) -> RunResult:
     """Rows and checks of every test, each with the checks of the scenario it actually ran."""
     watcher = Watcher(run_dir, print)
     session = watcher.session
@@ -416,6 +436,7 @@ def _results(run_dir: Path, exit_code: int, signalled: str | None) -> RunResult:
         failed += [prefix + line for line in run_checks.evaluate(rows, checks, info)]
         if len(rows) and not info.get("report"):
             to_report.append(d)
+    failed += list(safety_failed)
     return RunResult(run_dir, total, failed, exit_code, signal=signalled, to_report=to_report, session=session)
 
 

@@ -249,6 +249,12 @@ class SeedWorkerUser(User):
         if seed_dir:
             load_state(seed_dir, self.seed_worker.store)
 
+    def on_stop(self) -> None:
+        sw = getattr(self, "seed_worker", None)
+        if sw is not None and sw.events:  # an iteration cut short by the end of the test: its history still counts
+            events, sw.events = sw.events, []
+            self.environment.harness.record_events(events)
+
     @task
     def iterate(self) -> None:
         if self.seed_worker.iteration >= self.max_iterations:

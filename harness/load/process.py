@@ -103,6 +103,10 @@ class Outbox:
             self.events.extend(outcome.events)
             self.iterations[outcome.row["user"]] += 1
 
+    def add_events(self, events: list[dict]) -> None:
+        with self.lock:
+            self.events.extend(events)
+
     def drain(self, throttles: int) -> dict | None:
         """The next batch (None when no test is open)."""
         with self.lock:
@@ -203,6 +207,13 @@ class HarnessProcess:
             self.outbox.add(outcome)
         elif self.session is not None:
             self.session.record(outcome)
+
+    def record_events(self, events: list[dict]) -> None:
+        """History without a row: what an iteration cut short by the end of the test had done."""
+        if self.outbox is not None:
+            self.outbox.add_events(events)
+        elif self.session is not None:
+            self.session.record_events(events)
 
     def throttles(self) -> int:
         return throttle_count(self.load.layer if self.load else None)

@@ -21,8 +21,9 @@ from botocore.exceptions import BotoCoreError, ClientError, EndpointConnectionEr
 
 from harness.aws.clients import DEFAULT_REGION, Clients
 from harness.aws.endpoints import Endpoints, classify, configured_endpoints, is_loopback
+from harness.aws.instrument import register_table
 from harness.datastore.backends.base import Backend
-from harness.datastore.backends.dynamodb import DynamoBackend
+from harness.datastore.backends.dynamodb import GSI_KEYS, TABLE_KEYS, DynamoBackend
 from harness.datastore.backends.s3 import S3Backend
 from harness.errors import HarnessError
 from harness.load.scenario import Scenario
@@ -117,6 +118,7 @@ def check_reachable(endpoints: Endpoints, backend: str) -> None:
 def build_backend(scenario: Scenario, clients: Clients, resources: Resources, run_id: str) -> Backend:
     tags = ownership_tags(run_id)
     if scenario.backend == "dynamodb":
+        register_table(resources.table, *TABLE_KEYS, GSI_KEYS)  # so write units count the GSI from the first call
         return DynamoBackend(clients.dynamodb, resources.table, scenario.datastore.gsi, tags=tags)
     return S3Backend(clients.s3, resources.bucket, scenario.datastore.s3_index, prefix=resources.prefix, tags=tags)
 

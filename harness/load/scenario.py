@@ -48,6 +48,7 @@ class Workload:
     methods: tuple[str, ...] = ("get_uptime", "get_memory", "get_load", "get_disk")
     payload_bytes: tuple[int, ...] = (100,)
     think_time_s: float = 0.0
+    shared_models: bool = False  # every worker cycles through the same models (their paths collide)
 
 
 @dataclass(frozen=True)
@@ -58,6 +59,7 @@ class DatastoreSpec:
     namespaces: str = "per-worker"
     index_commit: str = "delta"
     prune_every: int = 0
+    fencing: bool = True  # false: swamp's own commit (TTL lock, no fencing token, unconditional writes)
 
 
 @dataclass(frozen=True)
@@ -65,6 +67,18 @@ class Checks:
     max_failure_ratio: float = 1.0
     min_rate_last_window: float = 0.0
     window_s: float = 30.0
+    safety: bool = False  # check the run's history against the final remote state; a violation fails the run
+
+
+@dataclass(frozen=True)
+class Pauses:
+    """Stop-the-world pauses of a lock holder between push and commit (its heartbeat stops too).
+
+    Fault injection on the client side, so they apply on every endpoint.
+    """
+
+    probability: float = 0.0  # per commit
+    duration_s: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -74,6 +88,7 @@ class Fidelity:
     mode: str = "auto"  # auto | on | off
     config: FidelityConfig = field(default_factory=lambda: FidelityConfig(
         enabled=True, dynamodb=DynamoCapacity(), s3=S3Rates(), probe_every_s=1.0))
+    pauses: Pauses = field(default_factory=Pauses)
 
     def resolve(self, endpoint_kind: str, capacity_share: float = 1.0, latency: str | None = None) -> FidelityConfig:
         """The layer as it applies to one process on one endpoint."""
@@ -224,6 +239,12 @@ class _Reader:
             raise self.fail(key, f"must be one of {', '.join(choices)}, got {v!r}")
         return v
 
+    def boolean(self, key: str, default: bool) -> bool:
+        v = self.get(key, default)
+        if not isinstance(v, bool):
+            raise self.fail(key, f"must be true or false, got {v!r}")
+        return v
+
     def string(self, key: str, default: str) -> str:
         v = self.get(key, default)
         if not isinstance(v, str):
@@ -266,16 +287,20 @@ def parse(data: dict, source: str = "<scenario>", default_name: str = "scenario"
         raise w.fail("payload_bytes", f"must be a list of sizes from 1 to 4000000 bytes, got {payloads!r}")
     workload = Workload(kind=kind, lifecycle=lifecycle, models_per_worker=w.integer("models_per_worker", 50, 1),
                         methods=tuple(methods), payload_bytes=tuple(payloads),
-                        think_time_s=w.duration("think_time", 0.0, positive=False))
+                        think_time_s=w.duration("think_time", 0.0, positive=False),
+                        shared_models=w.boolean("shared_models", False))
     w.done()
 
     d = sections["datastore"]
+    if d.t.get("lock_scope") == "model":
+        raise d.fail("lock_scope", "\"model\" is not supported: a commit merges into the namespace's index, which "
+                                   "only the namespace (or datastore) lock can fence; use \"namespace\"")
     ds = DatastoreSpec(gsi=d.choice("gsi", "per-model", GSI_LAYOUTS),
                        s3_index=d.choice("s3_index", "sharded", INDEX_KINDS),
                        lock_scope=d.choice("lock_scope", "namespace", LOCK_SCOPES),
                        namespaces=d.choice("namespaces", "per-worker", NAMESPACES),
                        index_commit=d.choice("index_commit", "delta", INDEX_COMMITS),
-                       prune_every=d.integer("prune_every", 0, 0))
+                       prune_every=d.integer("prune_every", 0, 0), fencing=d.boolean("fencing", True))
     d.done()
     if ds.lock_scope == "namespace" and ds.namespaces == "shared":
         raise d.fail("lock_scope", "\"namespace\" needs namespaces = \"per-worker\" (shared means one datastore lock)")
@@ -297,7 +322,7 @@ def parse(data: dict, source: str = "<scenario>", default_name: str = "scenario"
     if ratio > 1:
         raise c.fail("max_failure_ratio", f"must be between 0 and 1, got {ratio}")
     checks = Checks(max_failure_ratio=ratio, min_rate_last_window=c.number("min_rate_last_window", 0.0),
-                    window_s=c.duration("window", 30.0))
+                    window_s=c.duration("window", 30.0), safety=c.boolean("safety", False))
     c.done()
     b = sections["background"]
     background = Background(items=b.integer("items", 0, 0), item_bytes=b.integer("item_bytes", 1000, 1))
@@ -343,5 +368,12 @@ def _fidelity(f: _Reader) -> Fidelity:
     cfg = FidelityConfig(enabled=mode != "off", dynamodb=ddb, s3=s3, latency=latency, faults=faults,
                          timeout_after_s=f.duration("timeout_after", 1.0),
                          probe_every_s=f.duration("probe_every", 1.0, positive=False))
+    pr = _Reader(f.get("pauses", {}), "fidelity.pauses", f.source)
+    pauses = Pauses(probability=pr.number("probability", 0.0), duration_s=pr.duration("duration", 0.0, positive=False))
+    pr.done()
+    if pauses.probability > 1:
+        raise pr.fail("probability", f"must be between 0 and 1, got {pauses.probability}")
+    if pauses.probability > 0 and pauses.duration_s <= 0:
+        raise pr.fail("duration", "must be positive when probability is above 0")
     f.done()
-    return Fidelity(mode=mode, config=cfg)
+    return Fidelity(mode=mode, config=cfg, pauses=pauses)

@@ -271,6 +271,11 @@ class Session:
         t.history.add(outcome.events)
         t.live.add([outcome.row])
 
+    def record_events(self, events: list[dict]) -> None:
+        """A single process's history events that came without a row."""
+        if self.current is not None:
+            self.current.history.add(events)
+
     def receive(self, client_id: str, payload: dict) -> None:
         """A worker's batch (stats report or final message) on the master."""
         number = payload.get("test")

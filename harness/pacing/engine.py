@@ -17,20 +17,17 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
-from botocore.exceptions import ClientError
-
 from harness.aws.fidelity.buckets import TokenBucket
+from harness.aws_errors import error_code, is_throttle
 from harness.clock import Clock, SystemClock
-from harness.datastore.work import Work
 from harness.pacing.aimd import AIMD, backoff
 from harness.pacing.budget import BUDGETS, Budgets
 from harness.pacing.ceiling import CeilingWatcher
 from harness.pacing.journal import Journal
 from harness.pacing.policy import FailurePolicy, Verdict
 from harness.virtual_time import SystemThreads, Threads
+from harness.work import Work
 
-THROTTLE_CODES = {"ProvisionedThroughputExceededException", "ThrottlingException", "RequestLimitExceeded",
-                  "SlowDown", "Throttling"}
 JOURNAL_EVERY_S = 0.25
 
 
@@ -57,10 +54,6 @@ class Progress:
     limit: float  # the AIMD rate right now
     in_flight: int
     state: str
-
-
-def _code(e: BaseException) -> str | None:
-    return e.response.get("Error", {}).get("Code") if isinstance(e, ClientError) else None
 
 
 class Job:
@@ -127,11 +120,11 @@ class Job:
         except Exception as e:  # noqa: BLE001 - classified below
             error = e
         latency_ms = (self.clock.now() - t0) * 1000
-        code = _code(error) if error else None
+        code = error_code(error) or None
         with self._lock:
             self._in_flight -= 1
             self.requests += work.total_requests
-            if error is not None and code in THROTTLE_CODES:
+            if error is not None and is_throttle(error):
                 self.throttled += 1
                 self.aimd.on_throttle(self.clock.now())
                 self._lock.notify_all()

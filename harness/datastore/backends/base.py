@@ -14,7 +14,7 @@ from typing import Protocol
 
 from harness.datastore.lock import LockGrant, LockStore
 from harness.datastore.paths import model_of
-from harness.datastore.work import Work
+from harness.work import Work
 
 
 @dataclass
@@ -37,6 +37,16 @@ class PullResult:
     changed: list[FileMeta]
     seq: int
     short_cut: bool = False
+
+
+@dataclass
+class CommitResult:
+    """A sealed commit: its place in the domain's sequence, the sequence it started from, its id."""
+
+    seq: int
+    base: int
+    cid: str
+    domain: str  # what the sequence counts: the lock item (DynamoDB) or the namespace's index (S3)
 
 
 def partition_of(rel_path: str, namespace: str | None) -> str | None:
@@ -63,19 +73,30 @@ class Backend(Protocol):
     def get_content(self, meta: FileMeta, work: Work) -> bytes: ...
 
     def lookup(self, paths: Sequence[str], work: Work) -> dict[str, FileMeta]:
-        """Scoped push: the remote index entries of known dirty paths."""
+        """Scoped push: the index entries of known dirty paths, as readers see them."""
 
-    def commit(self, namespace: str | None, entries: Sequence[FileMeta], grant: LockGrant,
-               work: Work) -> int:
-        """Merge entries into the index under the lock, fenced; returns the new commit sequence."""
+    def commit(self, namespace: str | None, entries: Sequence[FileMeta], grant: LockGrant, work: Work, *,
+               base_seq: int | None = None, fencing: bool = True, cid: str | None = None) -> CommitResult:
+        """Merge entries into the index under the lock and seal it.
+
+        With ``fencing`` (the default) the store itself refuses a stale grant,
+        and a commit either seals completely or leaves nothing visible.
+        ``base_seq`` is the sequence this holder's view was pulled at: the
+        commit is refused if anything sealed since. Without fencing it writes
+        unconditionally (swamp's own behaviour).
+        """
 
     def pull(self, namespace: str | None, since_ms: int, partitions: Iterable[str] | None,
-             last_seq: int | None, work: Work) -> PullResult:
-        """Entries changed after ``since_ms``; ``partitions`` scopes the pull."""
+             last_seq: int | None, work: Work, *, lock_key: str | None = None,
+             cursor: dict | None = None) -> PullResult:
+        """Entries changed after ``since_ms``; ``partitions`` scopes the pull; ``cursor`` is the reader's own."""
 
-    def delete_files(self, namespace: str | None, metas: Sequence[FileMeta], grant: LockGrant,
-                     work: Work) -> None:
-        """Remove content and index entries (model delete, prune)."""
+    def delete_files(self, namespace: str | None, metas: Sequence[FileMeta], grant: LockGrant, work: Work, *,
+                     fencing: bool = True, cid: str | None = None) -> CommitResult:
+        """Remove index entries (a commit of removals, fenced like one), then their content."""
+
+    def index_snapshot(self, work: Work) -> dict:
+        """Everything readers can see, for a safety check: entries with their content digests."""
 
     def write_watermark(self, namespace: str | None, watermark_ms: int, work: Work) -> None:
         """The sync watermark: everything is pulled as of this time (advanced by unscoped pulls only)."""

@@ -1,51 +1,62 @@
 """S3 backend: objects by key, a lock object, and a manifest index.
 
-Lock: PutObject with ``If-None-Match: *`` (412 means held); a holder's record
-carries ``expiresAtMs`` and is stale past it; heartbeat and release are
-conditioned on the lock object's ETag after checking the nonce. The fencing
-token is a counter object advanced by compare-and-swap (``If-Match``).
+Lock: one object per key holds the holder's record *and* its fencing counter,
+changed only by compare-and-swap (``If-None-Match: *`` to create it,
+``If-Match`` on its ETag afterwards). A grant's fence is therefore taken in
+the same atomic write as the lock itself. Release writes a released record
+with ``If-Match`` (it cannot delete the object: the counter must survive), so a
+stale holder can neither renew nor release a lock someone else took over; the
+holder keeps the ETag of its last write, so heartbeat and release are one
+request each. (moto 5.2.5 honours ``If-Match`` on DeleteObject too; this
+design does not need it.)
 
 Index, per namespace:
 - ``monolith``: ``.datastore-index.json`` holding every entry, rewritten whole
   on every commit (swamp measured ~98 MB and 26-35 s per rewrite at 250 K entries).
-- ``sharded``: ``_index/<type>/<id>.json`` per partition plus ``_index/_meta.json``
-  (``commitSeq``); only the shards a commit touches are rewritten.
+- ``sharded``: one shard object per partition plus ``_index/_meta.json``
+  (``commitSeq``, ``fence`` and the key of every partition's current shard).
+  Shards are copy-on-write: a commit writes the shards it changes under new
+  keys, then swaps ``_meta.json`` with ``If-Match``; so a commit becomes
+  visible at once or not at all, a stale holder's shards are never
+  referenced (and it deletes them), and superseded shards are deleted after
+  the swap.
 
-S3 fencing is weaker than DynamoDB's: the commit checks the lock and the
-sequence's fence before writing, then swaps ``_meta.json`` with ``If-Match``;
-there is no multi-object transaction.
+A fenced commit checks the lock object's nonce, refuses a ``_meta.json`` written
+by a newer fence or moved since this holder pulled it, and swaps with
+``If-Match``. ``delete_files`` is such a commit of removals: content objects are
+deleted only after it is sealed. Without fencing (swamp's behaviour) the same
+writes are made unconditionally.
+
+Content: a file's content lives at ``<path>@v<version>.<digest>``, not at the
+path itself as in swamp, so it is immutable: a holder whose lease ran out while
+it uploaded cannot overwrite the content a newer, sealed entry points at
+(measured: with in-place content, a fenced lock-safety run still ended with
+entries whose content another writer had replaced). Content a commit
+supersedes or removes is deleted after its swap.
 """
 
 from __future__ import annotations
 
 import json
+import uuid
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from botocore.exceptions import ClientError
 
-from harness.aws.instrument import recording
-from harness.clock import Clock, SystemClock, now_ms
-from harness.datastore.backends.base import FileMeta, PullResult, partition_of
-from harness.datastore.errors import ConfigError, FencedError
+from harness.aws_errors import error_code, is_condition_failed, is_not_found, outcome_unknown
+from harness.clock import Clock, SystemClock
+from harness.datastore.backends.base import CommitResult, FileMeta, PullResult, partition_of
+from harness.datastore.errors import ConfigError, FencedError, LockLostError
 from harness.datastore.lock import LockGrant
 from harness.datastore.paths import check_bucket_name
-from harness.datastore.work import Work
+from harness.work import Work, recording
 
 INDEX_KINDS = ("monolith", "sharded")
-
-
-def _code(err: ClientError) -> str:
-    return str(err.response.get("Error", {}).get("Code", ""))
-
-
-def _precondition_failed(err: ClientError) -> bool:
-    return _code(err) in ("PreconditionFailed", "412", "ConditionalRequestConflict")
-
-
-def _not_found(err: ClientError) -> bool:
-    return _code(err) in ("NoSuchKey", "404", "NotFound")
+META_RETRIES = 3
+_code = error_code  # the one classifier (harness.aws_errors)
 
 
 class S3Objects:
@@ -63,7 +74,7 @@ class S3Objects:
                 out = self.client.get_object(Bucket=self.bucket, Key=self.key(rel))
                 body = out["Body"].read()
         except ClientError as e:
-            if _not_found(e):
+            if is_not_found(e):
                 return None
             raise
         return body, out["ETag"]
@@ -83,89 +94,106 @@ class S3Objects:
             out = self.client.put_object(**kwargs)
         return out["ETag"]
 
-    def delete(self, rel: str, work: Work) -> None:
-        with recording(work):
-            self.client.delete_object(Bucket=self.bucket, Key=self.key(rel))
+    def delete(self, rels: Iterable[str], work: Work) -> None:
+        keys = [{"Key": self.key(r)} for r in rels]
+        for i in range(0, len(keys), 1000):
+            with recording(work):
+                self.client.delete_objects(Bucket=self.bucket, Delete={"Objects": keys[i:i + 1000], "Quiet": True})
+
+    def list(self, rel_prefix: str, work: Work) -> list[tuple[str, str]]:
+        """(relative key, ETag) of every object under ``rel_prefix``."""
+        found, token = [], None
+        while True:
+            kwargs: dict[str, Any] = {"Bucket": self.bucket, "Prefix": self.key(rel_prefix)}
+            if token:
+                kwargs["ContinuationToken"] = token
+            with recording(work):
+                out = self.client.list_objects_v2(**kwargs)
+            found += [(o["Key"][len(self.prefix):], o["ETag"]) for o in out.get("Contents", [])]
+            if not out.get("IsTruncated"):
+                return found
+            token = out["NextContinuationToken"]
 
 
 class S3LockStore:
+    """The lock object: holder record plus fencing counter, changed only by compare-and-swap."""
+
     def __init__(self, objects: S3Objects) -> None:
         self.o = objects
-
-    def _next_fence(self, key: str, work: Work) -> int:
-        rel = f"{key}.fence"
-        while True:
-            got = self.o.get(rel, work)
-            n = int(got[0]) + 1 if got else 1
-            try:
-                self.o.put(rel, str(n).encode(), work, if_match=got[1] if got else None,
-                           if_none_match=got is None)
-                return n
-            except ClientError as e:
-                if not _precondition_failed(e):
-                    raise
+        self._mine: dict[tuple[str, str], tuple[dict, str]] = {}  # (key, nonce) -> (record, ETag) we last wrote
 
     def try_acquire(self, key: str, record: dict, now: int, work: Work) -> int | None:
-        body = json.dumps(record).encode()
-        for _ in range(2):
-            try:
-                self.o.put(key, body, work, if_none_match=True)
-                return self._next_fence(key, work)
-            except ClientError as e:
-                if not _precondition_failed(e):
-                    raise
-            held = self.o.get(key, work)
-            if held is None:
-                continue  # released between our put and get: try once more
-            if json.loads(held[0]).get("expiresAtMs", 0) >= now:
-                return None
-            try:  # stale: take it over only if nobody else did first
-                self.o.put(key, body, work, if_match=held[1])
-                return self._next_fence(key, work)
-            except ClientError as e:
-                if _precondition_failed(e):
-                    return None
-                raise
-        return None
-
-    def _swap_if_ours(self, key: str, nonce: str, work: Work, change: Callable[[dict], dict] | None) -> bool:
-        """One read, then a write conditioned on that read's ETag: ``change`` the record, or delete it (None)."""
         held = self.o.get(key, work)
-        if held is None:
-            return False
-        record = json.loads(held[0])
-        if record.get("nonce") != nonce:
-            return False
-        if change is None:
-            self.o.delete(key, work)
-            return True
+        if held is not None:
+            current = json.loads(held[0])
+            if current.get("nonce") and int(current.get("expiresAtMs", 0)) >= now:
+                return None  # held and live
+        fence = (int(json.loads(held[0]).get("fence", 0)) if held else 0) + 1
+        body = {**record, "fence": fence}
         try:
-            self.o.put(key, json.dumps(change(record)).encode(), work, if_match=held[1])
-            return True
+            etag = self.o.put(key, json.dumps(body).encode(), work, if_match=held[1] if held else None,
+                              if_none_match=held is None)
         except ClientError as e:
-            if _precondition_failed(e):
-                return False
+            if is_condition_failed(e):
+                return None  # someone else took it first
             raise
+        self._mine[(key, record["nonce"])] = (body, etag)
+        return fence
+
+    def _read_mine(self, key: str, nonce: str, work: Work) -> tuple[dict, str] | None:
+        held = self.o.get(key, work)
+        if held is None or json.loads(held[0]).get("nonce") != nonce:
+            return None
+        return json.loads(held[0]), held[1]
+
+    def _swap(self, key: str, nonce: str, work: Work, release: bool, expires_at_ms: int = 0) -> bool:
+        """Renew or release with ``If-Match`` on the ETag of our last write.
+
+        If that ETag is stale, the object is read once: still ours (our own
+        renewal raced this call) means retry on the fresh ETag; anyone else's
+        means we lost it.
+        """
+        mine = self._mine.get((key, nonce)) or self._read_mine(key, nonce, work)
+        for _ in range(2):
+            if mine is None:
+                break
+            record, etag = mine
+            if release:
+                body = {"fence": record.get("fence", 0), "releasedBy": record.get("holder"), "expiresAtMs": 0}
+            else:
+                body = {**record, "expiresAtMs": expires_at_ms}
+            try:
+                new = self.o.put(key, json.dumps(body).encode(), work, if_match=etag)
+            except ClientError as e:
+                if not is_condition_failed(e):
+                    raise
+                mine = self._read_mine(key, nonce, work)
+                continue
+            if release:
+                self._mine.pop((key, nonce), None)
+            else:
+                self._mine[(key, nonce)] = (body, new)
+            return True
+        self._mine.pop((key, nonce), None)
+        return False
 
     def renew(self, key: str, nonce: str, expires_at_ms: int, work: Work) -> bool:
-        return self._swap_if_ours(key, nonce, work, lambda r: {**r, "expiresAtMs": expires_at_ms})
+        return self._swap(key, nonce, work, release=False, expires_at_ms=expires_at_ms)
 
     def release(self, key: str, nonce: str, work: Work) -> bool:
-        return self._swap_if_ours(key, nonce, work, None)
+        return self._swap(key, nonce, work, release=True)
 
-    def holder_nonce(self, key: str, work: Work) -> tuple[str | None, int]:
+    def holder(self, key: str, work: Work) -> dict:
         held = self.o.get(key, work)
-        if held is None:
-            return None, 0
-        rec = json.loads(held[0])
-        return rec.get("nonce"), int(rec.get("expiresAtMs", 0))
+        return json.loads(held[0]) if held else {}
 
 
 class S3Backend:
     name = "s3"
 
     def __init__(self, client: Any, bucket: str, index: str = "sharded", *, prefix: str = "",
-                 clock: Clock | None = None, tags: dict[str, str] | None = None, create: bool = True) -> None:
+                 clock: Clock | None = None, tags: dict[str, str] | None = None, create: bool = True,
+                 read_concurrency: int = 8) -> None:
         if index not in INDEX_KINDS:
             raise ConfigError(f"unknown S3 index kind {index!r}: choose one of {', '.join(INDEX_KINDS)}")
         self.client, self.bucket, self.index = client, check_bucket_name(bucket), index
@@ -173,7 +201,7 @@ class S3Backend:
         self.tags, self.create = tags or {}, create
         self.objects = S3Objects(client, bucket, prefix)
         self.lock_store = S3LockStore(self.objects)
-        self._shard_etags: dict[str, str] = {}
+        self._pool = ThreadPoolExecutor(max_workers=read_concurrency, thread_name_prefix="s3-pool")
 
     def datastore_lock_key(self) -> str:
         return ".datastore.lock"
@@ -197,13 +225,18 @@ class S3Backend:
                 "TagSet": [{"Key": k, "Value": v} for k, v in self.tags.items()]})
 
     # ---- content ---------------------------------------------------------------
+    @staticmethod
+    def content_rel(meta: FileMeta) -> str:
+        """Where one version of a file's content lives (immutable: never overwritten with other bytes)."""
+        return f"{meta.rel_path}@v{meta.version}.{meta.digest}"
+
     def put_content(self, files: dict[str, bytes], metas: dict[str, FileMeta], work: Work) -> None:
         for rel, data in files.items():
-            self.objects.put(rel, data, work)
+            self.objects.put(self.content_rel(metas[rel]), data, work)
             work.items_written += 1
 
     def get_content(self, meta: FileMeta, work: Work) -> bytes:
-        got = self.objects.get(meta.rel_path, work)
+        got = self.objects.get(self.content_rel(meta), work)
         work.items_read += 1
         return got[0] if got else b""
 
@@ -221,9 +254,10 @@ class S3Backend:
     def _meta_rel(self, namespace: str | None) -> str:
         return self._root(namespace) + ("_index/_meta.json" if self.index == "sharded" else ".datastore-index.json")
 
-    def _shard_rel(self, namespace: str | None, part: str) -> str:
+    def _shard_rel(self, namespace: str | None, part: str, cid: str) -> str:
+        """A new, never reused key for one version of a partition's shard."""
         local = part[len(namespace) + 1:] if namespace else part
-        return f"{self._root(namespace)}_index/{local}.json"
+        return f"{self._root(namespace)}_index/{local}.{cid}.json"
 
     @staticmethod
     def _entries_of(doc: dict) -> dict[str, FileMeta]:
@@ -234,116 +268,153 @@ class S3Backend:
         return json.dumps({**extra, "entries": {
             r: [m.size, m.digest, m.updated_at_ms, m.version] for r, m in entries.items()}}).encode()
 
-    def _check_fence(self, namespace: str | None, grant: LockGrant, work: Work) -> tuple[dict, str | None]:
-        nonce, expires = self.lock_store.holder_nonce(grant.key, work)
-        if nonce != grant.nonce or expires <= now_ms(self.clock):
-            raise FencedError(f"commit rejected: lock {grant.key} (fence {grant.fence}) is no longer held")
+    def commit(self, namespace: str | None, entries: Sequence[FileMeta], grant: LockGrant, work: Work, *,
+               base_seq: int | None = None, fencing: bool = True, cid: str | None = None) -> CommitResult:
+        with recording(work):
+            return self._apply(namespace, {e.rel_path: e for e in entries}, set(), grant, work, base_seq, fencing,
+                               cid or uuid.uuid4().hex[:16])
+
+    def delete_files(self, namespace: str | None, metas: Sequence[FileMeta], grant: LockGrant, work: Work, *,
+                     fencing: bool = True, cid: str | None = None) -> CommitResult:
+        """The index first (a commit of removals, fenced), the content only once that is sealed."""
+        with recording(work):
+            return self._apply(namespace, {}, {m.rel_path for m in metas}, grant, work, None, fencing,
+                               cid or uuid.uuid4().hex[:16])
+
+    def _fenced(self, grant: LockGrant, why: str) -> FencedError:
+        return FencedError(f"commit rejected: lock {grant.key} (fence {grant.fence}) {why}")
+
+    def _apply(self, namespace: str | None, upserts: dict[str, FileMeta], removals: set[str], grant: LockGrant,
+               work: Work, base_seq: int | None, fencing: bool, cid: str) -> CommitResult:
+        if fencing:
+            if grant.lost:
+                raise LockLostError(f"commit refused: lock {grant.key} (fence {grant.fence}) was lost")
+            if self.lock_store.holder(grant.key, work).get("nonce") != grant.nonce:
+                raise self._fenced(grant, "is no longer held")
         got = self.objects.get_json(self._meta_rel(namespace), work)
         doc, etag = got if got else ({}, None)
-        if doc.get("fence", 0) > grant.fence:
-            raise FencedError(f"commit rejected: a newer holder (fence {doc['fence']}) already committed")
-        return doc, etag
-
-    def _swap_meta(self, namespace: str | None, body: bytes, etag: str | None, grant: LockGrant,
-                   work: Work) -> None:
-        try:
-            self.objects.put(self._meta_rel(namespace), body, work, if_match=etag, if_none_match=etag is None)
-        except ClientError as e:
-            if _precondition_failed(e):
-                raise FencedError(f"commit rejected: index changed under lock {grant.key}") from e
-            raise
-
-    def commit(self, namespace: str | None, entries: Sequence[FileMeta], grant: LockGrant,
-               work: Work) -> int:
-        return self._apply(namespace, {e.rel_path: e for e in entries}, set(), grant, work)
-
-    def _apply(self, namespace: str | None, upserts: dict[str, FileMeta], removals: set[str],
-               grant: LockGrant, work: Work) -> int:
-        doc, etag = self._check_fence(namespace, grant, work)
-        seq = int(doc.get("commitSeq", 0)) + 1
+        seq = int(doc.get("commitSeq", 0))
+        if fencing:
+            if int(doc.get("fence", 0)) > grant.fence:
+                raise self._fenced(grant, f"is stale: fence {doc['fence']} already committed")
+            if base_seq is not None and seq != base_seq:
+                raise self._fenced(grant, f"was held, but the index moved since this holder pulled it "
+                                          f"(sequence {seq}, pulled at {base_seq})")
+        head = {"commitSeq": seq + 1, "fence": max(int(doc.get("fence", 0)), grant.fence), "cid": cid}
         if self.index == "monolith":
             entries = self._entries_of(doc)
             work.items_read += len(entries)
+            replaced = _replaced(entries, upserts, removals)
             for r in removals:
                 entries.pop(r, None)
             entries.update(upserts)
-            self._swap_meta(namespace, self._doc(entries, commitSeq=seq, fence=grant.fence), etag, grant, work)
+            self._swap_meta(namespace, self._doc(entries, **head), etag, grant, work, fencing)
             work.index_entries_written += len(entries)
             work.items_written += 1
-            return seq
+            self._discard([self.content_rel(m) for m in replaced], work)
+            return CommitResult(seq + 1, seq, cid, self._meta_rel(namespace))
+        shards = dict(doc.get("shards", {}))
         by_part: dict[str, dict[str, FileMeta]] = defaultdict(dict)
         for rel, m in upserts.items():
             by_part[partition_of(rel, namespace) or "_root"][rel] = m
         for rel in removals:
             by_part.setdefault(partition_of(rel, namespace) or "_root", {})
-        for part, ups in by_part.items():
-            rel_shard = self._shard_rel(namespace, part)
-            got = self.objects.get_json(rel_shard, work)
-            shard = self._entries_of(got[0]) if got else {}
-            work.items_read += len(shard)
-            for r in removals:
-                shard.pop(r, None)
-            shard.update(ups)
-            if shard:
-                self.objects.put(rel_shard, self._doc(shard, fence=grant.fence), work)
-                work.index_entries_written += len(shard)
-            else:
-                self.objects.delete(rel_shard, work)
-            work.items_written += 1
-        self._swap_meta(namespace, json.dumps({"commitSeq": seq, "fence": grant.fence}).encode(),
-                        etag, grant, work)
-        return seq
+        written: list[str] = []  # our new shard objects: deleted again if the swap fails
+        superseded: list[str] = []  # shards and content the swap replaces: deleted after it
+        try:
+            for part, ups in by_part.items():
+                old = shards.get(part)
+                got_shard = self.objects.get_json(old, work) if old else None
+                shard = self._entries_of(got_shard[0]) if got_shard else {}
+                work.items_read += len(shard)
+                superseded += [self.content_rel(m) for m in _replaced(shard, ups, removals)]
+                for r in removals:
+                    shard.pop(r, None)
+                shard.update(ups)
+                if old:
+                    superseded.append(old)
+                if shard:
+                    rel_shard = self._shard_rel(namespace, part, cid)
+                    written.append(rel_shard)
+                    self.objects.put(rel_shard, self._doc(shard, fence=grant.fence, cid=cid), work)
+                    shards[part] = rel_shard
+                    work.index_entries_written += len(shard)
+                else:
+                    shards.pop(part, None)
+                work.items_written += 1
+            if fencing and grant.lost:
+                raise LockLostError(f"commit refused: lock {grant.key} (fence {grant.fence}) was lost")
+        except BaseException:
+            self._discard(written, work)
+            raise
+        try:
+            self._swap_meta(namespace, json.dumps({**head, "shards": shards}).encode(), etag, grant, work, fencing)
+        except BaseException as e:
+            if isinstance(e, Exception) and not outcome_unknown(e):  # known not swapped: our shards are garbage
+                self._discard(written, work)
+            raise  # (a swap that may have landed references them: they stay)
+        self._discard(superseded, work)
+        return CommitResult(seq + 1, seq, cid, self._meta_rel(namespace))
+
+    def _discard(self, rels: list[str], work: Work) -> None:
+        try:
+            self.objects.delete(rels, work)
+        except Exception:  # noqa: BLE001 - unreferenced shards are invisible; only space is lost
+            pass
+
+    def _swap_meta(self, namespace: str | None, body: bytes, etag: str | None, grant: LockGrant, work: Work,
+                   fencing: bool) -> None:
+        if not fencing:
+            self.objects.put(self._meta_rel(namespace), body, work)
+            return
+        try:
+            self.objects.put(self._meta_rel(namespace), body, work, if_match=etag, if_none_match=etag is None)
+        except ClientError as e:
+            if is_condition_failed(e):
+                raise self._fenced(grant, "lost the race: the index changed under the commit") from e
+            raise
 
     def pull(self, namespace: str | None, since_ms: int, partitions: Iterable[str] | None,
-             last_seq: int | None, work: Work) -> PullResult:
-        scoped = partitions is not None
-        got = self.objects.get_json(self._meta_rel(namespace), work)
-        doc = got[0] if got else {}
-        seq = int(doc.get("commitSeq", 0))
-        if not scoped and last_seq is not None and seq == last_seq:
-            return PullResult([], seq, short_cut=True)
-        if self.index == "monolith":
-            entries = self._entries_of(doc)
-            work.items_read += len(entries)
-            wanted = set(partitions) if scoped else None
-            changed = [m for m in entries.values() if m.updated_at_ms > since_ms
-                       and (wanted is None or partition_of(m.rel_path, namespace) in wanted)]
-            return PullResult(changed, seq)
-        if scoped:
-            shard_rels = [self._shard_rel(namespace, p) for p in partitions]
-        else:
-            shard_rels = self._list_changed_shards(namespace, work)
+             last_seq: int | None, work: Work, *, lock_key: str | None = None,
+             cursor: dict | None = None) -> PullResult:
+        """Entries changed after ``since_ms``; ``cursor`` (the reader's own) remembers the shards it has read."""
+        with recording(work):
+            for _ in range(META_RETRIES):
+                got = self.objects.get_json(self._meta_rel(namespace), work)
+                doc = got[0] if got else {}
+                seq = int(doc.get("commitSeq", 0))
+                if partitions is None and last_seq is not None and seq == last_seq:
+                    return PullResult([], seq, short_cut=True)
+                if self.index == "monolith":
+                    entries = self._entries_of(doc)
+                    work.items_read += len(entries)
+                    wanted = set(partitions) if partitions is not None else None
+                    changed = [m for m in entries.values() if m.updated_at_ms > since_ms
+                               and (wanted is None or partition_of(m.rel_path, namespace) in wanted)]
+                    return PullResult(changed, seq)
+                seen = cursor if cursor is not None else {}
+                shards = doc.get("shards", {})
+                if partitions is not None:
+                    refs = [shards[p] for p in partitions if p in shards]
+                else:
+                    refs = [r for p, r in shards.items() if seen.get(p) != r]
+                changed = self._read_shards(refs, since_ms, work)
+                if changed is None:
+                    continue  # a shard was superseded (and deleted) after we read _meta.json: read it again
+                seen.update({p: r for p, r in shards.items() if r in refs})
+                return PullResult(changed, seq)
+            raise FencedError(f"index of {namespace or 'the datastore'} kept changing during the pull")
+
+    def _read_shards(self, refs: list[str], since_ms: int, work: Work) -> list[FileMeta] | None:
         changed: list[FileMeta] = []
-        for rel in shard_rels:
-            got = self.objects.get_json(rel, work)
+        for ref in refs:
+            got = self.objects.get_json(ref, work)
             if got is None:
-                continue
-            self._shard_etags[rel] = got[1]
+                return None
             entries = self._entries_of(got[0])
             work.items_read += len(entries)
             changed.extend(m for m in entries.values() if m.updated_at_ms > since_ms)
-        return PullResult(changed, seq)
-
-    def _list_changed_shards(self, namespace: str | None, work: Work) -> list[str]:
-        """Shards whose ETag differs from the one this client last read."""
-        prefix = self.objects.key(f"{self._root(namespace)}_index/")
-        out_rels, token = [], None
-        while True:
-            kwargs: dict[str, Any] = {"Bucket": self.bucket, "Prefix": prefix}
-            if token:
-                kwargs["ContinuationToken"] = token
-            with recording(work):
-                out = self.client.list_objects_v2(**kwargs)
-            for obj in out.get("Contents", []):
-                rel = obj["Key"][len(self.objects.prefix):]
-                if rel.endswith(("_meta.json", "_watermark.json")):
-                    continue
-                work.items_read += 1
-                if self._shard_etags.get(rel) != obj["ETag"]:
-                    out_rels.append(rel)
-            if not out.get("IsTruncated"):
-                return out_rels
-            token = out["NextContinuationToken"]
+        return changed
 
     def write_watermark(self, namespace: str | None, watermark_ms: int, work: Work) -> None:
         self.objects.put(f"{self._root(namespace)}_index/_watermark.json",
@@ -354,12 +425,55 @@ class S3Backend:
         return int(got[0]["lastPushedAt"]) if got else None
 
     def forget_partitions(self, namespace: str | None, partitions: Sequence[str], work: Work) -> None:
-        """Nothing to do: a shard emptied by a delete is removed with it."""
+        """Nothing to do: a shard emptied by a delete is dropped from ``_meta.json`` with it."""
 
-    def delete_files(self, namespace: str | None, metas: Sequence[FileMeta], grant: LockGrant,
-                     work: Work) -> None:
-        keys = [{"Key": self.objects.key(m.rel_path)} for m in metas]
-        for i in range(0, len(keys), 1000):
-            with recording(work):
-                self.client.delete_objects(Bucket=self.bucket, Delete={"Objects": keys[i:i + 1000], "Quiet": True})
-        self._apply(namespace, {}, {m.rel_path for m in metas}, grant, work)
+    def commit_seq(self, namespace: str | None, work: Work) -> int:
+        got = self.objects.get_json(self._meta_rel(namespace), work)
+        return int(got[0].get("commitSeq", 0)) if got else 0
+
+    def index_snapshot(self, work: Work) -> dict:
+        """Every entry the index references, with the digest of its content object (GETs run concurrently)."""
+        name = "_index/_meta.json" if self.index == "sharded" else ".datastore-index.json"
+        with recording(work):
+            metas = [rel for rel, _ in self.objects.list("", work) if rel == name or rel.endswith("/" + name)]
+            domains, entries, missing = {}, {}, []
+            for rel in metas:
+                doc = self.objects.get_json(rel, work)
+                if doc is None:
+                    continue
+                doc = doc[0]
+                domains[rel] = {"seq": int(doc.get("commitSeq", 0)), "fence": int(doc.get("fence", 0))}
+                if self.index == "monolith":
+                    entries.update(self._entries_of(doc))
+                    continue
+                for ref in doc.get("shards", {}).values():
+                    shard = self.objects.get_json(ref, work)
+                    if shard is None:
+                        missing.append(ref)
+                    else:
+                        entries.update(self._entries_of(shard[0]))
+        metas_list = list(entries.values())
+
+        def digest(m: FileMeta) -> tuple[str | None, Work]:
+            w = Work()
+            with recording(w):
+                got = self.objects.get(self.content_rel(m), w)
+            return (FileMeta.digest_of(got[0]) if got else None), w
+
+        out = []
+        for m, (content, w) in zip(metas_list, self._pool.map(digest, metas_list), strict=True):
+            work.add(w)
+            out.append({"path": m.rel_path, "version": m.version, "digest": m.digest, "size": m.size,
+                        "content_digest": content})
+        return {"backend": self.name, "bucket": self.bucket, "domains": domains, "entries": out,
+                "missing_shards": missing}
+
+
+def _replaced(entries: dict[str, FileMeta], upserts: dict[str, FileMeta], removals: set[str]) -> list[FileMeta]:
+    """Entries a commit removes, or replaces with other content: their content is garbage once it is sealed."""
+    out = [entries[r] for r in removals if r in entries]
+    for rel, new in upserts.items():
+        old = entries.get(rel)
+        if old is not None and (old.version, old.digest) != (new.version, new.digest):
+            out.append(old)
+    return out

@@ -1,0 +1,83 @@
+"""The one place that classifies AWS errors (DynamoDB and S3, botocore exceptions).
+
+Neutral ground: the datastore (conditional writes, heartbeat retries), the load
+layer (error kinds in the iteration row) and pacing (back off on throttles)
+all ask here, so a new throttle code or stand-in quirk is taught once.
+"""
+
+from __future__ import annotations
+
+import socket
+
+from botocore.exceptions import (
+    ClientError,
+    ConnectionClosedError,
+    ConnectTimeoutError,
+    EndpointConnectionError,
+    ReadTimeoutError,
+)
+
+THROTTLE_CODES = frozenset({
+    "ProvisionedThroughputExceededException", "ThrottlingException", "RequestLimitExceeded",
+    "SlowDown", "Throttling", "TooManyRequestsException",
+})
+# DynamoDB's failed condition; S3's failed If-Match / If-None-Match (moto answers the status as the code)
+CONDITION_CODES = frozenset({"ConditionalCheckFailedException", "PreconditionFailed", "412",
+                             "ConditionalRequestConflict"})
+CONFLICT_CODES = CONDITION_CODES | {"TransactionConflictException"}
+NOT_FOUND_CODES = frozenset({"NoSuchKey", "404", "NotFound", "NoSuchBucket", "ResourceNotFoundException"})
+SERVER_CODES = frozenset({"InternalServerError", "InternalError", "ServiceUnavailable", "500", "503"})
+TIMEOUTS = (ReadTimeoutError, ConnectTimeoutError, TimeoutError, socket.timeout)
+DROPS = (ConnectionClosedError, EndpointConnectionError, ConnectionError)
+
+
+def error_code(exc: BaseException | None) -> str:
+    """The service's error code of a ``ClientError`` ("" for anything else)."""
+    if isinstance(exc, ClientError):
+        return str(exc.response.get("Error", {}).get("Code", ""))
+    return ""
+
+
+def is_throttle(exc: BaseException | None) -> bool:
+    return error_code(exc) in THROTTLE_CODES
+
+
+def is_condition_failed(exc: BaseException | None) -> bool:
+    """A conditional write (DynamoDB condition, S3 If-Match / If-None-Match) was refused."""
+    return error_code(exc) in CONDITION_CODES
+
+
+def is_not_found(exc: BaseException | None) -> bool:
+    return error_code(exc) in NOT_FOUND_CODES
+
+
+def is_timeout(exc: BaseException | None) -> bool:
+    return isinstance(exc, TIMEOUTS)
+
+
+def is_transient(exc: BaseException | None) -> bool:
+    """Worth retrying: a throttle, a server error, a timeout or a dropped connection."""
+    if isinstance(exc, ClientError):
+        code = error_code(exc)
+        status = exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode", 0) or 0
+        return code in THROTTLE_CODES or code in SERVER_CODES or status >= 500
+    return isinstance(exc, TIMEOUTS + DROPS)
+
+
+def outcome_unknown(exc: BaseException | None) -> bool:
+    """The request may have been applied although the client saw an error (its answer was lost)."""
+    return isinstance(exc, TIMEOUTS + DROPS) or (isinstance(exc, ClientError) and error_code(exc) in SERVER_CODES)
+
+
+def kind(exc: BaseException | None) -> str:
+    """``throttled``, ``conflict``, ``timeout``, ``not_found`` or ``other`` for an AWS failure."""
+    code = error_code(exc)
+    if code in THROTTLE_CODES:
+        return "throttled"
+    if code in CONFLICT_CODES:
+        return "conflict"
+    if code in NOT_FOUND_CODES:
+        return "not_found"
+    if is_timeout(exc):
+        return "timeout"
+    return "other"

@@ -1,0 +1,99 @@
+"""The import layering of CONTRACTS.md, checked from the source (``ast``), so a new edge fails CI.
+
+- harness/datastore imports nothing from harness/aws, harness/load or harness/pacing
+  (it reports work through ``harness.work`` and classifies errors through ``harness.aws_errors``);
+- harness/aws imports nothing from harness/datastore;
+- harness/pacing and harness/load do not import each other;
+- the neutral modules (``harness.work``, ``harness.aws_errors``, ``harness.clock``) import no other layer;
+- harness/safety (the checker) imports nothing from harness/load or harness/pacing.
+
+``KNOWN`` lists the edges that exist today and are scheduled for removal (the
+lead untangles pacing <-> load at merge time; the stand-in branch rewrites the
+probe). An edge listed here that no longer exists fails too, so the list only shrinks.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+FORBIDDEN = {  # layer -> module prefixes it must not import
+    "harness.datastore": ("harness.aws", "harness.load", "harness.pacing"),
+    "harness.aws": ("harness.datastore",),
+    "harness.pacing": ("harness.load",),
+    "harness.load": ("harness.pacing",),
+    "harness.work": ("harness",),
+    "harness.aws_errors": ("harness",),
+    "harness.clock": ("harness",),
+    "harness.safety": ("harness.load", "harness.pacing"),
+}
+
+KNOWN = {
+    ("harness.pacing.commands", "harness.load"),  # the lead untangles pacing <-> load at merge time
+    ("harness.pacing.commands", "harness.load.runtime"),
+    ("harness.pacing.commands", "harness.load.scenario"),
+    ("harness.load.launcher", "harness.pacing"),
+    ("harness.load.launcher", "harness.pacing.commands"),
+    ("harness.load.launcher", "harness.pacing.jobs"),
+    ("harness.load.launcher", "harness.pacing.journal"),
+    ("harness.load.launcher", "harness.pacing.sources"),
+    ("harness.load.locustfile", "harness.pacing.sources"),
+}
+
+
+def module_name(path: Path, root: Path) -> str:
+    parts = list(path.relative_to(root).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def imports(path: Path, root: Path) -> set[str]:
+    """Every module ``path`` imports, at top level or inside functions (``from a import b``: a, and a.b if
+    b is a module)."""
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            found.update(a.name for a in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            found.add(node.module)
+            for a in node.names:
+                sub = root.joinpath(*node.module.split("."), a.name)
+                if sub.is_dir() or sub.with_suffix(".py").is_file():
+                    found.add(f"{node.module}.{a.name}")
+    return found
+
+
+def _within(name: str, prefix: str) -> bool:
+    return name == prefix or name.startswith(prefix + ".")
+
+
+def edges(root: Path = ROOT) -> set[tuple[str, str]]:
+    out = set()
+    for path in sorted((root / "harness").rglob("*.py")):
+        me = module_name(path, root)
+        for layer, banned in FORBIDDEN.items():
+            if _within(me, layer):
+                out |= {(me, t) for t in imports(path, root)
+                        if any(_within(t, b) for b in banned) and not _within(t, layer)}
+    return out
+
+
+def test_no_new_import_edges_across_layers():
+    assert sorted(edges() - KNOWN) == [], "new import edges that break the layering (see CONTRACTS.md)"
+
+
+def test_known_exceptions_still_exist():
+    """When one is removed, delete it from KNOWN so it cannot come back unnoticed."""
+    assert sorted(KNOWN - edges()) == []
+
+
+def test_the_check_can_fail(tmp_path):
+    """A datastore module that imports harness.aws, or a neutral one that imports the datastore, is found."""
+    for rel, text in {"harness/datastore/x.py": "from harness.aws.instrument import recording\n",
+                      "harness/work.py": "def f():\n    import harness.datastore.sync\n",
+                      "harness/aws/instrument.py": "", "harness/datastore/sync.py": ""}.items():
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text(text)
+    assert edges(tmp_path) == {("harness.datastore.x", "harness.aws.instrument"),
+                               ("harness.work", "harness.datastore.sync")}

@@ -1,0 +1,125 @@
+"""Injected stop-the-world pauses: configured in the scenario, wired into the datastore, heartbeat frozen too."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+from harness.datastore.lock import Heartbeat, Lock, LockConfig
+from harness.errors import HarnessError
+from harness.load import scenario
+from harness.load.iteration import SeedWorker
+from harness.work import Work
+from tests.conftest import make_backend, make_store
+from tests.test_safety_regressions import SteppedClock
+
+
+def test_heartbeat_tick_renews_when_due_and_not_while_suspended(aws, clock):
+    be = make_backend("per-model", aws, clock=clock)
+    lock = Lock(be.lock_store, "k", clock, LockConfig(ttl_s=3, wait_s=1, retry_s=0.1))
+    grant = lock.acquire(Work())
+    work = Work()
+    beat = Heartbeat(lock, grant, work)
+    assert beat.tick() and work.requests["UpdateItem"] == 0  # not due yet
+    clock.advance(1.0)
+    assert beat.tick() and work.requests["UpdateItem"] == 1
+    with beat.suspended():
+        clock.advance(5.0)  # due five times over, and past the TTL
+        assert beat.tick() and work.requests["UpdateItem"] == 1
+    assert beat.tick() and work.requests["UpdateItem"] == 2  # resumed: renews at once (nobody took it)
+    assert not grant.lost
+
+
+def test_a_pause_between_push_and_commit_freezes_the_heartbeat(aws):
+    """The holder freezes for longer than its TTL; its heartbeat renews nothing meanwhile (a frozen process
+    does not renew either), so another worker could take the lock."""
+    clock = SteppedClock()
+    be = make_backend("per-model", aws, clock=clock)
+    events: list[dict] = []
+    store = make_store(be, "w1", clock=clock, heartbeat=True, lock=LockConfig(ttl_s=3, wait_s=1, retry_s=0.1))
+    store.record = events.append
+    store.pauses = lambda point: 5.0 if point == "commit" else 0.0
+    steps: list = []
+    errors: list = []
+
+    def sync() -> None:
+        try:
+            store.sync_run("m", "get_uptime", 100, steps)
+        except Exception as e:  # noqa: BLE001 - re-raised in the test thread
+            errors.append(e)
+
+    t = threading.Thread(target=sync)
+    t.start()
+    try:
+        with clock.cv:  # both the paused holder and its heartbeat are asleep on the clock
+            assert clock.cv.wait_for(lambda: sum(w > clock.now() for w in clock.wakes.values()) == 2, 10)
+        start = clock.now()
+        for _ in range(19):  # 4.75 s of the 5 s pause
+            clock.advance(0.25)
+            assert clock.idle()
+        renewals_during = [e for e in events if e["type"] == "renew" and e["invoke_ms"] > start * 1000]
+        assert renewals_during == []
+        clock.advance(0.5)  # the pause ends: the sync commits and releases
+        t.join(10)
+    finally:
+        clock.advance(60)
+    assert not errors and not t.is_alive()
+    pause = next(e for e in events if e["type"] == "pause")
+    assert pause["end_ms"] - pause["start_ms"] >= 5000 and pause["point"] == "commit"
+    assert [e["type"] for e in events if e["type"] in ("grant", "pause", "commit", "release")] == [
+        "grant", "pause", "commit", "release"]
+
+
+def test_pauses_come_from_the_scenario_with_their_probability(aws, clock):
+    be = make_backend("per-model", aws, clock=clock)
+    always = scenario.parse({"fidelity": {"pauses": {"probability": 1.0, "duration": "2s"}}}, "x.toml")
+    lw = SeedWorker(always, be, process="local", user="w0", clock=clock, seed=1)
+    assert lw.store.pauses("commit") == 2.0 and lw.store.pauses("elsewhere") == 0.0
+    never = SeedWorker(scenario.parse({}, "x.toml"), be, process="local", user="w1", clock=clock, seed=1)
+    assert never.store.pauses is None
+    some = SeedWorker(scenario.parse({"fidelity": {"pauses": {"probability": 0.25, "duration": "1s"}}}, "x.toml"),
+                      be, process="local", user="w2", clock=clock, seed=7)
+    share = sum(some.store.pauses("commit") > 0 for _ in range(4000)) / 4000
+    assert share == pytest.approx(0.25, abs=0.03)
+
+
+def test_iteration_outcome_carries_the_history(aws, clock):
+    sc = scenario.parse({"datastore": {"fencing": False}, "workload": {"shared_models": True,
+                                                                       "models_per_worker": 2}}, "x.toml")
+    lw = SeedWorker(sc, make_backend("per-model", aws, clock=clock), process="worker-3", user="w3-0", clock=clock,
+                    seed=1)
+    from dataclasses import replace
+
+    lw.store.cfg = replace(lw.store.cfg, heartbeat=False)
+    out = lw.run_once()
+    assert out.row["ok"] and out.row["model_id"] == "shared-m0"
+    assert [e["type"] for e in out.events] == ["grant", "commit", "release"]
+    assert {(e["worker"], e["user"], e["iteration"]) for e in out.events} == {("worker-3", "w3-0", 0)}
+    commit = out.events[1]
+    assert commit["ok"] and commit["fencing"] is False and len(commit["writes"]) == 5 and commit["seq"] == 1
+    assert lw.run_once().events[0]["iteration"] == 1 and lw.events == []
+
+
+@pytest.mark.parametrize("table,message", [
+    ({"fidelity": {"pauses": {"probability": 1.5, "duration": "1s"}}}, "probability must be between 0 and 1"),
+    ({"fidelity": {"pauses": {"probability": 0.5}}}, "duration must be positive"),
+    ({"fidelity": {"pauses": {"probability": 0.5, "duration": "1s", "jitter": 1}}}, "jitter is not a known key"),
+    ({"datastore": {"fencing": "yes"}}, "datastore.fencing must be true or false"),
+    ({"checks": {"safety": 1}}, "checks.safety must be true or false"),
+    ({"workload": {"shared_models": "no"}}, "workload.shared_models must be true or false"),
+    ({"datastore": {"lock_scope": "model"}}, 'lock_scope "model" is not supported'),
+])
+def test_bad_safety_knobs_are_one_line_errors(table, message):
+    with pytest.raises(HarnessError) as err:
+        scenario.parse(table, "x.toml")
+    assert message in str(err.value) and "\n" not in str(err.value)
+
+
+def test_the_shipped_scenario_spells_fencing_out():
+    text = (scenario.resolve("lock-safety")).read_text()
+    assert "\nfencing = true" in text
+    sc = scenario.load("lock-safety")
+    assert sc.datastore.fencing and sc.checks.safety and sc.workload.shared_models
+    assert sc.fidelity.pauses.duration_s > sc.lock.ttl_s > 0 and 0 < sc.fidelity.pauses.probability < 1
+    assert sc.datastore.lock_scope == "datastore" and sc.datastore.namespaces == "shared"
