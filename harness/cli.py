@@ -158,7 +158,7 @@ def _check_seed_dir(args: argparse.Namespace) -> None:
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
-    from harness.load.launcher import EXIT_CHECKS_FAILED, RunOptions, run
+    from harness.commands.run import EXIT_CHECKS_FAILED, RunOptions, run
 
     _check_seed_dir(args)
     res = run(RunOptions(
@@ -237,14 +237,14 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "check":
             return _cmd_check(args)
         if args.command == "worker":
-            from harness.load.distributed import exec_worker
+            from harness.commands.distributed import exec_worker
 
             return exec_worker(args.master_host, args.master_port, args.processes)
         if args.command == "standin":
-            from harness.load.distributed import serve_standin
+            from harness.commands.distributed import serve_standin
 
             return serve_standin(args.host, args.port)
-        from harness.pacing import commands
+        from harness.commands import bulk as commands
 
         if getattr(args, "aws", False):
             import os

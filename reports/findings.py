@@ -116,7 +116,7 @@ def _checks(rows: pd.DataFrame, info: dict) -> list[dict[str, Any]] | None:
     scenario = info.get("scenario")
     if not isinstance(scenario, dict) or not isinstance(scenario.get("checks"), dict):
         return None
-    from harness.load.checks import results
+    from reports.checks import results
 
     return [r.as_dict() for r in results(rows, scenario["checks"], info)]
 

@@ -8,9 +8,9 @@ import sys
 
 import pytest
 
+from harness.commands import run as launcher
+from harness.commands.distributed import LOCUSTFILE, worker_command
 from harness.errors import HarnessError
-from harness.load import launcher
-from harness.load.distributed import LOCUSTFILE, worker_command
 from harness.load.web import login
 
 

@@ -187,7 +187,7 @@ def test_safety_incomplete_processes_and_stand_in_are_shown(tmp_path):
 
 
 def test_checks_use_the_reports_numbers_and_catch_a_hang_at_the_end(tmp_path):
-    from harness.load.checks import evaluate
+    from reports.checks import evaluate
 
     checks = {"max_failure_ratio": 0.5, "min_rate_last_window": 1.0, "window_s": 10.0}
     rows = make_rows(workers=4, duration_s=120.0, rate=lambda t: np.where(t < 100, 1.25, 0.0))

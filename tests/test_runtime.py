@@ -110,7 +110,7 @@ def test_each_web_test_is_checked_with_the_scenario_it_ran(tmp_path):
     """A session's tests keep their own scenario's checks (the form may have chosen another scenario)."""
     import time
 
-    from harness.load.launcher import _results
+    from harness.commands.run import _results
     from harness.record import runinfo
     from harness.record.writer import ShardWriter
 

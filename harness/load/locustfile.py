@@ -31,6 +31,7 @@ from harness.aws import standin
 from harness.aws.clients import make_clients
 from harness.aws.endpoints import any_endpoint_configured
 from harness.aws.moto_server import DUMMY_CREDENTIALS
+from harness.datastore.seed_state import load_state
 from harness.errors import HarnessError
 from harness.load import scenario as scenarios
 from harness.load.iteration import SeedWorker
@@ -46,7 +47,6 @@ from harness.load.process import (
     load_scenario,
 )
 from harness.load.session import GENERATOR_EVERY_S, Session, install_signal_notes
-from harness.pacing.sources import load_state
 
 log = logging.getLogger("harness")
 

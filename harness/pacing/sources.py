@@ -9,7 +9,6 @@ from __future__ import annotations
 import hashlib
 import json
 import random
-import sqlite3
 import threading
 from pathlib import Path
 from typing import Any
@@ -19,10 +18,11 @@ from botocore.exceptions import ClientError
 from harness.aws.capacity import item_size, write_units_for_size
 from harness.aws.instrument import recording
 from harness.clock import FakeClock, SystemClock
-from harness.datastore.backends.base import Backend, FileMeta
+from harness.datastore.backends.base import Backend
 from harness.datastore.backends.dynamodb import DynamoBackend
 from harness.datastore.catalog import Catalog
 from harness.datastore.lock import Heartbeat, Lock, LockConfig, LockGrant
+from harness.datastore.seed_state import write_state
 from harness.datastore.sync import Datastore, SyncConfig
 from harness.datastore.work import Work
 
@@ -145,38 +145,6 @@ class SeedSource:
             self._grants.clear()
         for ns, store in self.stores.items():
             write_state(self.state_dir, ns, store)
-
-
-def state_paths(state_dir: Path, ns: str | None) -> tuple[Path, Path]:
-    name = ns or "_shared"
-    return state_dir / f"{name}.catalog.sqlite", state_dir / f"{name}.local.json"
-
-
-def write_state(state_dir: Path, ns: str | None, store: Datastore) -> None:
-    state_dir.mkdir(parents=True, exist_ok=True)
-    cat_path, local_path = state_paths(state_dir, ns)
-    cat_path.unlink(missing_ok=True)
-    dst = sqlite3.connect(cat_path)
-    store.catalog.db.backup(dst)
-    dst.close()
-    local = {**store.local, **store.staged}
-    local_path.write_text(json.dumps({
-        "watermark_ms": max((m.updated_at_ms for m in local.values()), default=0),
-        "files": [[m.rel_path, m.size, m.digest, m.updated_at_ms, m.version] for m in local.values()]}))
-
-
-def load_state(state_dir: str | Path, store: Datastore) -> bool:
-    """Start a worker where the seed left its namespace: its catalog rows and its local view."""
-    cat_path, local_path = state_paths(Path(state_dir), store.ns)
-    if not cat_path.exists() or not local_path.exists():
-        return False
-    src = sqlite3.connect(cat_path)
-    src.backup(store.catalog.db)
-    src.close()
-    doc = json.loads(local_path.read_text())
-    store.local = {f[0]: FileMeta(*f) for f in doc["files"]}
-    store.watermark_ms = doc["watermark_ms"]
-    return True
 
 
 class CleanupSource:

@@ -1,6 +1,6 @@
 """The other two processes of a run spread over machines: ``harness worker`` and ``harness standin``.
 
-``harness run SCENARIO --master`` (launcher.py) supervises the Locust master
+``harness run SCENARIO --master`` (run.py) supervises the Locust master
 and builds the report. A worker needs nothing but where the master is: the
 scenario, backend, run id, table and bucket ride Locust's spawn messages from
 the master, and the endpoints and credentials come from the worker's own
@@ -24,7 +24,7 @@ from pathlib import Path
 
 from harness.errors import HarnessError
 
-LOCUSTFILE = Path(__file__).with_name("locustfile.py")
+LOCUSTFILE = Path(__file__).parents[1] / "load" / "locustfile.py"
 
 
 def worker_command(master_host: str, master_port: int, processes: int = 1) -> list[str]:

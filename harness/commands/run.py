@@ -40,14 +40,14 @@ from harness.aws.endpoints import Endpoints, any_endpoint_configured
 from harness.aws.fidelity.latency import load_profile
 from harness.aws.moto_server import DUMMY_CREDENTIALS
 from harness.errors import HarnessError
-from harness.load import checks as run_checks
 from harness.load import runtime
 from harness.load import scenario as scenarios
 from harness.record import runinfo
 from harness.record.reader import count_rows, read_rows, shard_paths
 from harness.safety import run as safety_run
+from reports import checks as run_checks
 
-LOCUSTFILE = Path(__file__).with_name("locustfile.py")
+LOCUSTFILE = Path(__file__).parents[1] / "load" / "locustfile.py"
 EXIT_CHECKS_FAILED = 3
 GRACE_S = 60.0  # past the run time, Locust gets this long to stop before it is ended
 PROGRESS_EVERY_S = 10.0
@@ -443,7 +443,8 @@ def _results(run_dir: Path, exit_code: int, signalled: str | None, safety_failed
 def _seed(opts: RunOptions, sc: scenarios.Scenario, endpoints: Endpoints, resources: runtime.Resources,
           run_dir: Path) -> Path:
     """Pre-age the datastore (a paced job) so the load starts where a long run would be after hours."""
-    from harness.pacing import commands, jobs
+    from harness.commands import bulk as commands
+    from harness.pacing import jobs
     from harness.pacing.journal import Journal
 
     if sc.backend != "dynamodb":
@@ -472,7 +473,8 @@ class _BackgroundJob:
                  run_dir: Path) -> None:
         import threading
 
-        from harness.pacing import commands, jobs
+        from harness.commands import bulk as commands
+        from harness.pacing import jobs
         from harness.pacing.journal import Journal
         from harness.pacing.sources import FillSource
 

@@ -1,0 +1,6 @@
+"""The top layer: who starts what (``harness run``, the bulk jobs, ``harness worker`` / ``standin``).
+
+These modules may import every layer below them (load, pacing, datastore,
+aws, record, safety); nothing below imports them, so the load layer and the
+pacing layer stay independent of each other (tests/test_safety_layering.py).
+"""
