@@ -71,10 +71,12 @@ def summary_row(run_dir: Path) -> dict[str, str]:
         best = max(counts.items(), key=lambda kv: kv[1].get("growth") or 0, default=None)
         grew = f"({best[1].get('label', best[0])} x{best[1]['growth']:.1f})" if best and best[1].get("growth") else "-"
     probe = f.get("probe") or {}
-    if probe:
+    if probe and probe.get("first_ms") is not None and probe.get("last_ms") is not None:
         slowed = probe.get("backend_slowed", probe.get("slowed"))
-        probe_txt = (f"{probe.get('first_ms', float('nan')):.1f} -> {probe.get('last_ms', float('nan')):.1f} ms"
+        probe_txt = (f"{probe['first_ms']:.1f} -> {probe['last_ms']:.1f} ms"
                      + (" slowed" if slowed else " flat" if slowed is not None else ""))
+    elif probe:
+        probe_txt = "too few samples"  # a short run: the report did not compare the probe's ends
     else:
         probe_txt = "-"
     start, floor = fleet.get("start_rate"), fleet.get("floor_rate")

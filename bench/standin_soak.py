@@ -11,7 +11,7 @@ Usage:
   python bench/standin_soak.py --duration 30m --out /tmp/soak         # the soak (about 31 minutes)
   python bench/standin_soak.py --duration 60s --every 5 --settle 20s  # short mode (CI / a smoke check)
   python bench/standin_soak.py --from /tmp/soak/soak.csv              # print a finished soak again
-  python bench/standin_soak.py --quick                                # 25 s, 2 workers: the figures print,
+  python bench/standin_soak.py --quick                                # 16 s, 2 workers: the figures print,
                                                                       # the growth verdict is not gated
 """
 
@@ -141,11 +141,11 @@ def main() -> int:
     ap.add_argument("--out", help="directory for soak.csv and the run (default: a new temporary one)")
     ap.add_argument("--from", dest="from_csv", help="print a finished soak's soak.csv")
     ap.add_argument("--quick", action="store_true",
-                    help="25 s, a sample every 2 s, growth after 10 s, 2 workers; exit 0 whatever the growth "
+                    help="16 s, a sample every 2 s, growth after 6 s, 2 workers; exit 0 whatever the growth "
                          "(too short to judge a leak: a smoke check that the soak and its figures work)")
     args = ap.parse_args()
     if args.quick:
-        args.duration, args.every, args.settle, args.workers = "25s", 2.0, "10s", 2
+        args.duration, args.every, args.settle, args.workers = "16s", 2.0, "6s", 2
     settle_s = parse_duration(args.settle)
     if args.from_csv:
         return 0 if report(read_csv(Path(args.from_csv)), settle_s) else 1

@@ -40,9 +40,9 @@ def test_standin_soak_quick_samples_every_process_and_prints_growth(tmp_path):
                            "--out", str(tmp_path)], cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     samples = (tmp_path / "soak.csv").read_text().splitlines()
-    assert samples[0] == "t,dynalite,moto,locust" and len(samples) >= 6  # 25 s, a sample every 2 s
+    assert samples[0] == "t,dynalite,moto,locust" and len(samples) >= 4  # 16 s, a sample every 2 s
     for role in ("moto", "locust"):  # each process's memory, measured, with its growth after the settle time
-        m = re.search(rf"^{role}: ([\d.]+) MB at 10 s -> ([\d.]+) MB at the end: ([-+][\d.]+) %", proc.stdout, re.M)
+        m = re.search(rf"^{role}: ([\d.]+) MB at 6 s -> ([\d.]+) MB at the end: ([-+][\d.]+) %", proc.stdout, re.M)
         assert m and float(m[1]) > 10 and float(m[2]) > 10, proc.stdout
     assert "harness run exited 0" in proc.stdout
 

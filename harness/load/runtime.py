@@ -26,6 +26,7 @@ from harness.datastore.backends.base import Backend
 from harness.datastore.backends.dynamodb import GSI_KEYS, TABLE_KEYS, DynamoBackend
 from harness.datastore.backends.s3 import S3Backend
 from harness.errors import HarnessError
+from harness.load.greenlets import executor_for_this_process
 from harness.load.scenario import Scenario
 
 OWNER_TAG = "harness:owner"
@@ -119,8 +120,10 @@ def build_backend(scenario: Scenario, clients: Clients, resources: Resources, ru
     tags = ownership_tags(run_id)
     if scenario.backend == "dynamodb":
         register_table(resources.table, *TABLE_KEYS, GSI_KEYS)  # so write units count the GSI from the first call
-        return DynamoBackend(clients.dynamodb, resources.table, scenario.datastore.gsi, tags=tags)
-    return S3Backend(clients.s3, resources.bucket, scenario.datastore.s3_index, prefix=resources.prefix, tags=tags)
+        return DynamoBackend(clients.dynamodb, resources.table, scenario.datastore.gsi, tags=tags,
+                             executor=executor_for_this_process())
+    return S3Backend(clients.s3, resources.bucket, scenario.datastore.s3_index, prefix=resources.prefix, tags=tags,
+                     executor=executor_for_this_process())
 
 
 def owner_tags(clients: Clients, backend: Backend) -> dict[str, str] | None:

@@ -9,13 +9,18 @@ process is gone reads ``Interrupted``.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import sqlite3
+import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
+
+T = TypeVar("T")
 
 DEFAULT_DIR_ENV = "HARNESS_JOBS_DIR"
 
@@ -82,8 +87,24 @@ def _alive(pid: int | None) -> bool:
         return True
 
 
+def _serialized(method: Callable[..., T]) -> Callable[..., T]:
+    """One statement (or transaction) on the shared connection at a time."""
+
+    @functools.wraps(method)
+    def locked(self: Journal, *args: Any, **kwargs: Any) -> T:
+        with self._lock:
+            return method(self, *args, **kwargs)
+
+    return locked
+
+
 class Journal:
+    """The jobs' checkpoints. Jobs in several threads of one process share one connection (two jobs on one
+    table, a background load beside a run), so every use of it is serialized: interleaved on one connection,
+    one thread's ``with self.db`` commits or rolls back another's transaction."""
+
     def __init__(self, path: str | Path | None = None) -> None:
+        self._lock = threading.RLock()
         self.path = Path(path) if path else default_path()
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self.db = sqlite3.connect(self.path, check_same_thread=False, timeout=30)
@@ -92,6 +113,7 @@ class Journal:
         self.db.executescript(_SCHEMA)
         self.db.commit()
 
+    @_serialized
     def create(self, job_id: str, kind: str, params: dict, total: int, table: dict | None,
                endpoint: str | None) -> None:
         now = time.time()
@@ -104,11 +126,13 @@ class Journal:
              endpoint, total, os.getpid(), now, now))
         self.db.commit()
 
+    @_serialized
     def get(self, job_id: str) -> JobRow | None:
         cur = self.db.execute("SELECT * FROM jobs WHERE id=?", (job_id,))
         row = cur.fetchone()
         return self._row(cur, row) if row else None
 
+    @_serialized
     def all(self) -> list[JobRow]:
         cur = self.db.execute("SELECT * FROM jobs ORDER BY created_at")
         return [self._row(cur, r) for r in cur.fetchall()]
@@ -120,9 +144,11 @@ class Journal:
         d["key_schema"] = json.loads(d["key_schema"]) if d["key_schema"] else None
         return JobRow(**d)
 
+    @_serialized
     def done_indexes(self, job_id: str) -> set[int]:
         return {r[0] for r in self.db.execute("SELECT idx FROM items WHERE job_id=? AND status='ok'", (job_id,))}
 
+    @_serialized
     def record(self, job_id: str, results: list[tuple[int, str, str | None]], progress: dict[str, Any]) -> None:
         """Commit a batch of item results and the job's counters in one transaction."""
         with self.db:
@@ -132,11 +158,13 @@ class Journal:
             self.db.execute(f"UPDATE jobs SET {sets}, updated_at=? WHERE id=?",
                             (*progress.values(), time.time(), job_id))
 
+    @_serialized
     def set_state(self, job_id: str, state: str, reason: str | None = None, pid: int | None = None) -> None:
         with self.db:
             self.db.execute("UPDATE jobs SET state=?, reason=?, pid=?, updated_at=? WHERE id=?",
                             (state, reason, pid if pid is not None else os.getpid(), time.time(), job_id))
 
+    @_serialized
     def counts(self, job_id: str) -> tuple[int, int]:
         ok = self.db.execute("SELECT COUNT(*) FROM items WHERE job_id=? AND status='ok'", (job_id,)).fetchone()[0]
         bad = self.db.execute("SELECT COUNT(*) FROM items WHERE job_id=? AND status='failed'", (job_id,)).fetchone()[0]

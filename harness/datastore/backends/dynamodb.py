@@ -57,7 +57,7 @@ import contextvars
 import random
 import uuid
 from collections.abc import Callable, Iterable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Executor, ThreadPoolExecutor
 from typing import Any
 
 from botocore.exceptions import ClientError
@@ -204,7 +204,7 @@ class DynamoBackend:
     def __init__(self, client: Any, table: str, gsi_layout: str = "per-model", *,
                  clock: Clock | None = None, billing: str = "on-demand",
                  provisioned: tuple[int, int] = (1000, 1000), tags: dict[str, str] | None = None,
-                 create: bool = True, pull_concurrency: int = 8) -> None:
+                 create: bool = True, pull_concurrency: int = 8, executor: Executor | None = None) -> None:
         if gsi_layout not in GSI_LAYOUTS:
             raise ConfigError(f"unknown GSI layout {gsi_layout!r}: choose one of {', '.join(GSI_LAYOUTS)}")
         if billing not in ("on-demand", "provisioned"):
@@ -214,7 +214,9 @@ class DynamoBackend:
         self.billing, self.provisioned, self.tags, self.create = billing, provisioned, tags or {}, create
         self.lock_store = DynamoLockStore(client, table)
         self._known_partitions: set[str] = set()
-        self._pool = ThreadPoolExecutor(max_workers=pull_concurrency, thread_name_prefix="ddb-pool")
+        # Concurrent reads and conditional writes run on ``executor``: threads by default; the caller passes a
+        # greenlet pool where threads are gevent's (a killed Locust user must not corrupt a thread pool's locks).
+        self._pool = executor or ThreadPoolExecutor(max_workers=pull_concurrency, thread_name_prefix="ddb-pool")
         self._rng = random.Random()
         self.notes: list[str] = []  # what the endpoint lacks that the harness can do without (said once, by the caller)
 

@@ -41,7 +41,7 @@ import json
 import uuid
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Executor, ThreadPoolExecutor
 from typing import Any
 
 from botocore.exceptions import ClientError
@@ -193,7 +193,7 @@ class S3Backend:
 
     def __init__(self, client: Any, bucket: str, index: str = "sharded", *, prefix: str = "",
                  clock: Clock | None = None, tags: dict[str, str] | None = None, create: bool = True,
-                 read_concurrency: int = 8) -> None:
+                 read_concurrency: int = 8, executor: Executor | None = None) -> None:
         if index not in INDEX_KINDS:
             raise ConfigError(f"unknown S3 index kind {index!r}: choose one of {', '.join(INDEX_KINDS)}")
         self.client, self.bucket, self.index = client, check_bucket_name(bucket), index
@@ -201,7 +201,8 @@ class S3Backend:
         self.tags, self.create = tags or {}, create
         self.objects = S3Objects(client, bucket, prefix)
         self.lock_store = S3LockStore(self.objects)
-        self._pool = ThreadPoolExecutor(max_workers=read_concurrency, thread_name_prefix="s3-pool")
+        # threads by default; a greenlet pool where threads are gevent's (see DynamoBackend)
+        self._pool = executor or ThreadPoolExecutor(max_workers=read_concurrency, thread_name_prefix="s3-pool")
 
     def datastore_lock_key(self) -> str:
         return ".datastore.lock"
