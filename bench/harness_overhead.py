@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -106,9 +107,17 @@ def locust_rate(users: int, seconds: int) -> tuple[float, float]:
                "-u", str(users), "-r", str(users), "-t", f"{seconds}s", "--scenario", SCENARIO,
                "--run-dir", f"{tmp}/run", "--exit-code-on-error", "0", "--only-summary"]
         t = time.time()
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
         with open(f"{tmp}/locust.out", "wb") as out:
             proc = subprocess.Popen(cmd, env=env, stdout=out, stderr=subprocess.STDOUT)
-            _, status, usage = os.wait4(proc.pid, 0)
+            try:
+                status = proc.wait(timeout=seconds + 120)  # bounded: a Locust that does not stop is an error
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+                tail = Path(tmp, "locust.out").read_text(errors="replace")[-2000:]
+                raise SystemExit(f"the Locust run did not stop within {seconds + 120} s:\n{tail}") from None
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
         wall = time.time() - t
         shards = list(Path(tmp, "run", "iterations").glob("*.parquet"))
         if not shards:
@@ -116,7 +125,8 @@ def locust_rate(users: int, seconds: int) -> tuple[float, float]:
             raise SystemExit(f"the Locust run recorded no iterations (exit status {status}):\n{tail}")
         rows = pd.read_parquet(f"{tmp}/run/iterations", columns=["ts_start", "ts_end", "ok"])
         span = (rows["ts_end"].max() - rows["ts_start"].min()).total_seconds()
-        return len(rows) / span, (usage.ru_utime + usage.ru_stime) / wall
+        cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+        return len(rows) / span, cpu / wall
 
 
 def main() -> None:

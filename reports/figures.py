@@ -45,6 +45,16 @@ def _outside_legend(ax: plt.Axes, **kw: Any) -> None:
         ax.legend(handles, labels, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0, fontsize=8, **kw)
 
 
+
+def _finish(ax: Any, title: str, ylabel: str, span_s: float) -> None:
+    """The common frame of a time-series panel: title, axes labels, zero floor, grid, legend outside."""
+    ax.set_title(title)
+    ax.set_ylabel(ylabel)
+    ax.set_xlabel(_scale(span_s)[1])
+    ax.set_ylim(bottom=0)
+    ax.grid(alpha=0.3)
+    _outside_legend(ax)
+
 def _fig(nrows: int, ncols: int, w: float, h: float, legend: bool = True, suptitle: bool = False,
          left_in: float = 1.0, hspace: float = 0.35, wspace: float = 0.3, **kw: Any) -> tuple[plt.Figure, Any]:
     """A figure with fixed margins in inches (a layout engine costs seconds per figure on a million rows'
@@ -112,12 +122,7 @@ def failures(table: pd.DataFrame, span_s: float, title: str, path: Path) -> Path
     kinds = list(table.columns)
     ax.stackplot(x, *[table[k].to_numpy() for k in kinds], labels=[k.replace("_", " ") for k in kinds],
                  colors=[ERROR_COLORS.get(k, "#7f7f7f") for k in kinds], alpha=0.85, step="post")
-    ax.set_title(f"{title}: failed iterations by kind")
-    ax.set_ylabel("failed iterations/s")
-    ax.set_xlabel(_scale(span_s)[1])
-    ax.set_ylim(bottom=0)
-    ax.grid(alpha=0.3)
-    _outside_legend(ax)
+    _finish(ax, f"{title}: failed iterations by kind", "failed iterations/s", span_s)
     return _save(fig, path)
 
 
@@ -134,12 +139,7 @@ def step_time(steps: pd.DataFrame, span_s: float, title: str, path: Path) -> Pat
         ax.fill_between(x, np.where(gap, np.nan, base), np.where(gap, np.nan, top), step="mid",
                         color=cmap(i % 10), alpha=0.85, linewidth=0, label=STEP_LABELS.get(c, c))
         base = top
-    ax.set_title(f"{title}: where a successful iteration's time goes")
-    ax.set_ylabel("mean ms per successful iteration")
-    ax.set_xlabel(_scale(span_s)[1])
-    ax.set_ylim(bottom=0)
-    ax.grid(alpha=0.3)
-    _outside_legend(ax)
+    _finish(ax, f"{title}: where a successful iteration's time goes", "mean ms per successful iteration", span_s)
     return _save(fig, path)
 
 

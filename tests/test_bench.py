@@ -7,7 +7,9 @@ the full runs, on a quiet machine.
 
 from __future__ import annotations
 
+import os
 import re
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -21,8 +23,16 @@ pytestmark = pytest.mark.bench
 
 
 def _quick(script: str, timeout: float = 240) -> str:
-    p = subprocess.run([sys.executable, str(ROOT / "bench" / script), "--quick"], capture_output=True, text=True,
-                       timeout=timeout, cwd=ROOT)
+    """Run a bench's quick mode in its own process group: a timeout ends the bench and what it started."""
+    proc = subprocess.Popen([sys.executable, str(ROOT / "bench" / script), "--quick"], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, cwd=ROOT, start_new_session=True)
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        out, err = proc.communicate()
+        raise AssertionError(f"{script} --quick did not finish in {timeout:g} s:\n{out}\n{err}") from None
+    p = subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
     assert p.returncode == 0, p.stdout + p.stderr
     assert "Traceback" not in p.stderr, p.stderr
     return p.stdout
