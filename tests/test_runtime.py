@@ -133,3 +133,19 @@ def test_each_web_test_is_checked_with_the_scenario_it_ran(tmp_path):
     (line,) = res.failed_checks
     assert line.startswith("test 002: failure ratio 50.0% (5 of 10;") and line.endswith("above the allowed 10.0%")
     assert [p.name for p in res.to_report] == ["001", "002"]
+
+
+def test_a_run_with_a_lost_worker_is_not_safety_checked_against_its_partial_history(tmp_path):
+    """The lost worker's acknowledged commits are in the table but not in the history: checking would call
+    them phantom writes and blame the datastore. The run says it could not check instead."""
+    import json
+
+    from harness.commands.run import _check_safety
+
+    (tmp_path / "run.json").write_text(json.dumps({
+        "scenario": {"checks": {"safety": True}},
+        "incomplete": [{"process": "worker-1", "reason": "killed or lost"}]}))
+    assert _check_safety(tmp_path, backend=None) == [
+        "safety: could not check: the history is incomplete (worker-1 lost before its last report)"]
+    (tmp_path / "run.json").write_text(json.dumps({"scenario": {"checks": {"safety": False}}, "incomplete": []}))
+    assert _check_safety(tmp_path, backend=None) == []

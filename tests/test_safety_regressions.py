@@ -393,3 +393,33 @@ def test_a_stale_upload_never_replaces_the_content_of_a_newer_sealed_entry(aws, 
     report = check(events, snapshot(b_be))
     assert report["corrupt"] == 0, report["details"]["corrupt"]
     assert report["violations"] == 0 and report["acknowledged"] == 3
+
+
+class _Killed(BaseException):
+    """What Locust raises in a user it stops (GreenletExit is a BaseException too)."""
+
+
+@pytest.mark.parametrize("interrupt", [_Killed, RuntimeError])
+def test_a_commit_interrupted_mid_write_keeps_its_id_pending_so_late_writes_stay_invisible(aws, clock, interrupt):
+    """Review finding: a user killed while its entry writes were in flight undid what had landed and dropped
+    its pending id at once, so a write that landed later carried a non-pending id and became visible with the
+    next holder's seal. Interrupted, the id now stays pending; an ordinary failure still drops it."""
+    be = make_backend("per-model", aws, clock=clock)
+    key = ".locks/w1.lock"
+    grant = Lock(be.lock_store, key, clock, LOCK).acquire(Work())
+    entries = [FileMeta(f"w1/data/system/m/x/{i}/raw", 10, "d", 1_700_000_000_000 + i, 1) for i in range(3)]
+    real = be._parallel
+
+    def parallel(fn, items, work):
+        if items and isinstance(items[0], tuple):  # the commit's entry writes: one lands, then the interruption
+            real(fn, items[:1], work)
+            raise interrupt("stopped")
+        return real(fn, items, work)
+
+    be._parallel = parallel
+    with pytest.raises(interrupt):
+        be.commit("w1", entries, grant, Work())
+    be._parallel = real
+    pending = be.lock_store.state(key, Work()).pending
+    assert bool(pending) is (interrupt is _Killed), pending
+    assert be.lookup([m.rel_path for m in entries], Work()) == {}  # nothing of it is visible either way

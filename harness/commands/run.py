@@ -417,6 +417,10 @@ def _check_safety(run_dir: Path, backend: Any) -> list[str]:
     if len(tests) > 1:
         return [f"safety: could not check: the session's {len(tests)} tests share one table (run one test per "
                 "session, or headless, to check it)"]
+    lost = [x.get("process", "?") for x in tests[0][2].get("incomplete") or []]
+    if lost:  # their acknowledged commits are in the table but not in the history: they would read as phantom
+        return [f"safety: could not check: the history is incomplete ({', '.join(lost)} lost before its last "
+                "report)"]
     return safety_run.after_run(wanted[0], backend, True)
 
 

@@ -12,6 +12,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from botocore.exceptions import BotoCoreError, ClientError
+
 from harness.errors import HarnessError
 from harness.safety.checker import check
 from harness.safety.history import read_events
@@ -68,6 +70,6 @@ def after_run(run_dir: str | Path, backend: Any, enabled: bool) -> list[str]:
         return []
     try:
         report = capture_and_check(run_dir, backend)
-    except HarnessError as e:
-        return [f"safety: could not check: {e}"]
+    except (HarnessError, BotoCoreError, ClientError, OSError) as e:  # the run's record and cleanup go on
+        return [f"safety: could not check: {str(e).splitlines()[0] if str(e) else type(e).__name__}"]
     return failed_checks(report)

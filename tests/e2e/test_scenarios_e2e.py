@@ -126,8 +126,9 @@ def test_shared_lock_waits_and_times_out(run_scenario, backend):
         # changes that), so it is compared with the index's size at that moment, not with earlier pulls.
         reads, sizes = _index_reads_and_sizes(d)
         late = [(r, n) for r, n in zip(reads, sizes, strict=True) if n >= 40]  # big enough to tell the two apart
-        if len(late) >= 3:  # (a machine too busy for 8 commits in the run leaves nothing to compare)
-            assert median(r for r, _ in late) < 0.5 * median(n for _, n in late), late
+        if len(late) < 3:  # everything above was checked; this part needs a bigger index
+            pytest.skip(f"too few commits on this (busy) machine to compare pull reads with the index: {sizes}")
+        assert median(r for r, _ in late) < 0.5 * median(n for _, n in late), late
 
 
 @pytest.mark.parametrize("backend", BACKENDS)

@@ -682,6 +682,7 @@ class _FencedCommit:
         self.unknown: set[str] = set()  # paths whose write may have landed although we saw an error
         self.replaced: dict[str, dict] = {}  # removals: path -> the version our tombstone hid
         self.claimed = False
+        self.abandoned = False  # interrupted mid-write: calls it started may still land after the undo
 
     def _fenced(self, why: str) -> FencedError:
         return FencedError(f"commit rejected: lock {self.grant.key} (fence {self.grant.fence}) {why}")
@@ -702,7 +703,9 @@ class _FencedCommit:
             self.work.index_entries_written += len(upserts)
             self.work.items_written += len(self.sent)
             self._check_live()
-        except BaseException:
+        except BaseException as e:
+            if not isinstance(e, Exception):  # interrupted (a killed Locust user): writes it started may still
+                self.abandoned = True  # land, so its id stays pending and they stay invisible
             self._undo()
             raise
         try:
@@ -812,7 +815,7 @@ class _FencedCommit:
         undo_work = Work()
         try:
             self.be._parallel(lambda rel, w: self._restore(rel, w), list(self.sent), undo_work)
-            if not self.unknown:  # nothing of ours can still land: the id need not stay pending
+            if not self.unknown and not self.abandoned:  # nothing of ours can still land: drop the pending id
                 self.be.client.update_item(TableName=self.be.table, Key=self.lock_key,
                                            UpdateExpression="DELETE pending :c",
                                            ExpressionAttributeValues={":c": {"SS": [self.cid]}})
