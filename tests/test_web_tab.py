@@ -9,7 +9,7 @@ from harness.load import scenario as scenarios
 from harness.load.web import form
 from harness.load.web.live import REPORT_STEPS, Summary
 from harness.load.web.stats import TOTAL_LABEL, stats_for_ui
-from harness.load.web.tab import modelled_capacity, probe_view, table
+from harness.load.web.tab import modelled_capacity, probe_row, probe_view, table
 
 
 def _entry(name: str, n: int, failures: int = 0, rps: float = 1.0) -> dict:
@@ -62,11 +62,17 @@ def test_provisioned_and_scaled_capacity():
     assert modelled_capacity(scenarios.load("namespaced").fidelity.resolve("aws")) is None
 
 
-def test_probe_view_compares_the_last_sample_with_the_first(tmp_path):
+def test_probe_view_compares_thirds_of_one_operation(tmp_path):
     p = tmp_path / "probes.csv"
     assert probe_view(p) is None
-    p.write_text("ts,op,ms\n1,GetItem,2.0\n2,GetItem,3.0\n3,GetItem,2.5\n4,GetItem,9.0\n")
-    assert probe_view(p) == {"op": "GetItem", "last_ms": 9.0, "first_ms": 2.5, "samples": 4}
+    # a Query that costs more, interleaved: it must not be mixed in; one slow GetItem at the end moves nothing
+    get = [2.0, 3.0, 2.5, 2.0, 9.0, 9.5, 9.0, 8.0, 40.0]
+    rows = [f"{i},GetItem,{ms}\n{i},Query,{ms * 10}\n" for i, ms in enumerate(get)] + ["9,GetItem,2.0\n"]
+    p.write_text("ts,op,ms\n" + "".join(rows))
+    assert probe_view(p) == {"op": "GetItem", "last_ms": 8.0, "first_ms": 2.5, "samples": 10}
+    p.write_text("ts,op,ms\n1,GetItem,2.0\n2,GetItem,3.0\n3,GetItem,9.0\n")
+    assert probe_view(p) == {"op": "GetItem", "last_ms": 3.0, "first_ms": None, "samples": 3}
+    assert probe_row(probe_view(p))["test"] == "too few samples to compare"
 
 
 def test_the_form_offers_known_scenarios_and_keeps_owned_options_fixed():

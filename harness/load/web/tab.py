@@ -55,8 +55,13 @@ def modelled_capacity(cfg: FidelityConfig | None) -> Capacity | None:
     return Capacity(read=limit("read"), write=limit("write"), basis=f"{basis}{scaled}")
 
 
-def probe_view(path: Path, first_n: int = 3) -> dict | None:
-    """The stand-in probe's latest sample against its first ones (None before two samples)."""
+def probe_view(path: Path, min_per_third: int = 3) -> dict | None:
+    """The stand-in probe so far, the way the report reads it: one operation (the most sampled), the median of
+    the first third of its samples against the median of the last third (None before any sample).
+
+    One sample against another would move with every scheduling hiccup, and the probe alternates operations of
+    different cost, so neither a single latest sample nor a mix of operations says whether the backend slowed.
+    """
     if not path.exists():
         return None
     try:
@@ -64,10 +69,16 @@ def probe_view(path: Path, first_n: int = 3) -> dict | None:
             samples = [(r.get("op", ""), float(r["ms"])) for r in csv.DictReader(f) if r.get("ms")]
     except (OSError, ValueError, KeyError):
         return None
-    if len(samples) < 2:
+    if not samples:
         return None
-    first = statistics.median(ms for _, ms in samples[:max(1, min(first_n, len(samples) // 2))])
-    return {"op": samples[-1][0], "last_ms": samples[-1][1], "first_ms": first, "samples": len(samples)}
+    ops = [op for op, _ in samples]
+    op = max(set(ops), key=ops.count)
+    ms = [m for o, m in samples if o == op]
+    third = len(ms) // 3
+    if third < min_per_third:
+        return {"op": op, "last_ms": statistics.median(ms[-min_per_third:]), "first_ms": None, "samples": len(ms)}
+    return {"op": op, "last_ms": statistics.median(ms[-third:]), "first_ms": statistics.median(ms[:third]),
+            "samples": len(ms)}
 
 
 def _rate(x: float) -> str:
@@ -131,13 +142,18 @@ def table(now: Summary, whole: Summary, *, capacity: Capacity | None, throttles_
     for c, (label, how) in COUNT_LABELS.items():
         rows.append({"metric": label[0].upper() + label[1:], "now": _num(now.counts[c]),
                      "test": _num(whole.counts[c]), "how": how})
-    if probe:
-        growth = probe["last_ms"] / probe["first_ms"] if probe["first_ms"] > 0 else float("inf")
-        rows.append({"metric": f"Stand-in probe ({probe['op']})", "now": _ms(probe["last_ms"]),
-                     "test": f"first {_ms(probe['first_ms'])}, x{growth:.2f}",
-                     "how": f"a constant-cost read every few seconds ({probe['samples']} samples): "
-                            "if it grows, the backend itself got slower"})
-    else:
-        rows.append({"metric": "Stand-in probe", "now": "–", "test": "–",
-                     "how": "a constant-cost read every few seconds (no samples yet, or no probe on this run)"})
+    rows.append(probe_row(probe))
     return rows
+
+
+def probe_row(probe: dict | None) -> dict:
+    """The harness tab's probe row (see ``probe_view``)."""
+    if not probe:
+        return {"metric": "Stand-in probe", "now": "–", "test": "–",
+                "how": "a constant-cost read every second (no samples yet, or no probe on this run)"}
+    first = probe["first_ms"]
+    test = ("too few samples to compare" if first is None
+            else f"first third {_ms(first)}, x{probe['last_ms'] / first:.2f}" if first > 0 else "–")
+    return {"metric": f"Stand-in probe ({probe['op']})", "now": _ms(probe["last_ms"]), "test": test,
+            "how": f"a constant-cost read every second, median of the last third of its {probe['samples']} "
+                   "samples against the first third: if it grows, the backend itself got slower"}
