@@ -76,8 +76,8 @@ def _index_reads_and_sizes(d):
     ok = d[d["ok"]].assign(pull_at=lambda x: x["ts_start"] + pd.to_timedelta(x["lock_wait_ms"], unit="ms"))
     commits = ok.sort_values("ts_end")
     committed = commits["index_entries_written"].cumsum().to_numpy()
-    ends = commits["ts_end"].to_numpy().astype("datetime64[ns]")
-    before = ends.searchsorted(ok.sort_values("pull_at")["pull_at"].to_numpy().astype("datetime64[ns]"))
+    ends = commits["ts_end"].dt.as_unit("ns").astype("int64").to_numpy()  # epoch ns: one unit, no time zone
+    before = ends.searchsorted(ok.sort_values("pull_at")["pull_at"].dt.as_unit("ns").astype("int64").to_numpy())
     sizes = [int(committed[i - 1]) if i else 0 for i in before]
     return _index_reads_in_pull_order(d), sizes
 
