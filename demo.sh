@@ -8,12 +8,7 @@
 set -euo pipefail
 cd "$(dirname "$0")"
 
-if [ ! -x .venv/bin/harness ]; then
-  python3 -m venv .venv
-  .venv/bin/python -m pip install --quiet --upgrade pip
-  .venv/bin/python -m pip install --quiet -c constraints.txt -e .  # the versions CI passed with
-fi
-if command -v npm >/dev/null && [ ! -d node_modules/dynalite ]; then
-  npm ci --no-audit --no-fund --loglevel=error
+if [ ! -x .venv/bin/harness ] || { command -v npm >/dev/null && [ ! -d node_modules/dynalite ]; }; then
+  bash .ci/install  # .venv with the versions in constraints.txt, and dynalite (npm ci)
 fi
 exec .venv/bin/harness run namespaced --duration 45s "$@"

@@ -10,7 +10,7 @@ own commit), to show what fencing prevents.
 
     python bench/safety_bench.py                      # both backends, fencing on, 10,000 contended each
     python bench/safety_bench.py --fencing both --target 2000
-    python bench/safety_bench.py --quick              # one short run per backend (CI)
+    python bench/safety_bench.py --quick              # one short run per backend, 6 workers (CI)
 """
 
 from __future__ import annotations
@@ -43,10 +43,10 @@ def scenario_file(fencing: bool, where: Path) -> Path:
     return path
 
 
-def one_run(scenario: Path, backend: str, seconds: int, run_dir: Path) -> dict:
+def one_run(scenario: Path, backend: str, seconds: int, run_dir: Path, fleet: list[str]) -> dict:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_ENDPOINT_URL", "HARNESS_"))}
     proc = subprocess.run([sys.executable, "-m", "harness", "run", str(scenario), "--backend", backend,
-                           "--duration", f"{seconds}s", "--run-dir", str(run_dir), "--no-report"],
+                           "--duration", f"{seconds}s", "--run-dir", str(run_dir), "--no-report", *fleet],
                           capture_output=True, text=True, env=env, cwd=ROOT, timeout=seconds + 600)
     if proc.returncode not in (0, 3) or not (run_dir / "safety.json").is_file():
         raise SystemExit(f"safety_bench: the run in {run_dir} failed (exit {proc.returncode}):\n{proc.stderr[-2000:]}")
@@ -68,9 +68,15 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--chunk", type=int, default=300, help="seconds per run")
     p.add_argument("--max-time", type=int, default=4 * 3600, help="give up on the target after this many seconds")
     p.add_argument("--keep", help="keep the run directories under this directory")
+    p.add_argument("--processes", type=int, default=2,
+                   help="Locust worker processes per run (0: one local process); the load generator is the "
+                        "ceiling on a small machine")
+    p.add_argument("--workers", type=int, help="workers per run (default: the scenario's)")
     args = p.parse_args(argv)
     if args.quick:
-        args.target, args.chunk, args.max_time = 1, 12, 1
+        args.target, args.chunk, args.max_time, args.processes, args.workers = 1, 12, 1, 0, 6
+    fleet = ((["--processes", str(args.processes)] if args.processes else [])
+             + (["--workers", str(args.workers)] if args.workers else []))
     backends = ["dynamodb", "s3"] if args.backend == "both" else [args.backend]
     modes = {"on": [True], "off": [False], "both": [True, False]}[args.fencing]
     work = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="safety-bench-"))
@@ -86,7 +92,7 @@ def main(argv: list[str] | None = None) -> int:
                 while totals["contended"] < args.target and (runs == 0 or time.monotonic() - start < args.max_time):
                     label = f"{backend}:{'on' if fencing else 'off'}"
                     run_dir = work / f"{label.replace(':', '-')}-{runs + 1:03d}"
-                    report = one_run(scenario, backend, args.chunk, run_dir)
+                    report = one_run(scenario, backend, args.chunk, run_dir, fleet)
                     spent += args.chunk
                     runs += 1
                     for f in FIELDS:

@@ -109,6 +109,9 @@ def test_iteration_outcome_carries_the_history(aws, clock):
     ({"checks": {"safety": 1}}, "checks.safety must be true or false"),
     ({"workload": {"shared_models": "no"}}, "workload.shared_models must be true or false"),
     ({"datastore": {"lock_scope": "model"}}, 'lock_scope "model" is not supported'),
+    ({"datastore": {"namespaces": "shared", "lock_scope": "datastore", "workers_per_namespace": 3}},
+     'workers_per_namespace needs namespaces = "per-worker"'),
+    ({"datastore": {"workers_per_namespace": 0}}, "workers_per_namespace must be at least 1"),
 ])
 def test_bad_safety_knobs_are_one_line_errors(table, message):
     with pytest.raises(HarnessError) as err:
@@ -122,4 +125,25 @@ def test_the_shipped_scenario_spells_fencing_out():
     sc = scenario.load("lock-safety")
     assert sc.datastore.fencing and sc.checks.safety and sc.workload.shared_models
     assert sc.fidelity.pauses.duration_s > sc.lock.ttl_s > 0 and 0 < sc.fidelity.pauses.probability < 1
-    assert sc.datastore.lock_scope == "datastore" and sc.datastore.namespaces == "shared"
+    ds = sc.datastore  # contended namespace locks, several side by side
+    assert ds.lock_scope == "namespace" and ds.namespaces == "per-worker" and ds.workers_per_namespace >= 2
+    assert sc.fleet.workers >= 2 * ds.workers_per_namespace
+
+
+def test_workers_share_a_namespace_and_its_lock_in_groups(aws, clock):
+    """``workers_per_namespace = 3``: users 0-2 of a process contend for one namespace lock, 3-5 for the next."""
+    from harness.commands.bulk import seed_namespaces
+
+    sc = scenario.parse({"datastore": {"lock_scope": "namespace", "workers_per_namespace": 3}}, "x.toml")
+    ds = sc.datastore
+    assert [ds.namespace_of(0, n) for n in range(7)] == ["w0-ns0"] * 3 + ["w0-ns1"] * 3 + ["w0-ns2"]
+    assert ds.namespace_of(1, 0) == "w1-ns0"  # another process's users never share with this one's
+    assert seed_namespaces(sc, workers=6) == ["w0-ns0", "w0-ns1"]
+    assert seed_namespaces(sc, workers=12, processes=2) == ["w0-ns0", "w0-ns1", "w1-ns0", "w1-ns1"]
+    be = make_backend("per-model", aws, clock=clock)
+    keys = [SeedWorker(sc, be, process="local", user=f"w0-{n}", clock=clock, seed=n,
+                       namespace=ds.namespace_of(0, n)).store.lock_key() for n in range(4)]
+    assert keys == [".locks/w0-ns0.lock"] * 3 + [".locks/w0-ns1.lock"]
+    one = scenario.parse({}, "x.toml").datastore  # the default: each worker its own namespace, named after it
+    assert [one.namespace_of(0, n) for n in range(2)] == ["w0-0", "w0-1"]
+    assert seed_namespaces(scenario.parse({}, "x.toml"), workers=2) == ["w0-0", "w0-1"]

@@ -96,3 +96,4 @@ def test_a_scenario_file_outside_the_known_ones_is_offered_too(tmp_path):
     cat = form.catalogue(str(own))
     assert cat[str(own)]["description"] == "my own" and cat[str(own)]["fleet"].startswith("2 workers")
     assert "lock per namespace, namespaces per-worker" in cat["namespaced"]["settings"]
+    assert "lock per namespace, namespaces per-worker (3 workers each)" in cat["lock-safety"]["settings"]

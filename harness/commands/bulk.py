@@ -108,10 +108,9 @@ def seed_namespaces(sc: scenarios.Scenario, workers: int, processes: int = 0) ->
     """The namespaces a run's workers will use (user ids ``w<process>-<n>``), or the shared one."""
     if sc.datastore.namespaces == "shared":
         return [""]
-    if not processes:
-        return [f"w0-{i}" for i in range(workers)]
-    per = -(-workers // processes)
-    return [f"w{p}-{i}" for p in range(processes) for i in range(per)]
+    per = -(-workers // processes) if processes else workers
+    names = (sc.datastore.namespace_of(p, i) or "" for p in range(processes or 1) for i in range(per))
+    return list(dict.fromkeys(names))
 
 
 def seed_params(sc: scenarios.Scenario, table: str, models: int, versions: int, orphans: int, workers: int,

@@ -78,10 +78,11 @@ class SeedWorker:
     """
 
     def __init__(self, scenario: Scenario, backend: Backend, *, process: str, user: str,
-                 clock: Clock | None = None, seed: int | None = None) -> None:
+                 clock: Clock | None = None, seed: int | None = None, namespace: str | None = "") -> None:
         self.scenario, self.backend, self.process, self.user = scenario, backend, process, user
         ds = scenario.datastore
-        namespace = user if ds.namespaces == "per-worker" else None
+        if namespace == "":  # not given: the worker's own (per-worker), or the shared one
+            namespace = user if ds.namespaces == "per-worker" else None
         cfg = SyncConfig(namespace=namespace, lock_scope=ds.lock_scope, index_commit=ds.index_commit,
                          lock=scenario.lock, fencing=ds.fencing)
         self.rng = random.Random(seed)

@@ -244,7 +244,8 @@ class SeedWorkerUser(User):
         index = getattr(self.environment.runner, "worker_index", 0) or 0
         self.max_iterations = load.scenario.fleet.max_iterations
         self.seed_worker = SeedWorker(load.scenario, load.backend, process=h.name, user=f"w{index}-{n}",
-                                      seed=hash((os.getpid(), n, time.time())))
+                                      seed=hash((os.getpid(), n, time.time())),
+                                      namespace=load.scenario.datastore.namespace_of(index, n))
         seed_dir = self.environment.parsed_options.seed_dir
         if seed_dir:
             load_state(seed_dir, self.seed_worker.store)

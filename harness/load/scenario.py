@@ -57,9 +57,23 @@ class DatastoreSpec:
     s3_index: str = "sharded"
     lock_scope: str = "namespace"
     namespaces: str = "per-worker"
+    workers_per_namespace: int = 1  # with per-worker namespaces: how many workers share each one (and its lock)
     index_commit: str = "delta"
     prune_every: int = 0
     fencing: bool = True  # false: swamp's own commit (TTL lock, no fencing token, unconditional writes)
+
+    def namespace_of(self, process: int, n: int) -> str | None:
+        """The namespace of user ``n`` of Locust process ``process`` (its user id is ``w<process>-<n>``).
+
+        Per-worker namespaces are named after their worker; when several workers share one
+        (``workers_per_namespace``), consecutive users of a process form a group, so the
+        namespace lock is contended by exactly that group.
+        """
+        if self.namespaces == "shared":
+            return None
+        if self.workers_per_namespace == 1:
+            return f"w{process}-{n}"
+        return f"w{process}-ns{n // self.workers_per_namespace}"
 
 
 @dataclass(frozen=True)
@@ -299,11 +313,14 @@ def parse(data: dict, source: str = "<scenario>", default_name: str = "scenario"
                        s3_index=d.choice("s3_index", "sharded", INDEX_KINDS),
                        lock_scope=d.choice("lock_scope", "namespace", LOCK_SCOPES),
                        namespaces=d.choice("namespaces", "per-worker", NAMESPACES),
+                       workers_per_namespace=d.integer("workers_per_namespace", 1, 1),
                        index_commit=d.choice("index_commit", "delta", INDEX_COMMITS),
                        prune_every=d.integer("prune_every", 0, 0), fencing=d.boolean("fencing", True))
     d.done()
     if ds.lock_scope == "namespace" and ds.namespaces == "shared":
         raise d.fail("lock_scope", "\"namespace\" needs namespaces = \"per-worker\" (shared means one datastore lock)")
+    if ds.workers_per_namespace > 1 and ds.namespaces != "per-worker":
+        raise d.fail("workers_per_namespace", "needs namespaces = \"per-worker\" (shared is one namespace for all)")
     if ds.prune_every and workload.lifecycle != "disposable":
         raise d.fail("prune_every", "only makes sense with disposable models (nothing is orphaned otherwise)")
 

@@ -16,10 +16,13 @@ def figures(run_dir) -> dict:
 
 @pytest.mark.e2e
 def test_fenced_run_across_processes_has_no_violation_and_checks_again(tmp_path):
-    """Master + 2 workers: the workers' history rides their reports to the master; 0 violations, twice."""
+    """Master + 2 workers: the workers' history rides their reports to the master; 0 violations, twice.
+
+    Six workers, three per namespace (the scenario's groups): each process's group contends its own lock.
+    """
     run_dir = tmp_path / "fenced"
-    proc = harness("run", "lock-safety", "--duration", "15s", "--processes", "2", "--run-dir", str(run_dir),
-                   "--no-report")
+    proc = harness("run", "lock-safety", "--duration", "15s", "--processes", "2", "--workers", "6",
+                   "--run-dir", str(run_dir), "--no-report")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     report = figures(run_dir)
     assert report["acknowledged"] >= 1 and report["violations"] == 0, report["details"]
@@ -27,6 +30,13 @@ def test_fenced_run_across_processes_has_no_violation_and_checks_again(tmp_path)
     events = [json.loads(x) for p in (run_dir / "history").glob("*.jsonl") for x in p.read_text().splitlines()]
     assert {e["worker"] for e in events} == {"worker-0", "worker-1"}  # written by the master, from both workers
     assert sum(e["type"] == "grant" for e in events) == report["acquisitions"]
+    holders: dict[str, set] = {}
+    for e in events:
+        if e["type"] == "grant":
+            holders.setdefault(e["key"], set()).add(e["user"])
+    # two locks, one per process's group of three; each granted to more than one of its group
+    assert set(holders) == {".locks/w0-ns0.lock", ".locks/w1-ns0.lock"}, holders
+    assert all(len(users) >= 2 for users in holders.values()), holders
     again = harness("check", str(run_dir))
     assert again.returncode == 0, again.stderr
     assert re.search(rf"{report['acknowledged']} acknowledged commits .* 0 violations", again.stdout)
@@ -42,8 +52,8 @@ def test_unfenced_run_with_every_holder_paused_is_caught(tmp_path):
     scenario = tmp_path / "unfenced.toml"
     scenario.write_text(text)
     run_dir = tmp_path / "unfenced"
-    proc = harness("run", str(scenario), "--backend", "s3", "--duration", "15s", "--run-dir", str(run_dir),
-                   "--no-report")
+    proc = harness("run", str(scenario), "--backend", "s3", "--duration", "15s", "--workers", "3",
+                   "--run-dir", str(run_dir), "--no-report")
     assert proc.returncode == 3, proc.stdout + proc.stderr
     report = figures(run_dir)
     assert report["violations"] >= 1 and report["overlaps"] >= 1 and report["pauses"] >= 1
@@ -62,7 +72,8 @@ def test_check_live_reads_the_table_on_the_users_server(tmp_path):
     try:
         env = clean_env(AWS_ENDPOINT_URL=server.url)
         run_dir = tmp_path / "live"
-        proc = harness("run", "lock-safety", "--duration", "10s", "--run-dir", str(run_dir), "--no-report", env=env)
+        proc = harness("run", "lock-safety", "--duration", "10s", "--workers", "3", "--run-dir", str(run_dir),
+                       "--no-report", env=env)
         assert proc.returncode == 0, proc.stdout + proc.stderr
         at_end = figures(run_dir)
         live = harness("check", str(run_dir), "--live", env=env)

@@ -94,10 +94,10 @@ class EmbeddedDynalite:
         cmd = self._command()
         log = open(self.log_path, "ab") if self.log_path else subprocess.DEVNULL  # noqa: SIM115
         self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log)
-        try:
-            self.dynamodb_url, self.version = _await_ready(self.proc, timeout)
+        try:  # moto (S3) starts while node does: the two start-ups overlap
             s3_log = str(Path(self.log_path).with_name("moto.log")) if self.log_path else None
             self.s3 = EmbeddedMoto(host=self.host, log_path=s3_log).start(timeout)
+            self.dynamodb_url, self.version = _await_ready(self.proc, timeout)
         except BaseException:
             self.stop()
             raise

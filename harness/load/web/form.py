@@ -40,7 +40,8 @@ def settings(sc: scenarios.Scenario) -> list[str]:
         out.append(f"GSI {d.gsi}")
     else:
         out.append(f"S3 index {d.s3_index}")
-    out += [f"lock per {d.lock_scope}, namespaces {d.namespaces}", f"index commit {d.index_commit}"]
+    shared_by = f" ({d.workers_per_namespace} workers each)" if d.workers_per_namespace > 1 else ""
+    out += [f"lock per {d.lock_scope}, namespaces {d.namespaces}{shared_by}", f"index commit {d.index_commit}"]
     if d.prune_every:
         out.append(f"prune every {d.prune_every} iterations")
     out.append(f"lock ttl {_seconds(lk.ttl_s)}, wait {_seconds(lk.wait_s)}")
