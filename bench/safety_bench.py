@@ -10,7 +10,7 @@ own commit), to show what fencing prevents.
 
     python bench/safety_bench.py                      # both backends, fencing on, 10,000 contended each
     python bench/safety_bench.py --fencing both --target 2000
-    python bench/safety_bench.py --quick              # one short run per backend, 6 workers (CI)
+    python bench/safety_bench.py --quick              # one short run per backend, 3 workers (CI)
 """
 
 from __future__ import annotations
@@ -74,7 +74,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--workers", type=int, help="workers per run (default: the scenario's)")
     args = p.parse_args(argv)
     if args.quick:
-        args.target, args.chunk, args.max_time, args.processes, args.workers = 1, 12, 1, 0, 6
+        args.target, args.chunk, args.max_time, args.processes, args.workers = 1, 12, 1, 0, 3
     fleet = ((["--processes", str(args.processes)] if args.processes else [])
              + (["--workers", str(args.workers)] if args.workers else []))
     backends = ["dynamodb", "s3"] if args.backend == "both" else [args.backend]

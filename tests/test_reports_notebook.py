@@ -18,6 +18,8 @@ from nbclient import NotebookClient
 from reports.synthetic import make_run
 
 ROOT = Path(__file__).resolve().parents[1]
+# a module-scoped fixture: keep the module's tests on one xdist worker (--dist loadgroup)
+pytestmark = pytest.mark.xdist_group("reports_notebook")
 
 
 def _execute(cwd: Path, monkeypatch, **env: str) -> tuple[str, int]:

@@ -20,7 +20,8 @@ from PIL import Image
 
 from tests.e2e.conftest import ROOT, harness
 
-pytestmark = pytest.mark.e2e
+# module-scoped runs: keep the module's tests on one xdist worker (--dist loadgroup)
+pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("report_e2e")]
 
 
 def _run(tmp_path_factory, scenario: str, duration: str):
