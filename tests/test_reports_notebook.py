@@ -18,7 +18,8 @@ from nbclient import NotebookClient
 from reports.synthetic import make_run
 
 ROOT = Path(__file__).resolve().parents[1]
-# a module-scoped fixture: keep the module's tests on one xdist worker (--dist loadgroup)
+# a session-scoped fixture (not torn down when the worker runs another module's test in between),
+# built once: the module's tests stay on one xdist worker (--dist loadgroup)
 pytestmark = pytest.mark.xdist_group("reports_notebook")
 
 
@@ -36,7 +37,7 @@ def _execute(cwd: Path, monkeypatch, **env: str) -> tuple[str, int]:
     return text, images
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def runs_dir(tmp_path_factory):
     """A runs/ folder as users have it: runs, a jobs folder, a comparison report and a web session."""
     root = tmp_path_factory.mktemp("repo") / "runs"

@@ -20,7 +20,8 @@ from PIL import Image
 
 from tests.e2e.conftest import ROOT, harness
 
-# module-scoped runs: keep the module's tests on one xdist worker (--dist loadgroup)
+# Two real runs shared by the module's tests: session-scoped (an xdist worker interleaves other modules'
+# tests, which would tear a module-scoped run down) and grouped on one worker (--dist loadgroup).
 pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("report_e2e")]
 
 
@@ -32,12 +33,12 @@ def _run(tmp_path_factory, scenario: str, duration: str):
     return run_dir
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def legacy_run(tmp_path_factory):
     return _run(tmp_path_factory, "legacy-gsi", "45s")
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def namespaced_run(tmp_path_factory):
     return _run(tmp_path_factory, "namespaced", "25s")
 
