@@ -52,3 +52,14 @@ def test_this_environment_runs_the_pinned_versions():
                 from None
         assert installed == pins[name], (f"{req.name} {installed} is installed but constraints.txt pins "
                                          f"{pins[name]}: pip install -c constraints.txt -e '.[test]'")
+
+
+def test_ci_and_the_demo_install_the_pins_through_one_script():
+    """.ci/run and demo.sh both install through .ci/install, whose every install command is constrained."""
+    script = (ROOT / ".ci" / "install").read_text()
+    installs = [ln for ln in script.splitlines() if " install " in ln and not ln.lstrip().startswith("#")
+                and "npm" not in ln and "echo" not in ln]
+    assert len(installs) >= 3 and all("-c constraints.txt" in ln for ln in installs), installs
+    assert "uv" in _pins()  # the installer itself is pinned too
+    assert "bash .ci/install test" in (ROOT / ".ci" / "run").read_text()
+    assert "bash .ci/install" in (ROOT / "demo.sh").read_text()
