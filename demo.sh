@@ -8,7 +8,5 @@
 set -euo pipefail
 cd "$(dirname "$0")"
 
-if [ ! -x .venv/bin/harness ] || { command -v npm >/dev/null && [ ! -d node_modules/dynalite ]; }; then
-  bash .ci/install  # .venv with the versions in constraints.txt, and dynalite (npm ci)
-fi
+bash .ci/install  # .venv with the versions in constraints.txt, and dynalite (npm ci); quick when done before
 exec .venv/bin/harness run namespaced --duration 45s "$@"

@@ -104,7 +104,8 @@ def build_parser() -> argparse.ArgumentParser:
     sd.add_argument("--models", type=int, required=True)
     sd.add_argument("--versions", type=int, required=True)
     sd.add_argument("--orphans", type=int, default=0)
-    sd.add_argument("--workers", type=int, help="namespaces to seed (the run's fleet size; default the scenario's)")
+    sd.add_argument("--workers", type=int,
+                    help="the run's fleet size, whose namespaces are seeded (default the scenario's)")
     sd.add_argument("--table", required=True, help="DynamoDB table to seed (created, tagged, if missing)")
     sd.add_argument("--state-dir", help="where the workers' catalogs and local views go (default runs/seeds/TABLE)")
     sd.add_argument("--journal", help=journal_help)

@@ -105,7 +105,7 @@ def seed_factory(params: dict, clients: Clients) -> SeedSource:
 
 
 def seed_namespaces(sc: scenarios.Scenario, workers: int, processes: int = 0) -> list[str]:
-    """The namespaces a run's workers will use (user ids ``w<process>-<n>``), or the shared one."""
+    """The namespaces a run's workers will use (``DatastoreSpec.namespace_of`` of each user), or the shared one."""
     if sc.datastore.namespaces == "shared":
         return [""]
     per = -(-workers // processes) if processes else workers

@@ -247,8 +247,10 @@ class SeedWorkerUser(User):
                                       seed=hash((os.getpid(), n, time.time())),
                                       namespace=load.scenario.datastore.namespace_of(index, n))
         seed_dir = self.environment.parsed_options.seed_dir
-        if seed_dir:
-            load_state(seed_dir, self.seed_worker.store)
+        if seed_dir and not load_state(seed_dir, self.seed_worker.store):
+            # the seed covered other namespaces (another fleet size or process count): say so, start empty
+            log.warning("harness: %s: no seeded state for namespace %s in %s; it starts empty",
+                        self.seed_worker.user, self.seed_worker.store.ns or "(shared)", seed_dir)
 
     def on_stop(self) -> None:
         sw = getattr(self, "seed_worker", None)
