@@ -75,9 +75,11 @@ def test_legacy_gsi_pull_grows_with_the_items_it_reads(legacy_run):
     else:
         assert f["explained_by"] is None and not f["steps"]["pull"]["grew"]
         assert "No step's time grew credibly" in " ".join(f["sentences"])
-    # the rate can only go down as pulls grow; the verdict claims a fall only when its intervals support one
+    # pulls grow, so the verdict may say the rate is falling or flat, never rising or recovering (a 45 s run on
+    # a busy machine can end at the start's rate: 2.708 vs 2.708 it/s under two CPU hogs), and it claims a
+    # fall only when its intervals support one
     fl = f["fleet"]
-    assert fl["end_rate"] < fl["start_rate"] and fl["shape"] in ("still falling", "flat")
+    assert fl["shape"] in ("still falling", "flat"), fl
     if fl["degraded"]:
         assert fl["floor_interval"][1] < fl["start_interval"][0]
     else:
