@@ -61,5 +61,7 @@ def test_ci_and_the_demo_install_the_pins_through_one_script():
                 and "npm" not in ln and "echo" not in ln]
     assert len(installs) >= 3 and all("-c constraints.txt" in ln for ln in installs), installs
     assert "uv" in _pins()  # the installer itself is pinned too
+    # pip compiles .pyc at install, uv only when asked: without it every process recompiles its imports
+    assert all("--compile-bytecode" in ln for ln in installs if "uv pip install" in ln), installs
     assert "bash .ci/install test" in (ROOT / ".ci" / "run").read_text()
     assert "bash .ci/install" in (ROOT / "demo.sh").read_text()
