@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
@@ -14,13 +13,10 @@ pytestmark = pytest.mark.e2e
 
 def test_s3_tops_out_lower_per_operation_in_one_comparison_report(tmp_path):
     ddb, s3 = tmp_path / "ddb", tmp_path / "s3"
-    # an S3 iteration of this scenario is ~50 requests at ~200 ms each: ~10 s, so two of them need ~22 s.
-    # The runs mostly wait out injected latency, so they run side by side (each on its own stand-in).
-    plan = [(ddb, "dynamodb", "aws-dynamodb", "10s"), (s3, "s3", "aws-s3-vpce", "22s")]
-    with ThreadPoolExecutor(2) as pool:
-        done = list(pool.map(lambda r: harness("run", "pruning", "--backend", r[1], "--latency", r[2], "--duration",
-                                               r[3], "--run-dir", str(r[0]), "--no-report"), plan))
-    for (run_dir, _, profile, _), p in zip(plan, done, strict=True):
+    # an S3 iteration of this scenario is ~50 requests at ~200 ms each: ~10 s, so two of them need ~22 s
+    for run_dir, backend, profile, secs in ((ddb, "dynamodb", "aws-dynamodb", "10s"), (s3, "s3", "aws-s3-vpce", "22s")):
+        p = harness("run", "pruning", "--backend", backend, "--latency", profile, "--duration", secs,
+                    "--run-dir", str(run_dir), "--no-report")
         assert p.returncode == 0, p.stdout + p.stderr
         assert json.loads((run_dir / "run.json").read_text())["fidelity"]["latency"] == profile
     p = harness("report", str(ddb), str(s3), "--out", str(tmp_path / "cmp"))
