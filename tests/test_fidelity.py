@@ -5,7 +5,6 @@ from __future__ import annotations
 import random
 import statistics
 
-import boto3
 import pytest
 from botocore.config import Config
 from botocore.exceptions import ClientError, ConnectionClosedError, ReadTimeoutError
@@ -22,6 +21,7 @@ from harness.datastore.backends.dynamodb import DynamoBackend
 from harness.datastore.lock import Lock, LockConfig
 from harness.datastore.work import Work
 from harness.errors import HarnessError
+from tests.conftest import SESSION
 
 # botocore's `max_attempts` counts retries (total = max_attempts + 1); `total_max_attempts` counts tries.
 NO_RETRY = Config(retries={"total_max_attempts": 1, "mode": "standard"}, s3={"addressing_style": "path"})
@@ -40,7 +40,7 @@ class SleepLog(FakeClock):
 
 
 def _clients(config=NO_RETRY):
-    return instrument(boto3.client("dynamodb", config=config)), instrument(boto3.client("s3", config=config))
+    return instrument(SESSION.client("dynamodb", config=config)), instrument(SESSION.client("s3", config=config))
 
 
 def test_token_bucket_rate_and_burst():
@@ -129,7 +129,7 @@ def test_table_capacity(aws, rate, expect_throttles):
 
 def test_throttles_go_through_botocore_retries(aws):
     """With standard retries the throttled request is retried and counted as a request each time."""
-    ddb = instrument(boto3.client("dynamodb", config=Config(retries={"total_max_attempts": 3, "mode": "standard"})))
+    ddb = instrument(SESSION.client("dynamodb", config=Config(retries={"total_max_attempts": 3, "mode": "standard"})))
     clock = FakeClock()
     cap = DynamoCapacity(mode="provisioned", read=1000, write=1000, scale=0.001)  # 1 WCU a second
     Fidelity(FidelityConfig(enabled=True, dynamodb=cap), clock=clock).install(ddb)
@@ -255,7 +255,7 @@ def test_transport_faults(aws, kind, exc, waited):
 
 
 def test_5xx_rate_is_retried_by_botocore(aws):
-    ddb = instrument(boto3.client("dynamodb", config=Config(retries={"total_max_attempts": 10, "mode": "standard"})))
+    ddb = instrument(SESSION.client("dynamodb", config=Config(retries={"total_max_attempts": 10, "mode": "standard"})))
     cfg = FidelityConfig(enabled=True, faults={"*": FaultRates(error_5xx=0.3)})
     Fidelity(cfg, rng=random.Random(4)).install(ddb)
     w = Work()
@@ -264,7 +264,7 @@ def test_5xx_rate_is_retried_by_botocore(aws):
             ddb.list_tables()
     assert 40 < w.requests["ListTables"] < 40 * 2.2  # ~1/(1-0.3) attempts per call
     Fidelity(FidelityConfig(enabled=True, faults={"*": FaultRates(error_5xx=1.0)})).install(
-        ddb2 := instrument(boto3.client("dynamodb", config=NO_RETRY)))
+        ddb2 := instrument(SESSION.client("dynamodb", config=NO_RETRY)))
     with pytest.raises(ClientError) as e:
         ddb2.list_tables()
     assert e.value.response["Error"]["Code"] == "InternalServerError"

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import random
 
-import boto3
 import pytest
 from botocore.config import Config
 from botocore.exceptions import ClientError
@@ -30,13 +29,14 @@ from harness.pacing.jobs import run_job
 from harness.pacing.journal import Journal
 from harness.pacing.sources import FillSource
 from harness.virtual_time import VirtualClock
+from tests.conftest import SESSION
 
 WCU = 100  # a provisioned table of 100 WCU: ceiling 70 WCU/s
 CEILING = 0.7 * WCU
 
 
 def _setup(vc: VirtualClock, model: DynamoCapacity | None = None, wcu: int = WCU) -> Clients:
-    ddb = instrument(boto3.client("dynamodb", config=Config(retries={"total_max_attempts": 1})))
+    ddb = instrument(SESSION.client("dynamodb", config=Config(retries={"total_max_attempts": 1})))
     model = model or DynamoCapacity(mode="provisioned", read=3 * wcu, write=wcu, burst_s=1)
     Fidelity(FidelityConfig(enabled=True, dynamodb=model), clock=vc).install(ddb)
     ddb.create_table(TableName="paced", KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"},

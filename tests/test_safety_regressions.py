@@ -10,9 +10,9 @@ in its docstring.
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable
 
-import boto3
 import pytest
 from botocore.exceptions import ClientError
 
@@ -22,14 +22,14 @@ from harness.datastore.backends.base import FileMeta
 from harness.datastore.errors import ConfigError, FencedError, LockLostError, LockTimeoutError
 from harness.datastore.lock import Heartbeat, Lock, LockConfig
 from harness.datastore.work import Work
-from tests.conftest import make_backend, make_store, step
+from tests.conftest import SESSION, make_backend, make_store, step
 
 LOCK = LockConfig(ttl_s=3, wait_s=1, retry_s=0.1, retry_cap_s=0.2)
 
 
 def second_backend(kind: str, clock: FakeClock):
     """The same table/bucket through a client of its own (another process, in effect)."""
-    return make_backend(kind, (instrument(boto3.client("dynamodb")), instrument(boto3.client("s3"))), clock=clock)
+    return make_backend(kind, (instrument(SESSION.client("dynamodb")), instrument(SESSION.client("s3"))), clock=clock)
 
 
 def once_before(client, ops: tuple[str, ...], when: Callable[[dict], bool], action: Callable[[], None]) -> list:
@@ -286,6 +286,20 @@ class SteppedClock(FakeClock):
             return self.cv.wait_for(lambda: any(w > self.now() for w in self.wakes.values()), timeout)
 
 
+def until(predicate: Callable[[], bool], timeout: float = 10.0) -> bool:
+    """Poll what another thread sets without notifying the clock (``timeout`` is a bound, not a measurement).
+
+    Waiting on the clock's condition instead took the whole 10 s: the heartbeat marks the grant lost and ends
+    without sleeping on the clock again, so nothing wakes that wait.
+    """
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.01)
+    return True
+
+
 def renewals(work: Work) -> int:
     return work.requests["UpdateItem"]
 
@@ -344,8 +358,7 @@ def test_heartbeat_marks_a_taken_lock_lost_and_the_commit_refuses_it(aws):
         with Heartbeat(lock, grant, Work()):
             assert clock.idle(), "the heartbeat never waited on the injected clock"
             clock.advance(1.0)
-            with clock.cv:
-                assert clock.cv.wait_for(lambda: grant.lost, 10)
+            assert until(lambda: grant.lost), "the heartbeat never marked the grant lost"
     finally:
         clock.advance(60)
     w = Work()
