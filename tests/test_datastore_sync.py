@@ -21,11 +21,12 @@ def pull_reads(store, n_iterations, models=5):
 def test_legacy_pull_reads_every_item_per_model_reads_only_changed(aws):
     legacy = make_store(make_backend("legacy", aws, table="legacy-t"), "w1")
     per_model = make_store(make_backend("per-model", aws, table="permodel-t"), "w1")
-    lr = pull_reads(legacy, 30)
-    pr = pull_reads(per_model, 30)
+    runs = 20
+    lr = pull_reads(legacy, runs)
+    pr = pull_reads(per_model, runs)
     # legacy reads the whole "FILE" partition: grows with every stored file
     # raw, metadata.yaml and an output record are new every run; latest is overwritten
-    assert lr[-1] - lr[5] == 3 * 24
+    assert lr[-1] - lr[5] == 3 * (runs - 6)
     assert all(b >= a for a, b in zip(lr, lr[1:], strict=False))
     # per-model reads SEQ + registry + the last iteration's changed files only: flat
     assert max(pr[10:]) - min(pr[10:]) <= 2
@@ -90,14 +91,15 @@ def test_full_commit_grows_with_namespace_delta_stays_flat(aws, kind):
     full = make_store(make_backend(kind, aws, table="full-t", bucket="full-b"), "w1", index_commit="full")
     delta = make_store(make_backend(kind, aws, table="delta-t", bucket="delta-b"), "w1", index_commit="delta")
     fw, dw = [], []
-    for i in range(20):
+    runs = 12
+    for i in range(runs):
         s1, s2 = [], []
         full.sync_run(f"m{i % 4}", "get_uptime", 100, s1)
         delta.sync_run(f"m{i % 4}", "get_uptime", 100, s2)
         fw.append(step(s1, "commit").work.index_entries_written)
         dw.append(step(s2, "commit").work.index_entries_written)
     # full: every live entry of the namespace, ~3 more per iteration
-    assert fw[-1] >= 3 * 20 and fw[-1] > fw[5] + 3 * 10
+    assert fw[-1] >= 3 * runs and fw[-1] >= fw[5] + 3 * (runs - 6)
     if kind == "sharded":  # delta rewrites whole dirty shards: proportional to one model, not the namespace
         assert dw[-1] < fw[-1] / 3
     else:

@@ -531,7 +531,10 @@ def _supervise(opts: RunOptions, sc: scenarios.Scenario, cmd: list[str], env: di
     try:
         try:
             while proc.poll() is None:
-                time.sleep(0.5)
+                try:
+                    proc.wait(0.5)  # returns as Locust exits (a sleep made every run end up to 0.5 s later)
+                except subprocess.TimeoutExpired:
+                    pass
                 watcher.poll()
                 if limit is not None and time.monotonic() - start > limit:
                     _say(opts, "harness: Locust overran the run time; stopping it")
