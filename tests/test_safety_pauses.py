@@ -147,3 +147,17 @@ def test_workers_share_a_namespace_and_its_lock_in_groups(aws, clock):
     one = scenario.parse({}, "x.toml").datastore  # the default: each worker its own namespace, named after it
     assert [one.namespace_of(0, n) for n in range(2)] == ["w0-0", "w0-1"]
     assert seed_namespaces(scenario.parse({}, "x.toml"), workers=2) == ["w0-0", "w0-1"]
+
+
+@pytest.mark.parametrize(("workers", "processes", "full"), [
+    (24, 2, True), (24, 0, True), (12, 2, True), (9, 3, True),  # every process's users make whole groups of 3
+    (24, 5, False), (6, 4, False), (4, 0, False), (6, 2, True), (8, 2, False)])
+def test_groups_that_cannot_be_full_are_named(workers, processes, full):
+    """Locust spreads users evenly over its processes; a group short of workers_per_namespace is said before the run."""
+    ds = scenario.parse({"datastore": {"workers_per_namespace": 3}}, "x.toml").datastore
+    note = ds.uneven_groups(workers, processes)
+    per_process = [workers // max(1, processes) + (i < workers % max(1, processes)) for i in range(max(1, processes))]
+    assert (note is None) == full == all(n % 3 == 0 for n in per_process)
+    if note:
+        assert note.startswith(f"{workers} workers over {max(1, processes)} Locust process(es) do not fill groups")
+    assert scenario.parse({}, "x.toml").datastore.uneven_groups(5, 2) is None  # one worker per namespace: no groups

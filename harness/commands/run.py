@@ -314,6 +314,10 @@ def _run(opts: RunOptions) -> RunResult:
     if opts.processes < 0:
         raise HarnessError(f"--processes must be 0 or more, got {opts.processes}")
     _check_distribution(opts)
+    uneven = None if opts.web else sc.datastore.uneven_groups(
+        sc.fleet.workers, opts.expect_workers if opts.master else opts.processes)
+    if uneven:
+        _say(opts, f"harness: note: {uneven}")
     run_id = runtime.new_run_id(sc.name, sc.backend)
     # input errors are refused before the run directory exists: a refused run leaves nothing behind
     if opts.stand_in:

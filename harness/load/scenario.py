@@ -75,6 +75,19 @@ class DatastoreSpec:
             return f"w{process}-{n}"
         return f"w{process}-ns{n // self.workers_per_namespace}"
 
+    def uneven_groups(self, workers: int, processes: int) -> str | None:
+        """Why some namespaces get fewer than ``workers_per_namespace`` workers, or None when every group is full.
+
+        Locust spreads users evenly over its processes and each process groups its own users, so every
+        group is full exactly when ``workers`` is a multiple of processes x workers_per_namespace; a
+        smaller group contends less for its lock (a group of one never does).
+        """
+        n, processes = self.workers_per_namespace, max(1, processes)
+        if n == 1 or workers % (processes * n) == 0:
+            return None
+        return (f"{workers} workers over {processes} Locust process(es) do not fill groups of "
+                f"workers_per_namespace = {n}: some namespaces get fewer workers (use a multiple of {processes * n})")
+
 
 @dataclass(frozen=True)
 class Checks:
