@@ -26,7 +26,8 @@ FAST_LOCK = LockConfig(ttl_s=3.0, wait_s=2.0, retry_s=0.05, retry_cap_s=0.1)
 
 # One boto3 session for the test process: mock_aws resets boto3's default session, so clients made from it
 # parsed botocore's service models again in every test (~0.3 s a test; ~0.02 s from a session kept here).
-# moto intercepts the clients of any session while a mock is active, and its state is still per test.
+# moto intercepts the clients of every session made after `moto` is imported (keep this below that import)
+# while a mock is active, and its state is still reset per test.
 SESSION = boto3.Session(region_name=os.environ["AWS_DEFAULT_REGION"])
 
 

@@ -149,15 +149,67 @@ def test_workers_share_a_namespace_and_its_lock_in_groups(aws, clock):
     assert seed_namespaces(scenario.parse({}, "x.toml"), workers=2) == ["w0-0", "w0-1"]
 
 
-@pytest.mark.parametrize(("workers", "processes", "full"), [
-    (24, 2, True), (24, 0, True), (12, 2, True), (9, 3, True),  # every process's users make whole groups of 3
-    (24, 5, False), (6, 4, False), (4, 0, False), (6, 2, True), (8, 2, False)])
-def test_groups_that_cannot_be_full_are_named(workers, processes, full):
-    """Locust spreads users evenly over its processes; a group short of workers_per_namespace is said before the run."""
+LOCUST_DISPATCH = """
+import json, sys
+from locust import User, task
+from locust.dispatch import UsersDispatcher
+from locust.runners import WorkerNode
+
+class SeedWorkerUser(User):
+    @task
+    def iterate(self): pass
+
+out = {}
+for processes in range(1, 5):
+    for workers in range(1, 31):
+        nodes = [WorkerNode(f"host_{i:032x}") for i in range(processes)]
+        d = UsersDispatcher(worker_nodes=nodes, user_classes=[SeedWorkerUser])
+        d.new_dispatch(target_user_count=workers, spawn_rate=workers)
+        d._wait_between_dispatch = 0
+        *_, final = d
+        out[f"{workers},{processes}"] = [sum(u.values()) for u in final.values()]
+json.dump(out, sys.stdout)
+"""
+
+
+def test_uneven_groups_agrees_with_how_locust_hands_out_users():
+    """Locust's own dispatcher (in a process of its own: importing Locust monkey-patches this one)."""
+    import json
+    import subprocess
+    import sys
+
+    p = subprocess.run([sys.executable, "-c", LOCUST_DISPATCH], capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    for n in (2, 3):
+        ds = scenario.parse({"datastore": {"workers_per_namespace": n}}, "x.toml").datastore
+        for key, per_process in json.loads(p.stdout).items():
+            workers, processes = map(int, key.split(","))
+            assert sum(per_process) == workers
+            short = sorted({c % n for c in per_process if c % n})
+            note = ds.uneven_groups(workers, processes)
+            assert (note is None) == (not short), (n, key, per_process, note)
+            if short:
+                assert f"with {' or '.join(map(str, short))} worker(s) instead" in note
+
+
+@pytest.mark.parametrize(("workers", "processes", "short"), [
+    (24, 2, None), (24, 0, None), (12, 2, None), (9, 3, None), (6, 2, None),  # whole groups of 3 in each process
+    (24, 5, "1 or 2"), (6, 4, "1 or 2"), (4, 0, "1"), (8, 2, "1"), (7, 1, "1")])
+def test_groups_that_cannot_be_full_are_named(workers, processes, short):
+    """A namespace short of workers_per_namespace (a group of one never contends) is named before the run."""
     ds = scenario.parse({"datastore": {"workers_per_namespace": 3}}, "x.toml").datastore
     note = ds.uneven_groups(workers, processes)
-    per_process = [workers // max(1, processes) + (i < workers % max(1, processes)) for i in range(max(1, processes))]
-    assert (note is None) == full == all(n % 3 == 0 for n in per_process)
-    if note:
-        assert note.startswith(f"{workers} workers over {max(1, processes)} Locust process(es) do not fill groups")
-    assert scenario.parse({}, "x.toml").datastore.uneven_groups(5, 2) is None  # one worker per namespace: no groups
+    assert (note is None) == (short is None)
+    if short:
+        assert f"leave namespaces with {short} worker(s) instead of workers_per_namespace = 3" in note
+
+
+def test_the_warning_follows_the_run_options():
+    from harness.commands.run import RunOptions, uneven_groups
+
+    sc = scenario.load("lock-safety").with_overrides(workers=8)
+    assert "over 2 Locust processes" in uneven_groups(RunOptions("lock-safety", processes=2), sc)
+    assert "over 3 Locust processes" in uneven_groups(RunOptions("lock-safety", master=True, expect_workers=3), sc)
+    assert uneven_groups(RunOptions("lock-safety", web=True), sc) is None  # a web test's users are chosen later
+    assert uneven_groups(RunOptions("lock-safety", processes=2), sc.with_overrides(workers=12)) is None
+    assert scenario.parse({}, "x.toml").datastore.uneven_groups(5, 2) is None  # one worker per namespace

@@ -43,6 +43,6 @@ def test_a_group_stays_in_one_process_and_its_session_fixture_is_made_once(tmp_p
                        timeout=120)
     assert p.returncode == 0, p.stdout + p.stderr
     grouped = [line for line in p.stdout.splitlines() if "test_grouped.py::" in line and "PASSED" in line]
-    assert len(grouped) == 3 and all("@shared" in line for line in grouped), p.stdout
+    assert len(grouped) == 3, p.stdout
     assert len({line.split("]")[0] for line in grouped}) == 1, p.stdout  # one worker ([gw0] or [gw1]) ran them all
     assert len(setups.read_text().split()) == 1

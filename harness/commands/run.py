@@ -314,10 +314,6 @@ def _run(opts: RunOptions) -> RunResult:
     if opts.processes < 0:
         raise HarnessError(f"--processes must be 0 or more, got {opts.processes}")
     _check_distribution(opts)
-    uneven = None if opts.web else sc.datastore.uneven_groups(
-        sc.fleet.workers, opts.expect_workers if opts.master else opts.processes)
-    if uneven:
-        _say(opts, f"harness: note: {uneven}")
     run_id = runtime.new_run_id(sc.name, sc.backend)
     # input errors are refused before the run directory exists: a refused run leaves nothing behind
     if opts.stand_in:
@@ -328,6 +324,9 @@ def _run(opts: RunOptions) -> RunResult:
     if opts.aws and any_endpoint_configured():
         raise HarnessError("--aws and an AWS_ENDPOINT_URL* variable disagree: unset the variable or drop --aws")
     run_dir = _prepare_run_dir(Path(opts.run_dir or Path("runs") / run_id))
+    uneven = uneven_groups(opts, sc)
+    if uneven:
+        _say(opts, f"harness: warning: {uneven}")
     local: standin.StandIn | None = None
     signalled: str | None = None
     try:
@@ -395,6 +394,13 @@ def _run(opts: RunOptions) -> RunResult:
         raise HarnessError(f"Locust did not start the run; see {run_dir / 'locust.log'}")
     runinfo.update(run_dir, locust_exit=exit_code)
     return _results(run_dir, exit_code, signalled, safety_failed)
+
+
+def uneven_groups(opts: RunOptions, sc: scenarios.Scenario) -> str | None:
+    """Namespaces a headless run leaves short of ``workers_per_namespace`` (a web test's users are chosen later)."""
+    if opts.web:
+        return None
+    return sc.datastore.uneven_groups(sc.fleet.workers, opts.expect_workers if opts.master else opts.processes)
 
 
 def _gave_up_on_workers(run_dir: Path) -> bool:

@@ -78,15 +78,18 @@ class DatastoreSpec:
     def uneven_groups(self, workers: int, processes: int) -> str | None:
         """Why some namespaces get fewer than ``workers_per_namespace`` workers, or None when every group is full.
 
-        Locust spreads users evenly over its processes and each process groups its own users, so every
+        Locust hands users round-robin to its processes and each process groups its own users, so every
         group is full exactly when ``workers`` is a multiple of processes x workers_per_namespace; a
         smaller group contends less for its lock (a group of one never does).
         """
         n, processes = self.workers_per_namespace, max(1, processes)
-        if n == 1 or workers % (processes * n) == 0:
+        per_process = [workers // processes + (i < workers % processes) for i in range(processes)]
+        short = sorted({c % n for c in per_process if c % n})
+        if n == 1 or not short:
             return None
-        return (f"{workers} workers over {processes} Locust process(es) do not fill groups of "
-                f"workers_per_namespace = {n}: some namespaces get fewer workers (use a multiple of {processes * n})")
+        return (f"{workers} workers over {processes} Locust process{'es' if processes > 1 else ''} leave namespaces "
+                f"with {' or '.join(map(str, short))} worker(s) instead of workers_per_namespace = {n} (a group of "
+                f"one never contends for its lock): use a multiple of {processes * n}")
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,6 @@ from tests.e2e.conftest import clean_env, harness
 pytestmark = pytest.mark.e2e
 needs_node = pytest.mark.skipif(missing_runtime() is not None, reason=f"dynalite unavailable: {missing_runtime()}")
 RUN = ("--duration", "10s", "--workers", "2", "--no-report")
-SHORT = ("--duration", "3s", "--workers", "2", "--no-report")  # which server ran, not what its load did
 
 
 def _ts(text: str) -> float:
@@ -45,7 +44,7 @@ def test_the_default_is_dynalite_recorded_in_run_json_with_probes_taken_while_lo
 
 def test_stand_in_moto_is_selectable(tmp_path):
     run_dir = tmp_path / "run"
-    proc = harness("run", "pruning", *SHORT, "--run-dir", str(run_dir), "--stand-in", "moto")
+    proc = harness("run", "pruning", *RUN, "--run-dir", str(run_dir), "--stand-in", "moto")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     info = json.loads((run_dir / "run.json").read_text())
     assert info["stand_in"]["name"] == "moto" and info["stand_in"]["version"] == info["versions"]["moto"]
@@ -56,7 +55,7 @@ def test_missing_node_falls_back_to_moto_with_one_note(tmp_path):
     empty = tmp_path / "bin"
     empty.mkdir()
     run_dir = tmp_path / "run"
-    proc = harness("run", "pruning", *SHORT, "--run-dir", str(run_dir), env=clean_env(PATH=str(empty)))
+    proc = harness("run", "pruning", *RUN, "--run-dir", str(run_dir), env=clean_env(PATH=str(empty)))
     assert proc.returncode == 0, proc.stdout + proc.stderr
     notes = [ln for ln in proc.stdout.splitlines() if "unavailable" in ln]
     assert notes == ["harness: the default stand-in dynalite is unavailable (no `node` on PATH); using moto"]
@@ -64,7 +63,7 @@ def test_missing_node_falls_back_to_moto_with_one_note(tmp_path):
 
 
 def test_an_unknown_stand_in_is_one_line_and_exit_2(tmp_path):
-    proc = harness("run", "pruning", *SHORT, "--run-dir", str(tmp_path / "run"), "--stand-in", "dynamo")
+    proc = harness("run", "pruning", *RUN, "--run-dir", str(tmp_path / "run"), "--stand-in", "dynamo")
     assert proc.returncode == 2
     assert proc.stderr.strip().splitlines() == [
         "harness: unknown stand-in 'dynamo': choose one of dynalite, dynalite-memory, moto, moto-indexed"]
@@ -78,7 +77,7 @@ def test_a_dynalite_the_user_runs_works_through_the_endpoint_variables(tmp_path)
         env = clean_env(AWS_ENDPOINT_URL_DYNAMODB=d.urls["dynamodb"], AWS_ENDPOINT_URL_S3=d.urls["s3"],
                         AWS_ACCESS_KEY_ID="x", AWS_SECRET_ACCESS_KEY="x", AWS_DEFAULT_REGION="us-east-1")
         run_dir = tmp_path / "run"
-        proc = harness("run", "pruning", *SHORT, "--run-dir", str(run_dir), env=env)
+        proc = harness("run", "pruning", *RUN, "--run-dir", str(run_dir), env=env)
         assert proc.returncode == 0, proc.stdout + proc.stderr
         assert "does not implement UpdateTimeToLive" in proc.stderr and "Traceback" not in proc.stderr
         info = json.loads((run_dir / "run.json").read_text())
@@ -118,7 +117,7 @@ def test_an_endpoint_lacking_what_the_harness_needs_is_one_line_and_exit_2(tmp_p
         url = f"http://127.0.0.1:{server.server_address[1]}"
         env = clean_env(AWS_ENDPOINT_URL_DYNAMODB=url, AWS_ENDPOINT_URL_S3=url, AWS_ACCESS_KEY_ID="x",
                         AWS_SECRET_ACCESS_KEY="x", AWS_DEFAULT_REGION="us-east-1")
-        proc = harness("run", "pruning", *SHORT, "--run-dir", str(tmp_path / "run"), env=env)
+        proc = harness("run", "pruning", *RUN, "--run-dir", str(tmp_path / "run"), env=env)
     finally:
         server.shutdown()
     assert proc.returncode == 2, proc.stdout + proc.stderr
