@@ -18,6 +18,7 @@ import pytest
 from nbclient import NotebookClient
 from PIL import Image
 
+from reports.causes import RHO_MIN
 from tests.e2e.conftest import ROOT, harness
 
 # Two real runs shared by the module's tests: session-scoped (an xdist worker interleaves other modules'
@@ -69,8 +70,10 @@ def test_legacy_gsi_pull_grows_with_the_items_it_reads(legacy_run):
     # On dynalite a pull costs ~0.3 ms an item, so on a machine busy enough its growth can drown in
     # scheduling noise: the report then names no step (it must never name another step or another cause).
     if f["grew_most"] is not None:
-        assert f["grew_most"] == "pull" and f["explained_by"] == "pull_items_read"
-        assert f["steps"]["pull"]["rho"] > 0.5
+        assert f["grew_most"] == "pull" and f["explained_by"] == "pull_items_read" and f["steps"]["pull"]["explained"]
+        # the report's own bar for "follows its driver" (a busy machine dilutes the correlation: 0.46 under
+        # two CPU hogs, where this test asked for 0.5, a bar the report never sets)
+        assert f["steps"]["pull"]["rho"] >= RHO_MIN
         assert any(s.startswith("Pull grew most") and "with items read per pull" in s for s in f["sentences"])
     else:
         assert f["explained_by"] is None and not f["steps"]["pull"]["grew"]
