@@ -27,6 +27,12 @@ def harness(*args: str, env: dict[str, str] | None = None, timeout: float = 240,
                           env=env or clean_env(), timeout=timeout, cwd=cwd or ROOT)
 
 
+def senders(run_dir: Path) -> set[str]:
+    """The worker processes whose rows a (running) test has written so far."""
+    parts = list((run_dir / "iterations").glob("*.parquet")) if (run_dir / "iterations").is_dir() else []
+    return set(pd.read_parquet(parts, columns=["worker"])["worker"]) if parts else set()
+
+
 def rows(run_dir: Path) -> pd.DataFrame:
     return pd.read_parquet(run_dir / "iterations").sort_values("ts_start").reset_index(drop=True)
 

@@ -10,10 +10,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pandas as pd
 import pytest
 
-from tests.e2e.conftest import ROOT, clean_env, harness, rows
+from tests.e2e.conftest import ROOT, clean_env, harness, rows, senders
 from tests.e2e.web_session import assert_contiguous, wait_for
 
 pytestmark = pytest.mark.e2e
@@ -45,7 +44,7 @@ def test_a_killed_worker_is_named_and_the_others_rows_are_complete(tmp_path):
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=clean_env(), cwd=ROOT,
                             start_new_session=True)
     try:
-        wait_for("rows from both worker processes", lambda: _senders(run_dir) >= {"worker-0", "worker-1"}, 90)
+        wait_for("rows from both worker processes", lambda: senders(run_dir) >= {"worker-0", "worker-1"}, 90)
         victim = _worker_pids(proc.pid)[0]
         os.kill(victim, signal.SIGKILL)
         out, _ = proc.communicate(timeout=180)
@@ -65,11 +64,6 @@ def test_a_killed_worker_is_named_and_the_others_rows_are_complete(tmp_path):
     assert (d["worker"] == survivor).sum() == info["processes"][survivor]["rows_sent"]
     assert (d["worker"] == killed).sum() == info["processes"][killed]["rows"] > 0
     assert d.loc[d["worker"] == survivor, "ts_end"].max() > d.loc[d["worker"] == killed, "ts_end"].max()
-
-
-def _senders(run_dir: Path) -> set[str]:
-    parts = list((run_dir / "iterations").glob("*.parquet")) if (run_dir / "iterations").is_dir() else []
-    return set(pd.read_parquet(parts, columns=["worker"])["worker"]) if parts else set()
 
 
 def _worker_pids(harness_pid: int) -> list[int]:

@@ -7,6 +7,7 @@ import signal
 
 import pytest
 
+from tests.e2e.conftest import senders
 from tests.e2e.web_session import WebRun, assert_contiguous, rows_of, wait_for
 
 pytestmark = pytest.mark.e2e
@@ -27,7 +28,9 @@ def test_after_the_run_time_the_workers_stay_and_the_next_test_runs(tmp_path):
         # the workers came back for the next test (Locust's UI would read "Workers 2", not 0)
         wait_for("both workers ready", lambda: web.get("/stats/requests")["worker_count"] == 2, 30)
         assert web.post("/swarm", {**form, "scenario": "namespaced", "run_time": ""})["success"]
-        wait_for("test 002 rows", lambda: (web.status().get("running") or {}).get("rows", 0) > 0, 90)
+        # stopped once both workers have rows in it (stopped at its first row, one worker's may come first)
+        wait_for("test 002 rows from both workers",
+                 lambda: senders(run_dir / "tests" / "002") == {"worker-0", "worker-1"}, 90)
         assert web.post("/stop")["success"]
         wait_for("test 002 recorded", lambda: (web.test_entry(2) or {}).get("status") == "finished", 60)
         assert web.stop(signal.SIGINT) == 128 + signal.SIGINT
