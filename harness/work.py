@@ -32,6 +32,8 @@ class Work:
     bytes_received: int = 0
     read_units: float = 0.0
     write_units: float = 0.0
+    request_ms: float = 0.0  # time inside this step's calls, summed (concurrent calls each count)
+    queries: int = 0  # index reads of a pull: DynamoDB Queries, S3 index objects read (the backend counts them)
 
     def request(self, op: str, n: int = 1) -> None:
         self.requests[op] += n

@@ -14,6 +14,7 @@ every endpoint.
 from __future__ import annotations
 
 import contextvars
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -58,6 +59,24 @@ def register_shape(shape: TableShape) -> None:
 def register_table(name: str, pk: str, sk: str | None, indexes: dict[str, tuple[str, str | None]]) -> None:
     """Register a table's keys and GSIs from plain names (for callers that hold no ``TableShape``)."""
     register_shape(TableShape(name, pk, sk, [Index(n, k[0], k[1]) for n, k in indexes.items()]))
+
+
+_T0 = "harness_t0"
+
+
+def _on_before_call(context: dict | None = None, **_: Any) -> None:
+    """The call starts: its time runs to after-call (retries, injected latency and throttles included)."""
+    if context is not None and current_work() is not None:
+        context[_T0] = time.perf_counter()
+
+
+def _on_call_done(context: dict | None = None, **_: Any) -> None:
+    work = current_work()
+    if work is None or context is None:
+        return
+    t0 = context.pop(_T0, None)
+    if t0 is not None:
+        work.request_ms += (time.perf_counter() - t0) * 1000
 
 
 def _on_send(request: Any, event_name: str, **_: Any) -> None:
@@ -126,6 +145,9 @@ def instrument(client: Any) -> Any:
     ev = client.meta.events
     ev.register("before-send", _on_send, unique_id="harness-count-send")
     ev.register("after-call", _on_after_call, unique_id="harness-count-recv")
+    ev.register("before-call", _on_before_call, unique_id="harness-time-start")
+    ev.register("after-call", _on_call_done, unique_id="harness-time-done")
+    ev.register("after-call-error", _on_call_done, unique_id="harness-time-error")
     if client.meta.service_model.service_name == "dynamodb":
         ev.register("before-parameter-build.dynamodb", _on_params, unique_id="harness-ddb-params")
         ev.register("after-call.dynamodb", _on_ddb_after_call, unique_id="harness-ddb-units")

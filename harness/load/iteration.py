@@ -26,7 +26,7 @@ from harness.datastore.errors import ConflictError, FencedError, LockLostError, 
 from harness.datastore.model import MODEL_TYPE
 from harness.datastore.sync import Datastore, Step, SyncConfig
 from harness.load.scenario import Scenario
-from harness.record.schema import STEP_COLUMNS
+from harness.record.schema import QUERY_COLUMNS, STEP_COLUMNS, STEP_REQUEST_COLUMNS
 from harness.work import Work
 
 
@@ -54,13 +54,21 @@ class IterationOutcome:
 def summarize(steps: list[Step]) -> dict[str, Any]:
     """Per-step milliseconds and summed work counts: the row's measurement columns."""
     out: dict[str, Any] = {c: 0.0 for c in STEP_COLUMNS.values()}
+    out.update({c: 0 for c in QUERY_COLUMNS})
+    for n, ms in STEP_REQUEST_COLUMNS.values():
+        out[n], out[ms] = 0, 0.0
     total = Work()
     pull_reads = 0
     for s in steps:
-        out[STEP_COLUMNS.get(s.name, "release_ms")] += s.ms
+        step = s.name if s.name in STEP_COLUMNS else "release"
+        out[STEP_COLUMNS[step]] += s.ms
+        n, ms = STEP_REQUEST_COLUMNS[step]
+        out[n] += s.work.total_requests
+        out[ms] += s.work.request_ms
         total.add(s.work)
         if s.name == "pull":
             pull_reads += s.work.items_read
+            out["pull_queries"] += s.work.queries
     out.update(
         files_pushed=total.files_pushed, files_pulled=total.files_pulled, items_read=total.items_read,
         pull_items_read=pull_reads, index_entries_written=total.index_entries_written,

@@ -12,6 +12,10 @@ STEP_COLUMNS = {  # step name -> column
 COUNT_COLUMNS = ("files_pushed", "files_pulled", "items_read", "pull_items_read", "index_entries_written",
                  "catalog_rows", "requests", "lock_attempts", "bytes_sent", "bytes_received")
 UNIT_COLUMNS = ("read_units", "write_units")
+# Per step: the calls it made and the time spent inside them (summed over concurrent calls), so a step's growth
+# splits into "more requests" (the design) and "slower requests" (the backend).
+STEP_REQUEST_COLUMNS = {step: (f"{step}_requests", f"{step}_request_ms") for step in STEP_COLUMNS}
+QUERY_COLUMNS = ("pull_queries",)  # index reads a pull made (DynamoDB Queries, S3 index objects)
 ERROR_KINDS = ("lock_timeout", "throttled", "conflict", "fenced", "timeout", "other")
 
 SCHEMA = pa.schema(
@@ -32,5 +36,7 @@ SCHEMA = pa.schema(
     + [("total_ms", pa.float64())]
     + [(c, pa.int64()) for c in COUNT_COLUMNS]
     + [(c, pa.float64()) for c in UNIT_COLUMNS]
+    + [col for n, ms in STEP_REQUEST_COLUMNS.values() for col in ((n, pa.int64()), (ms, pa.float64()))]
+    + [(c, pa.int64()) for c in QUERY_COLUMNS]
 )
 COLUMNS = tuple(SCHEMA.names)

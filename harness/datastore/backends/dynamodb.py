@@ -579,6 +579,7 @@ class DynamoBackend:
         while True:
             with recording(work):
                 out = self.client.query(**kwargs)
+            work.queries += 1
             got = out.get("Items", [])
             work.items_read += len(got)
             items.extend(got)
