@@ -1,16 +1,19 @@
-"""Safety under faults, measured: the lock-safety scenario until N contended lock acquisitions.
+"""Safety under faults, measured: the safety scenarios until N contended lock acquisitions.
 
-Runs ``harness run lock-safety`` (real Locust, the embedded moto server, holders
-paused past their TTL) in back-to-back runs of ``--chunk`` each, until the runs
-together reach ``--target`` contended acquisitions (an acquisition that found
-the lock held at least once) or ``--max-time`` passes. Each run's
-``safety.json`` gives the figures; they are summed per backend and fencing mode.
+Runs ``harness run lock-safety`` (contended locks, holders paused past their
+TTL, colliding paths) and ``harness run lifecycle-safety`` (the same with
+disposable models deleted and pruned every iteration and full commits in
+shared namespaces: deletes must stay deleted), real Locust on the embedded
+default, in back-to-back runs of ``--chunk`` each, until the runs together
+reach ``--target`` contended acquisitions (an acquisition that found the lock
+held at least once) or ``--max-time`` passes. Each run's ``safety.json`` gives
+the figures; they are summed per scenario, backend and fencing mode.
 ``--fencing off`` runs a copy of the scenario with ``fencing = false`` (swamp's
 own commit), to show what fencing prevents.
 
-    python bench/safety_bench.py                      # both backends, fencing on, 10,000 contended each
-    python bench/safety_bench.py --fencing both --target 2000
-    python bench/safety_bench.py --quick              # one short run per backend, 3 workers (CI)
+    python bench/safety_bench.py                      # lock-safety, both backends, fencing on, 10,000 contended each
+    python bench/safety_bench.py --scenario lifecycle-safety --fencing both --chunk 60 --target 1
+    python bench/safety_bench.py --quick              # one short run of each scenario, 3 workers (CI)
 """
 
 from __future__ import annotations
@@ -27,19 +30,21 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-SCENARIO = ROOT / "scenarios" / "lock-safety.toml"
+SCENARIOS = ("lock-safety", "lifecycle-safety")
+QUICK = (("lock-safety", "s3"), ("lifecycle-safety", "dynamodb"))  # each scenario once, each backend once
 FIELDS = ("acquisitions", "contended", "overlaps", "pauses", "acknowledged", "refused", "lost", "phantom", "corrupt",
           "sequence_anomalies", "unsafe_overlaps", "lease_overlaps", "violations")
 
 
-def scenario_file(fencing: bool, where: Path) -> Path:
+def scenario_file(name: str, fencing: bool, where: Path) -> Path:
     """The shipped scenario, or a copy of it with ``fencing = false``."""
+    shipped = ROOT / "scenarios" / f"{name}.toml"
     if fencing:
-        return SCENARIO
-    text = re.sub(r"(?m)^fencing = true\b.*$", "fencing = false", SCENARIO.read_text())
-    assert "fencing = false" in text, "scenarios/lock-safety.toml must say fencing = true"
-    path = where / "lock-safety-unfenced.toml"
-    path.write_text(text.replace('name = "lock-safety"', 'name = "lock-safety-unfenced"'))
+        return shipped
+    text = re.sub(r"(?m)^fencing = true\b.*$", "fencing = false", shipped.read_text())
+    assert "fencing = false" in text, f"scenarios/{name}.toml must say fencing = true"
+    path = where / f"{name}-unfenced.toml"
+    path.write_text(text.replace(f'name = "{name}"', f'name = "{name}-unfenced"'))
     return path
 
 
@@ -55,13 +60,14 @@ def one_run(scenario: Path, backend: str, seconds: int, run_dir: Path, fleet: li
 
 def line(label: str, n: int, seconds: float, totals: dict) -> str:
     rate = totals["contended"] / seconds if seconds else 0.0
-    return (f"{label:24s} {n:4d} {seconds:8.0f} " + " ".join(f"{totals[f]:>{max(6, len(f))}d}" for f in FIELDS)
+    return (f"{label:36s} {n:4d} {seconds:8.0f} " + " ".join(f"{totals[f]:>{max(6, len(f))}d}" for f in FIELDS)
             + f" {rate:9.1f}")
 
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--quick", action="store_true", help="one short run per backend, fencing on (seconds)")
+    p.add_argument("--scenario", choices=[*SCENARIOS, "all"], default="lock-safety")
     p.add_argument("--backend", choices=["dynamodb", "s3", "both"], default="both")
     p.add_argument("--fencing", choices=["on", "off", "both"], default="on")
     p.add_argument("--target", type=int, default=10_000, help="contended acquisitions per backend and mode")
@@ -78,19 +84,21 @@ def main(argv: list[str] | None = None) -> int:
     fleet = ((["--processes", str(args.processes)] if args.processes else [])
              + (["--workers", str(args.workers)] if args.workers else []))
     backends = ["dynamodb", "s3"] if args.backend == "both" else [args.backend]
+    names = list(SCENARIOS) if args.scenario == "all" else [args.scenario]
+    plan = list(QUICK) if args.quick else [(n, b) for n in names for b in backends]
     modes = {"on": [True], "off": [False], "both": [True, False]}[args.fencing]
     work = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="safety-bench-"))
     work.mkdir(parents=True, exist_ok=True)
-    print(f"{'backend:fencing':24s} {'runs':>4s} {'seconds':>8s} "
+    print(f"{'scenario:backend:fencing':36s} {'runs':>4s} {'seconds':>8s} "
           + " ".join(f"{f:>{max(6, len(f))}s}" for f in FIELDS) + f" {'contended/s':>9s}", flush=True)
     try:
-        for backend in backends:
+        for name, backend in plan:
             for fencing in modes:
-                scenario = scenario_file(fencing, work)
+                scenario = scenario_file(name, fencing, work)
                 totals = dict.fromkeys(FIELDS, 0)
                 runs, spent, start = 0, 0.0, time.monotonic()
                 while totals["contended"] < args.target and (runs == 0 or time.monotonic() - start < args.max_time):
-                    label = f"{backend}:{'on' if fencing else 'off'}"
+                    label = f"{name}:{backend}:{'on' if fencing else 'off'}"
                     run_dir = work / f"{label.replace(':', '-')}-{runs + 1:03d}"
                     report = one_run(scenario, backend, args.chunk, run_dir, fleet)
                     spent += args.chunk

@@ -91,8 +91,8 @@ def make_table(*, workers: int = 10, duration_s: float = 3600.0, rate: Curve,
         "total_ms": pa.array(total),
     }
     for c in SCHEMA.names:
-        if c not in data:
-            data[c] = pa.array(cols[c])
+        if c not in data:  # a column the generator does not model is absent (null), as in an older run
+            data[c] = pa.array(cols[c]) if c in cols else pa.nulls(n, SCHEMA.field(c).type)
     return pa.table(data, schema=SCHEMA)
 
 

@@ -77,6 +77,15 @@ def make_store(backend, namespace=None, *, lock_scope="namespace", index_commit=
     return Datastore(backend, Catalog(), cfg, clock=clock, holder=holder)
 
 
+def fenced_grant(backend, key, clock, cfg=FAST_LOCK, namespace="w1", holder="w"):
+    """Take a lock the way a fenced datastore does: the backend learns of the grant before it counts."""
+    from harness.datastore.lock import Lock
+    from harness.work import Work
+
+    return Lock(backend.lock_store, key, clock, cfg, holder).acquire(
+        Work(), lambda g, w: backend.on_grant(namespace, g, None, w))
+
+
 def step(steps, name):
     """The (last) step of that name."""
     found = [s for s in steps if s.name == name]

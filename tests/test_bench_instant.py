@@ -173,6 +173,6 @@ def test_the_datastore_commits_through_the_instant_store():
     assert [be.commit("ns", entries, grant, Work()).seq for _ in range(3)] == [1, 2, 3]
     assert be.commit_seq(".locks/ns.lock", Work()) == 3
     w = Work()
-    pulled = be.pull("ns", 0, None, None, w)
+    pulled = be.pull("ns", 0, None, w)
     assert len(pulled.changed) == 30 and pulled.seq == 3
     assert store.requests["UpdateItem"] >= 3 and store.cpu_s > 0

@@ -6,6 +6,7 @@ import pytest
 
 from harness.clock import FakeClock
 from harness.datastore.backends.base import FileMeta
+from harness.datastore.backends.dynamodb.items import claim_id
 from harness.datastore.errors import ConfigError, FencedError, LockLostError, LockTimeoutError
 from harness.datastore.lock import Lock, LockConfig
 from harness.datastore.work import Work
@@ -140,39 +141,53 @@ def test_paused_holder_is_fenced_and_leaves_no_index_entry(aws, clock):
     w = Work()
     with pytest.raises(FencedError):
         a.commit(grant, w)
-    assert dict(w.requests) == {"UpdateItem": 2, "GetItem": 1}  # registry, the refused claim, why it was refused
+    assert w.requests["UpdateItem"] >= 2  # its registry write went through; its seal was refused
     assert be.lookup(paused, Work()) == {}
     assert len(be.lookup([m.rel_path for m in b.local.values()], Work())) == 5
+    assert items_of_commit(be, claim_id(grant.nonce)) == []  # it undid its own writes ...
+    assert claim_id(grant.nonce) not in be.lock_store.state(a.lock_key(), Work()).pending  # ... and dropped its claim
+
+
+def items_of_commit(be, cid: str) -> list[str]:
+    """Every index item a commit id wrote that is still in the table (a Scan)."""
+    out, kwargs = [], {"TableName": be.table}
+    while True:
+        page = be.client.scan(**kwargs)
+        out += [i["relPath"]["S"] for i in page["Items"] if i.get("cid", {}).get("S") == cid]
+        if "LastEvaluatedKey" not in page:
+            return out
+        kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
 
 
 def test_lock_lost_mid_commit_leaves_nothing_and_undoes_its_writes(aws, clock):
     """The lock is taken over while the entries are going out: none of them is visible, and the commit
-    undoes its own writes (the previous versions are back), leaving no pending claim behind."""
+    undoes its own writes (the previous versions are what readers see), leaving no pending claim behind."""
     be = make_backend("per-model", aws, clock=clock)
     lock = Lock(be.lock_store, ".locks/w1.lock", clock, LockConfig(ttl_s=3, wait_s=1, retry_s=0.1))
     grant = lock.acquire(Work())
     old = [FileMeta(f"w1/data/system/m/x/{i}/raw", 1, "old", 1, 1) for i in range(60)]
     be.commit("w1", old, grant, Work())
+    lock.release(grant, Work())
+    grant = lock.acquire(Work())
     new = [FileMeta(m.rel_path, 2, "new", 2, 2) for m in old]
-    sent = []
+    batches = []
 
-    def steal_after_30(params, **_):
-        sent.append(params["Item"]["relPath"]["S"])
-        if len(sent) == 30:  # half the entries went out; the holder pauses past its TTL, another takes the lock
+    def steal_after_first_batch(params, **_):
+        batches.append(len(params["RequestItems"][be.table]))
+        if len(batches) == 1:  # a batch went out; the holder pauses past its TTL, another takes the lock
             clock.advance(4)
             Lock(be.lock_store, ".locks/w1.lock", clock, lock.cfg).acquire(Work())
 
-    be.client.meta.events.register("before-parameter-build.dynamodb.PutItem", steal_after_30)
+    be.client.meta.events.register("before-parameter-build.dynamodb.BatchWriteItem", steal_after_first_batch)
     with pytest.raises(FencedError):
         be.commit("w1", new, grant, Work())
-    be.client.meta.events.unregister("before-parameter-build.dynamodb.PutItem", steal_after_30)
-    assert len(set(sent)) == 60  # every entry went out (the seal is what the takeover refused)
+    be.client.meta.events.unregister("before-parameter-build.dynamodb.BatchWriteItem", steal_after_first_batch)
+    assert batches[:3] == [25, 25, 10]  # every entry went out (the seal is what the takeover refused)
     seen = be.lookup([m.rel_path for m in old], Work())
     assert {m.digest for m in seen.values()} == {"old"} and len(seen) == 60
     state = be.lock_store.state(".locks/w1.lock", Work())
-    assert state.seq == 1 and state.pending == frozenset()  # never sealed; the claim was dropped once undone
-    raw = be._get_items([m.rel_path for m in old], Work())
-    assert {i["digest"]["S"] for i in raw.values()} == {"old"}  # the items themselves are back
+    assert state.seq == 1 and claim_id(grant.nonce) not in state.pending  # never sealed; the claim dropped
+    assert items_of_commit(be, claim_id(grant.nonce)) == []  # the items themselves are gone again
 
 
 @pytest.mark.parametrize("kind", ["sharded", "monolith"])

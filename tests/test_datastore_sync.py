@@ -9,24 +9,29 @@ from tests.conftest import make_backend, make_store, step
 BACKENDS = ["legacy", "per-model", "monolith", "sharded"]
 
 
-def pull_reads(store, n_iterations, models=5):
+def pull_reads(store, n_iterations, models=5, other=None):
+    """Items read by each pull of ``store``; with ``other`` (a second worker of the namespace) they alternate,
+    so every pull has the other's commit to read."""
     reads = []
     for i in range(n_iterations):
         steps = []
         store.sync_run(f"m{i % models}", "get_uptime", 100, steps)
         reads.append(step(steps, "pull").work.items_read)
+        if other is not None:
+            other.sync_run(f"o{i % models}", "get_uptime", 100, [])
     return reads
 
 
 def test_legacy_pull_reads_every_item_per_model_reads_only_changed(aws):
-    legacy = make_store(make_backend("legacy", aws, table="legacy-t"), "w1")
-    per_model = make_store(make_backend("per-model", aws, table="permodel-t"), "w1")
+    legacy_be, per_model_be = make_backend("legacy", aws, table="legacy-t"), make_backend("per-model", aws,
+                                                                                         table="permodel-t")
+    legacy, per_model = make_store(legacy_be, "w1"), make_store(per_model_be, "w1")
     runs = 20
-    lr = pull_reads(legacy, runs)
-    pr = pull_reads(per_model, runs)
+    lr = pull_reads(legacy, runs, other=make_store(legacy_be, "w1", holder="o"))
+    pr = pull_reads(per_model, runs, other=make_store(per_model_be, "w1", holder="o"))
     # legacy reads the whole "FILE" partition: grows with every stored file
-    # raw, metadata.yaml and an output record are new every run; latest is overwritten
-    assert lr[-1] - lr[5] == 3 * (runs - 6)
+    # raw, metadata.yaml and an output record are new every run of each worker; latest is overwritten
+    assert lr[-1] - lr[6] == 2 * 3 * (runs - 7)
     assert all(b >= a for a, b in zip(lr, lr[1:], strict=False))
     # per-model reads SEQ + registry + the last iteration's changed files only: flat
     assert max(pr[10:]) - min(pr[10:]) <= 2
@@ -46,44 +51,52 @@ def test_scoped_pull_never_advances_watermark_unscoped_does(aws, clock):
     from harness.datastore.work import Work
 
     be = make_backend("per-model", aws, clock=clock)
-    store = make_store(be, "w1", clock=clock)
+    store, other = make_store(be, "w1", clock=clock), make_store(be, "w1", clock=clock, holder="o")
     store.sync_run("m1", "get_uptime", 100, [])
     clock.advance(5)
+    other.sync_run("m2", "get_uptime", 100, [])  # something for the next pulls to see
     assert store.watermark_ms > 0
     mark = store.watermark_ms
-    store.pull(Work(), partitions=["w1/system/m1"])
+    store.pull(Work(), partitions=["w1/system/m2"])
     assert store.watermark_ms == mark
     clock.advance(5)
     store.pull(Work())
     assert store.watermark_ms > mark
 
 
-def test_unchanged_commit_sequence_short_cuts_the_pull(aws):
+@pytest.mark.parametrize("kind", BACKENDS)
+def test_a_pull_costs_one_read_when_nothing_changed_since_the_workers_own_commit(aws, kind):
     from harness.datastore.work import Work
 
-    store = make_store(make_backend("per-model", aws), "w1")
+    be = make_backend(kind, aws)
+    store, other = make_store(be, "w1"), make_store(be, "w1", holder="o")
     pull_reads(store, 3)
-    w1, w2 = Work(), Work()
-    assert store.backend.commit_seq(store.lock_key(), Work()) == 3  # what each commit returned, and stored
-    store.pull(w1)  # sees our last commit
-    store.pull(w2)  # nothing committed since: only the sequence is read
-    assert w2.total_requests == 1 and w1.total_requests > 1
+    own = Work()
+    store.pull(own)  # its own commit was the last: nothing to read
+    assert own.total_requests == 1 and own.queries == 0
+    other.sync_run("m9", "get_uptime", 100, [])
+    theirs, again = Work(), Work()
+    store.pull(theirs)  # the other worker's commit: read what changed
+    store.pull(again)  # and nothing since
+    assert theirs.total_requests > 1 and theirs.files_pulled == 5
+    assert again.total_requests == 1
 
 
 @pytest.mark.parametrize("kind", BACKENDS)
-def test_remote_watermark_advances_only_on_unscoped_pulls(aws, clock, kind):
+def test_a_pull_never_writes(aws, kind):
     from harness.datastore.work import Work
 
-    be = make_backend(kind, aws, clock=clock)
-    store = make_store(be, "w1", clock=clock)
+    be = make_backend(kind, aws)
+    store, other = make_store(be, "w1"), make_store(be, "w1", holder="o")
     store.sync_run("m1", "get_uptime", 100, [])
-    first = be.read_watermark("w1", Work())
-    assert first == store.watermark_ms > 0
-    clock.advance(10)  # the sync's own commit came after its pull, so the next unscoped pull is not short-cut
-    store.pull(Work(), partitions=["w1/system/m1"])
-    assert be.read_watermark("w1", Work()) == first
-    store.pull(Work())
-    assert be.read_watermark("w1", Work()) == first + 10_000
+    other.sync_run("m2", "get_uptime", 100, [])
+    other.delete_model("m2", [])
+    other.prune([])
+    w = Work()
+    store.pull(w)
+    assert w.total_requests >= 1
+    writes = {op for op in w.requests if op.startswith(("Put", "Update", "Delete", "BatchWrite"))}
+    assert writes == set(), dict(w.requests)
 
 
 @pytest.mark.parametrize("kind", ["legacy", "per-model", "sharded"])
@@ -202,3 +215,29 @@ def test_prune_forgets_pruned_partitions_so_pulls_stay_flat(aws):
     w = Work()
     store.pull(w)
     assert w.requests["Query"] == 0
+
+
+def store_size(be) -> int:
+    """Items in the table, or objects in the bucket: everything the store keeps."""
+    if be.name == "dynamodb":
+        return be.count_items()
+    return sum(len(p.get("Contents", [])) for p in be.client.get_paginator("list_objects_v2").paginate(
+        Bucket=be.bucket))
+
+
+@pytest.mark.parametrize("kind", BACKENDS)
+def test_a_pruned_store_stays_the_size_of_its_live_data(aws, clock, kind):
+    """Old code: every export left its chunks behind (new keys each time), superseded content chunks stayed,
+    and tombstones, versions and registry entries of pruned models added up: the table grew every iteration.
+    Now after 40 disposable iterations, each deleted and pruned, it holds what it held after 10."""
+    be = make_backend(kind, aws, clock=clock)
+    store = make_store(be, "w1", index_commit="full", clock=clock)
+    sizes = []
+    for i in range(40):
+        clock.advance(0.05)
+        steps: list = []
+        store.sync_run(f"w1-i{i}", "get_uptime", 100, steps)
+        store.delete_model(f"w1-i{i}", steps)
+        store.prune(steps)
+        sizes.append(store_size(be))
+    assert sizes[9] == sizes[-1] and max(sizes[9:]) <= sizes[9] + 5, sizes

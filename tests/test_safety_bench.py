@@ -1,4 +1,4 @@
-"""bench/safety_bench.py --quick runs the lock-safety scenario on both backends and prints its figures."""
+"""bench/safety_bench.py --quick runs lock-safety (S3) and lifecycle-safety (DynamoDB) and prints their figures."""
 
 from __future__ import annotations
 
@@ -18,10 +18,10 @@ def test_quick_safety_bench_prints_the_figures():
     assert proc.returncode == 0, proc.stdout + proc.stderr
     lines = proc.stdout.splitlines()
     header = lines[0].split()
-    assert header[:3] == ["backend:fencing", "runs", "seconds"] and "violations" in header
+    assert header[:3] == ["scenario:backend:fencing", "runs", "seconds"] and "violations" in header
     totals = {ln.split()[0]: dict(zip(header[1:], map(float, ln.split()[1:]), strict=True))
               for ln in lines[1:] if not ln.startswith(" ")}
-    assert set(totals) == {"dynamodb:on", "s3:on"}
+    assert set(totals) == {"lock-safety:s3:on", "lifecycle-safety:dynamodb:on"}
     for figures in totals.values():
         assert figures["runs"] == 1 and figures["acquisitions"] >= 1
         assert 0 <= figures["contended"] <= figures["acquisitions"]

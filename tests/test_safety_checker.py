@@ -72,11 +72,13 @@ def test_the_checker_sees_corruption_made_in_the_store_itself(aws, clock):
     be, events, a, b = two_writers(aws, clock, "per-model")
     run_some(a, b)
     latest = next(r for r in b.local if r.endswith("/latest"))
-    be.client.delete_item(TableName=be.table, Key={"pk": {"S": f"FILE#{latest}"}, "sk": {"S": "META"}})
+    visible_item = b._cursor["dynamodb"].refs[latest].sk  # the item readers see for it (one per version)
+    be.client.delete_item(TableName=be.table, Key={"pk": {"S": f"FILE#{latest}"}, "sk": {"S": visible_item}})
     from harness.datastore.backends.base import FileMeta
+    from harness.datastore.backends.dynamodb.items import meta_item
 
     foreign = FileMeta("data/system/shared/x/9/raw", 3, "beef", 1, 1)
-    be.client.put_item(TableName=be.table, Item=be.meta_item(None, foreign))
+    be.client.put_item(TableName=be.table, Item=meta_item(be.gsi_layout, None, foreign))
     raw = next(m for r, m in b.local.items() if r.endswith("/raw"))
     from harness.datastore.backends.dynamodb import chunk_key
 
@@ -216,10 +218,15 @@ def test_a_commit_cut_short_after_its_seal_is_whole_and_indeterminate(aws, clock
     run_some(a, b, 1)
     sealing = []
 
-    def watch(params, model, **_):  # the seal: DynamoDB's UpdateItem that advances seq; S3's _meta.json swap
-        key = params.get("Key")
-        seal = "+ :one DELETE pending" in params.get("UpdateExpression", "")
-        sealing[:] = [seal or (isinstance(key, str) and key.endswith("_meta.json"))]
+    shards: list[str] = []
+
+    def watch(params, model, **_):  # the seal: DynamoDB's UpdateItem that sets seq; S3's _meta.json swap that
+        key = params.get("Key")  # follows the commit's shard writes (the lock step writes the head too: its fence)
+        expr = params.get("UpdateExpression", "")
+        head = isinstance(key, str) and key.endswith("_meta.json")
+        if isinstance(key, str) and "_index/" in key and not head:
+            shards.append(key)
+        sealing[:] = [("SET #s = :new" in expr and "DELETE pending" in expr) or (head and bool(shards))]
 
     def cut(**_):
         if sealing and sealing[0]:

@@ -109,7 +109,14 @@ class Lock:
             "expiresAtMs": now + ttl_ms,
         }
 
-    def acquire(self, work: Work) -> LockGrant:
+    def acquire(self, work: Work, on_grant: Callable[[LockGrant, Work], None] | None = None) -> LockGrant:
+        """Take the lock, retrying with backoff until ``wait_s``; swamp's timeout message after that.
+
+        ``on_grant`` runs once the store has granted the lock and before the
+        grant counts (its event is recorded after it): what a commit's seal is
+        conditioned on can learn of the new holder first (S3's index head). If
+        it fails, the lock is given back and the error raised.
+        """
         start = self.clock.now()
         deadline = start + self.cfg.wait_s
         attempt = 0
@@ -121,9 +128,18 @@ class Lock:
                 work.lock_attempts += 1
                 fence = self.store.try_acquire(self.key, record, now, work)
                 if fence is not None:
-                    grant = LockGrant(self.key, nonce, fence, record["expiresAtMs"],
-                                      wait_ms=(self.clock.now() - start) * 1000, attempts=attempt + 1,
-                                      holder=self.holder, granted_at_ms=now_ms(self.clock))
+                    grant = LockGrant(self.key, nonce, fence, record["expiresAtMs"], attempts=attempt + 1,
+                                      holder=self.holder)
+                    if on_grant is not None:
+                        try:
+                            on_grant(grant, work)
+                        except BaseException:
+                            try:
+                                self.store.release(self.key, nonce, work)
+                            except Exception:  # noqa: BLE001 - the TTL frees it; the original error says more
+                                pass
+                            raise
+                    grant.wait_ms, grant.granted_at_ms = (self.clock.now() - start) * 1000, now_ms(self.clock)
                     self.record_event({"type": "grant", "key": self.key, "holder": self.holder, "fence": fence,
                                        "nonce": nonce, "started_ms": int(start * 1000), "invoke_ms": now,
                                        "granted_ms": grant.granted_at_ms,

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 
 from harness.aws_errors import outcome_unknown
 from harness.clock import Clock, SystemClock, now_ms
-from harness.datastore.backends.base import Backend, CommitResult, FileMeta, partition_of
+from harness.datastore.backends.base import Backend, CommitResult, FileMeta, PullResult, partition_of
 from harness.datastore.catalog import Catalog
 from harness.datastore.errors import ConfigError, ConflictError, LockLostError
 from harness.datastore.lock import Heartbeat, Lock, LockConfig, LockGrant, Recorder
@@ -34,7 +34,6 @@ from harness.work import Work, recording
 
 LOCK_SCOPES = ("datastore", "namespace")
 INDEX_COMMITS = ("full", "delta")
-PAUSE_POINTS = ("commit",)
 
 
 @dataclass(frozen=True)
@@ -89,9 +88,9 @@ class Datastore:
         self.local: dict[str, FileMeta] = {}
         self.staged: dict[str, FileMeta] = {}
         self.dirty: dict[str, bytes] = {}
-        self.watermark_ms = 0
-        self.last_seq: int | None = None
-        self._cursor: dict = {}  # what this worker's pulls have read (S3: the shards it has seen)
+        self.watermark_ms = 0  # local only: swamp's "pulled as of" time (the unfenced index is keyed by time)
+        self.last_seq: int | None = None  # the sequence this worker's view is complete up to
+        self._cursor: dict = {}  # the backend's record of what this worker has read (see each backend's cursor)
         self._grant: LockGrant | None = None  # the grant of the locked section we are in, if any
         self._beat: Heartbeat | None = None
         self._base: int | None = None  # the sequence this section's pull saw
@@ -117,8 +116,9 @@ class Datastore:
     def locked(self, steps: list[Step]) -> Iterator[LockGrant]:
         lock = Lock(self.backend.lock_store, self.lock_key(), self.clock, self.cfg.lock, self.holder, self.rng,
                     recorder=self.record)
+        on_grant = (lambda g, w: self.backend.on_grant(self.ns, g, self._cursor, w)) if self.cfg.fencing else None
         with self._step(steps, "lock") as w:
-            grant = lock.acquire(w)
+            grant = lock.acquire(w, on_grant)
         beat_work = Work()
         beat = Heartbeat(lock, grant, beat_work) if self.cfg.heartbeat else None
         self._grant, self._beat, self._base = grant, beat, None
@@ -136,6 +136,8 @@ class Datastore:
                 except Exception:
                     if ok:  # do not hide the step's own failure behind a release failure
                         raise
+                finally:
+                    self.backend.release_grant(grant)
 
     def _pause(self, point: str) -> None:
         """A stop-the-world pause of this holder, if the fault-injection layer asks for one here."""
@@ -152,7 +154,13 @@ class Datastore:
 
     def _commit(self, op: str, grant: LockGrant, writes: list[FileMeta], deletes: list[FileMeta],
                 call: Callable[[str], CommitResult]) -> CommitResult:
-        """Run one commit (``call(cid)``) and record the attempt: invoke and complete times, outcome, paths."""
+        """Run one commit (``call(cid)``) and record the attempt: invoke, seal and complete times, outcome, paths.
+
+        ``seal_ms`` is when the sealing request was sent: a seal sent after
+        another holder's grant and accepted is what the checker calls unsafe.
+        The backend may seal under an id of its own (DynamoDB: the one the
+        grant claimed); the record takes the id the commit really used.
+        """
         cid = uuid.uuid4().hex[:16]
         event = {"type": "commit", "op": op, "key": grant.key, "holder": self.holder, "fence": grant.fence,
                  "nonce": grant.nonce, "namespace": self.ns, "cid": cid, "fencing": self.cfg.fencing,
@@ -169,7 +177,7 @@ class Datastore:
                          "indeterminate": not isinstance(e, Exception) or outcome_unknown(e)})
             raise
         self.record({**event, "ok": True, "complete_ms": now_ms(self.clock), "seq": res.seq, "base": res.base,
-                     "domain": res.domain})
+                     "domain": res.domain, "cid": res.cid, "seal_ms": res.seal_ms})
         return res
 
     def _live(self, rel: str) -> bool:
@@ -180,19 +188,27 @@ class Datastore:
         d = self.paths.definition(*owner)
         return d in self.staged or d in self.local
 
-    def _stage(self, rel: str, data: bytes) -> None:
+    def stage(self, rel: str, data: bytes) -> None:
+        """A file written locally: its next version is dirty until a push commits it."""
         prev = self.staged.get(rel) or self.local.get(rel)
         self.staged[rel] = FileMeta(rel, len(data), FileMeta.digest_of(data), 0, (prev.version + 1) if prev else 1)
         self.dirty[rel] = data
 
+    _stage = stage
+
     # ---- steps ------------------------------------------------------------------
     def pull(self, work: Work, partitions: list[str] | None = None) -> int:
-        """Pull changed paths; only an unscoped pull advances the watermark. Returns files pulled."""
+        """Pull changed paths and learn removals; only an unscoped pull advances the watermark. Files pulled.
+
+        The pull never writes: the watermark is this worker's own, and the
+        backend's cursor remembers what it has read, so an unchanged index
+        costs one read.
+        """
         start = now_ms(self.clock)
-        last = self.last_seq if partitions is None else None
         with recording(work):
-            res = self.backend.pull(self.ns, self.watermark_ms, partitions, last, work, lock_key=self.lock_key(),
-                                    cursor=self._cursor)
+            res = self.backend.pull(self.ns, self.watermark_ms, partitions, work, lock_key=self.lock_key(),
+                                    cursor=self._cursor, fencing=self.cfg.fencing, grant=self._grant)
+            self._forget(res)
             pulled = 0
             for m in res.changed:
                 have = self.local.get(m.rel_path)
@@ -207,8 +223,21 @@ class Datastore:
                     self._base = res.seq
                 if not res.short_cut:
                     self.watermark_ms = start
-                    self.backend.write_watermark(self.ns, start, work)
         return pulled
+
+    def _forget(self, res: PullResult) -> None:
+        """Drop from the local view what the pull says is gone: removed paths, pruned or re-read partitions."""
+        for rel in res.removed:
+            self.local.pop(rel, None)
+        if not (res.dropped or res.full):
+            return
+        present = {m.rel_path for m in res.changed}
+        whole = "*" in res.full
+        dropped, reread = set(res.dropped), set(res.full)
+        for rel in list(self.local):
+            part = partition_of(rel, self.ns)
+            if part in dropped or ((whole or part in reread) and rel not in present):
+                del self.local[rel]
 
     def run_method_locally(self, model_type: str, model_id: str, method: str, payload_bytes: int,
                            work: Work) -> None:
@@ -231,16 +260,24 @@ class Datastore:
         work.catalog_rows = self.catalog.rows(self.ns)
 
     def prepare(self, work: Work) -> None:
-        """Push, phase one: look the dirty paths up (scoped, by key) and upload their content."""
+        """Push, phase one: upload the dirty paths' content (and delete content earlier commits superseded).
+
+        Unfenced (swamp's push) it first looks the dirty paths up by key for a
+        newer remote version. Fenced, it does not: the seal is conditioned on
+        nothing having been sealed since this holder's pull, which is the same
+        check made atomic with the commit.
+        """
         paths = list(self.dirty)
         with recording(work):
-            remote = self.backend.lookup(paths, work)
-            for rel in paths:
-                base = self.local[rel].version if rel in self.local else 0
-                r = remote.get(rel)
-                if r is not None and r.version > base and r.digest != self.staged[rel].digest:
-                    raise ConflictError(f"conflict on {rel}: remote version {r.version} is newer than ours ({base})")
-            self.backend.put_content(self.dirty, self.staged, work)
+            if not self.cfg.fencing:
+                remote = self.backend.lookup(paths, work, fenced=False)
+                for rel in paths:
+                    base = self.local[rel].version if rel in self.local else 0
+                    r = remote.get(rel)
+                    if r is not None and r.version > base and r.digest != self.staged[rel].digest:
+                        raise ConflictError(
+                            f"conflict on {rel}: remote version {r.version} is newer than ours ({base})")
+            self.backend.put_content(self.dirty, self.staged, work, cursor=self._cursor)
         work.files_pushed += len(paths)
 
     def commit(self, grant: LockGrant, work: Work) -> int:
@@ -265,8 +302,10 @@ class Datastore:
             with recording(work):
                 res = self._commit("sync", grant, staged, [], lambda cid: self.backend.commit(
                     self.ns, entries, grant, work, base_seq=base if self.cfg.fencing else None,
-                    fencing=self.cfg.fencing, cid=cid))
+                    fencing=self.cfg.fencing, cid=cid, cursor=self._cursor))
             self.local.update(self.staged)
+            if self.last_seq is not None and res.base == self.last_seq:  # nobody else sealed since this view
+                self.last_seq = res.seq
         finally:
             self.staged.clear()
             self.dirty.clear()
@@ -278,9 +317,11 @@ class Datastore:
                 self.backend.put_blob(self.paths.catalog_export(), self.catalog.export(self.ns), work)
         work.catalog_rows = self.catalog.rows(self.ns)
 
-    def _delete(self, op: str, grant: LockGrant, metas: list[FileMeta], work: Work) -> None:
+    def _delete(self, op: str, grant: LockGrant, metas: list[FileMeta], work: Work,
+                forget: list[str] | None = None) -> None:
         self._commit(op, grant, [], metas, lambda cid: self.backend.delete_files(
-            self.ns, metas, grant, work, fencing=self.cfg.fencing, cid=cid))
+            self.ns, metas, grant, work, fencing=self.cfg.fencing, cid=cid, cursor=self._cursor,
+            forget=forget or ()))
 
     # ---- commands ---------------------------------------------------------------
     def sync_run(self, model_id: str, method: str, payload_bytes: int, steps: list[Step],
@@ -321,10 +362,9 @@ class Datastore:
             rows = sum(self.catalog.rows(self.ns, model) for model in orphans)
             return PruneReport(orphans, len(files), rows, dry_run)
         with self.locked(steps) as grant, self._step(steps, "prune") as w:
-            if files:
-                self._delete("prune", grant, files, w)
-            self.backend.forget_partitions(self.ns, [partition_of(self.paths.definition(t, i), self.ns) or ""
-                                                     for t, i in orphans], w)
+            if files:  # one commit: the files' removal, and their partitions gone from the registry
+                parts = [partition_of(self.paths.definition(t, i), self.ns) for t, i in orphans]
+                self._delete("prune", grant, files, w, forget=[p for p in parts if p])
             for m in files:
                 self.local.pop(m.rel_path, None)
             rows = sum(self.catalog.remove_data(self.ns, t, i) for t, i in orphans)

@@ -29,8 +29,9 @@ Definitions (these are what ``safety.json`` counts):
   release). Two grants of one key **overlap** when their believed intervals
   intersect: expected when a holder pauses past its TTL.
 - An overlap is **unsafe** when the older grant had a commit acknowledged
-  that it started after the newer grant was issued: fencing should have
-  refused it. Two *leases* that intersect mean the lock itself is broken.
+  whose seal was sent after the newer grant was issued (``seal_ms``; else the
+  commit's start): fencing should have refused it, whether or not anything
+  was lost by it. Two *leases* that intersect mean the lock itself is broken.
 - **violations** = lost + phantom + corrupt + sequence anomalies + unsafe
   overlaps + lease overlaps.
 - A grant is **contended** when it had to retry, or when another holder was
@@ -293,7 +294,8 @@ def _overlaps(grants: dict[str, _Grant]) -> tuple[list, list, list]:
                         "newer": {"holder": newer.holder, "fence": newer.fence, "granted_ms": newer.granted}}
                 if b.granted < a.believed_end:
                     overlaps.append(pair)
-                    accepted = [c["cid"] for c in older.commits if c.get("ok") and c["invoke_ms"] > newer.granted]
+                    accepted = [c["cid"] for c in older.commits
+                                if c.get("ok") and (c.get("seal_ms") or c["invoke_ms"]) > newer.granted]
                     if accepted:
                         unsafe.append({**pair, "accepted_commits": accepted})
                 if b.granted < a.lease_end:

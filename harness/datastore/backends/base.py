@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Protocol
 
 from harness.datastore.lock import LockGrant, LockStore
@@ -34,9 +34,21 @@ class FileMeta:
 
 @dataclass
 class PullResult:
+    """What a pull tells the worker's view: entries to take, entries gone, partitions to reconcile.
+
+    ``removed``: paths deleted since the worker last looked. ``dropped``:
+    partitions gone whole (pruned): every local path in them goes.
+    ``full``: partitions read from scratch (``"*"``: the whole scope), whose
+    every visible entry is in ``changed``: a local path there that is not in
+    ``changed`` is gone.
+    """
+
     changed: list[FileMeta]
     seq: int
     short_cut: bool = False
+    removed: list[str] = field(default_factory=list)
+    dropped: list[str] = field(default_factory=list)
+    full: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -47,6 +59,7 @@ class CommitResult:
     base: int
     cid: str
     domain: str  # what the sequence counts: the lock item (DynamoDB) or the namespace's index (S3)
+    seal_ms: int | None = None  # when the request that sealed it was sent (the safety checker's overlap test)
 
 
 def partition_of(rel_path: str, namespace: str | None) -> str | None:
@@ -67,44 +80,46 @@ class Backend(Protocol):
     def ensure(self) -> None:
         """Create the table or bucket if missing; refuse one that does not fit."""
 
-    def put_content(self, files: dict[str, bytes], metas: dict[str, FileMeta], work: Work) -> None:
-        """Prepare: upload content, outside the lock."""
+    def put_content(self, files: dict[str, bytes], metas: dict[str, FileMeta], work: Work, *,
+                    cursor: dict | None = None) -> None:
+        """Prepare: upload content, outside the index (and delete content the worker's commits superseded)."""
 
     def get_content(self, meta: FileMeta, work: Work) -> bytes: ...
 
-    def lookup(self, paths: Sequence[str], work: Work) -> dict[str, FileMeta]:
-        """Scoped push: the index entries of known dirty paths, as readers see them."""
+    def lookup(self, paths: Sequence[str], work: Work, *, fenced: bool = True) -> dict[str, FileMeta]:
+        """The index entries of ``paths``, as readers see them (``fenced=False``: swamp's scoped push)."""
+
+    def on_grant(self, namespace: str | None, grant: LockGrant, cursor: dict | None, work: Work) -> None:
+        """A fenced grant was just made: whatever the seal is conditioned on must learn of it first."""
+
+    def release_grant(self, grant: LockGrant) -> None:
+        """The locked section is over: drop what the backend kept for the grant."""
 
     def commit(self, namespace: str | None, entries: Sequence[FileMeta], grant: LockGrant, work: Work, *,
-               base_seq: int | None = None, fencing: bool = True, cid: str | None = None) -> CommitResult:
+               base_seq: int | None = None, fencing: bool = True, cid: str | None = None,
+               cursor: dict | None = None) -> CommitResult:
         """Merge entries into the index under the lock and seal it.
 
         With ``fencing`` (the default) the store itself refuses a stale grant,
         and a commit either seals completely or leaves nothing visible.
         ``base_seq`` is the sequence this holder's view was pulled at: the
-        commit is refused if anything sealed since. Without fencing it writes
-        unconditionally (swamp's own behaviour).
+        commit is refused if anything sealed since. ``cursor`` is the worker's
+        own (what its pulls saw): with it a commit reads nothing it already
+        knows. Without fencing it writes unconditionally (swamp's own behaviour).
         """
 
-    def pull(self, namespace: str | None, since_ms: int, partitions: Iterable[str] | None,
-             last_seq: int | None, work: Work, *, lock_key: str | None = None,
-             cursor: dict | None = None) -> PullResult:
-        """Entries changed after ``since_ms``; ``partitions`` scopes the pull; ``cursor`` is the reader's own."""
+    def pull(self, namespace: str | None, since_ms: int, partitions: Iterable[str] | None, work: Work, *,
+             lock_key: str | None = None, cursor: dict | None = None, fencing: bool = True,
+             grant: LockGrant | None = None) -> PullResult:
+        """What changed since the worker's ``cursor``; ``partitions`` scopes the pull; it never writes."""
 
     def delete_files(self, namespace: str | None, metas: Sequence[FileMeta], grant: LockGrant, work: Work, *,
-                     fencing: bool = True, cid: str | None = None) -> CommitResult:
-        """Remove index entries (a commit of removals, fenced like one), then their content."""
+                     fencing: bool = True, cid: str | None = None, cursor: dict | None = None,
+                     base_seq: int | None = None, forget: Sequence[str] = ()) -> CommitResult:
+        """Remove index entries (a commit of removals, fenced like one); ``forget``: partitions pruned whole."""
 
     def index_snapshot(self, work: Work) -> dict:
         """Everything readers can see, for a safety check: entries with their content digests."""
 
-    def write_watermark(self, namespace: str | None, watermark_ms: int, work: Work) -> None:
-        """The sync watermark: everything is pulled as of this time (advanced by unscoped pulls only)."""
-
-    def read_watermark(self, namespace: str | None, work: Work) -> int | None: ...
-
-    def forget_partitions(self, namespace: str | None, partitions: Sequence[str], work: Work) -> None:
-        """Prune: the pruned models' partitions are orphaned metadata too."""
-
     def put_blob(self, rel_path: str, data: bytes, work: Work) -> None:
-        """Store a file outside the index (the catalog export)."""
+        """Store a file outside the index (the catalog export), in place of its previous version."""

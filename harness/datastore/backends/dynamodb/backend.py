@@ -1,0 +1,519 @@
+"""DynamoDB backend: swamp's DynamoDB extension with both GSI layouts, on the items of ``items.py``.
+
+The data path: content chunks, the catalog export, lookups, pulls, and the
+commits of ``commit.py``. Table provisioning is ``table.py``; lock writes are
+``locks.py``.
+
+A pull costs what changed, not what the table holds: one GetItem of the lock
+item when nothing was sealed since the worker's own view (its own commits
+included); else the registry (one GetItem) and one Query per partition whose
+last sequence is past what the worker has read (``per-model``), or the whole
+``FILE`` partition (``legacy``, swamp's queryAllFileMeta). A pull never
+writes. Removals travel: a tombstone is a version like any other (until its
+partition is pruned), and a partition gone from the registry (pruned) or born
+again is dropped from the worker's view whole.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import random
+from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import Executor, ThreadPoolExecutor
+from typing import Any
+
+from harness.clock import Clock, SystemClock, now_ms
+from harness.datastore.backends.base import CommitResult, FileMeta, PullResult, partition_of
+from harness.datastore.backends.dynamodb.commit import Claims, FencedCommit, registry_update, unfenced_commit
+from harness.datastore.backends.dynamodb.cursor import DynamoCursor, Known
+from harness.datastore.backends.dynamodb.items import (
+    BATCH_GET_MAX,
+    BATCH_WRITE_MAX,
+    BLOB_SK,
+    GSI_LAYOUTS,
+    GSI_NAME,
+    META_SK,
+    DomainState,
+    Resolved,
+    blob_chunk_sk,
+    chunk_count,
+    chunk_key,
+    chunk_keys,
+    chunks,
+    file_key,
+    meta_of,
+    n_,
+    registry_key,
+    resolve,
+    s_,
+    seq_sk,
+)
+from harness.datastore.backends.dynamodb.locks import DynamoLockStore
+from harness.datastore.backends.dynamodb.table import DynamoTable
+from harness.datastore.errors import ConfigError, FencedError
+from harness.datastore.lock import LockGrant
+from harness.datastore.paths import Paths, check_table_name
+from harness.work import Work, recording
+
+
+class DynamoBackend:
+    name = "dynamodb"
+
+    def __init__(self, client: Any, table: str, gsi_layout: str = "per-model", *,
+                 clock: Clock | None = None, billing: str = "on-demand",
+                 provisioned: tuple[int, int] = (1000, 1000), tags: dict[str, str] | None = None,
+                 create: bool = True, pull_concurrency: int = 8, executor: Executor | None = None) -> None:
+        if gsi_layout not in GSI_LAYOUTS:
+            raise ConfigError(f"unknown GSI layout {gsi_layout!r}: choose one of {', '.join(GSI_LAYOUTS)}")
+        self.client, self.table, self.gsi_layout = client, check_table_name(table), gsi_layout
+        self.clock = clock or SystemClock()
+        self.provisioning = DynamoTable(client, table, billing=billing, provisioned=provisioned, tags=tags,
+                                        create=create)
+        self.lock_store = DynamoLockStore(client, table)
+        self.claims = Claims()
+        self.claims.keep = self.lock_store.keep  # ids the release must leave pending: one set for both
+        # Concurrent reads and writes run on ``executor``: threads by default; the caller passes a greenlet pool
+        # where threads are gevent's (a killed Locust user must not corrupt a thread pool's locks).
+        self._pool = executor or ThreadPoolExecutor(max_workers=pull_concurrency, thread_name_prefix="ddb-pool")
+        self._rng = random.Random()
+
+    # ---- the table (provisioning lives in table.py) ----------------------------
+    @property
+    def notes(self) -> list[str]:
+        return self.provisioning.notes
+
+    def describe(self) -> dict | None:
+        return self.provisioning.describe()
+
+    def ensure(self) -> None:
+        self.provisioning.ensure()
+
+    def owner_marker(self) -> dict[str, str]:
+        return self.provisioning.owner_marker()
+
+    def count_items(self) -> int:
+        return self.provisioning.count_items()
+
+    def datastore_lock_key(self) -> str:
+        return f"dynamodb://{self.table}"
+
+    def default_lock_key(self, namespace: str | None) -> str:
+        """The key a namespace's commits are sequenced on when the caller does not say (namespace scope)."""
+        return f".locks/{namespace}.lock" if namespace else self.datastore_lock_key()
+
+    # ---- request helpers ---------------------------------------------------------
+    def _backoff(self, attempt: int) -> None:
+        self.clock.sleep(self._rng.uniform(0, min(5.0, 0.05 * 2 ** attempt)))
+
+    def batch_write(self, requests: list[dict], work: Work) -> None:
+        """BatchWriteItem, 25 a call; unprocessed items are sent again after a jittered backoff."""
+        for i in range(0, len(requests), BATCH_WRITE_MAX):
+            pending = {self.table: requests[i:i + BATCH_WRITE_MAX]}
+            attempt = 0
+            while pending:
+                with recording(work):
+                    out = self.client.batch_write_item(RequestItems=pending)
+                pending = out.get("UnprocessedItems") or {}
+                if pending:
+                    attempt += 1
+                    self._backoff(attempt)
+
+    def batch_get(self, keys: list[dict], work: Work) -> list[dict]:
+        """BatchGetItem, 100 keys a call, strongly consistent."""
+        found: list[dict] = []
+        for i in range(0, len(keys), BATCH_GET_MAX):
+            pending: dict = {self.table: {"Keys": keys[i:i + BATCH_GET_MAX], "ConsistentRead": True}}
+            attempt = 0
+            while pending:
+                with recording(work):
+                    out = self.client.batch_get_item(RequestItems=pending)
+                got = out.get("Responses", {}).get(self.table, [])
+                work.items_read += len(got)
+                found += got
+                pending = out.get("UnprocessedKeys") or {}
+                if pending:
+                    attempt += 1
+                    self._backoff(attempt)
+        return found
+
+    def parallel(self, fn: Callable[[Any, Work], Any], items: Sequence[Any], work: Work) -> list[Any]:
+        """``fn(item, work)`` for every item on the pool, each counting into its own Work (added to ``work``).
+
+        Waits for every call before raising the first failure, so a caller that
+        cleans up knows the outcome of everything it started.
+        """
+        def run(x: Any) -> tuple[Any, Work, BaseException | None]:
+            w = Work()
+            try:
+                with recording(w):
+                    return fn(x, w), w, None
+            except Exception as e:  # noqa: BLE001 - re-raised below, after every call has finished
+                return None, w, e
+
+        if len(items) <= 1:
+            outcomes = [run(x) for x in items]
+        else:
+            futures = [self._pool.submit(contextvars.copy_context().run, run, x) for x in items]
+            outcomes = [f.result() for f in futures]
+        errors = []
+        for _, w, e in outcomes:
+            work.add(w)
+            if e is not None:
+                errors.append(e)
+        if errors:  # a fencing refusal says more than the throttles it may have caused
+            raise next((e for e in errors if isinstance(e, FencedError)), errors[0])
+        return [r for r, _, _ in outcomes]
+
+    def collect(self, cursor: DynamoCursor, work: Work) -> None:
+        """Delete the index items the cursor knows are garbage (best effort: what fails is kept for next time)."""
+        keys = DynamoCursor.take(cursor.garbage)
+        if not keys:
+            return
+        try:
+            self.batch_write([{"DeleteRequest": {"Key": k}} for k in keys], work)
+        except Exception:  # noqa: BLE001 - superseded items are invisible; they only take space until next time
+            DynamoCursor.add(cursor.garbage, keys)
+
+    def partition_items(self, namespace: str | None, partitions: Sequence[str], removals: Sequence[FileMeta],
+                        work: Work) -> list[dict]:
+        """The keys of every index item in these partitions (a prune deletes them all after its seal).
+
+        ``per-model``: one GSI Query per partition. ``legacy`` has no partition of its own in the GSI: one
+        base-table Query per pruned path.
+        """
+        if not partitions:
+            return []
+        if self.gsi_layout == "per-model":
+            got = self.parallel(lambda p, w: self._query({"KeyConditionExpression": "gsi1pk = :p",
+                                                          "ExpressionAttributeValues": {":p": s_(f"FILE#{p}")}}, w),
+                                list(partitions), work)
+        else:  # the pruned paths, and each model's definition (its tombstone is left from the model's delete)
+            gone = set(partitions)
+            rels = {m.rel_path for m in removals if partition_of(m.rel_path, namespace) in gone}
+            rels |= {Paths(namespace).definition(*p.split("/")[-2:]) for p in gone}
+            got = self.parallel(lambda r, w: self._versions_of(r, w), sorted(rels), work)
+        return [{"pk": i["pk"], "sk": i["sk"]} for items in got for i in items]
+
+    def forget(self, namespace: str | None, partitions: Sequence[str], seq: int, work: Work) -> bool:
+        """Remove pruned partitions from the registry (after their prune sealed); False if that failed."""
+        if self.gsi_layout != "per-model":
+            return True  # legacy readers read everything: a path they knew that is gone is gone
+        try:
+            for update, cond, names, values in registry_update(set(), partitions, seq, conditional=True):
+                with recording(work):
+                    self.client.update_item(TableName=self.table, Key=registry_key(namespace), UpdateExpression=update,
+                                            ConditionExpression=cond, ExpressionAttributeNames=names,
+                                            ExpressionAttributeValues=values)
+        except Exception:  # noqa: BLE001 - the partitions stay listed: readers still see their tombstones
+            return False
+        return True
+
+    def bury(self, doomed: list[dict], tombstones: list[dict], work: Work) -> None:
+        """Delete a pruned partition's items, then (only if every one went) the prune's own tombstones."""
+        try:
+            self.batch_write([{"DeleteRequest": {"Key": k}} for k in doomed], work)
+            if tombstones:
+                self.batch_write([{"DeleteRequest": {"Key": k}} for k in tombstones], work)
+        except Exception:  # noqa: BLE001 - a tombstone left behind hides what is left; it only takes space
+            pass
+
+    # ---- content ---------------------------------------------------------------
+    def put_content(self, files: dict[str, bytes], metas: dict[str, FileMeta], work: Work, *,
+                    cursor: dict | None = None) -> None:
+        """Upload the files' chunks, and delete the chunks the worker's earlier commits superseded (same batches)."""
+        reqs = []
+        for rel, data in files.items():
+            m = metas[rel]
+            for i, chunk in enumerate(chunks(data)):
+                item = {"pk": s_(f"FILE#{rel}"), "sk": s_(chunk_key(m.version, m.digest, i)), "data": {"B": chunk}}
+                work.items_written += 1
+                reqs.append({"PutRequest": {"Item": item}})
+        cur = DynamoCursor.of(cursor) if cursor is not None else None
+        garbage = DynamoCursor.take(cur.content_garbage) if cur else []
+        mine = {(r["PutRequest"]["Item"]["pk"]["S"], r["PutRequest"]["Item"]["sk"]["S"]) for r in reqs}
+        reqs += [{"DeleteRequest": {"Key": k}} for k in garbage if (k["pk"]["S"], k["sk"]["S"]) not in mine]
+        try:
+            self.batch_write(reqs, work)
+        except Exception:
+            if cur is not None:
+                DynamoCursor.add(cur.content_garbage, garbage)
+            raise
+
+    def get_content(self, meta: FileMeta, work: Work) -> bytes:
+        """The file's chunks by key (their count follows from its size): a GetItem, or BatchGetItems."""
+        keys = chunk_keys(meta)
+        with recording(work):
+            if len(keys) == 1:
+                out = self.client.get_item(TableName=self.table, Key=keys[0], ConsistentRead=True)
+                work.items_read += 1 if "Item" in out else 0
+                return out["Item"]["data"]["B"] if "Item" in out else b""
+            parts = {x["sk"]["S"]: x["data"]["B"] for x in self.batch_get(keys, work)}
+            return b"".join(parts[k] for k in sorted(parts))
+
+    def put_blob(self, rel_path: str, data: bytes, work: Work) -> None:
+        """A file outside the index (the catalog export), rewritten in place: its chunks, then its head.
+
+        The head's old value says how many chunks the previous version had, so
+        a shrinking blob leaves none behind.
+        """
+        parts = chunks(data)
+        with recording(work):
+            self.batch_write([{"PutRequest": {"Item": {**file_key(rel_path, blob_chunk_sk(i)), "data": {"B": c}}}}
+                              for i, c in enumerate(parts)], work)
+            out = self.client.put_item(TableName=self.table, ReturnValues="ALL_OLD", Item={
+                **file_key(rel_path, BLOB_SK), "size": n_(len(data)), "chunks": n_(len(parts)),
+                "digest": s_(FileMeta.digest_of(data)), "updatedAt": n_(now_ms(self.clock))})
+            before = int(out.get("Attributes", {}).get("chunks", {}).get("N", 0))
+            if before > len(parts):
+                self.batch_write([{"DeleteRequest": {"Key": file_key(rel_path, blob_chunk_sk(i))}}
+                                  for i in range(len(parts), before)], work)
+        work.items_written += len(parts) + 1
+
+    # ---- reading the index ----------------------------------------------------------
+    def _states(self, items: Iterable[dict], states: dict[str, DomainState], work: Work) -> dict[str, DomainState]:
+        """The lock-item state of every commit domain these items belong to (read once each)."""
+        for item in items:
+            dom = item.get("dom", {}).get("S")
+            if dom is not None and dom not in states:
+                states[dom] = self.lock_store.state(dom, work)
+        return states
+
+    def _versions_of(self, rel: str, work: Work) -> list[dict]:
+        """Every index item of one path (its ``META`` and ``V#...`` items; content chunks sort before them)."""
+        items: list[dict] = []
+        kwargs: dict[str, Any] = {"TableName": self.table, "ConsistentRead": True,
+                                  "KeyConditionExpression": "pk = :p AND sk >= :m",
+                                  "ExpressionAttributeValues": {":p": s_(f"FILE#{rel}"), ":m": s_(META_SK)}}
+        while True:
+            with recording(work):
+                out = self.client.query(**kwargs)
+            items += out.get("Items", [])
+            work.items_read += len(out.get("Items", []))
+            if "LastEvaluatedKey" not in out:
+                return items
+            kwargs["ExclusiveStartKey"] = out["LastEvaluatedKey"]
+
+    def lookup(self, paths: Sequence[str], work: Work, *, fenced: bool = True) -> dict[str, FileMeta]:
+        """The entries of ``paths`` as readers see them.
+
+        Fenced entries are one item per version: a Query per path (concurrently).
+        ``fenced=False`` is swamp's scoped push: its in-place entries, one
+        BatchGetItem per 100 paths.
+        """
+        with recording(work):
+            if not fenced:
+                items = self.batch_get([file_key(p) for p in paths], work)
+            else:
+                items = [i for got in self.parallel(lambda p, w: self._versions_of(p, w), list(paths), work)
+                         for i in got]
+            res = resolve(items, self._states(items, {}, work))
+        return {rel: v.meta for rel, v in res.visible.items()}
+
+    def commit_seq(self, lock_key: str, work: Work) -> int:
+        """The sealed commit sequence of the commits made under ``lock_key``."""
+        return self.lock_store.state(lock_key, work).seq
+
+    def registry(self, namespace: str | None, work: Work) -> dict[str, tuple[int, int]]:
+        """Registered partitions: ``{partition: (born at, last changed at)}``."""
+        with recording(work):
+            out = self.client.get_item(TableName=self.table, Key=registry_key(namespace), ConsistentRead=True)
+        item = out.get("Item") or {}
+        work.items_read += 1 if item else 0
+        return {k[2:]: (int(item.get(f"b:{k[2:]}", {}).get("N", 0)), int(v["N"]))
+                for k, v in item.items() if k.startswith("c:")}
+
+    def partitions(self, namespace: str | None, work: Work) -> list[str]:
+        return sorted(self.registry(namespace, work))
+
+    def _query(self, kwargs: dict, work: Work) -> list[dict]:
+        """Run a paginated GSI query; every item returned counts as read, every page as one index read."""
+        items: list[dict] = []
+        kwargs = dict(kwargs, TableName=self.table, IndexName=GSI_NAME)
+        while True:
+            with recording(work):
+                out = self.client.query(**kwargs)
+            work.queries += 1
+            got = out.get("Items", [])
+            work.items_read += len(got)
+            items.extend(got)
+            if "LastEvaluatedKey" not in out:
+                return items
+            kwargs["ExclusiveStartKey"] = out["LastEvaluatedKey"]
+
+    def _query_partition(self, part: str, after: int, by_seq: bool, work: Work) -> list[dict]:
+        """A partition's index items past ``after``: a sequence (fenced) or a time in ms (swamp's unfenced key)."""
+        low = seq_sk(after + 1) if by_seq else f"{after + 1:013d}"
+        return self._query({"KeyConditionExpression": "gsi1pk = :p AND gsi1sk >= :s",
+                            "ExpressionAttributeValues": {":p": s_(f"FILE#{part}"), ":s": s_(low)}}, work)
+
+    def pull(self, namespace: str | None, since_ms: int, partitions: Iterable[str] | None, work: Work, *,
+             lock_key: str | None = None, cursor: dict | None = None, fencing: bool = True,
+             grant: LockGrant | None = None) -> PullResult:
+        """What changed since this worker's cursor, as readers see it (sealed versions only)."""
+        cur = DynamoCursor.of(cursor)
+        scoped = partitions is not None
+        with recording(work):
+            key = lock_key or self.default_lock_key(namespace)
+            state = self.lock_store.state(key, work)
+            if not scoped and cur.seq is not None and state.seq == cur.seq:
+                return PullResult([], state.seq, short_cut=True)
+            # Under this worker's own grant no other holder can seal: another commit's pending items are dead
+            # for good (safe to delete). Without it they may belong to the holder committing right now.
+            own = grant is not None and not grant.lost and state.nonce == grant.nonce
+            if self.gsi_layout == "legacy":
+                res, full = self._pull_legacy(namespace, partitions, state, key, cur, own, work)
+                dropped: list[str] = []
+            else:
+                res, full, dropped = self._pull_partitions(namespace, since_ms, partitions, state, key, cur,
+                                                           fencing, own, work)
+        return self._absorb(res, cur, namespace, state.seq, scoped, full, dropped)
+
+    def _pull_legacy(self, namespace: str | None, partitions: Iterable[str] | None, state: DomainState, key: str,
+                     cur: DynamoCursor, own: bool, work: Work) -> tuple[Resolved, list[str]]:
+        """swamp's queryAllFileMeta: read every file item of every namespace, keep ours on the client."""
+        everything = self._query({"KeyConditionExpression": "gsi1pk = :p",
+                                  "ExpressionAttributeValues": {":p": s_("FILE")}}, work)
+        root = f"{namespace}/" if namespace else ""
+        wanted = set(partitions) if partitions is not None else None
+        mine = [i for i in everything if i["relPath"]["S"].startswith(root)
+                and (wanted is None or partition_of(i["relPath"]["S"], namespace) in wanted)]
+        res = resolve(mine, self._states(mine, {key: state}, work), _alive(state, own))
+        first = cur.seq is None and not cur.refs and wanted is None  # a first look: everything it sees is new
+        # every entry is read every time: anything the cursor knew that is not there now is gone
+        for rel in [r for r in cur.refs if wanted is None or partition_of(r, namespace) in wanted]:
+            if rel not in res.visible and rel not in res.removed:
+                res.removed[rel] = None  # type: ignore[assignment]
+        return res, ["*"] if first else []
+
+    def _pull_partitions(self, namespace: str | None, since_ms: int, partitions: Iterable[str] | None,
+                         state: DomainState, key: str, cur: DynamoCursor, fencing: bool, own: bool,
+                         work: Work) -> tuple[Resolved, list[str], list[str]]:
+        full: list[str] = []
+        dropped: list[str] = []
+        plan: list[tuple[str, int]] = []  # (partition, read past)
+        if partitions is not None:
+            for p in partitions:
+                seen = cur.parts.get(p)
+                plan.append((p, seen if seen is not None else 0))
+                if seen is None:
+                    full.append(p)
+        else:
+            reg = self.registry(namespace, work)
+            for p, (born, changed) in reg.items():
+                seen = cur.parts.get(p)
+                if seen is None or born > seen:  # new to this worker, or pruned and born again since it looked
+                    plan.append((p, 0))
+                    full.append(p)
+                    if seen is not None:  # what it knew of the old partition is gone with it
+                        for rel in [r for r in cur.refs if partition_of(r, namespace) == p]:
+                            cur.refs.pop(rel)
+                elif changed > seen:
+                    plan.append((p, seen))
+            dropped = [p for p in cur.parts if p not in reg]
+        by_seq = fencing
+
+        def query(job: tuple[str, int], w: Work) -> list[dict]:
+            part, after = job
+            if by_seq or after == 0:
+                return self._query_partition(part, after if by_seq else -1, by_seq, w)
+            return self._query_partition(part, since_ms, False, w)
+
+        items = [i for got in self.parallel(query, plan, work) for i in got]
+        res = resolve(items, self._states(items, {key: state}, work), _alive(state, own))
+        for p, _ in plan:
+            cur.parts[p] = state.seq
+        for p in dropped:
+            cur.parts.pop(p, None)
+        return res, full, dropped
+
+    def _absorb(self, res: Resolved, cur: DynamoCursor, namespace: str | None, seq: int, scoped: bool,
+                full: list[str], dropped: list[str]) -> PullResult:
+        """The cursor takes in what the pull saw; the result lists what the worker's view must change."""
+        changed: list[FileMeta] = []
+        for rel, v in res.visible.items():
+            known = cur.refs.get(rel)
+            if known is None or known.sk != v.ref or known.meta != v.meta:  # (swamp's entries change in place)
+                changed.append(v.meta)
+            cur.refs[rel] = Known(v.ref, v.meta)
+        removed = []
+        for rel in res.removed:
+            removed.append(rel)
+            cur.refs.pop(rel, None)
+        DynamoCursor.add(cur.garbage, [file_key(v.rel, v.ref) for v in [*res.superseded, *res.dead]])
+        for p in dropped:
+            for rel in [r for r in cur.refs if partition_of(r, namespace) == p]:
+                cur.refs.pop(rel)
+        if not scoped:
+            cur.seq = seq
+        return PullResult(changed, seq, removed=removed, dropped=dropped, full=full)
+
+    def index_snapshot(self, work: Work) -> dict:
+        """Every visible index entry with the digest of the content it points at (a full Scan)."""
+        locks: dict[str, DomainState] = {}
+        entries_items: list[dict] = []
+        parts: dict[tuple[str, int, str], list[tuple[str, bytes]]] = {}
+        kwargs: dict[str, Any] = {"TableName": self.table, "ConsistentRead": True}
+        with recording(work):
+            while True:
+                out = self.client.scan(**kwargs)
+                for item in out.get("Items", []):
+                    pk, sk = item["pk"]["S"], item["sk"]["S"]
+                    if pk.startswith("LOCK#"):
+                        locks[pk[5:]] = DomainState.of(item)
+                    elif pk.startswith("FILE#") and (sk == META_SK or sk.startswith("V#")) and "gsi1pk" in item:
+                        entries_items.append(item)
+                    elif pk.startswith("FILE#") and sk.startswith("CHUNK#v"):
+                        ver, digest, idx = sk[7:].split("#", 2)
+                        parts.setdefault((pk[5:], int(ver), digest), []).append((idx, item["data"]["B"]))
+                work.items_read += len(out.get("Items", []))
+                if "LastEvaluatedKey" not in out:
+                    break
+                kwargs["ExclusiveStartKey"] = out["LastEvaluatedKey"]
+        res = resolve(entries_items, locks)
+        entries = []
+        for v in res.visible.values():
+            m = v.meta
+            got = parts.get((m.rel_path, m.version, m.digest))
+            content = b"".join(b for _, b in sorted(got)) if got is not None else None
+            entries.append({"path": m.rel_path, "version": m.version, "digest": m.digest, "size": m.size,
+                            "content_digest": FileMeta.digest_of(content) if content is not None else None,
+                            "cid": v.ref[2:] if v.ref != META_SK else None, "fence": v.fence or None})
+        domains = {k: {"seq": d.seq, "pending": sorted(d.pending), "fence": d.fence} for k, d in locks.items()}
+        return {"backend": self.name, "table": self.table, "domains": domains, "entries": entries,
+                "superseded": len(res.superseded), "dead": len(res.dead)}
+
+    # ---- writing the index ----------------------------------------------------------
+    def on_grant(self, namespace: str | None, grant: LockGrant, cursor: dict | None, work: Work) -> None:
+        """Nothing to do: the grant claimed its commit id when it was made, and the lease fences the seal."""
+
+    def release_grant(self, grant: LockGrant) -> None:
+        """The grant is over: its bookkeeping goes (its claim stays pending if something of it may still land)."""
+        self.claims.forget(grant)
+
+    def commit(self, namespace: str | None, entries: Sequence[FileMeta], grant: LockGrant, work: Work, *,
+               base_seq: int | None = None, fencing: bool = True, cid: str | None = None,
+               cursor: dict | None = None) -> CommitResult:
+        cur = DynamoCursor.of(cursor)
+        with recording(work):
+            if not fencing:
+                return unfenced_commit(self, namespace, entries, [], [], grant, cur, cid, work)
+            return FencedCommit(self, namespace, grant, base_seq, cur, work).run(entries, [], [])
+
+    def delete_files(self, namespace: str | None, metas: Sequence[FileMeta], grant: LockGrant, work: Work, *,
+                     fencing: bool = True, cid: str | None = None, cursor: dict | None = None,
+                     base_seq: int | None = None, forget: Sequence[str] = ()) -> CommitResult:
+        """Remove entries: a commit of tombstones (fenced like any commit); ``forget`` prunes whole partitions."""
+        cur = DynamoCursor.of(cursor)
+        forget = list(forget)
+        with recording(work):
+            if not fencing:
+                return unfenced_commit(self, namespace, [], metas, forget, grant, cur, cid, work)
+            return FencedCommit(self, namespace, grant, base_seq, cur, work).run([], metas, forget)
+
+
+def _alive(state: DomainState, own: bool) -> frozenset[str] | None:
+    """Pending commit ids that may still seal: none but this worker's own claim when it holds the lock."""
+    return frozenset() if own else None
+
+
+__all__ = ["DynamoBackend", "chunk_count", "meta_of"]

@@ -1,0 +1,228 @@
+"""The DynamoDB backend's items: keys, attribute codecs, and which version of an entry a reader sees.
+
+Pure functions and small value classes: nothing here sends a request.
+
+Items (pk / sk):
+
+- lock ``LOCK#<key>`` / ``LOCK``: the holder's record, the fencing counter
+  ``fence``, the commit sequence ``seq`` and ``pending`` (the ids of commits
+  that may still be writing: their entries are invisible);
+- index entry, fenced: ``FILE#<relPath>`` / ``V#<cid>``, one item per version,
+  never overwritten: ``s`` (the sequence it seals at), ``cid``, ``fence``,
+  ``dom`` (the lock key whose sequence governs it), ``del`` on a tombstone;
+- index entry, unfenced (swamp's own): ``FILE#<relPath>`` / ``META``, rewritten
+  in place; a delete rewrites it as a tombstone (``del``), as swamp's extension
+  keeps tombstones;
+- content chunks ``FILE#<relPath>`` / ``CHUNK#v<N>#<digest>#<7-digit index>``
+  (256 KB; swamp's key plus the digest, so a version's content is immutable);
+- a blob outside the index (the catalog export): ``FILE#<relPath>`` / ``BLOB``
+  (its size and chunk count) and ``BLOB#<7-digit index>`` chunks, rewritten in place;
+- partition registry ``PARTITIONS#registry`` / ``LIST[#<ns>]``: per partition,
+  ``c:<partition>`` (the last sequence that touched it) and ``b:<partition>``
+  (the sequence it was born at), so a pull queries only what changed and
+  learns which partitions were removed or re-created.
+
+GSI ``gsi1``: ``legacy`` puts every entry under ``gsi1pk = "FILE"`` (sort key
+the path); ``per-model`` under ``FILE#<partition>``, sorted by the version's
+sequence (fenced) or by ``updatedAt`` (unfenced, swamp's key), so "changed
+since" is a key condition.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from harness.datastore.backends.base import FileMeta, partition_of
+
+GSI_LAYOUTS = ("legacy", "per-model")
+GSI_NAME = "gsi1"
+TABLE_KEYS = ("pk", "sk")
+GSI_KEYS = {GSI_NAME: ("gsi1pk", "gsi1sk")}  # plain names: the load layer registers them for unit accounting
+CHUNK_BYTES = 256 * 1024
+BATCH_GET_MAX = 100
+BATCH_WRITE_MAX = 25
+META_SK = "META"
+VERSION_PREFIX = "V#"
+BLOB_SK = "BLOB"
+SEQ_DIGITS = 12
+OWNER_ITEM_KEY = {"pk": {"S": "HARNESS#owner"}, "sk": {"S": "TAGS"}}
+
+
+def s_(v: str) -> dict:
+    return {"S": v}
+
+
+def n_(v: int | float) -> dict:
+    return {"N": str(v)}
+
+
+def num(item: dict, name: str, default: int = 0) -> int:
+    v = item.get(name)
+    return int(v["N"]) if v else default
+
+
+def chunk_count(size: int) -> int:
+    return max(1, -(-size // CHUNK_BYTES))
+
+
+def chunk_key(version: int, digest: str, index: int) -> str:
+    return f"CHUNK#v{version}#{digest}#{index:07d}"
+
+
+def chunk_keys(meta: FileMeta) -> list[dict]:
+    return [{"pk": s_(f"FILE#{meta.rel_path}"), "sk": s_(chunk_key(meta.version, meta.digest, i))}
+            for i in range(chunk_count(meta.size))]
+
+
+def chunks(data: bytes) -> list[bytes]:
+    return [data[i:i + CHUNK_BYTES] for i in range(0, len(data), CHUNK_BYTES)] or [b""]
+
+
+def file_key(rel: str, sk: str = META_SK) -> dict:
+    return {"pk": s_(f"FILE#{rel}"), "sk": s_(sk)}
+
+
+def version_key(rel: str, cid: str) -> dict:
+    return file_key(rel, VERSION_PREFIX + cid)
+
+
+def blob_chunk_sk(index: int) -> str:
+    return f"{BLOB_SK}#{index:07d}"
+
+
+def lock_item_key(key: str) -> dict:
+    return {"pk": s_(f"LOCK#{key}"), "sk": s_("LOCK")}
+
+
+def registry_key(namespace: str | None) -> dict:
+    return {"pk": s_("PARTITIONS#registry"), "sk": s_(f"LIST#{namespace}" if namespace else "LIST")}
+
+
+def claim_id(nonce: str) -> str:
+    """The commit id a grant claims when it is made (the lock item's ``pending``): no request of its own."""
+    return nonce[:16]
+
+
+def seq_sk(seq: int) -> str:
+    return f"{seq:0{SEQ_DIGITS}d}"
+
+
+def gsi_attrs(layout: str, namespace: str | None, meta: FileMeta, seq: int | None) -> dict:
+    """The entry's place in the GSI: by path (legacy), by sequence (fenced) or time (unfenced) in its partition."""
+    if layout == "legacy":
+        return {"gsi1pk": s_("FILE"), "gsi1sk": s_(meta.rel_path)}
+    part = partition_of(meta.rel_path, namespace) or "_"
+    order = seq_sk(seq) if seq is not None else f"{meta.updated_at_ms:013d}"
+    return {"gsi1pk": s_(f"FILE#{part}"), "gsi1sk": s_(f"{order}|{meta.rel_path}")}
+
+
+def entry_attrs(meta: FileMeta) -> dict:
+    return {"relPath": s_(meta.rel_path), "size": n_(meta.size), "digest": s_(meta.digest),
+            "updatedAt": n_(meta.updated_at_ms), "version": n_(meta.version), "chunks": n_(chunk_count(meta.size))}
+
+
+def meta_of(item: dict) -> FileMeta:
+    return FileMeta(item["relPath"]["S"], int(item["size"]["N"]), item["digest"]["S"], int(item["updatedAt"]["N"]),
+                    int(item["version"]["N"]))
+
+
+def version_item(layout: str, namespace: str | None, meta: FileMeta, *, cid: str, seq: int, fence: int,
+                 domain: str, tombstone: bool = False) -> dict:
+    """One fenced version of an entry (or its tombstone): a new item, never overwritten."""
+    item = {**version_key(meta.rel_path, cid), **entry_attrs(meta), "cid": s_(cid), "s": n_(seq),
+            "fence": n_(fence), "dom": s_(domain), **gsi_attrs(layout, namespace, meta, seq)}
+    if tombstone:
+        item["del"] = {"BOOL": True}
+    return item
+
+
+def meta_item(layout: str, namespace: str | None, meta: FileMeta, *, tombstone: bool = False) -> dict:
+    """swamp's unfenced entry, rewritten in place (a delete leaves a tombstone)."""
+    item = {**file_key(meta.rel_path), **entry_attrs(meta), **gsi_attrs(layout, namespace, meta, None)}
+    if tombstone:
+        item["del"] = {"BOOL": True}
+    return item
+
+
+class DomainState:
+    """A lock item's commit state, as one read saw it: the sealed sequence and the pending commit ids."""
+
+    def __init__(self, seq: int = 0, pending: Iterable[str] = (), nonce: str | None = None, fence: int = 0) -> None:
+        self.seq, self.pending, self.nonce, self.fence = seq, frozenset(pending), nonce, fence
+
+    @staticmethod
+    def of(item: dict | None) -> DomainState:
+        item = item or {}
+        return DomainState(num(item, "seq"), item.get("pending", {}).get("SS", []),
+                           item.get("nonce", {}).get("S"), num(item, "fence"))
+
+    def sealed(self, item: dict) -> bool:
+        """Is this fenced version sealed (its sequence reached, its commit no longer pending)?"""
+        return num(item, "s") <= self.seq and item["cid"]["S"] not in self.pending
+
+
+@dataclass
+class Version:
+    """What a reader makes of one index item."""
+
+    rel: str
+    ref: str  # the item's sort key (``META`` or ``V#<cid>``)
+    meta: FileMeta
+    seq: int  # its sequence (fenced), 0 for swamp's in-place entries
+    fence: int
+    deleted: bool
+    sealed: bool
+
+    @property
+    def rank(self) -> tuple[int, int]:
+        return self.seq, self.fence
+
+
+def version_of(item: dict, states: dict[str, DomainState]) -> Version:
+    sk = item["sk"]["S"]
+    fenced = sk.startswith(VERSION_PREFIX)
+    dom = item.get("dom", {}).get("S")
+    sealed = not fenced or states.get(dom, DomainState()).sealed(item)
+    return Version(item["relPath"]["S"], sk, meta_of(item), num(item, "s"), num(item, "fence"), "del" in item,
+                   sealed)
+
+
+@dataclass
+class Resolved:
+    """The versions readers see among a set of index items, and what of them is garbage."""
+
+    visible: dict[str, Version] = field(default_factory=dict)  # live entries
+    removed: dict[str, Version] = field(default_factory=dict)  # entries whose newest sealed version is a tombstone
+    superseded: list[Version] = field(default_factory=list)  # sealed versions a newer sealed one replaced
+    dead: list[Version] = field(default_factory=list)  # versions of commits that can never seal
+
+
+def resolve(items: Iterable[dict], states: dict[str, DomainState], alive: frozenset[str] | None = None
+            ) -> Resolved:
+    """Per path, the newest sealed version (sequence, then fencing token) wins; tombstones remove.
+
+    A fenced version whose commit is pending is invisible. It is ``dead`` (safe
+    to delete) only when the caller knows which pending ids may still seal:
+    ``alive`` lists them (a holder of the lock knows none can but its own);
+    ``None`` means any may. Swamp's in-place ``META`` entries rank below any
+    sealed version.
+    """
+    best: dict[str, Version] = {}
+    out = Resolved()
+    for item in items:
+        v = version_of(item, states)
+        if not v.sealed:
+            if alive is not None and v.ref[len(VERSION_PREFIX):] not in alive:
+                out.dead.append(v)
+            continue
+        have = best.get(v.rel)
+        if have is None or v.rank > have.rank:
+            if have is not None and have.ref != META_SK:
+                out.superseded.append(have)
+            best[v.rel] = v
+        elif v.ref != META_SK:
+            out.superseded.append(v)
+    for rel, v in best.items():
+        (out.removed if v.deleted else out.visible)[rel] = v
+    return out

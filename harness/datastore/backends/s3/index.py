@@ -1,0 +1,92 @@
+"""The S3 index's objects and what a worker knows of them (pure: no requests here).
+
+Per commit domain (the lock: a namespace's, or the datastore's) one *head*
+object, ``[<ns>/]_index/_meta.json`` (sharded) or ``[<ns>/].datastore-index.json``
+(monolith): ``commitSeq``, the ``fence`` of the newest holder (written when it
+was granted the lock, so a seal conditioned on the head's ETag is conditioned
+on still holding the lock), and ``shards``: the key of each partition's
+current shard object. Shards are copy-on-write, under keys never reused; the
+monolith is one shard (``_all``) holding every entry, rewritten whole on every
+commit as swamp's ``.datastore-index.json`` is.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from harness.datastore.backends.base import FileMeta, partition_of
+
+INDEX_KINDS = ("monolith", "sharded")
+ALL = "_all"  # the monolith's one shard
+DATASTORE_LOCK = ".datastore.lock"
+
+
+def head_rel(kind: str, lock_key: str | None, namespace: str | None) -> str:
+    """The head of the domain a lock guards: the datastore's (root) or a namespace's."""
+    root = "" if lock_key == DATASTORE_LOCK or not namespace else f"{namespace}/"
+    return root + ("_index/_meta.json" if kind == "sharded" else ".datastore-index.json")
+
+
+def shard_rel(head: str, part: str, cid: str) -> str:
+    """A new, never reused key for one version of a partition's shard, beside its head."""
+    if head.endswith(".datastore-index.json"):
+        return f"{head[:-len('.datastore-index.json')]}.datastore-index/{cid}.json"
+    base = head[:-len("_meta.json")]  # "[<ns>/]_index/"
+    root = base[:-len("_index/")]
+    local = part[len(root):] if root and part.startswith(root) else part
+    return f"{base}{local}.{cid}.json"
+
+
+def shard_of(kind: str, rel: str, namespace: str | None) -> str:
+    return ALL if kind == "monolith" else (partition_of(rel, namespace) or "_root")
+
+
+def in_scope(part: str, namespace: str | None) -> bool:
+    """Is this shard any of ``namespace``'s business (a datastore head holds every namespace's)?"""
+    return part in (ALL, "_root") or not namespace or part.startswith(f"{namespace}/")
+
+
+def entries_of(doc: dict) -> dict[str, FileMeta]:
+    return {rel: FileMeta(rel, e[0], e[1], e[2], e[3]) for rel, e in doc.get("entries", {}).items()}
+
+
+def shard_doc(entries: dict[str, FileMeta], **extra: Any) -> bytes:
+    return json.dumps({**extra, "entries": {
+        r: [m.size, m.digest, m.updated_at_ms, m.version] for r, m in entries.items()}}).encode()
+
+
+def content_rel(meta: FileMeta) -> str:
+    """Where one version of a file's content lives (immutable: never overwritten with other bytes)."""
+    return f"{meta.rel_path}@v{meta.version}.{meta.digest}"
+
+
+@dataclass
+class Shard:
+    ref: str
+    entries: dict[str, FileMeta]
+
+
+@dataclass
+class S3Cursor:
+    """A worker's knowledge of one head: the document and ETag it last read or wrote, and the shards it read."""
+
+    head_rel: str | None = None
+    head: dict | None = None
+    etag: str | None = None
+    fresh_for: str | None = None  # the grant (nonce) whose fence write produced ``etag``
+    seq: int | None = None  # the sequence its view is complete up to
+    shards: dict[str, Shard] = field(default_factory=dict)
+
+    @staticmethod
+    def of(cursor: dict | None, rel: str) -> S3Cursor:
+        if cursor is None:
+            return S3Cursor(rel)
+        got = cursor.get("s3")
+        if got is None or got.head_rel != rel:
+            got = cursor["s3"] = S3Cursor(rel)
+        return got
+
+    def know(self, head: dict, etag: str | None) -> None:
+        self.head, self.etag = head, etag

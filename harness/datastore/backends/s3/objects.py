@@ -1,0 +1,66 @@
+"""Small JSON/bytes object helpers on one bucket (and key prefix) that count their work."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from typing import Any
+
+from botocore.exceptions import ClientError
+
+from harness.aws_errors import is_not_found
+from harness.work import Work, recording
+
+
+class S3Objects:
+    def __init__(self, client: Any, bucket: str, prefix: str) -> None:
+        self.client, self.bucket, self.prefix = client, bucket, prefix
+
+    def key(self, rel: str) -> str:
+        return self.prefix + rel
+
+    def get(self, rel: str, work: Work) -> tuple[bytes, str] | None:
+        try:
+            with recording(work):
+                out = self.client.get_object(Bucket=self.bucket, Key=self.key(rel))
+                body = out["Body"].read()
+        except ClientError as e:
+            if is_not_found(e):
+                return None
+            raise
+        return body, out["ETag"]
+
+    def get_json(self, rel: str, work: Work) -> tuple[dict, str] | None:
+        got = self.get(rel, work)
+        return (json.loads(got[0]), got[1]) if got else None
+
+    def put(self, rel: str, data: bytes, work: Work, *, if_match: str | None = None,
+            if_none_match: bool = False) -> str:
+        kwargs: dict[str, Any] = {"Bucket": self.bucket, "Key": self.key(rel), "Body": data}
+        if if_match:
+            kwargs["IfMatch"] = if_match
+        if if_none_match:
+            kwargs["IfNoneMatch"] = "*"
+        with recording(work):
+            out = self.client.put_object(**kwargs)
+        return out["ETag"]
+
+    def delete(self, rels: Iterable[str], work: Work) -> None:
+        keys = [{"Key": self.key(r)} for r in rels]
+        for i in range(0, len(keys), 1000):
+            with recording(work):
+                self.client.delete_objects(Bucket=self.bucket, Delete={"Objects": keys[i:i + 1000], "Quiet": True})
+
+    def list(self, rel_prefix: str, work: Work) -> list[tuple[str, str]]:
+        """(relative key, ETag) of every object under ``rel_prefix``."""
+        found, token = [], None
+        while True:
+            kwargs: dict[str, Any] = {"Bucket": self.bucket, "Prefix": self.key(rel_prefix)}
+            if token:
+                kwargs["ContinuationToken"] = token
+            with recording(work):
+                out = self.client.list_objects_v2(**kwargs)
+            found += [(o["Key"][len(self.prefix):], o["ETag"]) for o in out.get("Contents", [])]
+            if not out.get("IsTruncated"):
+                return found
+            token = out["NextContinuationToken"]
