@@ -24,10 +24,11 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from harness.record import runinfo
-from harness.record.schema import COUNT_COLUMNS, SCHEMA, STEP_COLUMNS, UNIT_COLUMNS
+from harness.record.schema import COUNT_COLUMNS, QUERY_COLUMNS, SCHEMA, STEP_COLUMNS, STEP_REQUEST_COLUMNS, UNIT_COLUMNS
 
 Curve = Callable[[np.ndarray], np.ndarray]
 STEP_FIELDS = list(STEP_COLUMNS.values())
+REQUEST_FIELDS = [c for pair in STEP_REQUEST_COLUMNS.values() for c in pair] + list(QUERY_COLUMNS)
 T0 = 1_750_000_000.0
 
 
@@ -40,9 +41,15 @@ def make_table(*, workers: int = 10, duration_s: float = 3600.0, rate: Curve,
                failure: Curve | None = None, error_kinds: tuple[str, ...] = ("lock_timeout",),
                messages: dict[str, str] | None = None, failure_step: str = "lock_wait_ms",
                failure_ms: Curve | None = None, failure_counts: dict[str, Curve] | None = None,
+               requests: dict[str, Curve] | None = None, think_ms: Curve | None = None,
                scenario: str = "synthetic", backend: str = "dynamodb", seed: int = 0,
                t0: float = T0) -> pa.Table:
-    """The iteration rows of a synthetic run, in the record schema; ``rate(t)`` is iterations/s per worker."""
+    """The iteration rows of a synthetic run, in the record schema; ``rate(t)`` is iterations/s per worker.
+
+    ``requests`` gives per-step request columns of successful iterations (``pull_requests``,
+    ``pull_request_ms``, ``pull_queries``, ...); the ones not given are left null, as in a run recorded
+    before the rows had them. ``think_ms`` is each iteration's time outside the steps (client CPU, waits).
+    """
     rng = np.random.default_rng(seed)
     dt = 1.0
     grid = np.arange(0.0, duration_s, dt)
@@ -62,7 +69,7 @@ def make_table(*, workers: int = 10, duration_s: float = 3600.0, rate: Curve,
         cols[f] = np.where(ok, base * rng.uniform(0.8, 1.2, n), 0.0)
     fail_ms = failure_ms(t_end) if failure_ms else np.full(n, 5.0)
     cols[failure_step] = np.where(ok, cols[failure_step], fail_ms)
-    total = sum(cols[f] for f in STEP_FIELDS) + 1.0
+    total = sum(cols[f] for f in STEP_FIELDS) + (think_ms(t_end) if think_ms else 1.0)
     counts = counts or {}
     failure_counts = failure_counts or {}
     for c in (*COUNT_COLUMNS, *UNIT_COLUMNS):
@@ -70,6 +77,11 @@ def make_table(*, workers: int = 10, duration_s: float = 3600.0, rate: Curve,
         bad = failure_counts[c](t_end) if c in failure_counts else np.zeros(n)
         v = np.where(ok, good, bad)
         cols[c] = np.round(v).astype(np.int64) if c in COUNT_COLUMNS else v.astype(float)
+    requests = requests or {}
+    for c in REQUEST_FIELDS:
+        if c in requests:
+            v = np.where(ok, requests[c](t_end), 0.0)
+            cols[c] = np.round(v).astype(np.int64) if SCHEMA.field(c).type == pa.int64() else v.astype(float)
     pick = rng.integers(0, len(error_kinds), n)
     error_kind = np.where(ok, "", np.array(error_kinds)[pick])
     texts = np.array([(messages or {}).get(k, f"{k}: synthetic") for k in error_kinds])
@@ -92,7 +104,7 @@ def make_table(*, workers: int = 10, duration_s: float = 3600.0, rate: Curve,
     }
     for c in SCHEMA.names:
         if c not in data:
-            data[c] = pa.array(cols[c])
+            data[c] = pa.array(cols[c]) if c in cols else pa.nulls(n, SCHEMA.field(c).type)
     return pa.table(data, schema=SCHEMA)
 
 
