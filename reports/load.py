@@ -14,14 +14,18 @@ from pathlib import Path
 import pandas as pd
 
 from harness.errors import HarnessError
+from harness.record.lockuse import EVENT_FIELDS, LOCK_EVENTS
 from harness.record.reader import read_rows, shard_paths
+from harness.record.schema import QUERY_COLUMNS, STEP_REQUEST_COLUMNS
 from harness.record.schema import STEP_COLUMNS as _SCHEMA_STEPS
 
 STEP_COLUMNS = [c for c in _SCHEMA_STEPS.values() if c != "release_ms"]  # the steps a report stacks
 COUNT_COLUMNS = ["pull_items_read", "index_entries_written", "catalog_rows", "files_pushed", "lock_attempts",
                  "read_units", "write_units"]
+# per step: requests made and ms inside them (null in runs recorded before the rows had them); index reads per pull
+REQUEST_COLUMNS = [c for step, pair in STEP_REQUEST_COLUMNS.items() for c in pair if step != "release"]
 REPORT_COLUMNS = ["ts_start", "ts_end", "user", "ok", "error_kind", "error", "total_ms", "requests", *STEP_COLUMNS,
-                  *COUNT_COLUMNS]
+                  *COUNT_COLUMNS, *REQUEST_COLUMNS, *QUERY_COLUMNS]
 SKIP_DIRS = {"report", "iterations", "history", "figures", "jobs", "seed-state", ".ipynb_checkpoints"}
 
 
@@ -36,6 +40,8 @@ class Run:
     users: pd.DataFrame | None = None  # Locust's user count over time (ts, users)
     safety: dict | None = None  # the lock-safety checker's result
     locust_stats: pd.DataFrame | None = None  # Locust's own request table
+    locks: pd.DataFrame | None = None  # lock events from history/*.jsonl (grant, release, lock_timeout, renew)
+    keys: pd.DataFrame | None = None  # keys.csv: capacity units per partition key per interval
 
     @property
     def label(self) -> str:
@@ -117,7 +123,7 @@ def open_run(path: str | Path) -> Run:
     rows["error_kind"] = rows["error_kind"].fillna("")
     partial = info.get("status") != "finished"
     return Run(p, info, rows, partial, probes=_probes(p), generator=_generator(p), users=_users(p),
-               safety=_safety(p), locust_stats=_locust_stats(p))
+               safety=_safety(p), locust_stats=_locust_stats(p), locks=lock_events(p), keys=_keys(p))
 
 
 def _csv(path: Path, need: set[str]) -> pd.DataFrame | None:
@@ -178,3 +184,59 @@ def _safety(p: Path) -> dict | None:
 
 def _locust_stats(p: Path) -> pd.DataFrame | None:
     return _csv(p / "locust_stats.csv", {"Name", "Request Count", "Failure Count"})
+
+
+def lock_events(p: Path) -> pd.DataFrame | None:
+    """The lock's events from ``history/*.jsonl`` as columns (None without a history).
+
+    pyarrow's JSON reader parses them in bulk (a nine-hour run holds millions of events); a file it cannot read
+    whole (a line cut short by a crash) is read line by line, skipping what does not parse.
+    """
+    files = sorted((p / "history").glob("*.jsonl")) if (p / "history").is_dir() else []
+    if not files:
+        return None
+    import pyarrow as pa
+    import pyarrow.json as pj
+
+    schema = pa.schema([(f, pa.bool_() if f == "ok" else pa.float64() if f.endswith("_ms") else pa.string())
+                        for f in EVENT_FIELDS])
+    opts = pj.ParseOptions(explicit_schema=schema, unexpected_field_behavior="ignore")
+    frames = []
+    for f in files:
+        try:
+            frames.append(pj.read_json(f, parse_options=opts).to_pandas())
+        except (pa.ArrowInvalid, OSError):
+            frames.append(_events_line_by_line(f))
+    df = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=list(EVENT_FIELDS))
+    df = df[df["type"].isin(LOCK_EVENTS)]
+    return df.reset_index(drop=True) if len(df) else None
+
+
+def _events_line_by_line(path: Path) -> pd.DataFrame:
+    out = []
+    for line in path.read_text(errors="replace").splitlines():
+        try:
+            e = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        if isinstance(e, dict) and e.get("type") in LOCK_EVENTS:
+            out.append({k: e.get(k) for k in EVENT_FIELDS})
+    return pd.DataFrame.from_records(out, columns=list(EVENT_FIELDS))
+
+
+KEYS_CSV = "keys.csv"
+
+
+def _keys(p: Path) -> pd.DataFrame | None:
+    """``keys.csv``: read and write units per partition key per interval (top keys only), when recorded."""
+    df = _csv(p / KEYS_CSV, {"ts", "table", "key", "read_units", "write_units"})
+    if df is None:
+        return None
+    df["ts"] = pd.to_datetime(df["ts"], unit="s", utc=True)
+    for c in ("read_units", "write_units", "throttles"):
+        if c in df.columns:
+            df[c] = pd.to_numeric(df[c], errors="coerce").fillna(0.0)
+    df["index"] = df["index"].fillna("").astype(str) if "index" in df.columns else ""
+    df["key"] = df["key"].fillna("").astype(str)
+    df["table"] = df["table"].astype(str)
+    return df

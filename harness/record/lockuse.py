@@ -1,0 +1,218 @@
+"""How busy each lock key was, from the run's history (grant, release and lock_timeout events).
+
+A lock passes one holder at a time, so a fleet that needs it every iteration runs
+at most ``1 / mean hold`` iterations a second. Whether it is the fleet's bound
+shows in its utilization: the share of time it was *busy*, held or free with a
+waiter retrying for it. Beside it the *held* share, so capacity lost to retry
+gaps shows (a lock free for 150 ms between holders because nobody retried
+sooner is busy, but not held).
+
+From the events the lock records (``harness/datastore/lock.py``), in epoch ms:
+
+- ``grant``: the holder waited from ``started_ms`` to ``granted_ms``, then held
+  the lock from ``granted_ms`` until its ``release`` (matched by ``nonce``:
+  ``invoke_ms``); a grant never released is held until its expiry, the next
+  grant of the key or the end of the run, whichever comes first;
+- ``lock_timeout``: a waiter that gave up waited from ``invoke_ms`` to ``end_ms``.
+
+Pure functions of events (the report reads them from ``history/*.jsonl``, the
+web UI's harness tab as they arrive), so both say the same thing.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+LOCK_EVENTS = ("grant", "release", "lock_timeout", "renew")
+
+
+@dataclass(frozen=True)
+class LockUse:
+    """One key over one stretch ``[a, b]`` (epoch seconds)."""
+
+    key: str
+    a: float
+    b: float
+    busy: float  # share of the stretch held or wanted
+    held: float  # share of the stretch held
+    grants: int  # grants made in the stretch
+    timeouts: int  # waiters that gave up in the stretch
+    waiters: float  # mean number of waiters (time-averaged)
+    holders: int  # distinct holders granted the key in the stretch
+    mean_hold_ms: float | None  # mean hold of the grants made in the stretch
+    gap_ms: tuple[float, float] | None  # middle half (25th-75th percentile) of the retry gaps: free, but wanted
+    gaps: int  # retry gaps in the stretch
+
+    @property
+    def seconds(self) -> float:
+        return max(self.b - self.a, 1e-9)
+
+    @property
+    def gap_share(self) -> float:
+        """Share of the stretch the lock was free while someone waited for it."""
+        return max(0.0, self.busy - self.held)
+
+    @property
+    def grants_per_s(self) -> float:
+        return self.grants / self.seconds
+
+    @property
+    def max_grants_per_s(self) -> float | None:
+        """What the lock could pass if it were held back to back: 1 / mean hold."""
+        return 1000.0 / self.mean_hold_ms if self.mean_hold_ms else None
+
+    def as_dict(self) -> dict:
+        return {"key": self.key, "busy": self.busy, "held": self.held, "gap_share": self.gap_share,
+                "grants": self.grants, "grants_per_s": self.grants_per_s, "timeouts": self.timeouts,
+                "timeouts_per_s": self.timeouts / self.seconds, "waiters": self.waiters, "holders": self.holders,
+                "mean_hold_ms": self.mean_hold_ms, "max_grants_per_s": self.max_grants_per_s,
+                "gap_ms": list(self.gap_ms) if self.gap_ms else None, "gaps": self.gaps}
+
+
+@dataclass
+class Intervals:
+    """One key's intervals (epoch seconds, ``(n, 2)`` arrays): held (with each grant's holder) and waiting;
+    the ends of the waits that timed out."""
+
+    key: str
+    held: np.ndarray
+    holders: np.ndarray
+    waits: np.ndarray
+    timeouts: np.ndarray
+
+
+EVENT_FIELDS = ("type", "key", "nonce", "holder", "started_ms", "granted_ms", "invoke_ms", "end_ms", "expires_ms",
+                "ok")
+
+
+def frame(events: Iterable[dict]) -> pd.DataFrame:
+    """Lock events as columns (the fields ``intervals`` reads; missing ones null)."""
+    df = pd.DataFrame.from_records([{k: e.get(k) for k in EVENT_FIELDS} for e in events
+                                    if e.get("type") in LOCK_EVENTS], columns=list(EVENT_FIELDS))
+    return df
+
+
+def intervals(events: Iterable[dict] | pd.DataFrame, end_s: float | None = None) -> dict[str, Intervals]:
+    """Each lock key's held and waiting intervals from its events (any order; other event types are ignored).
+
+    ``events`` is a list of event dicts or a frame of their fields (``frame``), so a report of a nine-hour run
+    reads a million grants as columns, not dicts.
+    """
+    df = events if isinstance(events, pd.DataFrame) else frame(events)
+    df = df[df["key"].notna()]
+    num = {c: pd.to_numeric(df[c], errors="coerce") / 1000 for c in ("started_ms", "granted_ms", "invoke_ms",
+                                                                    "end_ms", "expires_ms")}
+    kind = df["type"]
+    g = pd.DataFrame({"key": df["key"], "nonce": df["nonce"], "holder": df["holder"].fillna("").astype(str),
+                      "started": num["started_ms"], "at": num["granted_ms"].fillna(num["invoke_ms"]),
+                      "expires": num["expires_ms"]})[kind == "grant"].dropna(subset=["at"])
+    rel = pd.DataFrame({"nonce": df["nonce"], "released": num["invoke_ms"]})[kind == "release"].dropna()
+    rel = rel.groupby("nonce")["released"].min()
+    ren = pd.DataFrame({"nonce": df["nonce"], "lease": num["expires_ms"], "ok": df["ok"]})[kind == "renew"]
+    ren = ren[ren["ok"].fillna(False).astype(bool)].dropna(subset=["lease"]).groupby("nonce")["lease"].max()
+    g = g.sort_values(["key", "at"], kind="stable")
+    g["released"] = g["nonce"].map(rel)
+    lease = pd.concat([g["expires"], g["nonce"].map(ren)], axis=1).max(axis=1)
+    nxt = g.groupby("key")["at"].shift(-1)
+    cap = pd.concat([lease, nxt], axis=1).min(axis=1)
+    if end_s is not None:
+        cap = cap.fillna(end_s).clip(upper=end_s)
+    end = g["released"].fillna(cap).fillna(g["at"])
+    g["end"] = np.maximum(end.to_numpy(dtype=float), g["at"].to_numpy(dtype=float))
+    t = pd.DataFrame({"key": df["key"], "a": num["invoke_ms"], "b": num["end_ms"]})[kind == "lock_timeout"].dropna()
+    out: dict[str, Intervals] = {}
+    keys = sorted(set(g["key"].unique()) | set(t["key"].unique()))
+    g_by, t_by = dict(tuple(g.groupby("key"))), dict(tuple(t.groupby("key")))
+    empty = pd.DataFrame({"started": [], "at": [], "end": [], "holder": []})
+    for k in keys:
+        gk, tk = g_by.get(k, empty), t_by.get(k, pd.DataFrame({"a": [], "b": []}))
+        at, started = gk["at"].to_numpy(dtype=float), gk["started"].to_numpy(dtype=float)
+        waited = np.isfinite(started) & (started < at)
+        waits = np.concatenate([np.column_stack([started[waited], at[waited]]),
+                                tk[["a", "b"]].to_numpy(dtype=float).reshape(-1, 2)])
+        out[str(k)] = Intervals(str(k), np.column_stack([at, gk["end"].to_numpy(dtype=float)]),
+                                gk["holder"].to_numpy(dtype=object), waits, tk["b"].to_numpy(dtype=float))
+    return out
+
+
+class Timeline:
+    """A key's busy / held / waiting time as cumulative functions of time, so any stretch is two lookups."""
+
+    def __init__(self, iv: Intervals) -> None:
+        self.key = iv.key
+        held = np.asarray(iv.held, dtype=float).reshape(-1, 2)
+        waits = np.asarray(iv.waits, dtype=float).reshape(-1, 2)
+        waits = waits[waits[:, 1] > waits[:, 0]]
+        pts = np.concatenate([held[:, 0], held[:, 1], waits[:, 0], waits[:, 1]])
+        dh = np.concatenate([np.ones(len(held)), -np.ones(len(held)), np.zeros(2 * len(waits))])
+        dw = np.concatenate([np.zeros(2 * len(held)), np.ones(len(waits)), -np.ones(len(waits))])
+        order = np.argsort(pts, kind="stable")
+        t = pts[order]
+        h = np.cumsum(dh[order])[:-1] if len(t) else np.zeros(0)
+        w = np.cumsum(dw[order])[:-1] if len(t) else np.zeros(0)
+        seg = np.diff(t) if len(t) else np.zeros(0)
+        self.t = t
+        self.cum_held = np.concatenate([[0.0], np.cumsum(seg * (h > 0))]) if len(t) else np.zeros(0)
+        self.cum_busy = np.concatenate([[0.0], np.cumsum(seg * ((h > 0) | (w > 0)))]) if len(t) else np.zeros(0)
+        self.cum_wait = np.concatenate([[0.0], np.cumsum(seg * np.clip(w, 0, None))]) if len(t) else np.zeros(0)
+        # retry gaps: maximal stretches free but wanted (runs of consecutive such segments, merged)
+        idx = np.flatnonzero((h <= 0) & (w > 0) & (seg > 0))
+        breaks = np.flatnonzero(np.diff(idx) > 1)
+        first = idx[np.concatenate([[0], breaks + 1])] if len(idx) else idx
+        last = idx[np.concatenate([breaks, [len(idx) - 1]])] if len(idx) else idx
+        starts, lengths = t[first], t[last + 1] - t[first]
+        self.gap_start = np.asarray(starts, dtype=float)
+        self.gap_len = np.asarray(lengths, dtype=float)
+        self.grant_at = held[:, 0]
+        self.hold_s = held[:, 1] - held[:, 0]
+        self.holders = np.asarray(iv.holders, dtype=object)
+        self.timeout_at = np.asarray(iv.timeouts, dtype=float)
+
+    def _measure(self, cum: np.ndarray, a: np.ndarray | float, b: np.ndarray | float) -> np.ndarray:
+        if len(self.t) == 0:
+            return np.zeros_like(np.asarray(a, dtype=float))
+        return np.interp(b, self.t, cum) - np.interp(a, self.t, cum)
+
+    def busy_share(self, edges: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(busy, held) share per window between consecutive ``edges`` (epoch seconds)."""
+        a, b = edges[:-1], edges[1:]
+        width = np.clip(b - a, 1e-9, None)
+        return self._measure(self.cum_busy, a, b) / width, self._measure(self.cum_held, a, b) / width
+
+    def use(self, a: float, b: float) -> LockUse:
+        width = max(b - a, 1e-9)
+        busy = float(self._measure(self.cum_busy, a, b)) / width
+        held = float(self._measure(self.cum_held, a, b)) / width
+        waiters = float(self._measure(self.cum_wait, a, b)) / width
+        inside = (self.grant_at >= a) & (self.grant_at < b)
+        holds = self.hold_s[inside]
+        g = (self.gap_start >= a) & (self.gap_start < b)
+        gaps = self.gap_len[g] * 1000
+        return LockUse(self.key, a, b, min(busy, 1.0), min(held, 1.0), int(inside.sum()),
+                       int(((self.timeout_at >= a) & (self.timeout_at < b)).sum()), waiters,
+                       len(set(self.holders[inside].tolist())), float(holds.mean() * 1000) if len(holds) else None,
+                       (float(np.percentile(gaps, 25)), float(np.percentile(gaps, 75))) if len(gaps) else None,
+                       int(len(gaps)))
+
+    @property
+    def holder_count(self) -> int:
+        return len(set(self.holders.tolist()))
+
+
+def timelines(events: Iterable[dict] | pd.DataFrame, end_s: float | None = None) -> dict[str, Timeline]:
+    return {k: Timeline(iv) for k, iv in intervals(events, end_s).items()}
+
+
+def mean_interval(values: np.ndarray, z: float = 1.96) -> tuple[float, float] | None:
+    """A rough 95 % interval for the mean of per-window values (normal; None with fewer than 3 windows)."""
+    v = np.asarray(values, dtype=float)
+    v = v[np.isfinite(v)]
+    if len(v) < 3:
+        return None
+    half = z * float(v.std(ddof=1)) / math.sqrt(len(v))
+    return float(v.mean() - half), float(v.mean() + half)
