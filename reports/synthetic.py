@@ -12,6 +12,7 @@ fast, no work done, only the step they failed in (``failure_ms`` in
 from __future__ import annotations
 
 import csv
+import itertools
 import json
 from collections.abc import Callable
 from datetime import UTC, datetime
@@ -172,3 +173,110 @@ def make_run(path: str | Path, *, workers: int = 10, duration_s: float = 3600.0,
     meta.update(info or {})
     runinfo.write(path, meta)
     return path
+
+
+def simulate_lock(*, workers: int, duration_s: float, hold_ms: tuple[float, float], retry_ms: tuple[float, float],
+                  wait_ms: float = 1000.0, outside_ms: float = 5.0, key: str = "dynamodb://synthetic-table",
+                  seed: int = 0, t0: float = T0) -> tuple[list[dict], list[dict], dict[str, float]]:
+    """One lock key shared by ``workers``, as the datastore's lock runs it: (rows, history events, truth).
+
+    Each worker acquires (the first attempt at once, then a retry every ``retry_ms`` drawn uniformly), holds
+    it for ``hold_ms`` (its pull and commit), releases, spends ``outside_ms`` outside any iteration, and
+    starts the next; a wait past ``wait_ms`` fails the iteration with swamp's lock-timeout message. The truth
+    is integrated from the simulation's own state (a holder, waiters), not from the events, so a test of
+    the report's reading of the history is not circular.
+    """
+    import heapq
+
+    rng = np.random.default_rng(seed)
+    end = duration_s
+    holder_until = -1.0  # the lock is held until then
+    waiting: dict[int, float] = {}  # worker -> when it started waiting
+    heap: list[tuple[float, int, int]] = [(float(rng.uniform(0, 0.05)), w, 0) for w in range(workers)]
+    heapq.heapify(heap)
+    rows: list[dict] = []
+    events: list[dict] = []
+    seq = itertools.count()
+    held_total, busy_total, last_t = 0.0, 0.0, 0.0
+    iteration = [0] * workers
+    msg = f"Lock timeout after {int(wait_ms)}ms on key: {key}"
+
+    def account(now: float) -> None:
+        nonlocal held_total, busy_total, last_t
+        now = min(now, end)
+        if now <= last_t:
+            return
+        held = max(0.0, min(now, holder_until) - last_t)
+        held_total += held
+        busy_total += (now - last_t) if waiting else held
+        last_t = now
+
+    while heap:
+        now, w, _ = heapq.heappop(heap)
+        if now >= end:
+            break
+        account(now)
+        if w not in waiting:
+            waiting[w] = now
+        started = waiting[w]
+        if now >= holder_until:  # free: granted
+            del waiting[w]
+            hold = float(rng.uniform(*hold_ms)) / 1000
+            nonce = f"n{next(seq)}"
+            holder_until = now + hold
+            user = f"w0-{w}"
+            events.append({"type": "grant", "key": key, "holder": user, "nonce": nonce,
+                           "started_ms": int((t0 + started) * 1000), "invoke_ms": int((t0 + now) * 1000),
+                           "granted_ms": int((t0 + now) * 1000), "expires_ms": int((t0 + now + 3) * 1000),
+                           "attempts": 1, "worker": "local", "user": user})
+            if now + hold < end:
+                events.append({"type": "release", "key": key, "holder": user, "nonce": nonce,
+                               "invoke_ms": int((t0 + now + hold) * 1000), "ok": True})
+                wait = (now - started) * 1000
+                rows.append({"ts_start": t0 + started, "ts_end": t0 + now + hold, "user": user, "ok": True,
+                             "error_kind": "", "error": "", "lock_wait_ms": wait, "pull_ms": hold * 400,
+                             "commit_ms": hold * 600, "total_ms": wait + hold * 1000, "lock_attempts": 1,
+                             "iteration": iteration[w]})
+                iteration[w] += 1
+            heapq.heappush(heap, (now + hold + outside_ms / 1000, w, next(seq)))
+        elif (now - started) * 1000 + retry_ms[0] > wait_ms:  # the next retry would pass the wait: give up
+            del waiting[w]
+            user = f"w0-{w}"
+            events.append({"type": "lock_timeout", "key": key, "holder": user, "invoke_ms": int((t0 + started) * 1000),
+                           "end_ms": int((t0 + now) * 1000), "attempts": 1})
+            rows.append({"ts_start": t0 + started, "ts_end": t0 + now, "user": user, "ok": False,
+                         "error_kind": "lock_timeout", "error": msg, "lock_wait_ms": (now - started) * 1000,
+                         "pull_ms": 0.0, "commit_ms": 0.0, "total_ms": (now - started) * 1000, "lock_attempts": 1,
+                         "iteration": iteration[w]})
+            iteration[w] += 1
+            heapq.heappush(heap, (now + outside_ms / 1000, w, next(seq)))
+        else:
+            heapq.heappush(heap, (now + float(rng.uniform(*retry_ms)) / 1000, w, next(seq)))
+    account(end)
+    return rows, events, {"held": held_total / end, "busy": busy_total / end}
+
+
+def make_lock_run(path: str | Path, *, workers: int, duration_s: float, seed: int = 0, t0: float = T0,
+                  scenario: str = "shared-lock", **sim: Any) -> tuple[Path, dict[str, float]]:
+    """A run directory of ``simulate_lock``: its rows, ``history/``, run.json; and the simulation's truth."""
+    from harness.record.writer import to_table
+
+    path = Path(path)
+    rows, events, truth = simulate_lock(workers=workers, duration_s=duration_s, seed=seed, t0=t0, **sim)
+    full = []
+    for r in rows:
+        row = {c: None for c in SCHEMA.names}
+        row.update({c: 0.0 for c in (*STEP_FIELDS, *UNIT_COLUMNS)})
+        row.update({c: 0 for c in COUNT_COLUMNS})
+        row.update(r, worker="local", scenario=scenario, backend="dynamodb", model_id=f"{r['user']}-m")
+        full.append(row)
+    (path / "iterations").mkdir(parents=True, exist_ok=True)
+    pq.write_table(to_table(full), path / "iterations" / "part-synthetic-000000.parquet")
+    (path / "history").mkdir(exist_ok=True)
+    with (path / "history" / "part-synthetic-000000.jsonl").open("w") as f:
+        for e in events:
+            f.write(json.dumps(e, sort_keys=True) + "\n")
+    meta = run_info(workers=workers, duration_s=duration_s, scenario=scenario, t0=t0)
+    meta["run_id"] = path.name
+    runinfo.write(path, meta)
+    return path, truth
