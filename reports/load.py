@@ -14,6 +14,7 @@ from pathlib import Path
 import pandas as pd
 
 from harness.errors import HarnessError
+from harness.record.keys import KEYS_CSV
 from harness.record.lockuse import EVENT_FIELDS, LOCK_EVENTS
 from harness.record.reader import read_rows, shard_paths
 from harness.record.schema import QUERY_COLUMNS, STEP_REQUEST_COLUMNS
@@ -223,8 +224,6 @@ def _events_line_by_line(path: Path) -> pd.DataFrame:
             out.append({k: e.get(k) for k in EVENT_FIELDS})
     return pd.DataFrame.from_records(out, columns=list(EVENT_FIELDS))
 
-
-KEYS_CSV = "keys.csv"
 
 
 def _keys(p: Path) -> pd.DataFrame | None:
