@@ -180,6 +180,7 @@ class Timeline:
 
     def busy_share(self, edges: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(busy, held) share per window between consecutive ``edges`` (epoch seconds)."""
+        edges = np.asarray(edges, dtype=float)
         a, b = edges[:-1], edges[1:]
         width = np.clip(b - a, 1e-9, None)
         return self._measure(self.cum_busy, a, b) / width, self._measure(self.cum_held, a, b) / width
