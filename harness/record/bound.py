@@ -129,9 +129,8 @@ def describe(r: Resource) -> str:
                 f"{_n(e.get('baseline_ms'))} ms at its quickest, a server about {_pct(r.utilization)} busy "
                 f"(1 - baseline / now, a single queue)")
     if r.kind == "step":
-        s = (f"the workers: inside an iteration {_pct(r.utilization)}{_iv(r.interval)} of the time, "
-             f"{_pct(e.get('share'))} of it in {r.name}")
-        return s
+        return (f"the workers were inside an iteration {_pct(r.utilization)}{_iv(r.interval)} of the time, "
+                f"{_pct(e.get('share'))} of it in {r.name}")
     return f"{r.kind} {r.name}: {_pct(r.utilization)}"
 
 
@@ -139,16 +138,16 @@ def sentence(bound: Resource | None, resources: list[Resource], where: str = "")
     """One sentence: what binds the fleet and the numbers that show it (or that nothing does)."""
     where = f" {where}" if where else ""
     other = busiest_shared(resources, bound)
-    tail = f" (the busiest shared resource: {describe(other)})" if other is not None else ""
+    tail = f"; the busiest shared resource was {describe(other)}" if other is not None else ""
     if bound is None:
         step = next((r for r in resources if r.kind == "step"), None)
         busy = f"the workers were inside an iteration {_pct(step.utilization)} of the time" if step else ""
         return (f"Nothing bounds the fleet{where}: no resource was above {BUSY * 100:.0f} % busy, so it is paced "
-                f"by its own think time" + (f" ({busy})" if busy else "") + f"{tail}.")
+                f"by its own think time" + (f": {busy}" if busy else "") + f"{tail}.")
     if bound.kind == "step":
         sat = SATURATED_DEFAULT * 100
-        return (f"The fleet is bound by its own iteration time{where}: {describe(bound)}; no shared resource was "
-                f"at {sat:.0f} % busy{tail}.")
+        return (f"The fleet is bound by its own iteration time{where}: {describe(bound)}, and no shared resource "
+                f"was {sat:.0f} % busy{tail}.")
     if bound.kind == "generator":
         return (f"The fleet is bound by the load generator{where}: {describe(bound)}; every other number measures "
                 f"the generator, not the datastore.")
