@@ -76,11 +76,10 @@ class Stretch:
     def __init__(self, ok: pd.DataFrame, t_ok: np.ndarray, early: tuple[float, float], late: tuple[float, float]):
         self.early = between(ok, t_ok, *early)
         self.late = between(ok, t_ok, *late)
-        inside = (t_ok >= early[0]) & (t_ok <= late[1])
-        self.all, self.t = ok[inside], t_ok[inside]
-        if len(self.all) > CORR_SAMPLE:
-            pick = np.random.default_rng(0).choice(len(self.all), CORR_SAMPLE, replace=False)
-            self.all, self.t = self.all.iloc[pick], self.t[pick]
+        inside = np.flatnonzero((t_ok >= early[0]) & (t_ok <= late[1]))
+        if len(inside) > CORR_SAMPLE:  # sampled before slicing: a million-row run is not copied whole
+            inside = np.sort(np.random.default_rng(0).choice(inside, CORR_SAMPLE, replace=False))
+        self.all, self.t = ok.iloc[inside], t_ok[inside]
 
     def change(self, col: str, material: float, min_abs: float = 0.0) -> dict[str, Any]:
         """Late against early of one column; null values (a column the rows did not record) are left out."""

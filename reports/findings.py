@@ -42,8 +42,11 @@ def findings(rows: pd.DataFrame, info: dict | None = None, *, probes: pd.DataFra
     start, end, floor = lv[0], lv[-1], lv[fleet["floor_index"]]
     # what grew between the start and the floor explains a fall; with nothing succeeding there, the end
     late = floor if fleet["degraded"] and fleet["floor_index"] != 0 and floor.successes >= 2 else end
+    # the resources first: their lock timelines are let go before the successful rows are copied below
+    bound = _bottlenecks(Usage(rows, info, span, window, locks=locks, keys=keys, generator=generator,
+                               probes=probes), fleet, span.seconds)
     t = seconds_since(rows["ts_end"], span.t0)
-    extra = [c for c in (*REQUEST_COLUMNS, *QUERY_COLUMNS) if c in rows.columns]
+    extra = [c for c in (*REQUEST_COLUMNS, *QUERY_COLUMNS) if c in rows.columns and rows[c].notna().any()]
     ok, t_ok = successes(rows, ["ts_end", *STEP_COLUMNS, *COUNT_COLUMNS, *extra, "total_ms"]), t[ok_mask]
     early_rows = between(ok, t_ok, start.t0, start.t1)
     end_rows = between(ok, t_ok, end.t0, end.t1)
@@ -80,8 +83,7 @@ def findings(rows: pd.DataFrame, info: dict | None = None, *, probes: pd.DataFra
         "stand_in": info.get("stand_in"),
         "checks": _checks(rows, info),
     }
-    usage = Usage(rows, info, span, window, locks=locks, keys=keys, generator=generator, probes=probes)
-    out.update(_bottlenecks(usage, fleet, span.seconds))
+    out.update(bound)
     out["failure_story"] = _failure_story(rows, ok_mask, out)
     _backend_evidence(out)
     out["sentences"] = words.sentences(out)

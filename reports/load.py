@@ -7,6 +7,7 @@ anything that looks for runs treats each test as a run.
 
 from __future__ import annotations
 
+import io
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,6 +28,7 @@ COUNT_COLUMNS = ["pull_items_read", "index_entries_written", "catalog_rows", "fi
 REQUEST_COLUMNS = [c for step, pair in STEP_REQUEST_COLUMNS.items() for c in pair if step != "release"]
 REPORT_COLUMNS = ["ts_start", "ts_end", "user", "ok", "error_kind", "error", "total_ms", "requests", *STEP_COLUMNS,
                   *COUNT_COLUMNS, *REQUEST_COLUMNS, *QUERY_COLUMNS]
+READ_BATCH_BYTES = 16 << 20  # history files parsed together, up to this many bytes at once
 SKIP_DIRS = {"report", "iterations", "history", "figures", "jobs", "seed-state", ".ipynb_checkpoints"}
 
 
@@ -120,6 +122,8 @@ def open_run(path: str | Path) -> Run:
     rows = read_rows(p, REPORT_COLUMNS)
     if rows.empty:
         raise HarnessError(f"{p} has no iteration rows: the run recorded nothing, see locust.log")
+    for c in (*REQUEST_COLUMNS, *QUERY_COLUMNS):  # counts and ms sums: float32 holds them (and a null, unlike int)
+        rows[c] = rows[c].astype("float32")
     rows["error"] = rows["error"].fillna("")
     rows["error_kind"] = rows["error_kind"].fillna("")
     partial = info.get("status") != "finished"
@@ -188,29 +192,82 @@ def _locust_stats(p: Path) -> pd.DataFrame | None:
 
 
 def lock_events(p: Path) -> pd.DataFrame | None:
-    """The lock's events from ``history/*.jsonl`` as columns (None without a history).
+    """The lock's events from ``history/*.jsonl`` as compact columns (None without a history).
 
-    pyarrow's JSON reader parses them in bulk (a nine-hour run holds millions of events); a file it cannot read
-    whole (a line cut short by a crash) is read line by line, skipping what does not parse.
+    A nine-hour run holds millions of events, so they are parsed in bulk (pyarrow's JSON reader, file by
+    file) and kept lean: only the lock's event types and fields; type, key and holder as categoricals; the
+    nonce (which pairs a release with its grant) as a 64-bit hash. A file the reader cannot parse whole (a
+    line cut short by a crash) is read line by line, skipping what does not parse.
     """
     files = sorted((p / "history").glob("*.jsonl")) if (p / "history").is_dir() else []
     if not files:
         return None
+    import numpy as np
     import pyarrow as pa
+    import pyarrow.compute as pc
     import pyarrow.json as pj
 
     schema = pa.schema([(f, pa.bool_() if f == "ok" else pa.float64() if f.endswith("_ms") else pa.string())
                         for f in EVENT_FIELDS])
     opts = pj.ParseOptions(explicit_schema=schema, unexpected_field_behavior="ignore")
-    frames = []
-    for f in files:
+    wanted = pa.array(list(LOCK_EVENTS))
+    vocab: dict[str, dict[str, int]] = {"type": {}, "key": {}, "holder": {}}
+    parts: dict[str, list[np.ndarray]] = {c: [] for c in EVENT_FIELDS}
+    nonces: list[pa.Array] = []
+
+    def codes(col: pa.ChunkedArray, name: str) -> np.ndarray:
+        enc = pc.dictionary_encode(col).combine_chunks()
+        known = vocab[name]
+        lookup = np.array([known.setdefault(v, len(known)) for v in enc.dictionary.to_pylist()] + [-1],
+                          dtype=np.int32)
+        idx = enc.indices.fill_null(-1).to_numpy(zero_copy_only=False)
+        return lookup[idx]
+
+    def parse(batch: list[Path]) -> list[pa.Table]:
+        """One parse for many small files (a run flushes one every 5 s); file by file when that fails."""
+        blob = b"".join(b if b.endswith(b"\n") or not b else b + b"\n" for b in (f.read_bytes() for f in batch))
         try:
-            frames.append(pj.read_json(f, parse_options=opts).to_pandas())
-        except (pa.ArrowInvalid, OSError):
-            frames.append(_events_line_by_line(f))
-    df = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=list(EVENT_FIELDS))
-    df = df[df["type"].isin(LOCK_EVENTS)]
-    return df.reset_index(drop=True) if len(df) else None
+            return [pj.read_json(io.BytesIO(blob), parse_options=opts)] if blob.strip() else []
+        except pa.ArrowInvalid:
+            if len(batch) > 1:
+                return [t for f in batch for t in parse([f])]
+            return [pa.Table.from_pandas(_events_line_by_line(batch[0]), schema=schema, preserve_index=False)]
+
+    batches, size, batch = [], 0, []
+    for f in files:
+        batch.append(f)
+        size += f.stat().st_size
+        if size >= READ_BATCH_BYTES:
+            batches.append(batch)
+            batch, size = [], 0
+    if batch:
+        batches.append(batch)
+    for t in (t for b in batches for t in parse(b)):
+        t = t.filter(pc.is_in(t["type"], value_set=wanted))
+        if t.num_rows == 0:
+            continue
+        for c in ("type", "key", "holder"):
+            parts[c].append(codes(t[c], c))
+        nonces.extend(t["nonce"].chunks)  # compact arrow strings; encoded once, over every file, below
+        for c in EVENT_FIELDS:
+            if c.endswith("_ms"):
+                parts[c].append(t[c].to_numpy())
+        parts["ok"].append(t["ok"].fill_null(False).to_numpy(zero_copy_only=False))
+    if not parts["type"]:
+        return None
+
+    def cat(name: str) -> pd.Categorical:
+        names = list(vocab[name])
+        return pd.Categorical.from_codes(np.concatenate(parts[name]), categories=names)
+
+    nonce = pc.dictionary_encode(pa.chunked_array(nonces, pa.string()).combine_chunks()).indices
+    out = pd.DataFrame({"type": cat("type"), "key": cat("key"), "holder": cat("holder"),
+                        "nonce": nonce.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int64),
+                        "ok": np.concatenate(parts["ok"])})
+    for c in EVENT_FIELDS:
+        if c.endswith("_ms"):
+            out[c] = np.concatenate(parts[c])
+    return out
 
 
 def _events_line_by_line(path: Path) -> pd.DataFrame:

@@ -31,6 +31,7 @@ Curve = Callable[[np.ndarray], np.ndarray]
 STEP_FIELDS = list(STEP_COLUMNS.values())
 REQUEST_FIELDS = [c for pair in STEP_REQUEST_COLUMNS.values() for c in pair] + list(QUERY_COLUMNS)
 T0 = 1_750_000_000.0
+HISTORY_FLUSH_S = 5.0  # a run's history writer flushes a file every 5 s
 
 
 def iso(epoch: float) -> str:
@@ -109,6 +110,34 @@ def make_table(*, workers: int = 10, duration_s: float = 3600.0, rate: Curve,
     return pa.table(data, schema=SCHEMA)
 
 
+def _write_lock_history(path: Path, table: pa.Table, scope: str) -> None:
+    """A grant and a release per iteration that got the lock (not the ones that timed out waiting)."""
+    df = table.select(["ts_start", "user", "ok", "error_kind", *STEP_FIELDS]).to_pandas()
+    got = df["error_kind"] != "lock_timeout"
+    df = df[got]
+    start = df["ts_start"].astype("int64").to_numpy() / 1e3  # us -> ms
+    granted = start + df["lock_wait_ms"].to_numpy()
+    held = df[["pull_ms", "method_ms", "push_ms", "commit_ms", "export_ms"]].sum(axis=1).to_numpy()
+    user = df["user"].to_numpy()
+    key = np.char.add(".locks/", np.char.add(user.astype(str), ".lock")) if scope == "per-user" else np.full(
+        len(df), "dynamodb://synthetic-table")
+    nonce = np.char.add("n", np.arange(len(df)).astype(str))
+    grants = pd.DataFrame({"type": "grant", "key": key, "holder": user, "nonce": nonce,
+                           "started_ms": np.round(start).astype(np.int64),
+                           "granted_ms": np.round(granted).astype(np.int64),
+                           "expires_ms": np.round(granted + 3000).astype(np.int64), "attempts": 1})
+    releases = pd.DataFrame({"type": "release", "key": key, "holder": user, "nonce": nonce,
+                             "invoke_ms": np.round(granted + held).astype(np.int64), "ok": True})
+    at = np.concatenate([grants["granted_ms"].to_numpy(), releases["invoke_ms"].to_numpy()])
+    lines = np.array((grants.to_json(orient="records", lines=True).splitlines()
+                      + releases.to_json(orient="records", lines=True).splitlines()), dtype=object)[np.argsort(at)]
+    (path / "history").mkdir(exist_ok=True)
+    span_ms = float(at.max() - at.min()) if len(at) else 0.0
+    per = max(1, int(len(lines) * HISTORY_FLUSH_S * 1000 / max(span_ms, 1.0)))  # one file per flush, as a run
+    for i in range(0, len(lines), per):
+        (path / "history" / f"part-synthetic-{i // per:06d}.jsonl").write_text("\n".join(lines[i:i + per]) + "\n")
+
+
 def make_rows(**kw: Any) -> pd.DataFrame:
     """The rows as a report reads them (for tests that need no directory)."""
     from reports.load import REPORT_COLUMNS
@@ -139,8 +168,13 @@ def make_run(path: str | Path, *, workers: int = 10, duration_s: float = 3600.0,
              probe: Curve | None = None, probe_op: str = "GetItem", probe_every_s: float = 5.0,
              generator: dict[str, Curve] | None = None, generator_every_s: float = 3.0,
              safety: dict | None = None, info: dict | None = None, history: bool = False,
-             **table_kw: Any) -> Path:
-    """Write ``run.json``, ``iterations/*.parquet`` and the optional side files of a synthetic run."""
+             lock_history: str | None = None, **table_kw: Any) -> Path:
+    """Write ``run.json``, ``iterations/*.parquet`` and the optional side files of a synthetic run.
+
+    ``lock_history`` writes ``history/`` with a grant and a release per iteration that got the lock:
+    ``"per-user"`` one key per user (a namespace each), ``"shared"`` one key for all (held from the end
+    of the lock wait until the steps under it are done).
+    """
     rng = np.random.default_rng(seed + 1_000_003)
     path = Path(path)
     (path / "iterations").mkdir(parents=True, exist_ok=True)
@@ -149,6 +183,8 @@ def make_run(path: str | Path, *, workers: int = 10, duration_s: float = 3600.0,
     n = table.num_rows
     for i, start in enumerate(range(0, max(n, 1), shard_rows)):
         pq.write_table(table.slice(start, shard_rows), path / "iterations" / f"part-synthetic-{i:06d}.parquet")
+    if lock_history:
+        _write_lock_history(path, table, lock_history)
     if probe is not None:  # sampled only while the load ran, like the real probe
         ts = np.arange(probe_every_s, duration_s, probe_every_s)
         ms = probe(ts) * rng.lognormal(0, 0.1, len(ts))

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-LOCK_EVENTS = ("grant", "release", "lock_timeout", "renew")
+LOCK_EVENTS = ("grant", "release", "lock_timeout", "renew")  # the history's event types lock use reads
 
 
 @dataclass(frozen=True)
@@ -97,46 +97,85 @@ def frame(events: Iterable[dict]) -> pd.DataFrame:
     return df
 
 
+def _codes(col: pd.Series) -> tuple[np.ndarray, np.ndarray]:
+    """(integer code per row, -1 for null; the values): categoricals as they are, anything else factorized."""
+    if isinstance(col.dtype, pd.CategoricalDtype):
+        return col.cat.codes.to_numpy(dtype=np.int64), np.asarray(col.cat.categories, dtype=object)
+    if pd.api.types.is_integer_dtype(col.dtype):  # already codes (a report's nonces: -1 for none)
+        return col.to_numpy(dtype=np.int64), np.zeros(0, dtype=object)
+    codes, uniques = pd.factorize(col, use_na_sentinel=True)
+    return codes.astype(np.int64), np.asarray(uniques, dtype=object)
+
+
+def _seconds(df: pd.DataFrame, col: str) -> np.ndarray:
+    return pd.to_numeric(df[col], errors="coerce").to_numpy(dtype=float) / 1000
+
+
+def _by_key(sorted_keys: np.ndarray, idx: np.ndarray) -> dict[int, np.ndarray]:
+    """Runs of equal (sorted) key codes -> the indices in each run."""
+    if len(sorted_keys) == 0:
+        return {}
+    cut = np.flatnonzero(np.diff(sorted_keys)) + 1
+    starts = np.concatenate([[0], cut])
+    return dict(zip(sorted_keys[starts].tolist(), np.split(idx, cut), strict=True))
+
+
 def intervals(events: Iterable[dict] | pd.DataFrame, end_s: float | None = None) -> dict[str, Intervals]:
     """Each lock key's held and waiting intervals from its events (any order; other event types are ignored).
 
-    ``events`` is a list of event dicts or a frame of their fields (``frame``), so a report of a nine-hour run
-    reads a million grants as columns, not dicts.
+    ``events`` is a list of event dicts or a frame of their fields (``frame``; key, holder and nonce may be
+    categoricals), so a report of a nine-hour run reads millions of events as columns, not dicts.
     """
     df = events if isinstance(events, pd.DataFrame) else frame(events)
-    df = df[df["key"].notna()]
-    num = {c: pd.to_numeric(df[c], errors="coerce") / 1000 for c in ("started_ms", "granted_ms", "invoke_ms",
-                                                                    "end_ms", "expires_ms")}
-    kind = df["type"]
-    g = pd.DataFrame({"key": df["key"], "nonce": df["nonce"], "holder": df["holder"].fillna("").astype(str),
-                      "started": num["started_ms"], "at": num["granted_ms"].fillna(num["invoke_ms"]),
-                      "expires": num["expires_ms"]})[kind == "grant"].dropna(subset=["at"])
-    rel = pd.DataFrame({"nonce": df["nonce"], "released": num["invoke_ms"]})[kind == "release"].dropna()
-    rel = rel.groupby("nonce")["released"].min()
-    ren = pd.DataFrame({"nonce": df["nonce"], "lease": num["expires_ms"], "ok": df["ok"]})[kind == "renew"]
-    ren = ren[ren["ok"].fillna(False).astype(bool)].dropna(subset=["lease"]).groupby("nonce")["lease"].max()
-    g = g.sort_values(["key", "at"], kind="stable")
-    g["released"] = g["nonce"].map(rel)
-    lease = pd.concat([g["expires"], g["nonce"].map(ren)], axis=1).max(axis=1)
-    nxt = g.groupby("key")["at"].shift(-1)
-    cap = pd.concat([lease, nxt], axis=1).min(axis=1)
+    type_code, type_names = _codes(df["type"])
+    kind_of = {str(n): i for i, n in enumerate(type_names)}
+    kinds = {k: type_code == kind_of.get(k, -2) for k in LOCK_EVENTS}
+    key, keys = _codes(df["key"])
+    nonce, _ = _codes(df["nonce"])
+    holder, holders = _codes(df["holder"])
+    started, granted, invoke = _seconds(df, "started_ms"), _seconds(df, "granted_ms"), _seconds(df, "invoke_ms")
+    end_t, expires = _seconds(df, "end_ms"), _seconds(df, "expires_ms")
+    n_nonce = int(nonce.max()) + 1 if len(nonce) else 0
+    rel = np.full(n_nonce + 1, np.inf)  # the last slot catches events without a nonce (code -1)
+    r = kinds["release"] & np.isfinite(invoke)
+    np.minimum.at(rel, nonce[r], invoke[r])
+    lease = np.full(n_nonce + 1, -np.inf)
+    ok = df["ok"].fillna(False).astype(bool).to_numpy() if "ok" in df else np.zeros(len(df), bool)
+    w = kinds["renew"] & ok & np.isfinite(expires)
+    np.maximum.at(lease, nonce[w], expires[w])
+
+    at = np.where(np.isfinite(granted), granted, invoke)
+    g = np.flatnonzero(kinds["grant"] & (key >= 0) & np.isfinite(at))
+    g = g[np.lexsort((at[g], key[g]))]  # by key, then by grant time
+    gk, ga = key[g], at[g]
+    same_next = np.concatenate([gk[1:] == gk[:-1], [False]])
+    nxt = np.where(same_next, np.concatenate([ga[1:], [np.inf]]), np.inf)
+    gn = nonce[g]
+    released = rel[gn]
+    leased = np.fmax(np.where(np.isfinite(expires[g]), expires[g], -np.inf), lease[gn])
+    cap = np.fmin(np.where(np.isfinite(leased), leased, np.inf), nxt)
     if end_s is not None:
-        cap = cap.fillna(end_s).clip(upper=end_s)
-    end = g["released"].fillna(cap).fillna(g["at"])
-    g["end"] = np.maximum(end.to_numpy(dtype=float), g["at"].to_numpy(dtype=float))
-    t = pd.DataFrame({"key": df["key"], "a": num["invoke_ms"], "b": num["end_ms"]})[kind == "lock_timeout"].dropna()
+        cap = np.fmin(cap, end_s)
+    end = np.where(np.isfinite(released), released, np.where(np.isfinite(cap), cap, ga))
+    end = np.maximum(end, ga)
+    gs = started[g]
+
+    t = np.flatnonzero(kinds["lock_timeout"] & (key >= 0) & np.isfinite(invoke) & np.isfinite(end_t))
+    t = t[np.argsort(key[t], kind="stable")]
     out: dict[str, Intervals] = {}
-    keys = sorted(set(g["key"].unique()) | set(t["key"].unique()))
-    g_by, t_by = dict(tuple(g.groupby("key"))), dict(tuple(t.groupby("key")))
-    empty = pd.DataFrame({"started": [], "at": [], "end": [], "holder": []})
-    for k in keys:
-        gk, tk = g_by.get(k, empty), t_by.get(k, pd.DataFrame({"a": [], "b": []}))
-        at, started = gk["at"].to_numpy(dtype=float), gk["started"].to_numpy(dtype=float)
-        waited = np.isfinite(started) & (started < at)
-        waits = np.concatenate([np.column_stack([started[waited], at[waited]]),
-                                tk[["a", "b"]].to_numpy(dtype=float).reshape(-1, 2)])
-        out[str(k)] = Intervals(str(k), np.column_stack([at, gk["end"].to_numpy(dtype=float)]),
-                                gk["holder"].to_numpy(dtype=object), waits, tk["b"].to_numpy(dtype=float))
+    g_parts = _by_key(gk, np.arange(len(g)))
+    t_parts = _by_key(key[t], t)
+    for k in sorted(set(g_parts) | set(t_parts)):
+        gi = g_parts.get(k, np.zeros(0, dtype=np.int64))
+        ti = t_parts.get(k, np.zeros(0, dtype=np.int64))
+        a_, s_ = ga[gi], gs[gi]
+        waited = np.isfinite(s_) & (s_ < a_)
+        waits = np.concatenate([np.column_stack([s_[waited], a_[waited]]),
+                                np.column_stack([invoke[ti], end_t[ti]])])
+        who = holder[g[gi]]
+        names = np.where(who >= 0, holders[np.clip(who, 0, None)] if len(holders) else "", "")
+        out[str(keys[k])] = Intervals(str(keys[k]), np.column_stack([a_, end[gi]]), names.astype(object), waits,
+                                      end_t[ti])
     return out
 
 
