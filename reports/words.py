@@ -319,8 +319,11 @@ def verdict(f: dict[str, Any]) -> dict[str, str | None]:
     steps = step_sentences(f)
     grew = next((x for x in steps if " grew most " in x or x.startswith("No step's time grew")), None)
     first = failure_story_sentences(f)
+    lv, fl = f["fleet"]["levels"], f["fleet"]
+    rate = (f"{_rate(lv[0])} at the start -> {_rate(lv[fl['floor_index']])} at the lowest -> {_rate(lv[-1])} at "
+            f"the end (shape: {fl['shape']}). " + " ".join(fleet[1:2]))
     return {"bound": (f.get("bottleneck") or {}).get("sentence"), "failures": first[0] if first else None,
-            "rate": " ".join(fleet[1:2] or fleet[:1]), "grew": grew}
+            "rate": rate.strip(), "grew": grew}
 
 
 def sentences(f: dict[str, Any]) -> list[str]:

@@ -85,7 +85,9 @@ def _n(x: float | None) -> str:
 
 
 def busiest_shared(resources: list[Resource], but: Resource | None = None) -> Resource | None:
-    others = [r for r in resources if r.kind != "step" and r is not but and r.utilization == r.utilization]
+    """The busiest shared resource that could bind the fleet, other than ``but``."""
+    others = [r for r in resources if r.kind != "step" and r.candidate and r is not but
+              and r.utilization == r.utilization]
     return max(others, key=lambda r: r.utilization) if others else None
 
 
@@ -105,7 +107,7 @@ def describe(r: Resource) -> str:
                   f"{_n(e.get('max_grants_per_s'))} a second)")
         s += f", {_n(e.get('waiters'))} waiters on average, {e.get('timeouts', 0):,} timeouts"
         if e.get("holders") is not None:
-            s += f", {e['holders']} holders"
+            s += f", {e['holders']} holder{'' if e['holders'] == 1 else 's'}"
         return s
     if r.kind == "capacity":
         unit = "RCU" if e.get("units") == "read" else "WCU"
