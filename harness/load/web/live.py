@@ -176,6 +176,7 @@ class Live:
         self.lock_folded: dict[str, dict[int, tuple[float, float]]] = {}  # key -> bin -> (busy, held)
         self.lock_holders: dict[str, set[str]] = {}
         self.generator: deque[tuple[float, str, float]] = deque(maxlen=100_000)
+        self._timelines: tuple[tuple[int, int], dict[str, Timeline]] | None = None
 
     def add(self, rows: list[dict]) -> None:
         for r in rows:
@@ -272,7 +273,11 @@ class Live:
                         {"share": steps[top] / total if top else None, "users": users})
 
     def _locks(self) -> dict[str, Timeline]:
-        return timelines(self.lock_events) if self.lock_events else {}
+        """The kept events' timelines, built once per batch of events (a tab poll asks three times)."""
+        mark = (len(self.lock_events), id(self.lock_events[-1]) if self.lock_events else 0)
+        if self._timelines is None or self._timelines[0] != mark:
+            self._timelines = (mark, timelines(self.lock_events) if self.lock_events else {})
+        return self._timelines[1]
 
     def lock_busy(self, key: str, tl: Timeline | None, bins: range) -> tuple[np.ndarray, np.ndarray]:
         """Busy and held share per bin: folded bins as frozen, the rest from the events kept."""
