@@ -25,7 +25,8 @@ def _slug(text: str) -> str:
 
 
 def findings_of(run: Run) -> dict[str, Any]:
-    return findings(run.rows, run.info, probes=run.probes, generator=run.generator, safety=run.safety)
+    return findings(run.rows, run.info, probes=run.probes, generator=run.generator, safety=run.safety,
+                    locks=run.locks, keys=run.keys)
 
 
 def roles(f: dict[str, Any]) -> dict[int, str]:
@@ -138,6 +139,7 @@ def build_report(run_dirs: list[str | Path], out: str | Path | None = None) -> P
     sections = []
     for i, run in enumerate(runs):
         f = findings_of(run)
+        run.locks = None  # millions of events on a long run: nothing after the findings reads them
         prefix = "" if len(runs) == 1 else f"{i + 1}-{_slug(run.path.name)[:40]}-"
         figs = run_figures(run, f, fig_dir, prefix)
         sections.append(page.run_section(run, f, figs))

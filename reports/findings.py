@@ -4,8 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
+from harness.record import bound as bounds
+from harness.record.schema import QUERY_COLUMNS
 from reports import words
 from reports.causes import (
     STEP_LABELS,
@@ -17,8 +20,9 @@ from reports.causes import (
     step_causes,
 )
 from reports.compute import ERROR_KINDS, failure_table, percentile_table, step_shares, successes
-from reports.load import COUNT_COLUMNS, STEP_COLUMNS
+from reports.load import COUNT_COLUMNS, REQUEST_COLUMNS, STEP_COLUMNS
 from reports.stats import rate_interval, wilson_interval
+from reports.utilization import Usage, table_rows
 from reports.verdict import Level, fleet_verdict, pick_window, run_span, seconds_since
 
 SAFETY_KEYS = ("acknowledged", "lost", "phantom", "overlaps", "violations")
@@ -26,7 +30,8 @@ SAFETY_KEYS = ("acknowledged", "lost", "phantom", "overlaps", "violations")
 
 def findings(rows: pd.DataFrame, info: dict | None = None, *, probes: pd.DataFrame | None = None,
              generator: pd.DataFrame | None = None, safety: dict | None = None,
-             window: float | None = None) -> dict[str, Any]:
+             window: float | None = None, locks: pd.DataFrame | None = None,
+             keys: pd.DataFrame | None = None) -> dict[str, Any]:
     """The findings of one run from its rows and side files (all optional but the rows)."""
     info = info or {}
     span = run_span(info, rows)
@@ -37,8 +42,12 @@ def findings(rows: pd.DataFrame, info: dict | None = None, *, probes: pd.DataFra
     start, end, floor = lv[0], lv[-1], lv[fleet["floor_index"]]
     # what grew between the start and the floor explains a fall; with nothing succeeding there, the end
     late = floor if fleet["degraded"] and fleet["floor_index"] != 0 and floor.successes >= 2 else end
+    # the resources first: their lock timelines are let go before the successful rows are copied below
+    bound = _bottlenecks(Usage(rows, info, span, window, locks=locks, keys=keys, generator=generator,
+                               probes=probes), fleet, span.seconds)
     t = seconds_since(rows["ts_end"], span.t0)
-    ok, t_ok = successes(rows, ["ts_end", *STEP_COLUMNS, *COUNT_COLUMNS, "total_ms"]), t[ok_mask]
+    extra = [c for c in (*REQUEST_COLUMNS, *QUERY_COLUMNS) if c in rows.columns and rows[c].notna().any()]
+    ok, t_ok = successes(rows, ["ts_end", *STEP_COLUMNS, *COUNT_COLUMNS, *extra, "total_ms"]), t[ok_mask]
     early_rows = between(ok, t_ok, start.t0, start.t1)
     end_rows = between(ok, t_ok, end.t0, end.t1)
     cause = step_causes(Stretch(ok, t_ok, (start.t0, start.t1), (late.t0, late.t1)))
@@ -74,8 +83,84 @@ def findings(rows: pd.DataFrame, info: dict | None = None, *, probes: pd.DataFra
         "stand_in": info.get("stand_in"),
         "checks": _checks(rows, info),
     }
+    out.update(bound)
+    out["failure_story"] = _failure_story(rows, ok_mask, out)
+    _backend_evidence(out)
     out["sentences"] = words.sentences(out)
+    out["verdict"] = words.verdict(out)
     return out
+
+
+def _bottlenecks(usage: Usage, fleet: dict[str, Any], end_s: float) -> dict[str, Any]:
+    """The bound over the load after its warm-up, and per segment; every resource's utilization beside it."""
+    a = float(fleet["warmup_s"])
+    overall = usage.resources(a, end_s)
+    bound = bounds.choose(overall)
+    per = []
+    for i, lv in enumerate(fleet["levels"]):
+        res = usage.resources(lv["t0"], lv["t1"])
+        b = bounds.choose(res)
+        d = bounds.as_dict(b, res, (lv["t0"], lv["t1"]), where=f"in segment {i + 1} ({lv['t0']:.0f}-{lv['t1']:.0f} s)")
+        d["segment"] = i
+        d["utilization_table"] = table_rows(res)
+        per.append(d)
+    names = [(d["kind"], d["name"]) for d in per]
+    moved = len(set(names)) > 1
+    return {"bottleneck": bounds.as_dict(bound, overall, (a, end_s)), "bottlenecks": per,
+            "bottleneck_moved": moved, "utilization": table_rows(overall)}
+
+
+LOCK_KEY = " on key: "
+DOMINANT_FAILURE = 0.8  # one error message's share of the failed iterations ...
+MATERIAL_FAILURES = 0.1  # ... when at least this share of iterations failed
+
+
+def _failure_story(rows: pd.DataFrame, ok: np.ndarray, f: dict[str, Any]) -> dict[str, Any] | None:
+    """When one error dominates the failed iterations: it, the resource behind it, and the waits on both sides."""
+    if not f["failures"] or f["failure_ratio"] < MATERIAL_FAILURES or not f["failures_table"]:
+        return None
+    top = f["failures_table"][0]
+    share = top["count"] / f["failures"]
+    kind_share = f["errors"].get(top["kind"], 0) / f["failures"]
+    if kind_share < DOMINANT_FAILURE:
+        return None
+    story: dict[str, Any] = {"kind": top["kind"], "message": top["message"], "count": top["count"],
+                             "share_of_failures": share, "kind_share_of_failures": kind_share,
+                             "failure_ratio": f["failure_ratio"], "resource": None}
+    if top["kind"] == "lock_timeout":
+        failed = rows.loc[~ok & (rows["error_kind"] == "lock_timeout").to_numpy(), "lock_wait_ms"]
+        story["failed_wait_ms"] = float(failed.median()) if len(failed) else None
+        good = rows.loc[ok, "lock_wait_ms"]
+        story["ok_wait_ms"] = float(good.median()) if len(good) else None
+        key = top["message"].split(LOCK_KEY, 1)[1].strip() if LOCK_KEY in top["message"] else None
+        locks = [u for u in f["utilization"] if u["kind"] == "lock"]
+        lock = next((u for u in locks if u["name"] == key), None) or (max(locks, key=lambda u: u["utilization"])
+                                                                       if locks else None)
+        story["resource"] = lock
+        story["key"] = key
+    elif top["kind"] == "throttled":
+        caps = [u for u in f["utilization"] if u["kind"] in ("capacity", "partition")]
+        story["resource"] = max(caps, key=lambda u: u["utilization"]) if caps else None
+    return story
+
+
+def _backend_evidence(f: dict[str, Any]) -> None:
+    """For a step whose time per request grew: what the backend shows (throttles, the probe, a hot key)."""
+    probe = f.get("probe") or {}
+    hot = [u for u in f["utilization"] if u["kind"] in ("partition", "capacity") and u["saturated"]]
+    throttled = f["errors"].get("throttled", 0)
+    for st in f["steps"].values():
+        dec = st.get("requests")
+        if not dec or "time per request" not in dec["grew_by"]:
+            continue
+        ev = []
+        if probe.get("slowed"):
+            ev.append(f"the stand-in's {probe['op']} probe slowed x{probe['growth']:.3g}")
+        if throttled:
+            ev.append(f"{throttled:,} iterations failed throttled")
+        for u in hot:
+            ev.append(f"{u['kind']} {u['name']} at {u['utilization'] * 100:.0f} %")
+        dec["backend"] = ev
 
 
 def _failure_levels(start: Level, end: Level) -> dict[str, Any]:

@@ -7,6 +7,7 @@ anything that looks for runs treats each test as a run.
 
 from __future__ import annotations
 
+import io
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -14,14 +15,20 @@ from pathlib import Path
 import pandas as pd
 
 from harness.errors import HarnessError
+from harness.record.keys import KEYS_CSV
+from harness.record.lockuse import EVENT_FIELDS, LOCK_EVENTS
 from harness.record.reader import read_rows, shard_paths
+from harness.record.schema import QUERY_COLUMNS, STEP_REQUEST_COLUMNS
 from harness.record.schema import STEP_COLUMNS as _SCHEMA_STEPS
 
 STEP_COLUMNS = [c for c in _SCHEMA_STEPS.values() if c != "release_ms"]  # the steps a report stacks
 COUNT_COLUMNS = ["pull_items_read", "index_entries_written", "catalog_rows", "files_pushed", "lock_attempts",
                  "read_units", "write_units"]
+# per step: requests made and ms inside them (null in runs recorded before the rows had them); index reads per pull
+REQUEST_COLUMNS = [c for step, pair in STEP_REQUEST_COLUMNS.items() for c in pair if step != "release"]
 REPORT_COLUMNS = ["ts_start", "ts_end", "user", "ok", "error_kind", "error", "total_ms", "requests", *STEP_COLUMNS,
-                  *COUNT_COLUMNS]
+                  *COUNT_COLUMNS, *REQUEST_COLUMNS, *QUERY_COLUMNS]
+READ_BATCH_BYTES = 16 << 20  # history files parsed together, up to this many bytes at once
 SKIP_DIRS = {"report", "iterations", "history", "figures", "jobs", "seed-state", ".ipynb_checkpoints"}
 
 
@@ -36,6 +43,8 @@ class Run:
     users: pd.DataFrame | None = None  # Locust's user count over time (ts, users)
     safety: dict | None = None  # the lock-safety checker's result
     locust_stats: pd.DataFrame | None = None  # Locust's own request table
+    locks: pd.DataFrame | None = None  # lock events from history/*.jsonl (grant, release, lock_timeout, renew)
+    keys: pd.DataFrame | None = None  # keys.csv: capacity units per partition key per interval
 
     @property
     def label(self) -> str:
@@ -113,11 +122,13 @@ def open_run(path: str | Path) -> Run:
     rows = read_rows(p, REPORT_COLUMNS)
     if rows.empty:
         raise HarnessError(f"{p} has no iteration rows: the run recorded nothing, see locust.log")
+    for c in (*REQUEST_COLUMNS, *QUERY_COLUMNS):  # counts and ms sums: float32 holds them (and a null, unlike int)
+        rows[c] = rows[c].astype("float32")
     rows["error"] = rows["error"].fillna("")
     rows["error_kind"] = rows["error_kind"].fillna("")
     partial = info.get("status") != "finished"
     return Run(p, info, rows, partial, probes=_probes(p), generator=_generator(p), users=_users(p),
-               safety=_safety(p), locust_stats=_locust_stats(p))
+               safety=_safety(p), locust_stats=_locust_stats(p), locks=lock_events(p), keys=_keys(p))
 
 
 def _csv(path: Path, need: set[str]) -> pd.DataFrame | None:
@@ -178,3 +189,110 @@ def _safety(p: Path) -> dict | None:
 
 def _locust_stats(p: Path) -> pd.DataFrame | None:
     return _csv(p / "locust_stats.csv", {"Name", "Request Count", "Failure Count"})
+
+
+def lock_events(p: Path) -> pd.DataFrame | None:
+    """The lock's events from ``history/*.jsonl`` as compact columns (None without a history).
+
+    A nine-hour run holds millions of events, so they are parsed in bulk (pyarrow's JSON reader, file by
+    file) and kept lean: only the lock's event types and fields; type, key and holder as categoricals; the
+    nonce (which pairs a release with its grant) as a 64-bit hash. A file the reader cannot parse whole (a
+    line cut short by a crash) is read line by line, skipping what does not parse.
+    """
+    files = sorted((p / "history").glob("*.jsonl")) if (p / "history").is_dir() else []
+    if not files:
+        return None
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import pyarrow.json as pj
+
+    schema = pa.schema([(f, pa.bool_() if f == "ok" else pa.float64() if f.endswith("_ms") else pa.string())
+                        for f in EVENT_FIELDS])
+    opts = pj.ParseOptions(explicit_schema=schema, unexpected_field_behavior="ignore")
+    wanted = pa.array(list(LOCK_EVENTS))
+    vocab: dict[str, dict[str, int]] = {"type": {}, "key": {}, "holder": {}}
+    parts: dict[str, list[np.ndarray]] = {c: [] for c in EVENT_FIELDS}
+    nonces: list[pa.Array] = []
+
+    def codes(col: pa.ChunkedArray, name: str) -> np.ndarray:
+        enc = pc.dictionary_encode(col).combine_chunks()
+        known = vocab[name]
+        lookup = np.array([known.setdefault(v, len(known)) for v in enc.dictionary.to_pylist()] + [-1],
+                          dtype=np.int32)
+        idx = enc.indices.fill_null(-1).to_numpy(zero_copy_only=False)
+        return lookup[idx]
+
+    def parse(batch: list[Path]) -> list[pa.Table]:
+        """One parse for many small files (a run flushes one every 5 s); file by file when that fails."""
+        blob = b"".join(b if b.endswith(b"\n") or not b else b + b"\n" for b in (f.read_bytes() for f in batch))
+        try:
+            return [pj.read_json(io.BytesIO(blob), parse_options=opts)] if blob.strip() else []
+        except pa.ArrowInvalid:
+            if len(batch) > 1:
+                return [t for f in batch for t in parse([f])]
+            return [pa.Table.from_pandas(_events_line_by_line(batch[0]), schema=schema, preserve_index=False)]
+
+    batches, size, batch = [], 0, []
+    for f in files:
+        batch.append(f)
+        size += f.stat().st_size
+        if size >= READ_BATCH_BYTES:
+            batches.append(batch)
+            batch, size = [], 0
+    if batch:
+        batches.append(batch)
+    for t in (t for b in batches for t in parse(b)):
+        t = t.filter(pc.is_in(t["type"], value_set=wanted))
+        if t.num_rows == 0:
+            continue
+        for c in ("type", "key", "holder"):
+            parts[c].append(codes(t[c], c))
+        nonces.extend(t["nonce"].chunks)  # compact arrow strings; encoded once, over every file, below
+        for c in EVENT_FIELDS:
+            if c.endswith("_ms"):
+                parts[c].append(t[c].to_numpy())
+        parts["ok"].append(t["ok"].fill_null(False).to_numpy(zero_copy_only=False))
+    if not parts["type"]:
+        return None
+
+    def cat(name: str) -> pd.Categorical:
+        names = list(vocab[name])
+        return pd.Categorical.from_codes(np.concatenate(parts[name]), categories=names)
+
+    nonce = pc.dictionary_encode(pa.chunked_array(nonces, pa.string()).combine_chunks()).indices
+    out = pd.DataFrame({"type": cat("type"), "key": cat("key"), "holder": cat("holder"),
+                        "nonce": nonce.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int64),
+                        "ok": np.concatenate(parts["ok"])})
+    for c in EVENT_FIELDS:
+        if c.endswith("_ms"):
+            out[c] = np.concatenate(parts[c])
+    return out
+
+
+def _events_line_by_line(path: Path) -> pd.DataFrame:
+    out = []
+    for line in path.read_text(errors="replace").splitlines():
+        try:
+            e = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        if isinstance(e, dict) and e.get("type") in LOCK_EVENTS:
+            out.append({k: e.get(k) for k in EVENT_FIELDS})
+    return pd.DataFrame.from_records(out, columns=list(EVENT_FIELDS))
+
+
+
+def _keys(p: Path) -> pd.DataFrame | None:
+    """``keys.csv``: read and write units per partition key per interval (top keys only), when recorded."""
+    df = _csv(p / KEYS_CSV, {"ts", "table", "key", "read_units", "write_units"})
+    if df is None:
+        return None
+    df["ts"] = pd.to_datetime(df["ts"], unit="s", utc=True)
+    for c in ("read_units", "write_units", "throttles"):
+        if c in df.columns:
+            df[c] = pd.to_numeric(df[c], errors="coerce").fillna(0.0)
+    df["index"] = df["index"].fillna("").astype(str) if "index" in df.columns else ""
+    df["key"] = df["key"].fillna("").astype(str)
+    df["table"] = df["table"].astype(str)
+    return df

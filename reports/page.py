@@ -21,7 +21,9 @@ td,th{border:1px solid #ddd;padding:.25em .6em;text-align:right;vertical-align:t
 td:first-child,th:first-child{text-align:left}td.msg{text-align:left;font-family:monospace;word-break:break-all}
 .warn{background:#fff3cd;padding:.6em}.bad{background:#f8d7da}.good{background:#d4edda}
 img{max-width:100%;border:1px solid #eee;margin:.3em 0}figure{margin:1em 0}figcaption{font-size:.85em;color:#555}
-li{margin:.3em 0}code{background:#f5f5f5;padding:0 .2em}"""
+li{margin:.3em 0}code{background:#f5f5f5;padding:0 .2em}
+table.verdict{font-size:1em;border-left:4px solid #2f6f4f;max-width:100%}table.verdict th{text-align:left;width:7em}
+table.verdict td{text-align:left}"""
 
 
 def _fmt(v: Any) -> str:
@@ -196,12 +198,71 @@ def _settings(run: Run, f: dict[str, Any]) -> str:
             ("<h3>Versions</h3>" + table(["package", "version"], [[k, v] for k, v in vers.items()]) if vers else ""))
 
 
+def _verdict(f: dict[str, Any]) -> str:
+    """The page's lead: what the fleet is bound by, the rate, what grew (before any table)."""
+    v = f.get("verdict") or {}
+    items = [("Bound by", v.get("bound")), ("Failures", v.get("failures")), ("Rate", v.get("rate")),
+             ("What grew", v.get("grew"))]
+    body = "".join(f"<tr><th>{escape(k)}</th><td class='msg-plain'>{escape(x)}</td></tr>" for k, x in items if x)
+    return f'<table class="verdict">{body}</table>' if body else ""
+
+
+def _utilization(f: dict[str, Any]) -> str:
+    """Every shared resource's utilization over the load (after the warm-up), then the bound per segment."""
+    rows = []
+    for u in f.get("utilization") or []:
+        e = u["evidence"]
+        if u["kind"] == "lock":
+            extra = (f"held {e['held'] * 100:.0f} %, retry gaps {e['gap_share'] * 100:.0f} %, "
+                     f"{e['grants_per_s']:.3g} grants/s, {e['waiters']:.2g} waiters, {e['timeouts']} timeouts, "
+                     f"{e['holders_in_run']} holders")
+        elif u["kind"] in ("capacity", "partition"):
+            extra = (f"{e['used_per_s']:.4g} of {e['limit_per_s']:.4g} {'RCU' if e['units'] == 'read' else 'WCU'}/s"
+                     + (f", {e.get('basis')}" if e.get("basis") else "")
+                     + (f", {e['throttled']} throttled iterations" if e.get("throttled") else ""))
+        elif u["kind"] == "generator":
+            extra = f"{e['samples']} samples, >= 90 % in {e['saturated_share'] * 100:.0f} %"
+        elif u["kind"] == "stand-in":
+            extra = f"probe {e['now_ms']:.3g} ms against {e['baseline_ms']:.3g} ms at its quickest"
+        else:
+            extra = f"{(e.get('share') or 0) * 100:.0f} % of it in {u['name']}" if u["name"] else ""
+        rows.append([u["kind"], u["name"], f"{u['utilization'] * 100:.0f} %",
+                     _iv([x * 100 for x in u["interval"]]) if u["interval"] else "", u["saturated"], u["can_bind"],
+                     extra])
+    out = table(["resource", "name", "utilization", "95 % interval (%)", "saturated", "can bind", "evidence"], rows)
+    seg = [[d["segment"] + 1, f"{d['seconds'][0]:.0f} - {d['seconds'][1]:.0f}", d["kind"] or "none", d["name"] or "",
+            f"{d['utilization'] * 100:.0f} %" if d["utilization"] is not None else ""]
+           for d in f.get("bottlenecks") or []]
+    return out + ("<p>The bound per segment:</p>" + table(["segment", "seconds", "bound by", "name", "utilization"],
+                                                           seg) if seg else "")
+
+
+def _requests(f: dict[str, Any]) -> str:
+    """Each step's time split into requests x time per request + time outside them, start against late."""
+    rows = []
+    for name, s in f["steps"].items():
+        d = s.get("requests")
+        if not d:
+            continue
+        n, per, out = d["requests"], d["ms_per_request"], d["outside_ms"]
+        rows.append([name, n["first"], n["last"], n["growth"], per["first"], per["last"], per["growth"], out["first"],
+                     out["last"], ", ".join(d["grew_by"]) or "-"])
+    if not rows:
+        return "<p>Per-step requests were not recorded in this run.</p>"
+    cmp = f["compared"]
+    return table(["step", "requests, start", f"requests, {cmp['late_is']}", "growth", "ms/request, start",
+                  f"ms/request, {cmp['late_is']}", "growth", "ms outside, start", f"ms outside, {cmp['late_is']}",
+                  "what grew"], rows)
+
+
 def run_section(run: Run, f: dict[str, Any], figures: list[tuple[str, str]]) -> str:
-    parts = [f"<h2>{escape(run.label)}</h2>", *_warnings(run, f)]
+    parts = [f"<h2>{escape(run.label)}</h2>", _verdict(f), *_warnings(run, f)]
     parts.append("<ul>" + "".join(f"<li>{escape(s)}</li>" for s in f["sentences"]) + "</ul>")
+    parts.append("<h3>What the fleet is bound by: utilization of every shared resource</h3>" + _utilization(f))
     parts.append("<h3>Rate of successful iterations</h3>" + _levels(f))
     parts.append(_checks(f))
     parts.append("<h3>Steps and the counts that drive them</h3>" + _steps(f))
+    parts.append("<h3>Each step's time: requests x time per request + time outside them</h3>" + _requests(f))
     parts.append("<h3>Work counts</h3>" + _counts(f))
     parts.append("<h3>Response times (ms)</h3>" + _percentiles(f))
     parts.append("<h3>Failures</h3>" + _failures(f))

@@ -156,6 +156,9 @@ def step_sentences(f: dict[str, Any]) -> list[str]:
          f"({change(st)})")
     s += _driver_clause(st) + "."
     out.append(s)
+    dec = decomposition_sentence(top, st)
+    if dec:
+        out.append(dec)
     for name, other in steps.items():
         if name == top or not other["grew"]:
             continue
@@ -175,7 +178,8 @@ def _driver_clause(st: dict[str, Any]) -> str:
         return f"; {label} was never recorded"
     moved = f"{g(dc['first'])} -> {g(dc['last'])}, {change(dc)}"
     if st["explained"]:
-        return (f", with {label}: {moved}; the step's time and {label} rank-correlate at {st['rho']:.2f} over "
+        note = f" ({st['note']})" if st.get("note") else ""
+        return (f", with {label}: {moved}{note}; the step's time and {label} rank-correlate at {st['rho']:.2f} over "
                 f"{st['rho_n']:,} successful iterations")
     if dc["grew"]:
         return (f"; {label} grew too ({moved}) but the step's time does not follow it iteration by iteration "
@@ -238,6 +242,90 @@ def other_sentences(f: dict[str, Any]) -> list[str]:
     return out
 
 
+FACTORS = {"count": "the count grew (the design asks for more requests)",
+           "time per request": "the time per request grew (the backend answers slower)",
+           "outside requests": "the time outside requests grew (client CPU, waits)"}
+
+
+def decomposition_sentence(name: str, st: dict[str, Any]) -> str | None:
+    """A grown step's time as requests x time per request + time outside them, and which factor grew."""
+    d = st.get("requests")
+    if d is None:
+        return (f"{name.capitalize()}'s requests were not recorded (a run made before the rows carried per-step "
+                f"requests), so its growth cannot be split into more requests and slower ones.")
+    n, per, out = d["requests"], d["ms_per_request"], d["outside_ms"]
+    parts = [f"requests per {name} {g(n['first'])} -> {g(n['last'])} ({change(n)})"]
+    if per["first"] is not None:
+        parts.append(f"{g(per['first'])} -> {g(per['last'])} ms per request ({change(per)})")
+    if out["first"] is not None:
+        parts.append(f"{g(out['first'])} -> {g(out['last'])} ms outside requests")
+    s = f"{name.capitalize()} = requests x time per request + time outside them: {', '.join(parts)}"
+    if d["grew_by"]:
+        s += ": " + "; ".join(FACTORS[k] for k in d["grew_by"])
+        if "time per request" in d["grew_by"]:
+            ev = d.get("backend") or []
+            s += (f" ({', '.join(ev)})" if ev else
+                  " (no throttle, no slower probe and no saturated key or table shows why)")
+    else:
+        s += ": neither the count, the time per request nor the time outside requests grew credibly on its own"
+    return s + "."
+
+
+def bottleneck_sentences(f: dict[str, Any]) -> list[str]:
+    b = f.get("bottleneck")
+    if not b:
+        return []
+    out = [b["sentence"]]
+    if f.get("bottleneck_moved"):
+        runs: list[list[Any]] = []  # [what, utilizations, from, to] over consecutive segments with one bound
+        for d in f["bottlenecks"]:
+            what = f"{d['kind']} {d['name']}" if d["kind"] else "nothing above 50 %"
+            if runs and runs[-1][0] == what:
+                runs[-1][1].append(d["utilization"])
+                runs[-1][3] = d["seconds"][1]
+            else:
+                runs.append([what, [d["utilization"]], d["seconds"][0], d["seconds"][1]])
+        hops = [f"{w}{'' if None in u else f' {max(u) * 100:.0f} %'} ({a:.0f}-{b:.0f} s)" for w, u, a, b in runs]
+        if len(hops) > 1:
+            out.append("The bound moved during the run: " + " -> ".join(hops) + ".")
+    return out
+
+
+def failure_story_sentences(f: dict[str, Any]) -> list[str]:
+    """One error dominates the failed iterations: say so first, with the resource behind it."""
+    st = f.get("failure_story")
+    if not st:
+        return []
+    s = (f"{pct(st['failure_ratio'])} of iterations failed, {pct(st['kind_share_of_failures'])} of them "
+         f"{st['kind'].replace('_', ' ')}s ({st['message']})")
+    r = st.get("resource")
+    if st["kind"] == "lock_timeout":
+        if r:
+            e = r["evidence"]
+            s += (f": the lock {r['name']} was busy {pct(r['utilization'])} of the time, held {pct(e['held'])}, "
+                  f"with {g(e['waiters'])} waiters on average")
+        if st.get("failed_wait_ms") is not None:
+            s += (f"; the failed iterations waited a median {g(st['failed_wait_ms'])} ms for it and gave up, the "
+                  f"successful ones {g(st['ok_wait_ms'])} ms (so the successful iterations' steps do not show the "
+                  f"queue)")
+    elif r:
+        s += f": {r['kind']} {r['name']} at {pct(r['utilization'])}"
+    return [s + "."]
+
+
+def verdict(f: dict[str, Any]) -> dict[str, str | None]:
+    """What the page leads with: the bound resource, the rate, what grew."""
+    fleet = fleet_sentences(f)
+    steps = step_sentences(f)
+    grew = next((x for x in steps if " grew most " in x or x.startswith("No step's time grew")), None)
+    first = failure_story_sentences(f)
+    lv, fl = f["fleet"]["levels"], f["fleet"]
+    rate = (f"{_rate(lv[0])} at the start -> {_rate(lv[fl['floor_index']])} at the lowest -> {_rate(lv[-1])} at "
+            f"the end (shape: {fl['shape']}). " + " ".join(fleet[1:2]))
+    return {"bound": (f.get("bottleneck") or {}).get("sentence"), "failures": first[0] if first else None,
+            "rate": rate.strip(), "grew": grew}
+
+
 def sentences(f: dict[str, Any]) -> list[str]:
-    return (fleet_sentences(f) + failure_sentences(f) + step_sentences(f) + generator_sentences(f)
-            + other_sentences(f))
+    return (failure_story_sentences(f) + bottleneck_sentences(f) + fleet_sentences(f) + failure_sentences(f)
+            + step_sentences(f) + generator_sentences(f) + other_sentences(f))

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 import re
+from html import escape
 
 import numpy as np
 import pandas as pd
@@ -331,7 +332,10 @@ def test_report_files_figures_and_legends(tmp_path, monkeypatch):
     legend = [t.get_text() for ax, leg in dict(kept)["rate.png"] if leg for t in leg.get_texts()]
     assert any(t.startswith("start ") for t in legend) and any(t.startswith("floor = end ") for t in legend)
     f = summary["runs"][0]["findings"]
-    assert f["fleet"]["shape"] == "still falling" and f["sentences"][0] in html
+    assert f["fleet"]["shape"] == "still falling" and all(escape(s) in html for s in f["sentences"])
+    # the page leads with the verdict: the bound, the rate and what grew come before the first table of numbers
+    lead = html.index('<table class="verdict">')
+    assert lead < html.index("<h3>") and escape(f["bottleneck"]["sentence"]) in html[lead:html.index("<h3>")]
     for header in ("99.9 %", "first seen", "Scenario settings", "Versions", "time range", "Steps and the counts"):
         assert header in html
 

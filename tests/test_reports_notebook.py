@@ -79,3 +79,17 @@ def test_says_clearly_when_there_is_no_run(tmp_path, monkeypatch):
     text, images = _execute(ROOT / "reports", monkeypatch, HARNESS_RUNS_DIR=str(tmp_path))
     assert f"No runs found in {tmp_path}: make one with `harness run SCENARIO`" in text
     assert "No runs to compare." in text and images == 0
+
+
+def test_the_notebook_names_the_same_bound_as_the_report(tmp_path, monkeypatch):
+    from reports.build import findings_of
+    from reports.load import open_run
+    from reports.synthetic import make_lock_run
+
+    run, _ = make_lock_run(tmp_path / "runs" / "lock", workers=6, duration_s=60.0, hold_ms=(40, 60),
+                           retry_ms=(50, 100))
+    text, _ = _execute(ROOT, monkeypatch, HARNESS_REVIEW_RUNS=str(run))
+    f = findings_of(open_run(run))
+    assert f["bottleneck"]["kind"] == "lock" and f["bottleneck"]["sentence"] in text
+    assert "found: bound by **lock dynamodb://synthetic-table**" in text
+    assert f["sentences"][0] in text  # the failures first: the lock timeouts and the lock behind them

@@ -1,6 +1,10 @@
 // The harness panel under Locust's UI: what the chosen scenario does, and the session's tests
-// with links to their reports. Plain DOM outside Locust's React root (React never touches it);
-// every value is set with textContent.
+// with links to their reports; on the Harness tab, live charts of the test so far (the iteration
+// rate with its 95 % band, each step's share, the bound resource's utilization), drawn as SVG from
+// the tab's own data (its first row's `charts`, the same numbers as its table). Plain DOM outside
+// Locust's React root (React never touches it); every value is set with textContent.
+// On the Harness tab the panel and the charts follow the table in the page's flow, so they never
+// cover its last rows; on Locust's own tabs the panel stays fixed at the bottom.
 (function () {
   "use strict";
   const POLL_MS = 2000;
@@ -26,11 +30,25 @@
     #harness-panel code { font-size: 12px; }
     body.harness-tab .MuiTableCell-root { padding: 5px 14px; }
     body { padding-bottom: 40vh; }
+    body.harness-tab { padding-bottom: 0; }
+    body.harness-tab #harness-panel { position: static; max-height: none; box-shadow: none; }
+    #harness-charts { display: none; gap: 18px; flex-wrap: wrap; padding: 8px 24px 14px;
+      font: 12px/1.4 system-ui, sans-serif; color: #1d1d1f; }
+    body.harness-tab #harness-charts { display: flex; }
+    #harness-charts figure { margin: 0; flex: 1 1 380px; min-width: 320px; }
+    #harness-charts figcaption { font-weight: 600; margin-bottom: 2px; }
+    #harness-charts .legend span { margin-right: 10px; white-space: nowrap; }
+    #harness-charts svg { width: 100%; height: 190px; background: #fff; border: 1px solid #ddd; }
   `;
   document.head.appendChild(css);
+  const charts = document.createElement("div");
+  charts.id = "harness-charts";
+  document.body.appendChild(charts);
   const panel = document.createElement("div");
   panel.id = "harness-panel";
   document.body.appendChild(panel);
+  const SVG = "http://www.w3.org/2000/svg";
+  const COLORS = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f"];
 
   function el(tag, attrs, ...children) {
     const e = document.createElement(tag);
@@ -125,6 +143,92 @@
     document.body.classList.toggle("harness-tab", tab === "harness");
   }
 
+  function svg(tag, attrs) {
+    const e = document.createElementNS(SVG, tag);
+    for (const [k, v] of Object.entries(attrs || {})) e.setAttribute(k, String(v));
+    return e;
+  }
+
+  // One chart: x is seconds since the test started, y from 0 to `top`; `lines` are
+  // {values, color, dash, fill: [lo, hi] (a band) or "stack" (an area from `base`)}.
+  function chart(title, unit, t, top, lines, legend) {
+    const W = 420, H = 190, L = 40, R = 8, T = 8, B = 22;
+    const fig = el("figure", {"data-chart": title}, el("figcaption", {}, title));
+    const s = svg("svg", {viewBox: `0 0 ${W} ${H}`, preserveAspectRatio: "none"});
+    const tmax = Math.max(1, t.length ? t[t.length - 1] : 1);
+    const x = (v) => L + (W - L - R) * v / tmax;
+    const y = (v) => H - B - (H - T - B) * Math.min(Math.max(v, 0), top) / (top || 1);
+    for (const f of [0, 0.5, 1]) {
+      s.append(svg("line", {x1: L, x2: W - R, y1: y(top * f), y2: y(top * f), stroke: "#eee"}));
+      const lab = svg("text", {x: L - 4, y: y(top * f) + 4, "text-anchor": "end", "font-size": 10, fill: "#666"});
+      lab.textContent = unit === "%" ? `${Math.round(top * f * 100)}` : (top * f).toPrecision(2);
+      s.append(lab);
+    }
+    const xl = svg("text", {x: W - R, y: H - 6, "text-anchor": "end", "font-size": 10, fill: "#666"});
+    xl.textContent = `${Math.round(tmax)} s since the test started`;
+    s.append(xl);
+    for (const ln of lines) {
+      const pts = [];
+      ln.values.forEach((v, i) => { if (v !== null && v !== undefined && isFinite(v)) pts.push([x(t[i]), y(v), i]); });
+      if (!pts.length) continue;
+      if (ln.band) {
+        const up = pts.map(([px, , i]) => `${px},${y(ln.band[1][i])}`);
+        const down = pts.slice().reverse().map(([px, , i]) => `${px},${y(ln.band[0][i])}`);
+        s.append(svg("polygon", {points: up.concat(down).join(" "), fill: ln.color, "fill-opacity": 0.15}));
+      }
+      if (ln.base) {
+        const up = pts.map(([px, py]) => `${px},${py}`);
+        const down = pts.slice().reverse().map(([px, , i]) => `${px},${y(ln.base[i] || 0)}`);
+        s.append(svg("polygon", {points: up.concat(down).join(" "), fill: ln.color, "fill-opacity": 0.8}));
+      } else {
+        s.append(svg("polyline", {points: pts.map(([px, py]) => `${px},${py}`).join(" "), fill: "none",
+                                  stroke: ln.color, "stroke-width": 1.6, "stroke-dasharray": ln.dash || ""}));
+      }
+    }
+    fig.append(s);
+    const leg = el("div", {class: "legend"});
+    for (const [name, color] of legend) leg.append(el("span", {style: `color:${color}`}, `■ ${name}`));
+    fig.append(leg);
+    return fig;
+  }
+
+  function renderCharts(c) {
+    if (!c || !c.t || !c.t.length) { charts.replaceChildren(); return; }
+    const rateTop = Math.max(...c.ok_hi, ...c.failed_rate, 0.1) * 1.05;
+    const rate = chart("Successful iterations / s (95 % band)", "it/s", c.t, rateTop, [
+      {values: c.ok_rate, color: "#111", band: [c.ok_lo, c.ok_hi]},
+      {values: c.failed_rate, color: "#d62728", dash: "4 3"},
+    ], [["succeeded", "#111"], ["failed", "#d62728"]]);
+    const names = Object.keys(c.shares);
+    let base = c.t.map(() => 0);
+    const stack = [];
+    names.forEach((n, k) => {
+      const top = c.shares[n].map((v, i) => (c.shares[n][i] === null ? null : base[i] + (v || 0)));
+      stack.push({values: top, base: base.slice(), color: COLORS[k % COLORS.length]});
+      base = top.map((v, i) => (v === null ? base[i] : v));
+    });
+    const shares = chart("Each step's share of a successful iteration", "%", c.t, 1, stack.reverse(),
+                         names.map((n, k) => [n, COLORS[k % COLORS.length]]));
+    const u = c.utilization || {values: []};
+    const lines = [{values: u.values, color: "#2f6f4f"}];
+    const legend = [[u.label || "utilization", "#2f6f4f"]];
+    if (u.held) { lines.push({values: u.held, color: "#9467bd", dash: "4 3"}); legend.push(["held", "#9467bd"]); }
+    const bound = chart(`Utilization of the bound resource: ${u.label || "-"}`, "%", c.t, 1, lines, legend);
+    charts.replaceChildren(rate, shares, bound);
+  }
+
+  async function pollCharts() {
+    if (!document.body.classList.contains("harness-tab")) return;
+    try {
+      const r = await fetch("./stats/requests", {cache: "no-store"});
+      if (!r.ok) return;
+      const data = await r.json();
+      const tab = (data.extended_stats || []).find((x) => x.key === "harness");
+      const first = tab && tab.data && tab.data[0];
+      if (first && first.charts) renderCharts(first.charts);
+    } catch (e) { /* Locust is gone: keep the last charts */ }
+  }
+
   async function poll() {
     try {
       const r = await fetch("./harness/status", {cache: "no-store"});
@@ -134,6 +238,7 @@
     relabel();
     openOptions();
     markTab();
+    pollCharts();
   }
 
   document.addEventListener("change", (e) => { if (e.target && e.target.name === "scenario") render(); });

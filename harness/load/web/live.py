@@ -21,15 +21,26 @@ same rows.
 
 from __future__ import annotations
 
+import math
 from array import array
 from collections import deque
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
+from harness.record import bound as bounds
+from harness.record.bound import Resource
+from harness.record.lockuse import LOCK_EVENTS, Timeline, mean_interval, timelines
 from harness.record.schema import STEP_COLUMNS
 
 REPORT_STEPS = tuple(c for c in STEP_COLUMNS.values() if c != "release_ms")
+STEP_NAMES = {"lock_wait_ms": "lock wait", "pull_ms": "pull", "method_ms": "method", "push_ms": "push",
+              "commit_ms": "commit", "export_ms": "export", "delete_ms": "delete", "prune_ms": "prune"}
+BIN_S = 2.0  # the charts' resolution (merged when a test is long: at most MAX_POINTS points)
+MAX_POINTS = 150
+MAX_LOCK_EVENTS = 200_000  # older lock events are folded into per-bin figures and dropped
+ALIVE_GRACE_S = 30.0  # a user whose last iteration ended this recently is still running one
 COUNTS = ("pull_items_read", "index_entries_written", "catalog_rows", "files_pushed")
 UNITS = ("read_units", "write_units")
 
@@ -53,6 +64,8 @@ class Summary:
     step_shares: dict[str, float]
     counts: dict[str, float | None]
     units_per_s: dict[str, float]
+    resources: list[Resource] = field(default_factory=list)  # what the span's bound is chosen from
+    charts: dict[str, Any] | None = None  # the whole test's series, for the tab's charts
 
     @property
     def failed(self) -> int:
@@ -120,22 +133,100 @@ def summarize(rows: list[dict], seconds: float) -> Summary:
     return t.summary(seconds)
 
 
+def poisson_interval(k: np.ndarray, z: float = 1.959963984540054) -> tuple[np.ndarray, np.ndarray]:
+    """Byar's approximation to the exact Poisson interval (the report's ``reports.stats.poisson_interval``)."""
+    k = np.asarray(k, dtype=float)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        lo = k * np.clip(1 - 1 / (9 * k) - z / (3 * np.sqrt(k)), 0, None) ** 3
+    lo = np.where(k > 0, lo, 0.0)
+    k1 = k + 1
+    return lo, k1 * (1 - 1 / (9 * k1) + z / (3 * np.sqrt(k1))) ** 3
+
+
+@dataclass
+class Bin:
+    """One chart bin's sums: iterations by outcome, step ms (successful; all), time inside iterations."""
+
+    ok: int = 0
+    failed: int = 0
+    ok_steps: dict[str, float] = field(default_factory=lambda: dict.fromkeys(REPORT_STEPS, 0.0))
+    all_steps: dict[str, float] = field(default_factory=lambda: dict.fromkeys(REPORT_STEPS, 0.0))
+    inside_s: float = 0.0
+    units: dict[str, float] = field(default_factory=lambda: dict.fromkeys(UNITS, 0.0))
+
+
 class Live:
     """One test's rows as they arrive: a recent window, and the whole test so far.
 
     ``lag_s`` is how late rows arrive (a worker reports every 3 s): the recent
     window ends that long ago, so it is not read before its rows are in.
+    Beside the rows, the history's lock events (``add_events``) and the load
+    generator's CPU (``add_generator``) feed the utilization the bound is chosen
+    from (``harness.record.bound``, the report's rule), and every row lands in a
+    chart bin (``BIN_S``) for the tab's charts.
     """
 
     def __init__(self, window_s: float = 10.0, lag_s: float = 0.0, keep_s: float = 60.0) -> None:
         self.window_s, self.lag_s, self.keep_s = window_s, lag_s, keep_s
         self.recent: deque[dict] = deque()
         self.whole = Totals()
+        self.bins: dict[int, Bin] = {}
+        self.user_span: dict[str, list[float]] = {}
+        self.lock_events: list[dict] = []
+        self.lock_folded: dict[str, dict[int, tuple[float, float]]] = {}  # key -> bin -> (busy, held)
+        self.lock_holders: dict[str, set[str]] = {}
+        self.generator: deque[tuple[float, str, float]] = deque(maxlen=100_000)
+        self._timelines: tuple[tuple[int, int], dict[str, Timeline]] | None = None
 
     def add(self, rows: list[dict]) -> None:
         for r in rows:
             self.whole.add(r)
             self.recent.append(r)
+            start, end = float(r["ts_start"]), float(r["ts_end"])
+            b = self.bins.setdefault(int(math.floor(end / BIN_S)), Bin())
+            ok = bool(r["ok"])
+            b.ok += ok
+            b.failed += not ok
+            for c in REPORT_STEPS:
+                v = float(r.get(c) or 0.0)
+                b.all_steps[c] += v
+                if ok:
+                    b.ok_steps[c] += v
+            for c in UNITS:
+                b.units[c] += float(r.get(c) or 0.0)
+            b.inside_s += max(0.0, end - start)
+            span = self.user_span.setdefault(str(r.get("user", "")), [start, end])
+            span[0], span[1] = min(span[0], start), max(span[1], end)
+
+    def add_events(self, events: list[dict]) -> None:
+        """The history's events as they arrive (the lock's grants, releases and timeouts are kept)."""
+        for e in events:
+            if e.get("type") in LOCK_EVENTS and e.get("key") is not None:
+                self.lock_events.append(e)
+                if e.get("type") == "grant":
+                    self.lock_holders.setdefault(e["key"], set()).add(str(e.get("holder", "")))
+        if len(self.lock_events) > MAX_LOCK_EVENTS:
+            self._fold()
+
+    def add_generator(self, ts: float, cpu_by_process: dict[str, float]) -> None:
+        """One sample of the load generator's CPU per Locust process (``generator.csv``'s numbers)."""
+        for proc, cpu in cpu_by_process.items():
+            self.generator.append((float(ts), str(proc), float(cpu)))
+
+    def _fold(self) -> None:
+        """Freeze the lock figures of bins older than the newest events' last minute, and drop their events."""
+        times = [float(e.get("granted_ms") or e.get("end_ms") or e.get("invoke_ms") or 0) / 1000
+                 for e in self.lock_events]
+        cut = math.floor((max(times) - 60.0) / BIN_S) * BIN_S
+        first = min(self.bins, default=int(cut / BIN_S))
+        edges = np.arange(first * BIN_S, cut + BIN_S / 2, BIN_S)
+        if len(edges) >= 2:
+            for key, tl in timelines(self.lock_events).items():
+                busy, held = tl.busy_share(edges)
+                folded = self.lock_folded.setdefault(key, {})
+                for i, (bu, he) in enumerate(zip(busy, held, strict=True)):
+                    folded.setdefault(first + i, (float(bu), float(he)))
+        self.lock_events = [e for e, t in zip(self.lock_events, times, strict=True) if t >= cut - 60.0]
 
     def window(self, now: float, started_at: float) -> Summary:
         """The last ``window_s`` seconds that have all their rows (or less, early in a test)."""
@@ -144,9 +235,130 @@ class Live:
         while self.recent and float(self.recent[0]["ts_end"]) < now - self.keep_s:
             self.recent.popleft()
         rows = [r for r in self.recent if start < float(r["ts_end"]) <= end]
-        return summarize(rows, max(end - start, 1e-9))
+        s = summarize(rows, max(end - start, 1e-9))
+        s.resources = self.resources(start, end, now)
+        return s
 
     def test(self, now: float, started_at: float) -> Summary:
         """The whole test so far; its span runs from the test's start to the last row's end."""
         end = self.whole.last_end if self.whole.last_end is not None else now
-        return self.whole.summary(max(end - started_at, 1e-9))
+        s = self.whole.summary(max(end - started_at, 1e-9))
+        s.resources = self.resources(started_at, end, now)
+        s.charts = self.charts(started_at, end, now)
+        return s
+
+    # ---- utilization -------------------------------------------------------------------------------------
+
+    def _alive(self, a: float, b: float, now: float) -> float:
+        """Users running between a and b, averaged (a user whose last row is recent is still running)."""
+        total = 0.0
+        for first, last in self.user_span.values():
+            last = now if last >= now - ALIVE_GRACE_S else last
+            total += max(0.0, min(last, b) - max(first, a))
+        return total / max(b - a, 1e-9)
+
+    def _bin_range(self, a: float, b: float) -> range:
+        return range(int(math.floor(a / BIN_S)), int(math.floor(b / BIN_S)) + 1)
+
+    def step(self, a: float, b: float, now: float) -> Resource:
+        """The workers' share of time inside iterations (rows by their end, like the report's windows)."""
+        bins = [self.bins[i] for i in self._bin_range(a, b) if i in self.bins]
+        inside = sum(x.inside_s for x in bins)
+        users = self._alive(a, b, now)
+        busy = inside / max(users * (b - a), 1e-9) if users > 0 else 0.0
+        steps = {c: sum(x.all_steps[c] for x in bins) for c in REPORT_STEPS}
+        total = sum(steps.values())
+        top = max(steps, key=steps.get) if total > 0 else None
+        return Resource("step", STEP_NAMES[top] if top else "", min(busy, 1.0), None,
+                        {"share": steps[top] / total if top else None, "users": users})
+
+    def _locks(self) -> dict[str, Timeline]:
+        """The kept events' timelines, built once per batch of events (a tab poll asks three times)."""
+        mark = (len(self.lock_events), id(self.lock_events[-1]) if self.lock_events else 0)
+        if self._timelines is None or self._timelines[0] != mark:
+            self._timelines = (mark, timelines(self.lock_events) if self.lock_events else {})
+        return self._timelines[1]
+
+    def lock_busy(self, key: str, tl: Timeline | None, bins: range) -> tuple[np.ndarray, np.ndarray]:
+        """Busy and held share per bin: folded bins as frozen, the rest from the events kept."""
+        edges = np.array([i * BIN_S for i in bins] + [(bins[-1] + 1) * BIN_S]) if len(bins) else np.zeros(1)
+        busy, held = tl.busy_share(edges) if tl is not None else (np.zeros(len(bins)), np.zeros(len(bins)))
+        folded = self.lock_folded.get(key, {})
+        for j, i in enumerate(bins):
+            if i in folded:
+                busy[j], held[j] = folded[i]
+        return busy, held
+
+    def resources(self, a: float, b: float, now: float) -> list[Resource]:
+        out = [self.step(a, b, now)]
+        locks = self._locks()
+        for key in sorted(set(locks) | set(self.lock_folded)):
+            tl = locks.get(key)
+            if tl is not None and not self.lock_folded.get(key):
+                ev = tl.use(a, b).as_dict()
+            else:  # partly folded: the per-bin figures
+                busy, held = self.lock_busy(key, tl, self._bin_range(a, b))
+                ev = {"key": key, "busy": float(busy.mean()), "held": float(held.mean())}
+            holders = len(self.lock_holders.get(key, set()))
+            ev["holders_in_run"] = holders
+            out.append(Resource("lock", key, float(ev["busy"]), None, ev, candidate=holders >= 2))
+        gen: dict[str, list[float]] = {}
+        for ts, proc, cpu in self.generator:
+            if a <= ts <= b:
+                gen.setdefault(proc, []).append(cpu / 100)
+        for proc, cpu in sorted(gen.items()):
+            v = np.array(cpu)
+            out.append(Resource("generator", proc, float(v.mean()), mean_interval(v),
+                                {"samples": len(v), "saturated_share": float((v >= 0.9).mean())},
+                                candidate=proc != "master"))
+        return out
+
+    # ---- charts --------------------------------------------------------------------------------------------
+
+    def charts(self, started_at: float, end: float, now: float) -> dict[str, Any]:
+        """The test so far, at most MAX_POINTS points: rate with its 95 % band, each step's share of a
+        successful iteration, and the utilization of the busiest resource that can bind (lock, step, generator)."""
+        first, last = int(math.floor(started_at / BIN_S)), int(math.floor(end / BIN_S))
+        n = max(1, last - first + 1)
+        m = max(1, math.ceil(n / MAX_POINTS))
+        groups = [range(first + j, min(first + j + m, last + 1)) for j in range(0, n, m)]
+        t, ok, failed, width = [], [], [], []
+        shares: dict[str, list[float | None]] = {STEP_NAMES[c]: [] for c in REPORT_STEPS}
+        busy_step: list[float | None] = []
+        for g in groups:
+            bins = [self.bins[i] for i in g if i in self.bins]
+            a = max(g[0] * BIN_S, started_at)
+            b = min((g[-1] + 1) * BIN_S, max(end, a + 1e-9))
+            t.append(a - started_at)
+            width.append(max(b - a, 1e-9))
+            ok.append(sum(x.ok for x in bins))
+            failed.append(sum(x.failed for x in bins))
+            sums = {c: sum(x.ok_steps[c] for x in bins) for c in REPORT_STEPS}
+            total = sum(sums.values())
+            for c in REPORT_STEPS:
+                shares[STEP_NAMES[c]].append(sums[c] / total if total > 0 else None)
+            users = self._alive(a, b, now)
+            busy_step.append(min(1.0, sum(x.inside_s for x in bins) / (users * (b - a))) if users > 0 else None)
+        w = np.array(width)
+        lo, hi = poisson_interval(np.array(ok, dtype=float))
+        chosen = bounds.choose(self.resources(started_at, end, now))
+        util: dict[str, Any] = {"label": "workers inside an iteration", "kind": "step", "values": busy_step}
+        if chosen is not None and chosen.kind == "lock":
+            tl = self._locks().get(chosen.name)
+            busy, held = [], []
+            for g in groups:
+                bu, he = self.lock_busy(chosen.name, tl, g)
+                busy.append(float(bu.mean()))
+                held.append(float(he.mean()))
+            util = {"label": f"lock {chosen.name}: busy", "kind": "lock", "values": busy, "held": held}
+        elif chosen is not None and chosen.kind == "generator":
+            vals = []
+            for g in groups:
+                a, b = g[0] * BIN_S, (g[-1] + 1) * BIN_S
+                cpu = [c / 100 for ts, p, c in self.generator if p == chosen.name and a <= ts < b]
+                vals.append(float(np.mean(cpu)) if cpu else None)
+            util = {"label": f"Locust process {chosen.name}: CPU", "kind": "generator", "values": vals}
+        keep = {k: v for k, v in shares.items() if any(x for x in v)}
+        return {"t": t, "ok_rate": list(np.array(ok) / w), "ok_lo": list(lo / w), "ok_hi": list(hi / w),
+                "failed_rate": list(np.array(failed) / w), "shares": keep, "utilization": util,
+                "bound": None if chosen is None else {"kind": chosen.kind, "name": chosen.name}}

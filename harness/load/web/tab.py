@@ -15,6 +15,8 @@ from pathlib import Path
 
 from harness.aws.fidelity.layer import FidelityConfig
 from harness.load.web.live import REPORT_STEPS, Summary
+from harness.record import bound as bounds
+from harness.record.bound import Resource
 
 COLUMNS = [{"key": "metric", "title": "Measure"}, {"key": "now", "title": "Last 10 s"},
            {"key": "test", "title": "Whole test"}, {"key": "how", "title": "How it is measured"}]
@@ -103,10 +105,60 @@ def _units(used: float, limit: float | None, unit: str) -> str:
     return f"{used:,.1f} of {limit:,.0f} {unit}/s ({used / limit:.0%})" if limit > 0 else f"{used:,.1f} {unit}/s"
 
 
+def capacity_resources(s: Summary, capacity: Capacity | None) -> list[Resource]:
+    """The table's read and write units against the modelled capacity (a hard limit only when not on-demand's
+    warm throughput, which DynamoDB scales past), as the report's ``capacity`` resources."""
+    if capacity is None:
+        return []
+    hard = "warm throughput" not in capacity.basis
+    out = []
+    for kind, limit in (("read", capacity.read), ("write", capacity.write)):
+        if limit:
+            used = s.units_per_s[f"{kind}_units"]
+            out.append(Resource("capacity", f"table {kind}", used / limit, None,
+                                {"units": kind, "used_per_s": used, "limit_per_s": limit, "basis": capacity.basis,
+                                 "what": "the table and its GSIs together"}, candidate=hard))
+    return out
+
+
+def _bound_cell(b: Resource | None) -> str:
+    if b is None:
+        return "nothing above 50 %"
+    name = {"step": f"its own time in {b.name}", "capacity": f"capacity ({b.name})"}.get(b.kind, f"{b.kind} {b.name}")
+    return f"{name}, {100 * b.utilization:.0f} %"
+
+
+def bound_rows(now: Summary, whole: Summary, capacity: Capacity | None) -> list[dict]:
+    """What the fleet is bound by (``harness.record.bound``, the report's rule), and the busiest lock."""
+    res_now = now.resources + capacity_resources(now, capacity)
+    res_test = whole.resources + capacity_resources(whole, capacity)
+    b_now, b_test = bounds.choose(res_now), bounds.choose(res_test)
+    rows = [{"metric": "Bound by", "now": _bound_cell(b_now), "test": _bound_cell(b_test),
+             "how": bounds.sentence(b_test, res_test, "so far")}]
+    locks = [r for r in res_test if r.kind == "lock" and r.candidate]
+    if locks:
+        top = max(locks, key=lambda r: r.utilization)
+        here = next((r for r in res_now if r.kind == "lock" and r.name == top.name), None)
+
+        def cell(r: Resource | None) -> str:
+            return "–" if r is None else f"{100 * r.utilization:.0f} % / {100 * r.evidence.get('held', 0):.0f} %"
+
+        rows.append({"metric": "Lock busy / held", "now": cell(here), "test": cell(top),
+                     "how": f"{top.name}: busy = held, or free with a waiter retrying; held = a holder had it"})
+    return rows
+
+
 def table(now: Summary, whole: Summary, *, capacity: Capacity | None, throttles_now: float | None,
           throttles_test: float | None, probe: dict | None) -> list[dict]:
-    """The tab's rows (dicts keyed by ``COLUMNS``), in the order a reader needs them."""
-    rows = [
+    """The tab's rows (dicts keyed by ``COLUMNS``), in the order a reader needs them.
+
+    The first row also carries the whole test's chart series under ``charts`` (Locust's table shows only
+    the ``COLUMNS`` keys; the harness panel's script draws the charts from it).
+    """
+    rows = bound_rows(now, whole, capacity)
+    if whole.charts is not None:
+        rows[0]["charts"] = whole.charts
+    rows += [
         {"metric": "Successful iterations / s", "now": _rate(now.ok_per_s), "test": _rate(whole.ok_per_s),
          "how": "iterations that ended without error, per second (the report's fleet rate)"},
         {"metric": "Failed iterations / s", "now": _rate(now.failed_per_s), "test": _rate(whole.failed_per_s),

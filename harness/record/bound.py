@@ -1,0 +1,168 @@
+"""What the fleet is bound by: the busiest resource, with its evidence, in one sentence.
+
+A performance engineer asks first "what is saturated". The candidates are the
+shared resources (each lock key, the table's and each GSI's capacity, the
+hottest partition key, each load-generating Locust process, the stand-in) and
+the workers themselves (``step``: every worker inside an iteration all the time,
+most of it in one step, with no shared resource saturated: the fleet is bound
+by its own iteration time). The rule, in order:
+
+1. a shared resource at or above its saturation mark (80 %; a load generator
+   90 %, Locust's own mark) is the bound; of several, the generator first (when
+   it is saturated every other number measures it), then the busiest;
+2. else, when the workers are busy at least half the time, the step they spend
+   it in;
+3. else the busiest resource above 50 %;
+4. else nothing: the fleet is paced by its own think time (``None``).
+
+The report (``reports/``) and the web UI's harness tab both call ``choose`` and
+``sentence``, on the same definitions of utilization, so they name the same
+bound.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+KINDS = ("lock", "step", "capacity", "partition", "generator", "stand-in")
+SATURATED = {"generator": 0.9}
+SATURATED_DEFAULT = 0.8
+BUSY = 0.5  # below this nothing binds the fleet
+
+
+@dataclass(frozen=True)
+class Resource:
+    """One candidate: its utilization (0..1, a share of time or of a limit) over a stretch, and why."""
+
+    kind: str
+    name: str
+    utilization: float
+    interval: tuple[float, float] | None = None  # 95 % interval on the utilization
+    evidence: dict[str, Any] = field(default_factory=dict)
+    candidate: bool = True  # False: shown, but cannot bind the fleet (a lock with one holder, no hard limit)
+
+    @property
+    def saturated(self) -> bool:
+        return self.utilization >= SATURATED.get(self.kind, SATURATED_DEFAULT)
+
+    def label(self) -> str:
+        return LABELS.get(self.kind, self.kind) + (f" {self.name}" if self.name else "")
+
+
+LABELS = {"lock": "the lock", "step": "the workers' own time in", "capacity": "the modelled capacity of",
+          "partition": "the hot partition key", "generator": "the load generator, Locust process",
+          "stand-in": "the stand-in"}
+
+
+def choose(resources: list[Resource]) -> Resource | None:
+    """The bound among ``resources`` (see the module's rule), or None when nothing is half busy."""
+    pool = [r for r in resources if r.candidate and r.utilization == r.utilization]
+    shared = [r for r in pool if r.kind != "step"]
+    saturated = [r for r in shared if r.saturated]
+    if saturated:
+        gen = [r for r in saturated if r.kind == "generator"]
+        return max(gen or saturated, key=lambda r: r.utilization)
+    steps = [r for r in pool if r.kind == "step" and r.utilization >= BUSY]
+    if steps:
+        return max(steps, key=lambda r: r.utilization)
+    busy = [r for r in shared if r.utilization >= BUSY]
+    return max(busy, key=lambda r: r.utilization) if busy else None
+
+
+def _pct(x: float | None) -> str:
+    return "n/a" if x is None else f"{x * 100:.0f} %"
+
+
+def _iv(iv: tuple[float, float] | list[float] | None) -> str:
+    return "" if not iv else f" [{max(iv[0], 0) * 100:.0f}-{min(iv[1], 1.5) * 100:.0f}]"
+
+
+def _n(x: float | None) -> str:
+    if x is None:
+        return "n/a"
+    return f"{x:,.0f}" if abs(x) >= 100 else f"{x:.3g}"
+
+
+def busiest_shared(resources: list[Resource], but: Resource | None = None) -> Resource | None:
+    """The busiest shared resource that could bind the fleet, other than ``but``."""
+    others = [r for r in resources if r.kind != "step" and r.candidate and r is not but
+              and r.utilization == r.utilization]
+    return max(others, key=lambda r: r.utilization) if others else None
+
+
+def describe(r: Resource) -> str:
+    """The resource and its utilization with the numbers behind it (no verdict)."""
+    e = r.evidence
+    if r.kind == "lock":
+        s = f"the lock {r.name}: busy {_pct(r.utilization)}{_iv(r.interval)} of the time, held {_pct(e.get('held'))}"
+        gap = e.get("gap_share") or 0.0
+        if gap >= 0.05:
+            s += f": {_pct(gap)} of the lock's time goes to retry gaps"
+            if e.get("gap_ms"):
+                s += f" of {_n(e['gap_ms'][0])}-{_n(e['gap_ms'][1])} ms (middle half)"
+        s += f"; {_n(e.get('grants_per_s'))} grants/s"
+        if e.get("mean_hold_ms"):
+            s += (f" (one holder at a time: a mean hold of {_n(e['mean_hold_ms'])} ms passes at most "
+                  f"{_n(e.get('max_grants_per_s'))} a second)")
+        s += f", {_n(e.get('waiters'))} waiters on average, {e.get('timeouts', 0):,} timeouts"
+        if e.get("holders") is not None:
+            s += f", {e['holders']} holder{'' if e['holders'] == 1 else 's'}"
+        return s
+    if r.kind == "capacity":
+        unit = "RCU" if e.get("units") == "read" else "WCU"
+        s = (f"{e.get('what', r.name)}: {_n(e.get('used_per_s'))} of {_n(e.get('limit_per_s'))} {unit}/s "
+             f"({_pct(r.utilization)}{_iv(r.interval)}, {e.get('basis', 'modelled')})")
+        if e.get("throttled"):
+            s += f", {e['throttled']:,} throttled iterations"
+        if e.get("throttles"):
+            s += f", {e['throttles']:,} throttled requests"
+        return s
+    if r.kind == "partition":
+        unit = "RCU" if e.get("units") == "read" else "WCU"
+        where = f" of {e['index']}" if e.get("index") else ""
+        return (f"the partition key {r.name!r}{where} on {e.get('table', '?')}: {_n(e.get('used_per_s'))} {unit}/s of "
+                f"the {_n(e.get('limit_per_s'))} a partition takes ({_pct(r.utilization)}{_iv(r.interval)})")
+    if r.kind == "generator":
+        return (f"Locust process {r.name} at a mean {_pct(r.utilization)}{_iv(r.interval)} CPU "
+                f"(>= 90 % in {_pct(e.get('saturated_share'))} of its {e.get('samples', 0)} samples)")
+    if r.kind == "stand-in":
+        return (f"the stand-in: its {e.get('op', 'probe')} probe took {_n(e.get('now_ms'))} ms against "
+                f"{_n(e.get('baseline_ms'))} ms at its quickest, a server about {_pct(r.utilization)} busy "
+                f"(1 - baseline / now, a single queue)")
+    if r.kind == "step":
+        return (f"the workers were inside an iteration {_pct(r.utilization)}{_iv(r.interval)} of the time, "
+                f"{_pct(e.get('share'))} of it in {r.name}")
+    return f"{r.kind} {r.name}: {_pct(r.utilization)}"
+
+
+def sentence(bound: Resource | None, resources: list[Resource], where: str = "") -> str:
+    """One sentence: what binds the fleet and the numbers that show it (or that nothing does)."""
+    where = f" {where}" if where else ""
+    other = busiest_shared(resources, bound)
+    tail = f"; the busiest shared resource was {describe(other)}" if other is not None else ""
+    if bound is None:
+        step = next((r for r in resources if r.kind == "step"), None)
+        busy = f"the workers were inside an iteration {_pct(step.utilization)} of the time" if step else ""
+        return (f"Nothing bounds the fleet{where}: no resource was above {BUSY * 100:.0f} % busy, so it is paced "
+                f"by its own think time" + (f": {busy}" if busy else "") + f"{tail}.")
+    if bound.kind == "step":
+        sat = SATURATED_DEFAULT * 100
+        return (f"The fleet is bound by its own iteration time{where}: {describe(bound)}, and no shared resource "
+                f"was {sat:.0f} % busy{tail}.")
+    if bound.kind == "generator":
+        return (f"The fleet is bound by the load generator{where}: {describe(bound)}; every other number measures "
+                f"the generator, not the datastore.")
+    return f"The fleet is bound by {describe(bound)}{where}."
+
+
+def as_dict(bound: Resource | None, resources: list[Resource], seconds: tuple[float, float] | None = None,
+            where: str = "") -> dict[str, Any]:
+    """``findings.bottleneck``'s shape: kind, name, utilization, interval, evidence, sentence (+ the stretch)."""
+    out: dict[str, Any] = {"kind": None, "name": None, "utilization": None, "interval": None, "evidence": None,
+                           "sentence": sentence(bound, resources, where),
+                           "seconds": list(seconds) if seconds else None}
+    if bound is not None:
+        out.update(kind=bound.kind, name=bound.name, utilization=bound.utilization,
+                   interval=list(bound.interval) if bound.interval else None, evidence=dict(bound.evidence))
+    return out

@@ -1,0 +1,70 @@
+"""The Harness tab in a real browser (1400 x 1000, the issue's viewport) during a real `harness run --web` test.
+
+Its charts are drawn (the rate with its band, each step's share, the bound's utilization), and neither they
+nor the harness panel cover the table: the stand-in probe's row, the table's last, ends above both. On
+Locust's own tabs the panel stays fixed at the bottom of the window.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+from pathlib import Path
+
+import pytest
+
+from tests.e2e.web_session import CHROMIUM, CHROMIUM_ARGS, WebRun, wait_for
+
+pytestmark = pytest.mark.e2e
+
+sync_playwright = pytest.importorskip("playwright.sync_api").sync_playwright
+if not Path(CHROMIUM).exists():
+    if os.environ.get("CI"):
+        raise RuntimeError(f"{CHROMIUM} is missing: .ci/run should have installed Debian's chromium")
+    pytest.skip(f"{CHROMIUM} is missing (apt-get install chromium)", allow_module_level=True)
+
+GEOMETRY = """() => {
+  const rows = [...document.querySelectorAll('tr')];
+  const box = (e) => {
+    const r = e.getBoundingClientRect();
+    return {top: r.top + scrollY, bottom: r.bottom + scrollY};
+  };
+  const panel = document.getElementById('harness-panel');
+  return {last: rows[rows.length - 1].innerText, lastRow: box(rows[rows.length - 1]),
+          charts: box(document.getElementById('harness-charts')), panel: box(panel),
+          panelPosition: getComputedStyle(panel).position,
+          figures: [...document.querySelectorAll('#harness-charts figure')].map((f) => f.dataset.chart),
+          lines: document.querySelectorAll('#harness-charts polyline, #harness-charts polygon').length};
+}"""
+
+
+def test_the_harness_tab_draws_its_charts_and_nothing_covers_the_table(tmp_path, capsys):
+    web = WebRun(tmp_path / "session", "--workers", "2", "--duration", "60s", scenario="shared-lock")
+    try:
+        web.wait_ready()
+        assert web.post("/swarm", {"user_count": 2, "spawn_rate": 2, "host": "", "scenario": "shared-lock"})["success"]
+        with sync_playwright() as pw:
+            browser = pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+            page = browser.new_page(viewport={"width": 1400, "height": 1000})
+            page.goto(web.base + "/")
+            page.get_by_role("tab", name="Harness").click()
+            page.locator("td", has_text=re.compile("^Bound by$")).wait_for(timeout=60_000)
+            geo = wait_for("three charts with data", lambda: (g := page.evaluate(GEOMETRY))["lines"] >= 4
+                           and len(g["figures"]) == 3 and g, 90)
+            assert geo["last"].startswith("Stand-in probe")
+            assert geo["lastRow"]["bottom"] <= geo["charts"]["top"] <= geo["panel"]["top"]
+            assert geo["panelPosition"] == "static"
+            assert [f.split(":")[0] for f in geo["figures"]] == [
+                "Successful iterations / s (95 % band)", "Each step's share of a successful iteration",
+                "Utilization of the bound resource"]
+            page.screenshot(path=str(tmp_path / "harness-tab.png"), full_page=True)
+            page.get_by_role("tab", name="Statistics").click()
+            wait_for("the panel fixed again on Locust's own tabs",
+                     lambda: page.evaluate(GEOMETRY)["panelPosition"] == "fixed", 10)
+            browser.close()
+        assert web.stop(signal.SIGINT) == 128 + signal.SIGINT, web.output()
+    finally:
+        web.kill()
+    with capsys.disabled():
+        print(f"\nscreenshot for review: {tmp_path / 'harness-tab.png'}")
