@@ -263,3 +263,17 @@ def test_contended_counts_grants_made_while_someone_waited():
     report = check(events, {"entries": []})
     # a2 (b was waiting), b1 (it retried), a4 (c was waiting); not a1 or a3 (nobody waiting), not x1 (other key)
     assert report["acquisitions"] == 6 and report["contended"] == 3 and report["lock_timeouts"] == 1
+
+
+def test_a_delete_cut_short_by_the_end_of_the_run_may_have_landed():
+    """Found in a lifecycle-safety run: the run ended under a model's delete (GreenletExit, indeterminate), the
+    delete had landed, and the checker called the definition it removed lost. Either outcome is fine."""
+    write = {"type": "commit", "ok": True, "seq": 1, "cid": "w", "key": "L", "fence": 1, "invoke_ms": 10,
+             "complete_ms": 20, "writes": [["p", 1, "d", 3]], "deletes": []}
+    cut = {"type": "commit", "ok": False, "indeterminate": True, "cid": "x", "key": "L", "fence": 2,
+           "invoke_ms": 30, "complete_ms": 40, "writes": [], "deletes": [["p", 1, "d"]], "error": "GreenletExit: "}
+    present = {"entries": [{"path": "p", "version": 1, "digest": "d", "size": 3, "content_digest": "d"}]}
+    assert check([write, cut], {"entries": []})["lost"] == 0  # it landed
+    assert check([write, cut], present)["violations"] == 0  # it did not
+    early = {**cut, "invoke_ms": 5, "complete_ms": 8}  # a delete cut short before the write cannot explain it
+    assert check([early, write], {"entries": []})["lost"] == 1

@@ -168,6 +168,7 @@ def _entry_findings(commits: list[dict], state: dict, untracked_ok: bool) -> tup
     acked_versions: dict[str, set] = defaultdict(set)
     failed_versions: dict[str, set] = defaultdict(set)
     maybe_versions: dict[str, dict] = defaultdict(dict)  # from indeterminate commits: version -> the view it had
+    maybe_deleted: dict[str, float] = {}  # from indeterminate deletes: path -> when the latest one started
     for c in commits:
         if c.get("ok"):
             view = _view(c)
@@ -182,6 +183,8 @@ def _entry_findings(commits: list[dict], state: dict, untracked_ok: bool) -> tup
                 view = _view(c)
                 maybe_versions[path][(version, digest)] = max(view if view is not None else -1,
                                                               maybe_versions[path].get((version, digest), -1))
+            for path, *_ in c.get("deletes", []):
+                maybe_deleted[path] = max(c.get("invoke_ms", 0), maybe_deleted.get(path, 0))
         else:
             for path, version, digest, *_ in c.get("writes", []):
                 failed_versions[path].add((version, digest))
@@ -201,7 +204,9 @@ def _entry_findings(commits: list[dict], state: dict, untracked_ok: bool) -> tup
         last = history[-1] if history else None
         expected = (last.version, last.digest) if last and last.kind == "write" else None
         superseded = got in maybe_versions[path] and maybe_versions[path][got] >= (last.seq if last else 0)
-        if last is not None and last.kind == "write" and got != expected and not superseded:
+        # a delete cut short after the last acknowledged write may have landed: the entry may be gone
+        maybe_gone = got is None and last is not None and maybe_deleted.get(path, -1) >= last.at
+        if last is not None and last.kind == "write" and got != expected and not superseded and not maybe_gone:
             why = ("missing" if got is None else "replaced by an older acknowledged version"
                    if got in acked_versions[path] else "replaced by a version no acknowledged commit wrote")
             lost.append({"path": path, "expected": list(expected), "found": list(got) if got else None,
