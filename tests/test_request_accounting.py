@@ -42,10 +42,10 @@ def test_a_slow_call_is_timed_into_its_own_step(aws):
     assert row["pull_requests"] == pull.work.total_requests
     # every Query slept SLOW_S inside its call: the pull's request time holds at least that ...
     assert row["pull_request_ms"] >= queries * SLOW_S * 1000
-    # ... and the other steps, which made no Query, hold none of it
+    # ... and each step's own calls stay in its own columns: the commit's (made one after another) fit in its time
     commit = next(s for s in steps if s.name == "commit")
     assert row["commit_requests"] == commit.work.total_requests > 0
-    assert row["commit_request_ms"] < row["pull_request_ms"]
+    assert 0 < row["commit_request_ms"] <= row["commit_ms"]
 
 
 def test_request_time_is_summed_over_concurrent_calls():
