@@ -25,7 +25,7 @@ from harness.datastore.backends.base import FileMeta  # noqa: E402
 from harness.datastore.backends.dynamodb import DynamoBackend  # noqa: E402
 from harness.datastore.backends.s3 import S3Backend  # noqa: E402
 from harness.datastore.lock import Lock, LockConfig  # noqa: E402
-from harness.datastore.work import Work  # noqa: E402
+from harness.work import Work  # noqa: E402
 
 
 def entries(n: int, rev: int) -> list[FileMeta]:

@@ -43,7 +43,7 @@ def test_legacy_reads_other_namespaces_too(aws):
 
 
 def test_scoped_pull_never_advances_watermark_unscoped_does(aws, clock):
-    from harness.datastore.work import Work
+    from harness.work import Work
 
     be = make_backend("per-model", aws, clock=clock)
     store = make_store(be, "w1", clock=clock)
@@ -59,7 +59,7 @@ def test_scoped_pull_never_advances_watermark_unscoped_does(aws, clock):
 
 
 def test_unchanged_commit_sequence_short_cuts_the_pull(aws):
-    from harness.datastore.work import Work
+    from harness.work import Work
 
     store = make_store(make_backend("per-model", aws), "w1")
     pull_reads(store, 3)
@@ -72,7 +72,7 @@ def test_unchanged_commit_sequence_short_cuts_the_pull(aws):
 
 @pytest.mark.parametrize("kind", BACKENDS)
 def test_remote_watermark_advances_only_on_unscoped_pulls(aws, clock, kind):
-    from harness.datastore.work import Work
+    from harness.work import Work
 
     be = make_backend(kind, aws, clock=clock)
     store = make_store(be, "w1", clock=clock)
@@ -173,7 +173,7 @@ def test_catalog_export_grows_with_rows(aws):
 
 @pytest.mark.parametrize("kind", BACKENDS)
 def test_large_payload_round_trips_through_content_storage(aws, kind):
-    from harness.datastore.work import Work
+    from harness.work import Work
 
     be = make_backend(kind, aws)
     writer, reader = make_store(be, "w1"), make_store(be, "w1", holder="r")
@@ -189,7 +189,7 @@ def test_large_payload_round_trips_through_content_storage(aws, kind):
 
 def test_prune_forgets_pruned_partitions_so_pulls_stay_flat(aws):
     """Without it the registry keeps every disposable model ever made, and every pull queries them all."""
-    from harness.datastore.work import Work
+    from harness.work import Work
 
     be = make_backend("per-model", aws)
     store = make_store(be, "w1")
