@@ -77,6 +77,7 @@ def make_clients(endpoints: Endpoints, *, pool: int = 64, region: str | None = N
         retries={"mode": "standard", "total_max_attempts": total_attempts},
         tcp_keepalive=True,
         s3={"addressing_style": "path"},
+        ignore_configured_endpoint_urls=True,  # the plan's URL, or AWS: never an AWS_ENDPOINT_URL* boto3 finds
     )
     wanted = set(services)
     made: dict[str, Any] = {}

@@ -21,7 +21,8 @@ def check_reachable(connection: Connection, service: str, sessions: Sessions | N
     """List one table (or the buckets) at ``service``'s endpoint; a one-line HarnessError if that fails."""
     e = connection.service(service)
     sessions = sessions or Sessions(connection.region)
-    cfg = Config(connect_timeout=3, read_timeout=10, retries={"max_attempts": 1, "mode": "standard"})
+    cfg = Config(connect_timeout=3, read_timeout=10, retries={"max_attempts": 1, "mode": "standard"},
+                 ignore_configured_endpoint_urls=True)
     where = e.where
     try:
         client = sessions.get(e.credentials).client(service, endpoint_url=e.url, region_name=connection.region,

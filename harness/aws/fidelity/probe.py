@@ -66,7 +66,8 @@ def _client(t: Target):  # noqa: ANN202 - a boto3 client
 
     from harness.aws.clients import new_session
 
-    cfg = Config(retries={"max_attempts": 1, "mode": "standard"}, connect_timeout=5, read_timeout=30)
+    cfg = Config(retries={"max_attempts": 1, "mode": "standard"}, connect_timeout=5, read_timeout=30,
+                 ignore_configured_endpoint_urls=True)
     return new_session(t.credentials).client(t.service, endpoint_url=t.endpoint, region_name=t.region, config=cfg)
 
 
