@@ -46,6 +46,7 @@ class Fleet:
     spawn_rate: float = 4.0
     duration_s: float = 60.0
     max_iterations: int = 100_000  # per worker: every loop is bounded in count as well as time
+    ramp_s: float = 0.0  # users start evenly over this long (spawn rate = workers / ramp); 0: spawn_rate decides
 
 
 @dataclass(frozen=True)
@@ -176,8 +177,8 @@ class Scenario:
         if workers is not None:
             if workers < 1:
                 raise HarnessError(f"--workers must be at least 1, got {workers}")
-            fleet = replace(fleet, workers=workers, spawn_rate=max(fleet.spawn_rate, float(workers))
-                            if spawn_rate is None else spawn_rate)
+            ramped = workers / fleet.ramp_s if fleet.ramp_s else max(fleet.spawn_rate, float(workers))
+            fleet = replace(fleet, workers=workers, spawn_rate=ramped if spawn_rate is None else spawn_rate)
         if spawn_rate is not None:
             fleet = replace(fleet, spawn_rate=spawn_rate)
         if duration_s is not None:
@@ -310,8 +311,12 @@ def parse(data: dict, source: str = "<scenario>", default_name: str = "scenario"
     top.done()
 
     f = sections["fleet"]
-    fleet = Fleet(workers=f.integer("workers", 4, 1), spawn_rate=f.number("spawn_rate", 4.0, 0.01),
-                  duration_s=f.duration("duration", 60.0), max_iterations=f.integer("max_iterations", 100_000, 1))
+    workers, ramp = f.integer("workers", 4, 1), f.duration("ramp", 0.0, positive=False)
+    if ramp and "spawn_rate" in f.t:
+        raise f.fail("ramp", "and fleet.spawn_rate both set how fast users start: give one of them")
+    fleet = Fleet(workers=workers, spawn_rate=workers / ramp if ramp else f.number("spawn_rate", 4.0, 0.01),
+                  duration_s=f.duration("duration", 60.0), max_iterations=f.integer("max_iterations", 100_000, 1),
+                  ramp_s=ramp)
     f.done()
 
     w = sections["workload"]
