@@ -42,3 +42,13 @@ def summary_keys(summary: dict) -> list[str]:
         out |= {f"runs[].{k}" for k in run}
         out |= {f"runs[].findings.{k}" for k in run.get("findings", {})}
     return sorted(out)
+
+
+def changes(now: list[str] | set[str], before: list[str] | set[str]) -> dict[str, list[str]]:
+    """What a run's keys lost against ``before``, and what they gained beyond the scenario's own fields.
+
+    The scenario section grows with every scenario option (``scenario.fleet.ramp_s``, ...); anything else
+    added, and anything lost or renamed, changes the run directory's contract.
+    """
+    now, before = set(now), set(before)
+    return {"lost": sorted(before - now), "added": sorted(k for k in now - before if not k.startswith("scenario."))}

@@ -15,7 +15,7 @@ import pytest
 
 from harness.aws.moto_server import EmbeddedMoto
 from tests.e2e.conftest import ROOT, clean_env, harness, rows
-from tests.run_keys import run_json_keys
+from tests.run_keys import changes, run_json_keys
 
 pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("plan_e2e")]
 SPY = Path(__file__).with_name("spy")
@@ -63,7 +63,7 @@ def test_a_run_parses_its_scenario_once_and_every_process_runs_its_plan(tmp_path
     assert plan["scenario"]["fleet"]["workers"] == 4 and plan["connection"]["dynamodb"]["kind"] == "embedded"
     info = json.loads((run_dir / "run.json").read_text())
     assert info["endpoint"]["dynamodb"] == plan["connection"]["dynamodb"]["url"]
-    assert run_json_keys(info) == BEFORE["processes"]["run_json"]
+    assert changes(run_json_keys(info), BEFORE["processes"]["run_json"]) == {"lost": [], "added": []}
     assert aws_lookups(log) == []
 
 

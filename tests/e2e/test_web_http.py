@@ -9,7 +9,7 @@ import pytest
 
 from tests.e2e.conftest import ROOT, senders
 from tests.e2e.web_session import WebRun, assert_contiguous, rows_of, wait_for
-from tests.run_keys import run_json_keys, summary_keys
+from tests.run_keys import changes, run_json_keys, summary_keys
 
 pytestmark = pytest.mark.e2e
 
@@ -57,10 +57,11 @@ def test_after_the_run_time_the_workers_stay_and_the_next_test_runs(tmp_path):
         return {k for k in keys if k not in ("report", "report_error", "tests[].report_error")
                 and not k.startswith("processes.")}
 
-    assert stable(run_json_keys(session)) == stable(before["session"]["run_json"])
+    assert changes(stable(run_json_keys(session)), stable(before["session"]["run_json"])) == \
+        {"lost": [], "added": []}
     t1_dir = run_dir / t1["dir"]
-    assert stable(run_json_keys(json.loads((t1_dir / "run.json").read_text()))) == \
-        stable(before["session_test"]["run_json"])
+    assert changes(stable(run_json_keys(json.loads((t1_dir / "run.json").read_text()))),
+                   stable(before["session_test"]["run_json"])) == {"lost": [], "added": []}
     assert summary_keys(json.loads((t1_dir / "report" / "summary.json").read_text())) == \
         before["session_test"]["summary_json"]
     out = web.output()
