@@ -26,7 +26,7 @@ def preage(factory: Factory, say: Callable[[str], None], quiet: bool = False) ->
     params = bulk.preage_params(plan.scenario, plan.resources.table, p.models, p.versions, p.orphans,
                                 plan.scenario.fleet.workers, state_dir, plan.locust.processes)
     clients = bulk.paced_clients(factory)
-    source = bulk.preage_factory(params, clients)
+    source = bulk.preage_factory(params, clients, plan.scenario)
     say(f"harness: seeding {source.files():,} files in {len(params['namespaces'])} namespace(s)")
     console = bulk.Console(quiet)
     state = jobs.run_job(jobs.new_job_id("seed"), "seed", params, source, clients, Journal(run_dir / "jobs.db"),

@@ -111,9 +111,13 @@ def cmd_fill(connection: Connection, table: str, items: int, item_bytes: int, jo
     return _run(jobs.new_job_id("fill"), "fill", params, source, clients, journal)
 
 
-def preage_factory(params: dict, clients: Clients) -> PreAgeSource:
-    """The pre-ageing job's items from its parameters (a resumed job rebuilds exactly the same)."""
-    sc = scenarios.load(params["scenario"]).with_overrides(backend="dynamodb")
+def preage_factory(params: dict, clients: Clients, sc: scenarios.Scenario | None = None) -> PreAgeSource:
+    """The pre-ageing job's items from its parameters (a resumed job rebuilds exactly the same).
+
+    ``sc`` is the scenario the command already has (its plan's); ``harness resume``, another command, reads
+    the file its parameters name.
+    """
+    sc = (sc or scenarios.load(params["scenario"])).with_overrides(backend="dynamodb")
     connection = Connection(ServiceEndpoint(clients.endpoints.dynamodb, clients.endpoints.kind, "job"),
                             ServiceEndpoint(None, UNUSED, "none"))
     backend = Factory(job_plan(connection, params["table"], sc, params.get("run_id", "seed"))).backend(clients)
@@ -151,7 +155,7 @@ def cmd_seed(connection: Connection, scenario: str, models: int, versions: int, 
     factory.provision(clients, factory.backend(clients))
     state_dir = state_dir or str(Path("runs") / "seeds" / table)
     params = preage_params(sc, table, models, versions, orphans, workers or sc.fleet.workers, state_dir)
-    source = preage_factory(params, clients)
+    source = preage_factory(params, clients, sc)
     print(f"harness: seeding {source.files():,} files in {len(params['namespaces'])} namespace(s); "
           f"then `harness run {scenario} --table {table} --seed-dir {state_dir}`")
     return _run(jobs.new_job_id("seed"), "seed", params, source, clients, journal, source.finish)

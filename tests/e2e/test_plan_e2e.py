@@ -8,30 +8,17 @@ from __future__ import annotations
 
 import hashlib
 import json
-from pathlib import Path
 
 import boto3
 import pytest
 
 from harness.aws.moto_server import EmbeddedMoto
-from tests.e2e.conftest import ROOT, clean_env, harness, rows
+from tests.e2e.conftest import ROOT, harness, rows
+from tests.e2e.spying import aws_lookups, events, spied
 from tests.run_keys import changes, run_json_keys
 
 pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("plan_e2e")]
-SPY = Path(__file__).with_name("spy")
 BEFORE = json.loads((ROOT / "tests" / "fixtures" / "run_keys_before.json").read_text())
-
-
-def spied(log: Path, **extra: str) -> dict[str, str]:
-    return clean_env(HARNESS_SPY_LOG=str(log), PYTHONPATH=str(SPY), **extra)
-
-
-def events(log: Path) -> list[dict]:
-    return [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
-
-
-def aws_lookups(log: Path) -> list[str]:
-    return [e["resolve"] for e in events(log) if "resolve" in e and e["resolve"].rstrip(".").endswith("amazonaws.com")]
 
 
 @pytest.fixture(scope="module")
