@@ -138,6 +138,8 @@ class Session:
         for cid in participants:
             t.inflows[cid] = Inflow(process=f"worker-{self.runner.get_worker_index(cid)}")
         self.current = t
+        if self.web:  # each test's directory is a run directory of its own: its plan beside its run.json
+            plan.write(test_dir)
         self.record_files.test_started(t, len(participants) or 1)
         fidelity = plan.fidelity()
         if fidelity.enabled and fidelity.probe_every_s > 0:

@@ -45,6 +45,9 @@ def test_after_the_run_time_the_workers_stay_and_the_next_test_runs(tmp_path):
     assert info2["scenario"]["fleet"]["duration_s"] == 60  # no run time in the form: the scenario's duration bounds it
     for t in (t1, t2):
         d = run_dir / t["dir"]
+        plan = json.loads((d / "plan.json").read_text())  # the test's own plan: the session's, as the form set it
+        assert (plan["test"]["number"], plan["scenario"]["name"]) == (t["number"], t["scenario_name"])
+        assert plan["test"]["capacity_share"] == 0.5 and plan["run_id"] == session["run_id"]
         rows = rows_of(d)
         assert_contiguous(rows)
         assert len(rows) == t["rows"] and set(rows["worker"]) == {"worker-0", "worker-1"}
