@@ -34,7 +34,7 @@ import harness.aws.instrument as ins  # noqa: E402
 from harness.aws.fidelity import layer  # noqa: E402
 from harness.aws.fidelity.throttle import DynamoCapacity  # noqa: E402
 from harness.datastore.backends.dynamodb import GSI_KEYS, DynamoBackend  # noqa: E402
-from harness.datastore.work import Work  # noqa: E402
+from harness.work import Work  # noqa: E402
 
 ITEM = {"pk": {"S": "FILE#ns/data/system/m1/uptime/1/raw"}, "sk": {"S": "META"}, "size": {"N": "812"},
         "digest": {"S": "0123456789abcdef01234567"}, "updatedAt": {"N": "1750000000000"},
@@ -66,8 +66,8 @@ def _time_hooks() -> None:
     """Wrap every harness hook with a timer (before any client registers them)."""
     for n in ("_on_send", "_on_after_call", "_on_params", "_on_ddb_after_call"):
         setattr(ins, n, _timed(f"accounting.{n}", getattr(ins, n)))
-    layer.Fidelity._before_send = _timed("fidelity.before_send", layer.Fidelity._before_send)
-    layer.Fidelity._after_call = _timed("fidelity.after_call", layer.Fidelity._after_call)
+    layer.FidelityLayer._before_send = _timed("fidelity.before_send", layer.FidelityLayer._before_send)
+    layer.FidelityLayer._after_call = _timed("fidelity.after_call", layer.FidelityLayer._after_call)
 
 
 def main() -> None:
@@ -90,7 +90,7 @@ def main() -> None:
         ins.instrument(c)
         ins.register_table("instant", "pk", "sk", GSI_KEYS)
         cap = DynamoCapacity(scale=1e6)  # the full model runs, but never throttles
-        layer.Fidelity(layer.FidelityConfig(enabled=True, dynamodb=cap)).install(c)
+        layer.FidelityLayer(layer.FidelityConfig(enabled=True, dynamodb=cap)).install(c)
         print(f"CPU per request against an instant DynamoDB over keep-alive HTTP (median of {args.rounds} rounds)")
         print(f"{'operation':20s} {'call, us':>9s} {'boto3, us':>10s} {'accounting':>11s} {'throttling':>11s} "
               f"{'layer/boto3':>12s}")

@@ -41,8 +41,8 @@ def cpu_split(iterations: int) -> tuple[float, float, dict[str, float]]:
     from harness.aws.clients import make_clients
     from harness.aws.endpoints import Endpoints
     from harness.datastore.backends.dynamodb import DynamoBackend
-    from harness.load import scenario
-    from harness.load.iteration import SeedWorker, summarize
+    from harness.load.iteration import SwampWorker, summarize
+    from harness.plan import scenario
     from harness.record.writer import ShardWriter
 
     os.environ.setdefault("AWS_ACCESS_KEY_ID", "bench")
@@ -52,13 +52,13 @@ def cpu_split(iterations: int) -> tuple[float, float, dict[str, float]]:
     sc = scenario.load(SCENARIO)
     backend = DynamoBackend(clients.dynamodb, "instant", "per-model")
     backend.ensure()  # the instant store starts empty, like a new table
-    lw = SeedWorker(sc, backend, process="local", user="w0-0")
+    lw = SwampWorker(sc, backend, process="local", user="w0-0")
     env = Environment()
     env.create_local_runner()
     fire = env.events.request.fire
     outs = []
     cpu0, store0 = time.process_time(), store.cpu_s
-    for _ in range(iterations):  # exactly what SeedWorker.run_once does, less the row
+    for _ in range(iterations):  # exactly what SwampWorker.run_once does, less the row
         steps: list = []
         model = lw.plan(lw.iteration)[0]
         lw.store.sync_run(model, "get_uptime", 100, steps)

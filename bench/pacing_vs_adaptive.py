@@ -36,7 +36,7 @@ from moto import mock_aws  # noqa: E402
 
 from harness.aws.clients import Clients  # noqa: E402
 from harness.aws.endpoints import Endpoints  # noqa: E402
-from harness.aws.fidelity.layer import Fidelity, FidelityConfig  # noqa: E402
+from harness.aws.fidelity.layer import FidelityConfig, FidelityLayer  # noqa: E402
 from harness.aws.fidelity.throttle import DynamoCapacity  # noqa: E402
 from harness.aws.instrument import instrument  # noqa: E402
 from harness.clock import SystemClock  # noqa: E402
@@ -72,7 +72,7 @@ class Counter:
                 self.ok_times.append(time.monotonic())
 
 
-def client(layer: Fidelity, retries: dict) -> tuple[object, Counter]:
+def client(layer: FidelityLayer, retries: dict) -> tuple[object, Counter]:
     c = instrument(boto3.client("dynamodb", config=Config(retries=retries, max_pool_connections=32)))
     layer.install(c)
     return c, Counter(c)
@@ -90,7 +90,7 @@ def foreground(c, stop: threading.Event) -> None:
         time.sleep(max(0.0, 1 / FOREGROUND_WCU - (time.monotonic() - t)))
 
 
-def run_engine(layer: Fidelity, seconds: float) -> Counter:
+def run_engine(layer: FidelityLayer, seconds: float) -> Counter:
     c, counter = client(layer, {"total_max_attempts": 1, "mode": "standard"})
     clients = Clients(dynamodb=c, s3=None, endpoints=Endpoints("moto", None, "moto"))
     source = FillSource(clients.dynamodb, "bench", 10**7, item_bytes=500, prefix="JOB")
@@ -105,7 +105,7 @@ def run_engine(layer: Fidelity, seconds: float) -> Counter:
     return counter
 
 
-def run_adaptive(layer: Fidelity, seconds: float, threads: int = 8) -> Counter:
+def run_adaptive(layer: FidelityLayer, seconds: float, threads: int = 8) -> Counter:
     c, counter = client(layer, {"max_attempts": 10, "mode": "adaptive"})
     stop = time.monotonic() + seconds
 
@@ -128,8 +128,8 @@ def run_adaptive(layer: Fidelity, seconds: float, threads: int = 8) -> Counter:
 
 
 def trial(name: str, fn, seconds: float) -> tuple[str, float, float, float, float]:
-    layer = Fidelity(FidelityConfig(enabled=True, dynamodb=DynamoCapacity(mode="provisioned", read=3 * WCU, write=WCU,
-                                                                           burst_s=1)))
+    layer = FidelityLayer(FidelityConfig(enabled=True, dynamodb=DynamoCapacity(
+        mode="provisioned", read=3 * WCU, write=WCU, burst_s=1)))
     setup = boto3.client("dynamodb")
     setup.create_table(TableName="bench", KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"},
                                                      {"AttributeName": "sk", "KeyType": "RANGE"}],

@@ -1,4 +1,8 @@
-"""The ``harness`` command line: run, report, check, scenarios.
+"""The ``harness`` command line: run, report, check, scenarios, the jobs.
+
+The command line's edge: the arguments and the user's environment
+(``harness.edge``, read once here) become a run plan or a job's connection,
+and nothing below reads either again.
 
 Exit codes: 0 success; 1 unexpected error; 2 bad input (one line on stderr,
 no traceback); 3 the run finished but the scenario's checks failed; 4 a job
@@ -11,10 +15,15 @@ import argparse
 import signal
 import sys
 from pathlib import Path
-from typing import NoReturn
+from typing import TYPE_CHECKING, NoReturn
 
 from harness.durations import parse_duration
+from harness.edge import UserEnvironment
 from harness.errors import HarnessError
+
+if TYPE_CHECKING:
+    from harness.pacing.journal import Journal
+    from harness.plan.build import RunOptions
 
 
 class _OneLineParser(argparse.ArgumentParser):
@@ -95,7 +104,7 @@ def build_parser() -> argparse.ArgumentParser:
     ck = sub.add_parser("check", help="check a run's history against its final remote state (exit 3 on a violation)")
     ck.add_argument("run_dir", metavar="RUN_DIR")
     ck.add_argument("--live", action="store_true",
-                    help="read the state from the run's table/bucket now (set AWS_ENDPOINT_URL*, or --aws)")
+                    help="read the state from the run's table/bucket now, at the endpoint its plan.json records")
     ck.add_argument("--aws", action="store_true", help="with --live: the run's table/bucket are on AWS itself")
 
     journal_help = "the job journal (default runs/jobs/jobs.db, or $HARNESS_JOBS_DIR/jobs.db)"
@@ -119,7 +128,8 @@ def build_parser() -> argparse.ArgumentParser:
     fl.add_argument("--journal", help=journal_help)
     fl.add_argument("--aws", action="store_true", help="target AWS itself through the credential chain")
 
-    cl = sub.add_parser("cleanup", help="delete a run's items (paced); --drop-table removes the table after")
+    cl = sub.add_parser("cleanup", help="delete a run's items (paced) at the endpoint its plan.json records, or an S3 "
+                        "run's objects and (if the harness made it) bucket; --drop-table removes the table after")
     cl.add_argument("target", metavar="RUN_DIR_OR_TABLE")
     cl.add_argument("--prefix", default="", help="only items whose partition key starts with this")
     cl.add_argument("--drop-table", action="store_true", help="then delete the table (only one the harness created)")
@@ -136,10 +146,11 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-def _cmd_scenarios() -> int:
-    from harness.load import scenario as scenarios
+def _cmd_scenarios(env: UserEnvironment) -> int:
+    from harness.plan import scenario as scenarios
 
-    for name, path in scenarios.available().items():
+    extra = (env.scenarios_dir,) if env.scenarios_dir else ()
+    for name, path in scenarios.available(extra).items():
         sc = scenarios.load(str(path))
         print(f"{name:14s} {sc.description}")
     return 0
@@ -158,20 +169,31 @@ def _check_seed_dir(args: argparse.Namespace) -> None:
                            "writes them; the default is runs/seeds/TABLE)")
 
 
-def _cmd_run(args: argparse.Namespace) -> int:
-    from harness.commands.run import EXIT_CHECKS_FAILED, RunOptions, run
+def run_options(args: argparse.Namespace) -> RunOptions:
+    """``harness run``'s arguments as the options its plan is built from."""
+    from harness.plan.build import RunOptions
+    from harness.plan.model import PreAge
 
-    _check_seed_dir(args)
-    res = run(RunOptions(
+    return RunOptions(
         scenario=args.scenario, backend=args.backend, workers=args.workers, duration_s=args.duration,
         spawn_rate=args.spawn_rate, processes=args.processes, run_dir=args.run_dir, web=args.web,
         web_port=args.web_port, report=not args.no_report, aws=args.aws, table=args.table, bucket=args.bucket,
         allow_foreign=args.allow_foreign_resources, cleanup=args.cleanup, latency=args.latency,
-        seed=(args.seed_models, args.seed_versions, args.seed_orphans) if args.seed_models else None,
+        preage=PreAge(args.seed_models, args.seed_versions, args.seed_orphans) if args.seed_models else None,
         seed_dir=args.seed_dir, stand_in=args.stand_in,
         web_host=args.web_host, web_login=args.web_login, master=args.master, expect_workers=args.expect_workers,
         expect_workers_max_wait_s=args.expect_workers_max_wait, master_bind_host=args.master_bind_host,
-        master_bind_port=args.master_bind_port))
+        master_bind_port=args.master_bind_port)
+
+
+def _cmd_run(args: argparse.Namespace, env: UserEnvironment) -> int:
+    from harness.commands.run import EXIT_CHECKS_FAILED, run
+    from harness.edge import secret
+    from harness.plan.build import PASSWORD_ENV, plan_run
+
+    _check_seed_dir(args)
+    plan = plan_run(run_options(args), env, password=secret(PASSWORD_ENV) if args.web_login else "")
+    res = run(plan)
     print(f"harness: {res.rows} iterations recorded in {res.run_dir}")
     if res.signal in ("SIGTERM", "SIGHUP") and res.to_report:  # being shut down: record, do not linger
         print(f"harness: reports not built ({res.signal}); build them with `harness report {res.run_dir}`")
@@ -186,21 +208,6 @@ def _cmd_run(args: argparse.Namespace) -> int:
     if res.signal:
         return 128 + int(getattr(signal, res.signal))
     return EXIT_CHECKS_FAILED if res.failed_checks else 0
-
-
-def _cmd_check(args: argparse.Namespace) -> int:
-    from harness.safety import run as safety
-
-    state = None
-    if args.live:
-        from harness.safety.live import live_state
-
-        state = live_state(args.run_dir, aws=args.aws)
-    report = safety.check_run(args.run_dir, state=state)
-    print(f"harness: {safety.summary(report)}")
-    for line in safety.failed_checks(report):
-        print(f"harness: check failed: {line}", file=sys.stderr)
-    return 3 if report["violations"] else 0
 
 
 def _cmd_report(args: argparse.Namespace) -> int:
@@ -226,17 +233,48 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     return args
 
 
+def _journal(args: argparse.Namespace, env: UserEnvironment) -> Journal:
+    from harness.pacing.journal import Journal, default_path
+
+    return Journal(args.journal or default_path(env.jobs_dir))
+
+
+def _jobs(args: argparse.Namespace, env: UserEnvironment) -> int:
+    """The bulk jobs: each on the DynamoDB endpoint the user named (or AWS with --aws), journaled."""
+    from harness.commands import bulk as commands
+    from harness.plan.build import job_connection
+
+    aws = getattr(args, "aws", False)
+    extra = (env.scenarios_dir,) if env.scenarios_dir else ()
+    if args.command == "jobs":
+        return commands.cmd_jobs(_journal(args, env))
+    if args.command == "seed":
+        return commands.cmd_seed(job_connection(env, aws=aws), args.scenario, args.models, args.versions,
+                                 args.orphans, args.workers, args.table, args.state_dir, _journal(args, env), extra)
+    if args.command == "fill":
+        return commands.cmd_fill(job_connection(env, aws=aws), args.table, args.items, args.item_bytes,
+                                 _journal(args, env), args.scenario, extra)
+    if args.command == "cleanup":
+        plan = commands.cleanup_target(args.target, lambda: job_connection(env, aws=aws), aws)
+        return commands.cmd_cleanup(plan, args.prefix, args.drop_table, args.allow_foreign_resources,
+                                    _journal(args, env))
+    return commands.cmd_resume(job_connection(env, aws=aws), args.job, _journal(args, env), extra)
+
+
 def main(argv: list[str] | None = None) -> int:
     args = _parse(argv)
     try:
+        env = UserEnvironment.read()  # the user's environment, read once, here
         if args.command == "scenarios":
-            return _cmd_scenarios()
+            return _cmd_scenarios(env)
         if args.command == "run":
-            return _cmd_run(args)
+            return _cmd_run(args, env)
         if args.command == "report":
             return _cmd_report(args)
         if args.command == "check":
-            return _cmd_check(args)
+            from harness.commands.check import cmd_check
+
+            return cmd_check(args.run_dir, args.live, args.aws)
         if args.command == "worker":
             from harness.commands.distributed import exec_worker
 
@@ -245,26 +283,7 @@ def main(argv: list[str] | None = None) -> int:
             from harness.commands.distributed import serve_standin
 
             return serve_standin(args.host, args.port)
-        from harness.commands import bulk as commands
-
-        if getattr(args, "aws", False):
-            import os
-
-            from harness.load.runtime import TARGET_AWS_ENV
-
-            os.environ[TARGET_AWS_ENV] = "1"
-
-        if args.command == "seed":
-            return commands.cmd_seed(args.scenario, args.models, args.versions, args.orphans, args.workers,
-                                     args.table, args.state_dir, args.journal)
-        if args.command == "fill":
-            return commands.cmd_fill(args.table, args.items, args.item_bytes, args.journal, args.scenario)
-        if args.command == "jobs":
-            return commands.cmd_jobs(args.journal)
-        if args.command == "cleanup":
-            return commands.cmd_cleanup(args.target, args.prefix, args.drop_table, args.allow_foreign_resources,
-                                        args.journal)
-        return commands.cmd_resume(args.job, args.journal)
+        return _jobs(args, env)
     except HarnessError as e:
         print(f"harness: {e}", file=sys.stderr)
         return 2

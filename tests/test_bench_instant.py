@@ -13,7 +13,7 @@ from harness.clock import FakeClock
 from harness.datastore.backends.base import FileMeta
 from harness.datastore.backends.dynamodb import DynamoBackend
 from harness.datastore.lock import Lock, LockConfig
-from harness.datastore.work import Work
+from harness.work import Work
 
 NO_RETRY = Config(retries={"total_max_attempts": 1})
 

@@ -9,7 +9,7 @@ from harness.datastore.backends.base import FileMeta
 from harness.datastore.backends.dynamodb.items import claim_id
 from harness.datastore.errors import ConfigError, FencedError, LockLostError, LockTimeoutError
 from harness.datastore.lock import Lock, LockConfig
-from harness.datastore.work import Work
+from harness.work import Work
 from tests.conftest import make_backend, make_store, step
 
 LOCK_BACKENDS = ["per-model", "sharded"]

@@ -10,17 +10,27 @@ import pytest
 
 from harness.commands import run as launcher
 from harness.commands.distributed import LOCUSTFILE, worker_command
+from harness.edge import UserEnvironment
 from harness.errors import HarnessError
 from harness.load.web import login
+from harness.plan.build import RunOptions, check_distribution, plan_run
+from harness.plan.model import WebPlan
+from tests.plans import make_plan
 
 
-def test_credentials_need_a_password_of_twelve_characters():
+def test_credentials_need_a_password_of_twelve_characters(monkeypatch):
+    monkeypatch.delenv("HARNESS_WEB_PASSWORD", raising=False)
     with pytest.raises(HarnessError, match="set HARNESS_WEB_PASSWORD"):
-        login.credentials({})
+        login.credentials(WebPlan())
+    monkeypatch.setenv("HARNESS_WEB_PASSWORD", "x" * 11)
     with pytest.raises(HarnessError, match="is 11 characters long: use at least 12"):
-        login.credentials({"HARNESS_WEB_PASSWORD": "x" * 11})
-    assert login.credentials({"HARNESS_WEB_PASSWORD": "p" * 12}) == ("harness", "p" * 12)
-    assert login.credentials({"HARNESS_WEB_USERNAME": "ops", "HARNESS_WEB_PASSWORD": "p" * 12}) == ("ops", "p" * 12)
+        login.credentials(WebPlan())
+    monkeypatch.setenv("HARNESS_WEB_PASSWORD", "p" * 12)
+    assert login.credentials(WebPlan()) == ("harness", "p" * 12)
+    # the user name is read at the command line's edge into the plan; the password only where the login is made
+    plan = plan_run(RunOptions(scenario="namespaced", web=True, web_login=True),
+                    UserEnvironment.read({"HARNESS_WEB_USERNAME": "ops"}), password="p" * 12)
+    assert login.credentials(plan.locust.web) == ("ops", "p" * 12) and "p" * 12 not in plan.to_json()
 
 
 def test_matches_needs_both_fields():
@@ -30,52 +40,47 @@ def test_matches_needs_both_fields():
     assert not login.matches("", "", "ops", "secret-secret")
 
 
-def opts(**kw) -> launcher.RunOptions:
-    return launcher.RunOptions(scenario="namespaced", **kw)
+def opts(**kw) -> RunOptions:
+    return RunOptions(scenario="namespaced", **kw)
 
 
-@pytest.fixture
-def no_endpoint(monkeypatch):
-    for var in ("AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_DYNAMODB", "AWS_ENDPOINT_URL_S3", "HARNESS_WEB_PASSWORD"):
-        monkeypatch.delenv(var, raising=False)
-    return monkeypatch
-
-
-def test_a_web_ui_beyond_loopback_needs_the_login(no_endpoint):
-    launcher._check_distribution(opts(web=True))  # 127.0.0.1: fine without
-    launcher._check_distribution(opts(web=True, web_host="localhost"))
-    launcher._check_distribution(opts(web=True, web_host="::1"))
+def test_a_web_ui_beyond_loopback_needs_the_login():
+    check_distribution(opts(web=True))  # 127.0.0.1: fine without
+    check_distribution(opts(web=True, web_host="localhost"))
+    check_distribution(opts(web=True, web_host="::1"))
     for host in ("0.0.0.0", "*", "10.1.2.3", "::"):
         with pytest.raises(HarnessError, match=re.escape(f"the web UI on {host} would be open to anyone")):
-            launcher._check_distribution(opts(web=True, web_host=host))
+            check_distribution(opts(web=True, web_host=host))
     with pytest.raises(HarnessError, match="set HARNESS_WEB_PASSWORD"):
-        launcher._check_distribution(opts(web=True, web_host="0.0.0.0", web_login=True))
-    no_endpoint.setenv("HARNESS_WEB_PASSWORD", "a-long-enough-one")
-    launcher._check_distribution(opts(web=True, web_host="0.0.0.0", web_login=True))
+        check_distribution(opts(web=True, web_host="0.0.0.0", web_login=True))
+    check_distribution(opts(web=True, web_host="0.0.0.0", web_login=True), "a-long-enough-one")
 
 
-def test_master_needs_an_endpoint_every_worker_reaches(no_endpoint):
+def test_master_needs_an_endpoint_every_worker_reaches():
     with pytest.raises(HarnessError, match="cannot reach an embedded stand-in on this machine's loopback"):
-        launcher._check_distribution(opts(master=True))
-    launcher._check_distribution(opts(master=True, aws=True))
-    no_endpoint.setenv("AWS_ENDPOINT_URL_DYNAMODB", "http://standin:8000")
-    launcher._check_distribution(opts(master=True))
+        make_plan(master=True)
+    with pytest.raises(HarnessError, match="set AWS_ENDPOINT_URL_DYNAMODB .or AWS_ENDPOINT_URL. to a stand-in"):
+        make_plan(master=True, endpoints={"AWS_ENDPOINT_URL_S3": "http://s3:7070"})  # S3 named, DynamoDB not
+    assert make_plan(master=True, aws=True).connection.dynamodb.kind == "aws"
+    named = make_plan(master=True, endpoints={"AWS_ENDPOINT_URL_DYNAMODB": "http://standin:8000"})
+    assert named.connection.dynamodb.url == "http://standin:8000" and named.connection.s3.kind == "unused"
     with pytest.raises(HarnessError, match="--master runs no workers of its own"):
-        launcher._check_distribution(opts(master=True, processes=2))
+        check_distribution(opts(master=True, processes=2))
     with pytest.raises(HarnessError, match="--expect-workers must be at least 1, got 0"):
-        launcher._check_distribution(opts(master=True, expect_workers=0))
+        check_distribution(opts(master=True, expect_workers=0))
 
 
 def test_the_master_command_line():
-    sc = launcher.scenarios.load("namespaced")
-    o = opts(master=True, expect_workers=3, expect_workers_max_wait_s=90, master_bind_port=6000)
-    cmd = launcher._locust_command(o, sc, "namespaced", launcher.Path("/r"), "id", "other", None)
+    plan = make_plan(master=True, expect_workers=3, expect_workers_max_wait_s=90, master_bind_port=6000, aws=True)
+    cmd = launcher.locust_command(plan, launcher.Path("/r/plan.json"))
     joined = " ".join(cmd)
+    assert "--harness-plan /r/plan.json" in joined  # the harness's settings: one option
     assert "--master --master-bind-host * --master-bind-port 6000" in joined
     assert "--expect-workers 3 --expect-workers-max-wait 90" in joined and "--headless" in cmd
     assert "--processes" not in cmd
-    web = launcher._locust_command(opts(master=True, web=True, web_host="0.0.0.0", web_login=True), sc,
-                                   "namespaced", launcher.Path("/r"), "id", "other", None)
+    web = launcher.locust_command(make_plan(master=True, web=True, web_host="0.0.0.0", web_login=True, aws=True,
+                                            password="p" * 12),
+                                  launcher.Path("/r/plan.json"))
     assert "--web-host 0.0.0.0 --web-port 8089 --web-login" in " ".join(web)
     assert "--expect-workers" not in web and "--headless" not in web  # tests start from the UI
 

@@ -12,15 +12,15 @@ from botocore.exceptions import ClientError, ConnectionClosedError, ReadTimeoutE
 from harness.aws.fidelity.buckets import TokenBucket
 from harness.aws.fidelity.faults import FaultRates
 from harness.aws.fidelity.latency import PROFILES, Dist, load_profile
-from harness.aws.fidelity.layer import Fidelity, FidelityConfig
+from harness.aws.fidelity.layer import FidelityConfig, FidelityLayer
 from harness.aws.fidelity.throttle import DynamoCapacity, S3Rates
 from harness.aws.instrument import instrument, recording
 from harness.clock import FakeClock
 from harness.datastore.backends.base import FileMeta
 from harness.datastore.backends.dynamodb import DynamoBackend
 from harness.datastore.lock import Lock, LockConfig
-from harness.datastore.work import Work
 from harness.errors import HarnessError
+from harness.work import Work
 from tests.conftest import SESSION
 
 # botocore's `max_attempts` counts retries (total = max_attempts + 1); `total_max_attempts` counts tries.
@@ -62,7 +62,7 @@ def _commit_entries(be, n, namespace="ns", models=50):
 
 def _commit_load(aws_unused, layout, entries_per_commit, commits, fid_clock, scale=1.0):
     ddb, _ = _clients()
-    fid = Fidelity(FidelityConfig(enabled=True, dynamodb=DynamoCapacity(scale=scale)), clock=fid_clock)
+    fid = FidelityLayer(FidelityConfig(enabled=True, dynamodb=DynamoCapacity(scale=scale)), clock=fid_clock)
     fid.install(ddb)
     lock_clock = FakeClock()
     be = DynamoBackend(ddb, f"hot-{layout}", layout, clock=lock_clock)
@@ -111,7 +111,7 @@ def test_table_capacity(aws, rate, expect_throttles):
     ddb, _ = _clients()
     clock = FakeClock()
     cap = DynamoCapacity(mode="provisioned", read=1000, write=1000, scale=0.02)
-    Fidelity(FidelityConfig(enabled=True, dynamodb=cap), clock=clock).install(ddb)
+    FidelityLayer(FidelityConfig(enabled=True, dynamodb=cap), clock=clock).install(ddb)
     ddb.create_table(TableName="cap", KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"},
                                                  {"AttributeName": "sk", "KeyType": "RANGE"}],
                      AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"},
@@ -132,7 +132,7 @@ def test_throttles_go_through_botocore_retries(aws):
     ddb = instrument(SESSION.client("dynamodb", config=Config(retries={"total_max_attempts": 3, "mode": "standard"})))
     clock = FakeClock()
     cap = DynamoCapacity(mode="provisioned", read=1000, write=1000, scale=0.001)  # 1 WCU a second
-    Fidelity(FidelityConfig(enabled=True, dynamodb=cap), clock=clock).install(ddb)
+    FidelityLayer(FidelityConfig(enabled=True, dynamodb=cap), clock=clock).install(ddb)
     ddb.create_table(TableName="r", KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
                      AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
                      BillingMode="PAY_PER_REQUEST")
@@ -148,7 +148,7 @@ def test_hot_read_partition_goes_into_debt_then_throttles(aws):
     ddb, _ = _clients()
     clock = FakeClock()
     cap = DynamoCapacity(scale=0.01)  # 30 RCU per partition
-    Fidelity(FidelityConfig(enabled=True, dynamodb=cap), clock=clock).install(ddb)
+    FidelityLayer(FidelityConfig(enabled=True, dynamodb=cap), clock=clock).install(ddb)
     ddb.create_table(TableName="rd", KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"},
                                                 {"AttributeName": "sk", "KeyType": "RANGE"}],
                      AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"},
@@ -170,7 +170,7 @@ def test_hot_read_partition_goes_into_debt_then_throttles(aws):
 def test_s3_prefix_rate_slow_down(aws):
     _, s3 = _clients()
     clock = FakeClock()
-    Fidelity(FidelityConfig(enabled=True, s3=S3Rates(scale=0.01)), clock=clock).install(s3)  # 35 writes/s
+    FidelityLayer(FidelityConfig(enabled=True, s3=S3Rates(scale=0.01)), clock=clock).install(s3)  # 35 writes/s
     s3.create_bucket(Bucket="slow")
     codes = []
     for i in range(50):
@@ -202,7 +202,7 @@ def test_aws_dynamodb_profile_waits_its_sampled_latency_before_each_request(aws)
                      AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
                      BillingMode="PAY_PER_REQUEST")
     clock = SleepLog()
-    layer = Fidelity(FidelityConfig(enabled=True, latency="aws-dynamodb"), clock=clock, rng=random.Random(11))
+    layer = FidelityLayer(FidelityConfig(enabled=True, latency="aws-dynamodb"), clock=clock, rng=random.Random(11))
     layer.install(ddb)
     for i in range(200):
         ddb.put_item(TableName="lat", Item={"pk": {"S": f"k{i}"}})
@@ -222,7 +222,7 @@ def test_user_profile_file_for_s3(aws, tmp_path):
     profile = tmp_path / "p.toml"
     profile.write_text('[s3.PutObject]\nmedian_ms = 25\np99_ms = 60\n[s3."*"]\nfixed_ms = 0\n')
     clock = SleepLog()
-    Fidelity(FidelityConfig(enabled=True, latency=str(profile)), clock=clock, rng=random.Random(2)).install(s3)
+    FidelityLayer(FidelityConfig(enabled=True, latency=str(profile)), clock=clock, rng=random.Random(2)).install(s3)
     for i in range(100):
         s3.put_object(Bucket="lat", Key=f"k{i}", Body=b"x")
         s3.head_object(Bucket="lat", Key=f"k{i}")
@@ -246,7 +246,7 @@ def test_transport_faults(aws, kind, exc, waited):
     ddb, _ = _clients()
     clock = SleepLog()
     cfg = FidelityConfig(enabled=True, faults={"GetItem": FaultRates(**{kind: 1.0})}, timeout_after_s=2.5)
-    Fidelity(cfg, clock=clock).install(ddb)
+    FidelityLayer(cfg, clock=clock).install(ddb)
     ddb.list_tables()  # other operations untouched
     assert clock.sleeps == []
     with pytest.raises(exc):
@@ -257,13 +257,13 @@ def test_transport_faults(aws, kind, exc, waited):
 def test_5xx_rate_is_retried_by_botocore(aws):
     ddb = instrument(SESSION.client("dynamodb", config=Config(retries={"total_max_attempts": 10, "mode": "standard"})))
     cfg = FidelityConfig(enabled=True, faults={"*": FaultRates(error_5xx=0.3)})
-    Fidelity(cfg, rng=random.Random(4)).install(ddb)
+    FidelityLayer(cfg, rng=random.Random(4)).install(ddb)
     w = Work()
     with recording(w):
         for _ in range(40):
             ddb.list_tables()
     assert 40 < w.requests["ListTables"] < 40 * 2.2  # ~1/(1-0.3) attempts per call
-    Fidelity(FidelityConfig(enabled=True, faults={"*": FaultRates(error_5xx=1.0)})).install(
+    FidelityLayer(FidelityConfig(enabled=True, faults={"*": FaultRates(error_5xx=1.0)})).install(
         ddb2 := instrument(SESSION.client("dynamodb", config=NO_RETRY)))
     with pytest.raises(ClientError) as e:
         ddb2.list_tables()
@@ -272,5 +272,5 @@ def test_5xx_rate_is_retried_by_botocore(aws):
 
 def test_disabled_layer_installs_nothing(aws):
     ddb, _ = _clients()
-    Fidelity(FidelityConfig(enabled=False, faults={"*": FaultRates(drop=1.0)})).install(ddb)
+    FidelityLayer(FidelityConfig(enabled=False, faults={"*": FaultRates(drop=1.0)})).install(ddb)
     ddb.list_tables()

@@ -41,17 +41,18 @@ KILLED_WAITERS = textwrap.dedent("""
     assert [f.result(timeout=5) for f in [ex.submit(call, -k) for k in range(1, 9)]] == list(range(-1, -9, -1))
     assert list(ex.map(call, [7, 8, 9], timeout=5)) == [7, 8, 9]
 
-    # the wiring that matters: a Locust process's backends (built by the load layer) run on such a pool
+    # the wiring that matters: a Locust process's backends (built by its plan's factory) run on such a pool
     import boto3
     from harness.aws.clients import Clients
-    from harness.load import runtime, scenario
+    from harness.load.process import HarnessProcess
+    from tests.plans import make_plan
     clients = Clients(boto3.client("dynamodb", region_name="us-east-1", endpoint_url="http://127.0.0.1:9",
                                    aws_access_key_id="x", aws_secret_access_key="x"),
                       boto3.client("s3", region_name="us-east-1", endpoint_url="http://127.0.0.1:9",
                                    aws_access_key_id="x", aws_secret_access_key="x"), None)
+    process = HarnessProcess(None, "local", make_clients=None)
     for backend in ("dynamodb", "s3"):
-        sc = scenario.load("pruning").with_overrides(backend=backend)
-        be = runtime.build_backend(sc, clients, runtime.Resources.for_run("r1", None, None), "r1")
+        be = process.factory(make_plan("pruning", backend=backend)).backend(clients)
         assert isinstance(be._pool, GreenletExecutor), (backend, be._pool)
     print("ok", len(done))
 """)

@@ -17,10 +17,9 @@ from botocore.exceptions import ClientError
 
 from harness.aws.clients import Clients
 from harness.aws.endpoints import Endpoints
-from harness.aws.fidelity.layer import Fidelity, FidelityConfig
+from harness.aws.fidelity.layer import FidelityConfig, FidelityLayer
 from harness.aws.fidelity.throttle import DynamoCapacity
 from harness.aws.instrument import instrument
-from harness.datastore.work import Work
 from harness.pacing.aimd import AIMD, BACKOFF_BASE_S, BACKOFF_CAP_S, backoff
 from harness.pacing.budget import Budgets
 from harness.pacing.ceiling import CeilingWatcher, capacity
@@ -29,6 +28,7 @@ from harness.pacing.jobs import run_job
 from harness.pacing.journal import Journal
 from harness.pacing.sources import FillSource
 from harness.virtual_time import VirtualClock
+from harness.work import Work
 from tests.conftest import SESSION
 
 WCU = 100  # a provisioned table of 100 WCU: ceiling 70 WCU/s
@@ -38,7 +38,7 @@ CEILING = 0.7 * WCU
 def _setup(vc: VirtualClock, model: DynamoCapacity | None = None, wcu: int = WCU) -> Clients:
     ddb = instrument(SESSION.client("dynamodb", config=Config(retries={"total_max_attempts": 1})))
     model = model or DynamoCapacity(mode="provisioned", read=3 * wcu, write=wcu, burst_s=1)
-    Fidelity(FidelityConfig(enabled=True, dynamodb=model), clock=vc).install(ddb)
+    FidelityLayer(FidelityConfig(enabled=True, dynamodb=model), clock=vc).install(ddb)
     ddb.create_table(TableName="paced", KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"},
                                                    {"AttributeName": "sk", "KeyType": "RANGE"}],
                      AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"},

@@ -5,8 +5,8 @@ from __future__ import annotations
 import threading
 
 from harness.datastore.backends.dynamodb import DynamoBackend
-from harness.datastore.work import Work
-from harness.pacing.sources import SeedSource
+from harness.pacing.sources import PreAgeSource
+from harness.work import Work
 
 
 def test_concurrent_seed_commits_of_one_namespace_share_one_lock_grant(aws, tmp_path):
@@ -18,7 +18,7 @@ def test_concurrent_seed_commits_of_one_namespace_share_one_lock_grant(aws, tmp_
     ddb, _ = aws
     backend = DynamoBackend(ddb, "seed-race", "per-model")
     backend.ensure()
-    source = SeedSource(backend, ["w0-0"], models=10, versions=3, orphans=0, state_dir=tmp_path, epoch=1.7e9)
+    source = PreAgeSource(backend, ["w0-0"], models=10, versions=3, orphans=0, state_dir=tmp_path, epoch=1.7e9)
     commits = [i for i, (kind, _) in enumerate(source.items) if kind == "commit"]
     assert len(commits) >= 2
     for i, (kind, _) in enumerate(source.items):

@@ -75,8 +75,8 @@ def test_a_run_without_captured_state(run_dir, capsys):
     assert "no captured final state" in err and "harness check --live" in err
 
 
-def test_live_needs_an_endpoint(run_dir, capsys, monkeypatch):
-    for var in ("AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_DYNAMODB", "AWS_ENDPOINT_URL_S3"):
-        monkeypatch.delenv(var, raising=False)
+def test_live_reads_the_endpoint_the_run_recorded_not_the_environment(run_dir, capsys, monkeypatch):
+    """An embedded stand-in is gone with its run: --live says so, whatever AWS_ENDPOINT_URL now says."""
+    monkeypatch.setenv("AWS_ENDPOINT_URL", "http://127.0.0.1:9")
     assert main(["check", str(run_dir), "--live"]) == 2
-    assert "--live needs the run's endpoint" in one_line_error(capsys)
+    assert "was on the embedded stand-in, which ended with the run" in one_line_error(capsys)

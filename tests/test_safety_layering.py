@@ -1,11 +1,14 @@
 """The import layering (README, Layout), checked from the source (``ast``), so a new edge fails CI.
 
-- harness/datastore imports nothing from harness/aws, harness/load or harness/pacing
+- harness/datastore imports nothing from harness/aws, harness/load, harness/pacing or harness/plan
   (it reports work through ``harness.work`` and classifies errors through ``harness.aws_errors``);
-- harness/aws imports nothing from harness/datastore;
+- harness/aws imports nothing from harness/datastore or harness/plan;
+- harness/plan (the run plan, its builder and factory) sits below harness/load and harness/commands: it
+  imports neither, nor harness/pacing, harness/safety or harness/record;
 - harness/pacing and harness/load do not import each other;
-- the neutral modules (``harness.work``, ``harness.aws_errors``, ``harness.clock``) import no other layer;
-- harness/safety (the checker) imports nothing from harness/load or harness/pacing;
+- the neutral modules (``harness.work``, ``harness.aws_errors``, ``harness.clock``, ``harness.edge``) import no
+  other layer;
+- harness/safety (the checker) imports nothing from harness/load, harness/pacing or harness/plan;
 - nothing below harness/commands (the top layer: `harness run`, the bulk jobs, worker/standin) imports it.
 
 ``KNOWN`` lists edges that exist and are scheduled for removal (empty now: pacing <-> load
@@ -21,15 +24,17 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 
 FORBIDDEN = {  # layer -> module prefixes it must not import
-    "harness.datastore": ("harness.aws", "harness.load", "harness.pacing", "harness.commands"),
-    "harness.aws": ("harness.datastore", "harness.load", "harness.pacing", "harness.commands"),
+    "harness.datastore": ("harness.aws", "harness.load", "harness.pacing", "harness.plan", "harness.commands"),
+    "harness.aws": ("harness.datastore", "harness.load", "harness.pacing", "harness.plan", "harness.commands"),
+    "harness.plan": ("harness.load", "harness.pacing", "harness.safety", "harness.record", "harness.commands"),
     "harness.pacing": ("harness.load", "harness.commands"),
     "harness.load": ("harness.pacing", "harness.commands"),
-    "harness.record": ("harness.load", "harness.pacing", "harness.commands"),
+    "harness.record": ("harness.load", "harness.pacing", "harness.plan", "harness.commands"),
     "harness.work": ("harness",),
     "harness.aws_errors": ("harness",),
     "harness.clock": ("harness",),
-    "harness.safety": ("harness.load", "harness.pacing", "harness.commands"),
+    "harness.edge": ("harness",),
+    "harness.safety": ("harness.load", "harness.pacing", "harness.plan", "harness.commands"),
 }
 REPORTS_CALLERS = ("harness.commands", "harness.cli")  # the report package reads run directories; only the
 # top layer and the CLI call into it

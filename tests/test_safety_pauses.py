@@ -8,8 +8,8 @@ import pytest
 
 from harness.datastore.lock import Heartbeat, Lock, LockConfig
 from harness.errors import HarnessError
-from harness.load import scenario
-from harness.load.iteration import SeedWorker
+from harness.load.iteration import SwampWorker
+from harness.plan import scenario
 from harness.work import Work
 from tests.conftest import make_backend, make_store
 from tests.test_safety_regressions import SteppedClock
@@ -74,12 +74,12 @@ def test_a_pause_between_push_and_commit_freezes_the_heartbeat(aws):
 def test_pauses_come_from_the_scenario_with_their_probability(aws, clock):
     be = make_backend("per-model", aws, clock=clock)
     always = scenario.parse({"fidelity": {"pauses": {"probability": 1.0, "duration": "2s"}}}, "x.toml")
-    lw = SeedWorker(always, be, process="local", user="w0", clock=clock, seed=1)
+    lw = SwampWorker(always, be, process="local", user="w0", clock=clock, rng_seed=1)
     assert lw.store.pauses("commit") == 2.0 and lw.store.pauses("elsewhere") == 0.0
-    never = SeedWorker(scenario.parse({}, "x.toml"), be, process="local", user="w1", clock=clock, seed=1)
+    never = SwampWorker(scenario.parse({}, "x.toml"), be, process="local", user="w1", clock=clock, rng_seed=1)
     assert never.store.pauses is None
-    some = SeedWorker(scenario.parse({"fidelity": {"pauses": {"probability": 0.25, "duration": "1s"}}}, "x.toml"),
-                      be, process="local", user="w2", clock=clock, seed=7)
+    some = SwampWorker(scenario.parse({"fidelity": {"pauses": {"probability": 0.25, "duration": "1s"}}}, "x.toml"),
+                       be, process="local", user="w2", clock=clock, rng_seed=7)
     share = sum(some.store.pauses("commit") > 0 for _ in range(4000)) / 4000
     assert share == pytest.approx(0.25, abs=0.03)
 
@@ -87,8 +87,8 @@ def test_pauses_come_from_the_scenario_with_their_probability(aws, clock):
 def test_iteration_outcome_carries_the_history(aws, clock):
     sc = scenario.parse({"datastore": {"fencing": False}, "workload": {"shared_models": True,
                                                                        "models_per_worker": 2}}, "x.toml")
-    lw = SeedWorker(sc, make_backend("per-model", aws, clock=clock), process="worker-3", user="w3-0", clock=clock,
-                    seed=1)
+    lw = SwampWorker(sc, make_backend("per-model", aws, clock=clock), process="worker-3", user="w3-0", clock=clock,
+                     rng_seed=1)
     from dataclasses import replace
 
     lw.store.cfg = replace(lw.store.cfg, heartbeat=False)
@@ -132,21 +132,21 @@ def test_the_shipped_scenario_spells_fencing_out():
 
 def test_workers_share_a_namespace_and_its_lock_in_groups(aws, clock):
     """``workers_per_namespace = 3``: users 0-2 of a process contend for one namespace lock, 3-5 for the next."""
-    from harness.commands.bulk import seed_namespaces
+    from harness.commands.bulk import preage_namespaces
 
     sc = scenario.parse({"datastore": {"lock_scope": "namespace", "workers_per_namespace": 3}}, "x.toml")
     ds = sc.datastore
     assert [ds.namespace_of(0, n) for n in range(7)] == ["w0-ns0"] * 3 + ["w0-ns1"] * 3 + ["w0-ns2"]
     assert ds.namespace_of(1, 0) == "w1-ns0"  # another process's users never share with this one's
-    assert seed_namespaces(sc, workers=6) == ["w0-ns0", "w0-ns1"]
-    assert seed_namespaces(sc, workers=12, processes=2) == ["w0-ns0", "w0-ns1", "w1-ns0", "w1-ns1"]
+    assert preage_namespaces(sc, workers=6) == ["w0-ns0", "w0-ns1"]
+    assert preage_namespaces(sc, workers=12, processes=2) == ["w0-ns0", "w0-ns1", "w1-ns0", "w1-ns1"]
     be = make_backend("per-model", aws, clock=clock)
-    keys = [SeedWorker(sc, be, process="local", user=f"w0-{n}", clock=clock, seed=n,
-                       namespace=ds.namespace_of(0, n)).store.lock_key() for n in range(4)]
+    keys = [SwampWorker(sc, be, process="local", user=f"w0-{n}", clock=clock, rng_seed=n,
+                        namespace=ds.namespace_of(0, n)).store.lock_key() for n in range(4)]
     assert keys == [".locks/w0-ns0.lock"] * 3 + [".locks/w0-ns1.lock"]
     one = scenario.parse({}, "x.toml").datastore  # the default: each worker its own namespace, named after it
     assert [one.namespace_of(0, n) for n in range(2)] == ["w0-0", "w0-1"]
-    assert seed_namespaces(scenario.parse({}, "x.toml"), workers=2) == ["w0-0", "w0-1"]
+    assert preage_namespaces(scenario.parse({}, "x.toml"), workers=2) == ["w0-0", "w0-1"]
 
 
 LOCUST_DISPATCH = """
@@ -155,7 +155,7 @@ from locust import User, task
 from locust.dispatch import UsersDispatcher
 from locust.runners import WorkerNode
 
-class SeedWorkerUser(User):
+class SwampWorkerUser(User):
     @task
     def iterate(self): pass
 
@@ -163,7 +163,7 @@ out = {}
 for processes in range(1, 5):
     for workers in range(1, 31):
         nodes = [WorkerNode(f"host_{i:032x}") for i in range(processes)]
-        d = UsersDispatcher(worker_nodes=nodes, user_classes=[SeedWorkerUser])
+        d = UsersDispatcher(worker_nodes=nodes, user_classes=[SwampWorkerUser])
         d.new_dispatch(target_user_count=workers, spawn_rate=workers)
         d._wait_between_dispatch = 0
         *_, final = d
@@ -205,11 +205,12 @@ def test_groups_that_cannot_be_full_are_named(workers, processes, short):
 
 
 def test_the_warning_follows_the_run_options():
-    from harness.commands.run import RunOptions, uneven_groups
+    from harness.commands.run import uneven_groups
+    from tests.plans import make_plan
 
-    sc = scenario.load("lock-safety").with_overrides(workers=8)
-    assert "over 2 Locust processes" in uneven_groups(RunOptions("lock-safety", processes=2), sc)
-    assert "over 3 Locust processes" in uneven_groups(RunOptions("lock-safety", master=True, expect_workers=3), sc)
-    assert uneven_groups(RunOptions("lock-safety", web=True), sc) is None  # a web test's users are chosen later
-    assert uneven_groups(RunOptions("lock-safety", processes=2), sc.with_overrides(workers=12)) is None
+    assert "over 2 Locust processes" in uneven_groups(make_plan("lock-safety", workers=8, processes=2))
+    assert "over 3 Locust processes" in uneven_groups(make_plan("lock-safety", workers=8, master=True,
+                                                                expect_workers=3, aws=True))
+    assert uneven_groups(make_plan("lock-safety", workers=8, web=True)) is None  # a web test's users come later
+    assert uneven_groups(make_plan("lock-safety", workers=12, processes=2)) is None
     assert scenario.parse({}, "x.toml").datastore.uneven_groups(5, 2) is None  # one worker per namespace

@@ -21,7 +21,7 @@ from harness.clock import FakeClock
 from harness.datastore.backends.base import FileMeta
 from harness.datastore.errors import ConfigError, FencedError, LockLostError, LockTimeoutError
 from harness.datastore.lock import Heartbeat, Lock, LockConfig
-from harness.datastore.work import Work
+from harness.work import Work
 from tests.conftest import SESSION, fenced_grant, make_backend, make_store, step
 
 LOCK = LockConfig(ttl_s=3, wait_s=1, retry_s=0.1, retry_cap_s=0.2)
@@ -109,7 +109,7 @@ def test_model_scope_locks_are_refused_with_one_line(aws, clock):
 
 def test_scenario_with_model_scope_is_refused():
     from harness.errors import HarnessError
-    from harness.load import scenario
+    from harness.plan import scenario
 
     with pytest.raises(HarnessError, match="lock_scope"):
         scenario.parse({"datastore": {"lock_scope": "model"}}, "x.toml")
@@ -230,13 +230,13 @@ def test_failed_disposable_iteration_still_deletes_its_model(aws, clock):
     never orphaned, never pruned."""
     from dataclasses import replace
 
-    from harness.load import scenario
-    from harness.load.iteration import SeedWorker
+    from harness.load.iteration import SwampWorker
+    from harness.plan import scenario
 
     sc = scenario.parse({"workload": {"kind": "disposable"},
                          "datastore": {"index_commit": "full", "prune_every": 1}}, "x.toml")
     be = make_backend("per-model", aws, clock=clock)
-    lw = SeedWorker(sc, be, process="local", user="w0", clock=clock, seed=1)
+    lw = SwampWorker(sc, be, process="local", user="w0", clock=clock, rng_seed=1)
     lw.store.cfg = replace(lw.store.cfg, heartbeat=False, lock=LOCK)
     other = second_backend("per-model", clock)
 

@@ -14,7 +14,10 @@ from harness.aws.endpoints import Endpoints
 from harness.aws.standin import moto_patches
 from harness.datastore.backends.dynamodb import DynamoBackend
 from harness.errors import HarnessError
-from harness.load import runtime
+from harness.plan.factory import Factory, owner_tags, ownership_tags
+from tests.plans import at, make_plan
+
+AT_9 = Factory(at(make_plan(), dynamodb="http://127.0.0.1:9"))  # a plan whose DynamoDB is a dynalite-like endpoint
 
 
 def test_unknown_stand_in_is_one_line():
@@ -26,7 +29,6 @@ def test_unknown_stand_in_is_one_line():
 
 def test_default_falls_back_to_moto_with_one_note_when_node_is_missing(monkeypatch, tmp_path):
     monkeypatch.setenv("PATH", str(tmp_path))  # no `node` anywhere
-    monkeypatch.delenv(standin.STAND_IN_ENV, raising=False)
     notes: list[str] = []
     s = standin.start(None, tmp_path, note=notes.append)
     try:
@@ -97,7 +99,7 @@ def _described(name: str) -> dict:
 def test_ttl_unsupported_is_a_note_and_tags_are_applied_after_create():
     """A dynalite-like endpoint: UpdateTimeToLive unknown, CreateTable's Tags dropped (TagResource works)."""
     ddb = boto3.client("dynamodb", region_name="us-east-1", endpoint_url="http://127.0.0.1:9")
-    tags = runtime.ownership_tags("run-1")
+    tags = ownership_tags("run-1")
     be = DynamoBackend(ddb, "harness-t", tags=tags)
     with Stubber(ddb) as stub:
         stub.add_client_error("describe_table", "ResourceNotFoundException")  # ownership check: not there
@@ -109,8 +111,7 @@ def test_ttl_unsupported_is_a_note_and_tags_are_applied_after_create():
                                                "Tags": [{"Key": k, "Value": v} for k, v in tags.items()]})
         stub.add_client_error("update_time_to_live", "UnknownOperationException", "")
         notes: list[str] = []
-        runtime.ensure_owned(Clients(ddb, None, Endpoints("http://127.0.0.1:9", None, "other")), be,
-                             note=notes.append)
+        AT_9.provision(Clients(ddb, None, Endpoints("http://127.0.0.1:9", None, "other")), be, note=notes.append)
         stub.assert_no_pending_responses()
     assert notes == ["harness: dynamodb at http://127.0.0.1:9: this endpoint does not implement "
                      "UpdateTimeToLive: items will not expire (the harness does not need it)"]
@@ -118,13 +119,13 @@ def test_ttl_unsupported_is_a_note_and_tags_are_applied_after_create():
 
 def test_an_operation_the_harness_needs_is_one_line_not_a_traceback():
     ddb = boto3.client("dynamodb", region_name="us-east-1", endpoint_url="http://127.0.0.1:9")
-    be = DynamoBackend(ddb, "harness-t", tags=runtime.ownership_tags("run-1"))
+    be = DynamoBackend(ddb, "harness-t", tags=ownership_tags("run-1"))
     with Stubber(ddb) as stub:
         stub.add_client_error("describe_table", "ResourceNotFoundException")
         stub.add_client_error("describe_table", "ResourceNotFoundException")
         stub.add_client_error("create_table", "UnknownOperationException", "")
         with pytest.raises(HarnessError) as e:
-            runtime.ensure_owned(Clients(ddb, None, Endpoints("http://127.0.0.1:9", None, "other")), be)
+            AT_9.provision(Clients(ddb, None, Endpoints("http://127.0.0.1:9", None, "other")), be)
     assert str(e.value) == ("dynamodb at http://127.0.0.1:9 cannot do CreateTable, which the harness needs: "
                             "UnknownOperationException")
 
@@ -133,7 +134,7 @@ def test_ownership_is_kept_in_an_item_where_the_endpoint_cannot_tag():
     with mock_aws():
         ddb = boto3.client("dynamodb", region_name="us-east-1")
         clients = Clients(ddb, None, Endpoints(None, None, "other"))
-        be = DynamoBackend(ddb, "harness-owned", tags=runtime.ownership_tags("run-2"))
+        be = DynamoBackend(ddb, "harness-owned", tags=ownership_tags("run-2"))
         real_call = ddb._make_api_call
 
         def no_tagging(op, params):
@@ -145,9 +146,9 @@ def test_ownership_is_kept_in_an_item_where_the_endpoint_cannot_tag():
 
         ddb._make_api_call = no_tagging
         notes: list[str] = []
-        runtime.ensure_owned(clients, be, note=notes.append)
+        AT_9.provision(clients, be, note=notes.append)
         assert any("does not implement TagResource" in n for n in notes)
         # a second process (the Locust master after `harness run`) checks the same table: still ours
-        again = DynamoBackend(ddb, "harness-owned", tags=runtime.ownership_tags("run-2"))
-        runtime.ensure_owned(clients, again, note=notes.append)
-        assert runtime.owner_tags(clients, again) == runtime.ownership_tags("run-2")
+        again = DynamoBackend(ddb, "harness-owned", tags=ownership_tags("run-2"))
+        AT_9.provision(clients, again, note=notes.append)
+        assert owner_tags(clients, again) == ownership_tags("run-2")

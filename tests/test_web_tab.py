@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-from types import SimpleNamespace
-
 from harness.aws.fidelity.throttle import DynamoCapacity
-from harness.load import scenario as scenarios
 from harness.load.web import form
 from harness.load.web.live import REPORT_STEPS, Summary
 from harness.load.web.stats import TOTAL_LABEL, stats_for_ui
 from harness.load.web.tab import modelled_capacity, probe_row, probe_view, table
+from harness.plan import scenario as scenarios
+from tests.plans import make_plan
 
 
 def _entry(name: str, n: int, failures: int = 0, rps: float = 1.0) -> dict:
@@ -76,24 +75,25 @@ def test_probe_view_compares_thirds_of_one_operation(tmp_path):
 
 
 def test_the_form_offers_known_scenarios_and_keeps_owned_options_fixed():
-    opts = SimpleNamespace(scenario=str(scenarios.resolve("namespaced")), run_dir="/runs/s1", backend="dynamodb")
+    plan = make_plan(str(scenarios.resolve("namespaced")), run_dir="/runs/s1", backend="dynamodb", latency="aws")
     extra = {k: {"default_value": "", "choices": None, "help_text": ""} for k in
              ("backend", "latency", "run_dir", "scenario")}
-    out = form.adjust_extra_options(extra, opts)
+    out = form.adjust_extra_options(extra, plan)
     assert list(out)[:2] == ["scenario", "latency"]
     assert out["scenario"]["default_value"] == "namespaced"  # the path of a known scenario reads as its name
+    assert out["latency"]["default_value"] == "aws"  # the plan's --latency, kept unless the form clears it
     assert set(scenarios.available()) <= set(out["scenario"]["choices"])
     assert out["run_dir"]["choices"] == ["/runs/s1"] and out["backend"]["choices"] == ["dynamodb"]
-    assert form.check_swarm({"scenario": "pruning", "run_dir": "/runs/s1", "backend": "dynamodb"}, opts) is None
-    assert "cannot be changed" in form.check_swarm({"scenario": "pruning", "run_dir": "/elsewhere"}, opts)
-    assert "cannot be changed" in form.check_swarm({"scenario": "pruning", "backend": "s3"}, opts)
-    assert "unknown scenario 'nope'" in form.check_swarm({"scenario": "nope"}, opts)
+    assert form.check_swarm({"scenario": "pruning", "run_dir": "/runs/s1", "backend": "dynamodb"}, plan) is None
+    assert "cannot be changed" in form.check_swarm({"scenario": "pruning", "run_dir": "/elsewhere"}, plan)
+    assert "cannot be changed" in form.check_swarm({"scenario": "pruning", "backend": "s3"}, plan)
+    assert "unknown scenario 'nope'" in form.check_swarm({"scenario": "nope"}, plan)
 
 
 def test_a_scenario_file_outside_the_known_ones_is_offered_too(tmp_path):
     own = tmp_path / "mine.toml"
     own.write_text('description = "my own"\n[fleet]\nworkers = 2\n')
-    cat = form.catalogue(str(own))
+    cat = form.catalogue(make_plan(str(own)))
     assert cat[str(own)]["description"] == "my own" and cat[str(own)]["fleet"].startswith("2 workers")
     assert "lock per namespace, namespaces per-worker" in cat["namespaced"]["settings"]
     assert "lock per namespace, namespaces per-worker (3 workers each)" in cat["lock-safety"]["settings"]

@@ -27,6 +27,7 @@ import sys
 import threading
 import time
 
+from harness.edge import child_environment
 from harness.errors import HarnessError
 
 DUMMY_CREDENTIALS = {"AWS_ACCESS_KEY_ID": "harness-local", "AWS_SECRET_ACCESS_KEY": "harness-local"}
@@ -89,7 +90,7 @@ class EmbeddedMoto:
         return {"moto": self.proc.pid} if self.proc else {}
 
     def start(self, timeout: float = 30.0) -> EmbeddedMoto:
-        env = dict(os.environ, **DUMMY_CREDENTIALS)
+        env = child_environment(DUMMY_CREDENTIALS)
         log = open(self.log_path, "ab") if self.log_path else subprocess.DEVNULL  # noqa: SIM115
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "harness.aws.moto_server", "--host", self.host, "--port", str(self.port),

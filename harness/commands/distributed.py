@@ -1,13 +1,13 @@
 """The other two processes of a run spread over machines: ``harness worker`` and ``harness standin``.
 
 ``harness run SCENARIO --master`` (run.py) supervises the Locust master
-and builds the report. A worker needs nothing but where the master is: the
-scenario, backend, run id, table and bucket ride Locust's spawn messages from
-the master, and the endpoints and credentials come from the worker's own
-environment (the same compose ``environment`` or Kubernetes Secret as the
-master's). ``harness worker`` *becomes* Locust (exec), so a container's
-SIGTERM reaches Locust's own handler, which sends the worker's last rows to
-the master before it quits.
+and builds the report. A worker needs nothing but where the master is: each
+test's run plan (scenario, backend, run id, table and bucket, endpoints)
+rides Locust's spawn message from the master, and only the credentials come
+from the worker's own environment (the same compose ``environment`` or
+Kubernetes Secret as the master's; the plan never carries them). ``harness
+worker`` *becomes* Locust (exec), so a container's SIGTERM reaches Locust's
+own handler, which sends the worker's last rows to the master before it quits.
 
 ``harness standin`` serves the embedded stand-in on an address other
 machines reach, for compose and in-cluster runs that should not need

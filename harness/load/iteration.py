@@ -1,14 +1,16 @@
-"""One seed worker's iteration of the swamp loop, and the row it records.
+"""One swamp worker's iteration of the swamp loop, and the row it records.
 
-No Locust here: a ``SeedWorker`` (one of the seed's "workers"; Locust runs
-each as one user) runs iterations through ``harness.datastore`` and returns an
+No Locust here: a ``SwampWorker`` (one of the "workers" the seed documents
+describe: a swamp process syncing its datastore; Locust runs each as one user)
+runs iterations through ``harness.datastore`` and returns an
 ``IterationOutcome`` (the row plus the steps); the Locust user turns that into
 events. That keeps the workload testable without a runner.
 
 Two things are called "worker" in this project: a Locust worker *process*
 (the row's ``worker`` column: ``local`` or ``worker-N``; ``process`` in code)
-and the seed's worker, one Locust user (the row's ``user`` column;
-``SeedWorker`` in code).
+and the swamp worker, one Locust user (the row's ``user`` column;
+``SwampWorker`` in code). "Seed" means only pre-ageing a datastore
+(``harness seed``), and a random generator's seed is ``rng_seed``.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from harness.datastore.catalog import Catalog
 from harness.datastore.errors import ConflictError, FencedError, LockLostError, LockTimeoutError
 from harness.datastore.model import MODEL_TYPE
 from harness.datastore.sync import Datastore, Step, SyncConfig
-from harness.load.scenario import Scenario
+from harness.plan.scenario import Scenario
 from harness.record.schema import QUERY_COLUMNS, STEP_COLUMNS, STEP_REQUEST_COLUMNS
 from harness.work import Work
 
@@ -78,23 +80,23 @@ def summarize(steps: list[Step]) -> dict[str, Any]:
     return out
 
 
-class SeedWorker:
-    """One seed 'worker' (one Locust user): its own datastore view, catalog and model plan.
+class SwampWorker:
+    """One swamp 'worker' (one Locust user): its own datastore view, catalog and model plan.
 
     ``process`` names the Locust process it runs in (the row's ``worker``
     column); ``user`` names the seed worker itself (the row's ``user`` column).
     """
 
     def __init__(self, scenario: Scenario, backend: Backend, *, process: str, user: str,
-                 clock: Clock | None = None, seed: int | None = None, namespace: str | None = "") -> None:
+                 clock: Clock | None = None, rng_seed: int | None = None, namespace: str | None = "") -> None:
         self.scenario, self.backend, self.process, self.user = scenario, backend, process, user
         ds = scenario.datastore
         if namespace == "":  # not given: the worker's own (per-worker), or the shared one
             namespace = user if ds.namespaces == "per-worker" else None
         cfg = SyncConfig(namespace=namespace, lock_scope=ds.lock_scope, index_commit=ds.index_commit,
                          lock=scenario.lock, fencing=ds.fencing)
-        self.rng = random.Random(seed)
-        self.pause_rng = random.Random(f"{seed}-pauses") if seed is not None else random.Random()
+        self.rng = random.Random(rng_seed)
+        self.pause_rng = random.Random(f"{rng_seed}-pauses") if rng_seed is not None else random.Random()
         self.events: list[dict] = []
         pauses = scenario.fidelity.pauses
         self.store = Datastore(backend, Catalog(), cfg, clock=clock or SystemClock(), holder=user, rng=self.rng,

@@ -7,10 +7,15 @@ one more; failures carry their error kind, so Locust's failure table reads like
 the seed's error reports.
 
 Each Locust process's harness state is a ``HarnessProcess`` on the
-``Environment`` (``environment.harness``). Rows and events of a worker ride its
-stats reports to the master, and a final message at the end of each test says
-how many it sent; the master (or the single process) records each test as a
-run directory (``harness.load.session``). With the web UI, every test started
+``Environment`` (``environment.harness``). Its settings are one run plan
+(``harness.plan``): ``--harness-plan RUN_DIR/plan.json`` from ``harness run``;
+built here, in ``init``, for a plain ``locust -f locustfile.py --scenario
+NAME`` (this is that command line's edge: its options and the user's
+environment are read here, once); and for a worker, each test's plan in the
+master's spawn message. Rows and events of a worker ride its stats reports to
+the master, and a final message at the end of each test says how many it
+sent; the master (or the single process) records each test as a run
+directory (``harness.load.session``). With the web UI, every test started
 from the form is recorded in a directory of its own and reported when it stops.
 """
 
@@ -19,6 +24,7 @@ from __future__ import annotations
 import logging
 import os
 import time
+from pathlib import Path
 from typing import Any
 
 import gevent
@@ -29,12 +35,10 @@ from locust.runners import MasterRunner, WorkerRunner
 
 from harness.aws import standin
 from harness.aws.clients import make_clients
-from harness.aws.endpoints import any_endpoint_configured
-from harness.aws.moto_server import DUMMY_CREDENTIALS
 from harness.datastore.seed_state import load_state
+from harness.edge import UserEnvironment
 from harness.errors import HarnessError
-from harness.load import scenario as scenarios
-from harness.load.iteration import SeedWorker
+from harness.load.iteration import SwampWorker
 from harness.load.process import (
     FINAL_MESSAGE,
     FLUSH_MESSAGE,
@@ -44,9 +48,11 @@ from harness.load.process import (
     ROLE_WORKER,
     HarnessProcess,
     Outbox,
-    load_scenario,
 )
-from harness.load.session import GENERATOR_EVERY_S, Session, install_signal_notes
+from harness.load.session import GENERATOR_EVERY_S, Session, install_signal_notes, start_test_safely
+from harness.plan import scenario as scenarios
+from harness.plan.build import plan_locust, start_stand_in
+from harness.plan.model import RunPlan, WebPlan, plan_option
 
 log = logging.getLogger("harness")
 
@@ -60,6 +66,7 @@ class IterationFailure(Exception):
 
 @events.init_command_line_parser.add_listener
 def _options(parser: Any) -> None:
+    """The harness's Locust options: the plan, and what a plain ``locust -f`` run (or the web form) chooses."""
     names = ", ".join(scenarios.available())
     parser.add_argument("--scenario", default="legacy-gsi", help=f"scenario name ({names}) or a .toml path")
     parser.add_argument("--backend", default="", choices=["", "dynamodb", "s3"],
@@ -68,26 +75,11 @@ def _options(parser: Any) -> None:
     parser.add_argument("--latency", default="", help="latency profile (local, aws-dynamodb, aws-s3-vpce, aws, "
                         "or a .toml file); overrides the scenario's fidelity.latency")
     hidden = {"include_in_web_ui": False}
-    parser.add_argument("--run-id", default="", help="set by the master; leave empty", **hidden)
-    parser.add_argument("--table", default="", help="DynamoDB table (default per run)", **hidden)
-    parser.add_argument("--bucket", default="", help="S3 bucket (default per run)", **hidden)
-    parser.add_argument("--seed-dir", default="", help="start each worker from a seeded namespace's catalog and "
-                        "local view", **hidden)
-    parser.add_argument("--allow-foreign-resources", action="store_true", default=False,
-                        help="write into a table/bucket the harness did not create", **hidden)
-    parser.add_argument("--endpoint-kind", default="", help="what the configured endpoint is (moto, aws, other); "
-                        "set by `harness run`", **hidden)
-    parser.add_argument("--target-aws", action="store_true", default=False,
-                        help="no endpoint: target AWS itself (set by `harness run --aws`)", **hidden)
     parser.add_argument("--stand-in", default="", help=f"embedded stand-in when no endpoint is set: "
                         f"{', '.join(standin.NAMES)} (default {standin.DEFAULT})", **hidden)
-    parser.add_argument("--stand-in-info", default="", help="JSON {name, version, services} of the stand-in "
-                        "`harness run` started", **hidden)
-    parser.add_argument("--no-report", action="store_true", default=False,
-                        help="web UI: do not build each test's report when it stops", **hidden)
-    parser.add_argument("--test-number", type=int, default=0, help="set by the master for its workers", **hidden)
-    parser.add_argument("--capacity-share", type=float, default=1.0,
-                        help="set by the master: this process models this share of the table's capacity", **hidden)
+    parser.add_argument("--harness-plan", default="", help="the run plan: RUN_DIR/plan.json (set by `harness run`) "
+                        "or its JSON (a test's plan, sent by the master to its workers); the other harness options "
+                        "are then ignored", **hidden)
 
 
 @events.init.add_listener
@@ -100,9 +92,9 @@ def _init(environment: Any, **_: Any) -> None:
         else ROLE_LOCAL
     h = HarnessProcess(environment, role, make_clients=lambda *a, **k: make_clients(*a, **k))
     environment.harness = h
-    gevent.spawn(h.warm)  # once, at start-up: no test is running yet
     ev = environment.events
-    if role == ROLE_WORKER:
+    if role == ROLE_WORKER:  # its plan comes with each test, from the master
+        gevent.spawn(h.warm)  # once, at start-up: no test is running yet
         h.outbox = Outbox(process="worker-?")
         ev.test_start.add_listener(lambda **_: _worker_test_start(h))
         ev.test_stop.add_listener(lambda **_: _worker_test_stop(h))
@@ -111,19 +103,13 @@ def _init(environment: Any, **_: Any) -> None:
         runner.register_message(FLUSH_MESSAGE, lambda environment, msg, **_: _worker_flush(h, msg.data))
         return
     try:
+        plan = h.plan = _session_plan(h, opts, role)
+        gevent.spawn(h.warm)  # once, at start-up: no test is running yet
         if environment.web_ui is not None and opts.web_login:
             from harness.load.web import login
 
-            login.install(environment)  # a published UI: one account from the environment
-        if role == ROLE_LOCAL and not any_endpoint_configured() and not opts.target_aws and not opts.endpoint_kind:
-            # plain `locust -f locustfile.py`: the embedded default
-            h.server = standin.start(opts.stand_in or None, note=log.warning)
-            os.environ.update(standin.endpoint_env(h.server), **DUMMY_CREDENTIALS)
-            opts.endpoint_kind = standin.ENDPOINT_KIND
-        sc = load_scenario(opts)  # fail early, before any user starts
-        opts.run_id = opts.run_id or _new_run_id(sc)
-        opts.run_dir = opts.run_dir or os.path.join("runs", opts.run_id)
-        session = h.session = Session(h)
+            login.install(environment, plan.locust.web or WebPlan())  # a published UI: one account
+        session = h.session = Session(h, plan)
         if opts.headless and opts.run_time:
             # The harness times the test from its start (Locust would count from before the test's setup)
             # and records why it stopped; Locust's own timer is not started.
@@ -134,7 +120,7 @@ def _init(environment: Any, **_: Any) -> None:
         if h.server is not None:
             h.server.stop()
         raise SystemExit(2) from None
-    ev.test_start.add_listener(lambda **_: _start_test(session))
+    ev.test_start.add_listener(lambda **_: start_test_safely(session))
     ev.test_stopping.add_listener(lambda **_: session.stopping())
     ev.test_stop.add_listener(lambda **_: session.finish_test())
     ev.spawning_complete.add_listener(lambda **_: session.spawning_complete())
@@ -149,19 +135,16 @@ def _init(environment: Any, **_: Any) -> None:
         ui.install(environment, session)
 
 
-def _new_run_id(sc: scenarios.Scenario) -> str:
-    from harness.load import runtime
-
-    return runtime.new_run_id(sc.name, sc.backend)
-
-
-def _start_test(session: Session) -> None:
-    """A test that cannot start (say, a foreign table) is one line in the log, and stopped."""
-    try:
-        session.start_test()
-    except HarnessError as e:
-        log.error("harness: test not started: %s", e)
-        gevent.spawn(session.runner.stop if session.web else session.runner.quit)
+def _session_plan(h: HarnessProcess, opts: Any, role: str) -> RunPlan:
+    """The run's plan: the one `harness run` wrote, or (plain ``locust -f``) one built here, at this command
+    line's edge, with the embedded stand-in started when the run needs it."""
+    if opts.harness_plan:
+        return plan_option(opts.harness_plan)
+    plan = plan_locust(opts, UserEnvironment.read(), role=role, web=h.environment.web_ui is not None)
+    h.server, plan = start_stand_in(plan, note=log.warning)
+    Path(plan.run_dir).mkdir(parents=True, exist_ok=True)
+    plan.write()
+    return plan
 
 
 def _quitting(h: HarnessProcess) -> None:
@@ -182,17 +165,22 @@ def _master_report(session: Session, client_id: str, data: dict) -> None:
 
 
 def _worker_test_start(h: HarnessProcess) -> None:
-    opts = h.environment.parsed_options
+    """The test's plan came in the master's spawn message (``--harness-plan`` among its parsed options)."""
     h.load = None
     assert h.outbox is not None
     h.outbox.process = h.name
-    h.outbox.open(opts.test_number)
     try:
-        sc = load_scenario(opts)
-        clients, backend = h.build(sc)
-        h.setup_load(opts.test_number, sc, clients, backend, float(opts.capacity_share or 1.0))
+        plan = plan_option(h.environment.parsed_options.harness_plan)
     except HarnessError as e:
-        log.error("harness: %s: test %03d cannot run here: %s", h.name, opts.test_number, e)
+        log.error("harness: %s: no test plan from the master: %s", h.name, e)
+        return
+    assert plan.test is not None
+    h.outbox.open(plan.test.number)
+    try:
+        clients, backend = h.build(plan)
+        h.setup_load(plan, clients, backend)
+    except HarnessError as e:
+        log.error("harness: %s: test %03d cannot run here: %s", h.name, plan.test.number, e)
 
 
 def _worker_report(h: HarnessProcess, data: dict) -> None:
@@ -228,8 +216,8 @@ def _worker_quitting(h: HarnessProcess) -> None:
 # ---- the user ------------------------------------------------------------------------------
 
 
-class SeedWorkerUser(User):
-    """One of the seed's workers: runs the loop until the test ends or it reaches its iteration cap."""
+class SwampWorkerUser(User):
+    """One swamp worker: runs the loop until the test ends or it reaches its iteration cap."""
 
     def wait_time(self) -> float:
         load = self.environment.harness.load
@@ -243,26 +231,26 @@ class SeedWorkerUser(User):
         n = load.next_user()
         index = getattr(self.environment.runner, "worker_index", 0) or 0
         self.max_iterations = load.scenario.fleet.max_iterations
-        self.seed_worker = SeedWorker(load.scenario, load.backend, process=h.name, user=f"w{index}-{n}",
-                                      seed=hash((os.getpid(), n, time.time())),
-                                      namespace=load.scenario.datastore.namespace_of(index, n))
-        seed_dir = self.environment.parsed_options.seed_dir
-        if seed_dir and not load_state(seed_dir, self.seed_worker.store):
+        self.swamp_worker = SwampWorker(load.scenario, load.backend, process=h.name, user=f"w{index}-{n}",
+                                        rng_seed=hash((os.getpid(), n, time.time())),
+                                        namespace=load.scenario.datastore.namespace_of(index, n))
+        state_dir = load.plan.seeding.state_dir
+        if state_dir and not load_state(state_dir, self.swamp_worker.store):
             # the seed covered other namespaces (another fleet size or process count): say so, start empty
             log.warning("harness: %s: no seeded state for namespace %s in %s; it starts empty",
-                        self.seed_worker.user, self.seed_worker.store.ns or "(shared)", seed_dir)
+                        self.swamp_worker.user, self.swamp_worker.store.ns or "(shared)", state_dir)
 
     def on_stop(self) -> None:
-        sw = getattr(self, "seed_worker", None)
+        sw = getattr(self, "swamp_worker", None)
         if sw is not None and sw.events:  # an iteration cut short by the end of the test: its history still counts
             events, sw.events = sw.events, []
             self.environment.harness.record_events(events)
 
     @task
     def iterate(self) -> None:
-        if self.seed_worker.iteration >= self.max_iterations:
+        if self.swamp_worker.iteration >= self.max_iterations:
             raise StopUser()
-        out = self.seed_worker.run_once()
+        out = self.swamp_worker.run_once()
         fire = self.environment.events.request.fire
         backend = out.row["backend"]
         failed_step = next((s.name for s in reversed(out.steps) if s.name != "release"), None)

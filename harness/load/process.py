@@ -3,14 +3,17 @@
 Every Locust process (``local``, ``master`` or ``worker-N``) gets one
 ``HarnessProcess`` when Locust fires ``init``; users, event listeners and the
 web UI reach it through the environment they are handed, so nothing lives in
-module globals and nothing is passed through environment variables.
+module globals and nothing is passed through environment variables: the run
+plan (``harness.plan``) comes as Locust's ``--harness-plan`` option, and each
+test's plan rides the master's spawn message to its workers.
 
 A process that sends load (``local``, ``worker-N``) has a ``LoadSide`` per
-test: the scenario the test runs, its backend and one set of clients (one
-boto3 session per process: made per user it stalls the event loop), with the
-fidelity layer installed. A worker also has an ``Outbox``: the rows and events
-of its users, shipped to the master with every stats report and, at the end
-of a test, in one final message that says how many rows it sent.
+test: the test's plan, its backend and one set of clients (one boto3 session
+per process and credentials kind: made per user it stalls the event loop),
+with the fidelity layer installed, all built by the plan's ``Factory``. A
+worker also has an ``Outbox``: the rows and events of its users, shipped to
+the master with every stats report and, at the end of a test, in one final
+message that says how many rows it sent.
 """
 
 from __future__ import annotations
@@ -23,13 +26,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from harness.aws.clients import Clients
-from harness.aws.endpoints import Endpoints
-from harness.aws.fidelity.layer import Fidelity
+from harness.aws.clients import Clients, Sessions
+from harness.aws.fidelity.layer import FidelityLayer
 from harness.datastore.backends.base import Backend
-from harness.load import runtime
-from harness.load import scenario as scenarios
+from harness.load.greenlets import executor_for_this_process
 from harness.load.iteration import IterationOutcome
+from harness.plan.factory import Factory
+from harness.plan.model import RunPlan
 
 log = logging.getLogger("harness")
 
@@ -39,25 +42,7 @@ FLUSH_MESSAGE = "harness_flush"  # master -> worker: stop your users and send yo
 REPORT_KEY = "harness"  # the harness's part of a worker's stats report
 
 
-def endpoints_from_options(opts: Any) -> Endpoints:
-    """Where requests go: the standard AWS_ENDPOINT_URL* variables, qualified by ``harness run``'s options."""
-    env = dict(os.environ)
-    if getattr(opts, "endpoint_kind", ""):
-        env[runtime.ENDPOINT_KIND_ENV] = opts.endpoint_kind
-    if getattr(opts, "target_aws", False):
-        env[runtime.TARGET_AWS_ENV] = "1"
-    return runtime.resolve_endpoints(env)
-
-
-def load_scenario(opts: Any, *, users: int | None = None, spawn_rate: float | None = None,
-                  run_time_s: float | None = None) -> scenarios.Scenario:
-    """The scenario a test runs: the file, on the session's backend, with the fleet the test was started with."""
-    sc = scenarios.load(opts.scenario)
-    return sc.with_overrides(backend=opts.backend or None, workers=users, spawn_rate=spawn_rate,
-                             duration_s=run_time_s)
-
-
-def throttle_count(layer: Fidelity | None) -> int:
+def throttle_count(layer: FidelityLayer | None) -> int:
     """Throttled responses the fidelity layer's model sent so far (retried or not)."""
     if layer is None:
         return 0
@@ -69,12 +54,20 @@ def throttle_count(layer: Fidelity | None) -> int:
 class LoadSide:
     """What a load-sending process needs for one test."""
 
-    test: int
-    scenario: scenarios.Scenario
+    plan: RunPlan  # the test's plan (``plan.test`` set)
     backend: Backend
     clients: Clients
-    layer: Fidelity | None
+    layer: FidelityLayer | None
     users: int = 0
+
+    @property
+    def test(self) -> int:
+        assert self.plan.test is not None
+        return self.plan.test.number
+
+    @property
+    def scenario(self) -> Any:
+        return self.plan.scenario
 
     def next_user(self) -> int:
         n, self.users = self.users, self.users + 1
@@ -90,7 +83,7 @@ class Outbox:
     rows: list[dict] = field(default_factory=list)
     events: list[dict] = field(default_factory=list)
     sent: int = 0
-    iterations: Counter = field(default_factory=Counter)  # rows per seed worker (user), this test
+    iterations: Counter = field(default_factory=Counter)  # rows per swamp worker (user), this test
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def open(self, test: int) -> None:
@@ -135,20 +128,18 @@ class HarnessProcess:
         self.environment = environment
         self.role = role
         self.make_clients = make_clients
+        self.plan: RunPlan | None = None  # the session's plan (master / single process; a worker's comes per test)
         self.load: LoadSide | None = None
         self.outbox: Outbox | None = None
         self.session: Any = None  # harness.load.session.Session on the master / single process
         self.server: Any = None  # the embedded stand-in this process started (plain `locust -f`), if any
-        self._boto: Any = None
+        self.sessions = Sessions()  # one boto3 session per credentials kind, for the process's life
 
-    def boto_session(self) -> Any:
-        """One boto3 session per process: a new one costs 0.2-0.4 s of CPU that stalls Locust's event loop
-        (long enough, on a busy machine, for the master to drop a worker); clients from it cost ~15 ms."""
-        if self._boto is None:
-            import boto3
-
-            self._boto = boto3.session.Session()
-        return self._boto
+    def factory(self, plan: RunPlan) -> Factory:
+        """The plan's factory with this process's sessions, client maker and executor (a greenlet pool)."""
+        self.sessions.region = plan.connection.region
+        return Factory(plan, sessions=self.sessions, make_clients=self.make_clients,
+                       executor=executor_for_this_process())
 
     def warm(self) -> None:
         """Do the slow first-time work at start-up, not while a test runs.
@@ -157,9 +148,14 @@ class HarnessProcess:
         first Parquet write (pyarrow imports pandas then: seconds on a busy
         machine, long enough for the master to lose its workers' heartbeats).
         """
-        session = self.boto_session()
-        for service in ("dynamodb", "s3"):
-            session.client(service, region_name=session.region_name or "us-east-1", endpoint_url="http://127.0.0.1:9")
+        kind = self.plan.connection.service(self.plan.backend).credentials if self.plan else "chain"
+        try:
+            session = self.sessions.get(kind)
+            for service in ("dynamodb", "s3"):
+                session.client(service, region_name=session.region_name or "us-east-1",
+                               endpoint_url="http://127.0.0.1:9")
+        except Exception as e:  # noqa: BLE001 - only a head start: the test makes what it needs, and says why not
+            log.warning("harness: could not prepare a boto3 session at start-up: %s", e)
         if self.role != ROLE_WORKER:
             import io
 
@@ -180,26 +176,17 @@ class HarnessProcess:
     def sends_load(self) -> bool:
         return self.role != ROLE_MASTER
 
-    def setup_load(self, test: int, sc: scenarios.Scenario, clients: Clients, backend: Backend,
-                   capacity_share: float) -> LoadSide:
-        """Install this test's fidelity layer on fresh clients; users started from now on run ``sc``."""
-        opts = self.environment.parsed_options
-        cfg = sc.fidelity.resolve(clients.endpoints.kind, capacity_share, opts.latency or None)
-        layer = Fidelity(cfg) if cfg.enabled else None
-        if layer is not None:
-            layer.install(clients.dynamodb)
-            layer.install(clients.s3)
-        self.load = LoadSide(test, sc, backend, clients, layer)
-        return self.load
-
-    def build(self, sc: scenarios.Scenario) -> tuple[Clients, Backend]:
+    def build(self, plan: RunPlan) -> tuple[Clients, Backend]:
         """Clients and backend for a test (one boto3 session for the whole process's users)."""
-        opts = self.environment.parsed_options
-        endpoints = endpoints_from_options(opts)
-        runtime.check_credentials(endpoints)
-        resources = runtime.Resources.for_run(opts.run_id, opts.table or None, opts.bucket or None)
-        clients = self.make_clients(endpoints, pool=max(64, sc.fleet.workers * 2), session=self.boto_session())
-        return clients, runtime.build_backend(sc, clients, resources, opts.run_id)
+        factory = self.factory(plan)
+        clients = factory.clients(pool=max(64, plan.scenario.fleet.workers * 2))
+        return clients, factory.backend(clients)
+
+    def setup_load(self, plan: RunPlan, clients: Clients, backend: Backend) -> LoadSide:
+        """Install this test's fidelity layer on its clients; users started from now on run ``plan``."""
+        layer = self.factory(plan).fidelity(clients)
+        self.load = LoadSide(plan, backend, clients, layer)
+        return self.load
 
     def record(self, outcome: IterationOutcome) -> None:
         """Where a finished iteration goes: this process's test record, or the outbox to the master."""

@@ -22,7 +22,6 @@ from typing import Any, TypeVar
 
 T = TypeVar("T")
 
-DEFAULT_DIR_ENV = "HARNESS_JOBS_DIR"
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS jobs (
@@ -37,8 +36,9 @@ CREATE TABLE IF NOT EXISTS items (
 """
 
 
-def default_path() -> Path:
-    return Path(os.environ.get(DEFAULT_DIR_ENV) or Path.cwd() / "runs" / "jobs") / "jobs.db"
+def default_path(jobs_dir: str | Path | None = None) -> Path:
+    """``jobs_dir`` (``HARNESS_JOBS_DIR``, read at the command line's edge) or ``runs/jobs``, then ``jobs.db``."""
+    return Path(jobs_dir or Path.cwd() / "runs" / "jobs") / "jobs.db"
 
 
 @dataclass

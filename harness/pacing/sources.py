@@ -24,7 +24,7 @@ from harness.datastore.catalog import Catalog
 from harness.datastore.lock import Heartbeat, Lock, LockConfig, LockGrant
 from harness.datastore.seed_state import write_state
 from harness.datastore.sync import Datastore, SyncConfig
-from harness.datastore.work import Work
+from harness.work import Work
 
 
 def fill_body(idx: int, size: int) -> str:
@@ -61,7 +61,7 @@ class FillSource:
             self.already += 1  # landed before a crash, journal not yet written: done, not duplicated
 
 
-class SeedSource:
+class PreAgeSource:
     """Pre-age a datastore to hour N, through the datastore code the workers use.
 
     For each namespace: ``models`` models of the scenario's model type, each run

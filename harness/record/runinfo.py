@@ -6,7 +6,6 @@ import json
 import os
 import platform
 import socket
-from datetime import UTC, datetime
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -22,10 +21,6 @@ def versions() -> dict[str, str]:
         except metadata.PackageNotFoundError:
             pass
     return out
-
-
-def utc_now() -> str:
-    return datetime.now(UTC).isoformat(timespec="seconds")
 
 
 def write(run_dir: str | Path, info: dict[str, Any]) -> None:

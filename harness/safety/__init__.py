@@ -2,6 +2,6 @@
 
 ``history`` reads the events the workers recorded (``RUN_DIR/history/*.jsonl``);
 ``state`` captures what readers can see at the end (``RUN_DIR/final-state.jsonl.gz``);
-``checker`` compares the two (pure functions); ``run`` ties them to a run
+``checker`` compares the two (pure functions); ``audit`` ties them to a run
 directory and writes ``RUN_DIR/safety.json``.
 """

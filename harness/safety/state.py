@@ -31,7 +31,7 @@ def snapshot(backend: Any) -> dict:
     return state
 
 
-def write_state(run_dir: str | Path, state: dict) -> Path:
+def write_final_state(run_dir: str | Path, state: dict) -> Path:
     path = Path(run_dir) / STATE_FILE
     tmp = path.with_suffix(".tmp")
     head = {k: v for k, v in state.items() if k != "entries"}
@@ -46,7 +46,7 @@ def write_state(run_dir: str | Path, state: dict) -> Path:
 def capture(backend: Any, run_dir: str | Path) -> dict:
     """Snapshot the backend and write it into the run directory; returns the state."""
     state = snapshot(backend)
-    write_state(run_dir, state)
+    write_final_state(run_dir, state)
     return state
 
 

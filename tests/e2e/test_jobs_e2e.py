@@ -104,14 +104,22 @@ def test_resume_against_a_recreated_table_is_refused(moto, tmp_path):
 
 def test_seeded_run_starts_in_the_degraded_regime(tmp_path):
     """Pre-aged to 10 models x 5 versions (3 orphaned), the first iteration already carries the late-run counts."""
+    import hashlib
+    import json
+
     from tests.e2e.conftest import rows
+    from tests.e2e.spying import events, spied
 
     models, versions, orphans = 10, 5, 3
     seeded, fresh = tmp_path / "seeded", tmp_path / "fresh"
     p = harness("run", "namespaced", "--workers", "2", "--duration", "12s", "--seed-models", str(models),
                 "--seed-versions", str(versions), "--seed-orphans", str(orphans), "--run-dir", str(seeded),
-                "--no-report")
+                "--no-report", env=spied(tmp_path / "spy.log"))
     assert p.returncode == 0, p.stdout + p.stderr
+    digest = hashlib.sha256((ROOT / "scenarios" / "namespaced.toml").read_text().encode()).hexdigest()
+    assert [e["toml"] for e in events(tmp_path / "spy.log") if "toml" in e].count(digest) == 1  # seeding included
+    assert json.loads((seeded / "plan.json").read_text())["seeding"]["preage"] == {
+        "models": models, "orphans": orphans, "versions": versions}
     files = 2 * (models * versions * 3 + models * 2 - orphans)  # per namespace: raw, metadata, output per version;
     assert f"seeding {files:,} files in 2 namespace(s)" in p.stdout  # latest + definition per model, orphans' gone
     (job,) = Journal(seeded / "jobs.db").all()  # every item of the seed landed: none failed, none left

@@ -20,6 +20,7 @@ from PIL import Image
 
 from reports.causes import RHO_MIN
 from tests.e2e.conftest import ROOT, harness
+from tests.run_keys import changes, run_json_keys, summary_keys
 
 # Two real runs shared by the module's tests: session-scoped (an xdist worker interleaves other modules'
 # tests, which would tear a module-scoped run down) and grouped on one worker (--dist loadgroup).
@@ -131,6 +132,18 @@ def test_comparison_of_two_real_runs_lands_under_runs_not_in_the_current_directo
     assert not (tmp_path / "comparison-report").exists()
     summary = json.loads((out / "summary.json").read_text())
     assert [r["scenario"] for r in summary["runs"]] == ["legacy-gsi", "namespaced"]
+
+
+def test_run_json_and_summary_json_keep_every_key_they_had_before_the_run_plan(namespaced_run):
+    """The run directory contract (README: Run directory) survives the refactor: same keys as a run made by the
+    code before the plan (tests/fixtures/run_keys_before.json), plus the plan itself beside them."""
+    before = json.loads((ROOT / "tests" / "fixtures" / "run_keys_before.json").read_text())["headless"]
+    summary, _ = _summary(namespaced_run)
+    keys = run_json_keys(json.loads((namespaced_run / "run.json").read_text()))
+    assert changes(keys, before["run_json"]) == {"lost": [], "added": []}
+    assert summary_keys(summary) == before["summary_json"]
+    plan = json.loads((namespaced_run / "plan.json").read_text())
+    assert plan["run_id"] == json.loads((namespaced_run / "run.json").read_text())["run_id"]
 
 
 def test_report_of_a_directory_that_is_not_a_run(tmp_path):

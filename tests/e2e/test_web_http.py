@@ -7,8 +7,9 @@ import signal
 
 import pytest
 
-from tests.e2e.conftest import senders
+from tests.e2e.conftest import ROOT, senders
 from tests.e2e.web_session import WebRun, assert_contiguous, rows_of, wait_for
+from tests.run_keys import changes, run_json_keys, summary_keys
 
 pytestmark = pytest.mark.e2e
 
@@ -44,9 +45,28 @@ def test_after_the_run_time_the_workers_stay_and_the_next_test_runs(tmp_path):
     assert info2["scenario"]["fleet"]["duration_s"] == 60  # no run time in the form: the scenario's duration bounds it
     for t in (t1, t2):
         d = run_dir / t["dir"]
+        plan = json.loads((d / "plan.json").read_text())  # the test's own plan: the session's, as the form set it
+        assert (plan["test"]["number"], plan["scenario"]["name"]) == (t["number"], t["scenario_name"])
+        assert plan["test"]["capacity_share"] == 0.5 and plan["run_id"] == session["run_id"]
         rows = rows_of(d)
         assert_contiguous(rows)
         assert len(rows) == t["rows"] and set(rows["worker"]) == {"worker-0", "worker-1"}
+    # the run directory contract, as before the plan (whose session ran one process: its test's `processes` was
+    # empty); a report the UI finished adds `report` / `report_error` (on a busy machine it may not finish
+    # before Ctrl-C: `harness run` then builds it, and they stay unset)
+    before = json.loads((ROOT / "tests" / "fixtures" / "run_keys_before.json").read_text())
+
+    def stable(keys: list[str]) -> set[str]:
+        return {k for k in keys if k not in ("report", "report_error", "tests[].report_error")
+                and not k.startswith("processes.")}
+
+    assert changes(stable(run_json_keys(session)), stable(before["session"]["run_json"])) == \
+        {"lost": [], "added": []}
+    t1_dir = run_dir / t1["dir"]
+    assert changes(stable(run_json_keys(json.loads((t1_dir / "run.json").read_text()))),
+                   stable(before["session_test"]["run_json"])) == {"lost": [], "added": []}
+    assert summary_keys(json.loads((t1_dir / "report" / "summary.json").read_text())) == \
+        before["session_test"]["summary_json"]
     out = web.output()
     log = (run_dir / "locust.log").read_text()
     assert "test 002 started: namespaced on dynamodb, 2 users at 2/s, run time 60 s (the scenario's duration" in log

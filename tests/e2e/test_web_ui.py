@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.load import scenario as scenarios
+from harness.plan import scenario as scenarios
 from tests.e2e.web_session import CHROMIUM, CHROMIUM_ARGS, WebRun, assert_contiguous, rows_of, wait_for
 
 pytestmark = pytest.mark.e2e

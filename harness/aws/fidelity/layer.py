@@ -99,7 +99,7 @@ def _read_probe(info_op: str, p: dict) -> Charge | None:
     return None
 
 
-class Fidelity:
+class FidelityLayer:
     """One per process: shared by every client it is installed on, so budgets are per process."""
 
     def __init__(self, cfg: FidelityConfig, *, clock: Clock | None = None, rng: random.Random | None = None) -> None:
@@ -112,7 +112,8 @@ class Fidelity:
         self.added_ms = 0.0
 
     def install(self, client: Any) -> Any:
-        if not self.cfg.enabled or getattr(client, "_harness_fidelity", None) is self:
+        """Hook this layer into ``client`` (once; a service the run does not use has no client: None)."""
+        if client is None or not self.cfg.enabled or getattr(client, "_harness_fidelity", None) is self:
             return client
         service = client.meta.service_model.service_name
         ev = client.meta.events

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import argparse
 import csv
-import os
 import subprocess
 import sys
 import threading
@@ -50,9 +49,11 @@ class Target:
     key: str = PROBE_KEY  # DynamoDB partition key value / S3 key prefix (under the run's prefix)
     index: str | None = None  # DynamoDB GSI to query (hash key ``<index>pk``), or None for the base table
     region: str = "us-east-1"
+    credentials: str = "chain"  # what signs its requests: boto3's chain, or the stand-in's local keys (dummy)
 
     def argv(self) -> list[str]:
-        out = ["--service", self.service, "--name", self.name, "--key", self.key, "--region", self.region]
+        out = ["--service", self.service, "--name", self.name, "--key", self.key, "--region", self.region,
+               "--credentials", self.credentials]
         if self.endpoint:
             out += ["--endpoint", self.endpoint]
         if self.index:
@@ -61,11 +62,13 @@ class Target:
 
 
 def _client(t: Target):  # noqa: ANN202 - a boto3 client
-    import boto3
     from botocore.config import Config
 
-    cfg = Config(retries={"max_attempts": 1, "mode": "standard"}, connect_timeout=5, read_timeout=30)
-    return boto3.client(t.service, endpoint_url=t.endpoint, region_name=t.region, config=cfg)
+    from harness.aws.clients import new_session
+
+    cfg = Config(retries={"max_attempts": 1, "mode": "standard"}, connect_timeout=5, read_timeout=30,
+                 ignore_configured_endpoint_urls=True)
+    return new_session(t.credentials).client(t.service, endpoint_url=t.endpoint, region_name=t.region, config=cfg)
 
 
 def dynamodb_ops(t: Target) -> list[tuple[str, Callable[[], object]]]:
@@ -141,7 +144,7 @@ class Probe:
                "--run-dir", str(self.run_dir), "--every", f"{self.every_s:g}"]
         log = open(self.run_dir / "probe.log", "ab")  # noqa: SIM115 - the child owns it from here
         try:
-            self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=log, stderr=log, env=dict(os.environ))
+            self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=log, stderr=log)
         finally:
             log.close()
         return self
@@ -177,12 +180,13 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--key", default=PROBE_KEY, help="partition key value (DynamoDB) or key prefix (S3)")
     ap.add_argument("--index", help="DynamoDB GSI to query (its hash key is <index>pk)")
     ap.add_argument("--region", default="us-east-1")
+    ap.add_argument("--credentials", choices=["chain", "dummy"], default="chain")
     ap.add_argument("--run-dir", required=True)
     ap.add_argument("--every", type=float, default=1.0, help="seconds between samples")
     args = ap.parse_args(argv)
     stop = threading.Event()
     threading.Thread(target=_until_stdin_closes, args=(stop,), daemon=True).start()
-    target = Target(args.service, args.endpoint, args.name, args.key, args.index, args.region)
+    target = Target(args.service, args.endpoint, args.name, args.key, args.index, args.region, args.credentials)
     run(target, Path(args.run_dir), args.every, stop)
 
 

@@ -10,7 +10,6 @@ Query indexes) stay selectable. ``bench/standins.py`` holds the evidence.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Protocol
@@ -19,7 +18,6 @@ from harness.errors import HarnessError
 
 DEFAULT = "dynalite"
 NAMES = ("dynalite", "dynalite-memory", "moto", "moto-indexed")
-STAND_IN_ENV = "HARNESS_STAND_IN"  # the stand-in a plain `locust -f locustfile.py` starts (default: DEFAULT)
 ENDPOINT_KIND = "embedded"  # run.json's endpoint_kind for a run on an embedded stand-in
 FALLBACK = "moto"
 
@@ -43,26 +41,27 @@ def check_name(name: str) -> str:
     return name
 
 
-def missing_runtime(name: str) -> str | None:
+def missing_runtime(name: str, node_modules: str | Path | None = None) -> str | None:
     """Why ``name`` cannot start on this machine, or None."""
     if name.startswith("dynalite"):
         from harness.aws.standin.dynalite import missing_runtime as dynalite_missing
 
-        return dynalite_missing()
+        return dynalite_missing(node_modules)
     return None
 
 
 def start(name: str | None = None, run_dir: str | Path | None = None,
-          note: Callable[[str], Any] = print) -> StandIn:
-    """Start ``name`` (default: ``$HARNESS_STAND_IN`` or dynalite); logs go into ``run_dir``.
+          note: Callable[[str], Any] = print, node_modules: str | Path | None = None) -> StandIn:
+    """Start ``name`` (default: dynalite); logs go into ``run_dir``.
 
     When the default's runtime is missing (no ``node``, dynalite not
     installed) it falls back to moto with one line through ``note``; a stand-in
-    the user named explicitly is an error instead.
+    the user named explicitly (``--stand-in`` or ``HARNESS_STAND_IN``, read at
+    the command line's edge) is an error instead.
     """
-    explicit = name or os.environ.get(STAND_IN_ENV) or None
+    explicit = name or None
     chosen = check_name(explicit or DEFAULT)
-    problem = missing_runtime(chosen)
+    problem = missing_runtime(chosen, node_modules)
     if problem:
         if explicit:
             raise HarnessError(f"cannot start stand-in {chosen!r}: {problem}")
@@ -73,7 +72,7 @@ def start(name: str | None = None, run_dir: str | Path | None = None,
         from harness.aws.standin.dynalite import EmbeddedDynalite
 
         return EmbeddedDynalite(data_dir=logs, log_path=str(logs / "dynalite.log") if logs else None,
-                                in_memory=chosen == "dynalite-memory").start()
+                                in_memory=chosen == "dynalite-memory", node_modules=node_modules).start()
     from harness.aws.moto_server import EmbeddedMoto
 
     moto = EmbeddedMoto(log_path=str(logs / "moto.log") if logs else None, indexed=chosen == "moto-indexed")
@@ -84,7 +83,3 @@ def describe(stand_in: StandIn) -> dict[str, Any]:
     """``run.json``'s ``stand_in`` field."""
     return {"name": stand_in.name, "version": stand_in.version, "services": dict(stand_in.services)}
 
-
-def endpoint_env(stand_in: StandIn) -> dict[str, str]:
-    """The variables that point boto3 (here and in every Locust process) at the stand-in."""
-    return {"AWS_ENDPOINT_URL_DYNAMODB": stand_in.urls["dynamodb"], "AWS_ENDPOINT_URL_S3": stand_in.urls["s3"]}

@@ -14,7 +14,6 @@ closes, so it never outlives the run that started it.
 
 from __future__ import annotations
 
-import os
 import select
 import shutil
 import subprocess
@@ -27,22 +26,22 @@ from harness.errors import HarnessError
 
 SERVER_JS = Path(__file__).with_name("dynalite_server.js")
 PROJECT_ROOT = Path(__file__).resolve().parents[3]
-NODE_MODULES_ENV = "HARNESS_NODE_MODULES"
 
 
-def node_modules() -> Path | None:
-    """Where ``npm ci`` put dynalite: ``$HARNESS_NODE_MODULES`` or the project's ``node_modules``."""
-    for base in (os.environ.get(NODE_MODULES_ENV), PROJECT_ROOT / "node_modules"):
+def node_modules(given: str | Path | None = None) -> Path | None:
+    """Where ``npm ci`` put dynalite: ``given`` (``HARNESS_NODE_MODULES``, read at the command line's edge) or
+    the project's ``node_modules``."""
+    for base in (given, PROJECT_ROOT / "node_modules"):
         if base and (Path(base) / "dynalite" / "package.json").is_file():
             return Path(base)
     return None
 
 
-def missing_runtime() -> str | None:
+def missing_runtime(given: str | Path | None = None) -> str | None:
     """Why dynalite cannot start here (one phrase), or None when it can."""
     if shutil.which("node") is None:
         return "no `node` on PATH"
-    if node_modules() is None:
+    if node_modules(given) is None:
         return "dynalite is not installed (run `npm ci` in the project directory)"
     return None
 
@@ -51,8 +50,10 @@ class EmbeddedDynalite:
     """dynalite for DynamoDB plus the embedded moto server for S3; ``stop()`` ends both."""
 
     def __init__(self, host: str = "127.0.0.1", data_dir: str | Path | None = None,
-                 log_path: str | None = None, in_memory: bool = False) -> None:
+                 log_path: str | None = None, in_memory: bool = False,
+                 node_modules: str | Path | None = None) -> None:
         self.host, self.log_path, self.in_memory = host, log_path, in_memory
+        self.modules = node_modules
         self.name = "dynalite-memory" if in_memory else "dynalite"
         self.data_dir = Path(data_dir) if data_dir else None
         self._tmp: tempfile.TemporaryDirectory | None = None
@@ -76,8 +77,8 @@ class EmbeddedDynalite:
         return out | (self.s3.pids if self.s3 else {})
 
     def _command(self) -> list[str]:
-        modules = node_modules()
-        problem = missing_runtime()
+        modules = node_modules(self.modules)
+        problem = missing_runtime(self.modules)
         if problem or modules is None:
             raise HarnessError(f"cannot start dynalite: {problem}")
         cmd = ["node", str(SERVER_JS), "--host", self.host, "--port", "0", "--modules", str(modules)]

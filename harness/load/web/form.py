@@ -2,10 +2,11 @@
 
 The scenario is a choice among the known scenarios (plus the file the run was
 started with, when that is not one of them). The run directory and the
-backend belong to the process that started Locust (``harness run`` created the
-table or bucket for that backend and watches that directory): the form shows
-them as a one-value choice and the server refuses a request that changes them,
-so no form edit can send rows where nobody is looking.
+backend belong to the run's plan (``harness run`` created the table or bucket
+for that backend and watches that directory): the form shows them as a
+one-value choice and the server refuses a request that changes them, so no
+form edit can send rows where nobody is looking. The form's defaults are the
+plan's (its scenario, its latency).
 """
 
 from __future__ import annotations
@@ -14,7 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from harness.errors import HarnessError
-from harness.load import scenario as scenarios
+from harness.plan import scenario as scenarios
+from harness.plan.model import RunPlan
 
 OWNED = ("run_dir", "backend")  # shown in the form, never changed from it
 HELP = {
@@ -53,11 +55,11 @@ def settings(sc: scenarios.Scenario) -> list[str]:
     return out
 
 
-def catalogue(current: str) -> dict[str, dict[str, Any]]:
+def catalogue(plan: RunPlan) -> dict[str, dict[str, Any]]:
     """Every scenario the form offers: name (or path) -> description, settings, file."""
     out: dict[str, dict[str, Any]] = {}
-    names = dict(scenarios.available())
-    value = form_value(current)
+    names = dict(scenarios.available(plan.scenario_dirs))
+    value = form_value(plan.scenario.source, plan.scenario_dirs)
     if value not in names:
         names[value] = Path(value)
     for name, path in names.items():
@@ -72,49 +74,52 @@ def catalogue(current: str) -> dict[str, dict[str, Any]]:
     return out
 
 
-def form_value(scenario_arg: str) -> str:
+def form_value(scenario_arg: str, dirs: tuple[str, ...] = ()) -> str:
     """A known scenario's name for a path to its file; any other value as it is."""
     try:
-        path = scenarios.resolve(scenario_arg)
+        path = scenarios.resolve(scenario_arg, dirs)
     except HarnessError:
         return scenario_arg
-    for name, known in scenarios.available().items():
+    for name, known in scenarios.available(dirs).items():
         if known.resolve() == path.resolve():
             return name
     return str(path)
 
 
-def shown_owned(opts: Any) -> dict[str, str]:
+def shown_owned(plan: RunPlan) -> dict[str, str]:
     """The values the form shows for the options it may not change."""
-    return {"run_dir": str(opts.run_dir), "backend": opts.backend or "(each scenario's own)"}
+    return {"run_dir": plan.run_dir, "backend": plan.backend if plan.fixed_backend else "(each scenario's own)"}
 
 
-def adjust_extra_options(extra: dict[str, dict], opts: Any) -> dict[str, dict]:
+def adjust_extra_options(extra: dict[str, dict], plan: RunPlan) -> dict[str, dict]:
     """Locust's ``extra_options`` for the form: scenario first and a choice, owned options as one-value choices."""
     if "scenario" in extra:
-        value = form_value(opts.scenario)
-        choices = list(scenarios.available())
+        value = form_value(plan.scenario.source, plan.scenario_dirs)
+        choices = list(scenarios.available(plan.scenario_dirs))
         if value not in choices:
             choices.append(value)
         extra["scenario"].update(choices=choices, default_value=value, help_text=HELP["scenario"])
-    for key, shown in shown_owned(opts).items():
+    for key, shown in shown_owned(plan).items():
         if key in extra:
             extra[key].update(choices=[shown], default_value=shown, help_text=HELP[key])
     if "latency" in extra:
-        extra["latency"]["help_text"] = HELP["latency"]
+        extra["latency"].update(default_value=plan.latency or "", help_text=HELP["latency"])
     first = [k for k in ("scenario", "latency", *OWNED) if k in extra]
     return {k: extra[k] for k in first + [k for k in extra if k not in first]}
 
 
-def check_swarm(form: Any, opts: Any) -> str | None:
+def check_swarm(form: Any, plan: RunPlan) -> str | None:
     """One line saying why a start request cannot run, or None."""
-    for key, shown in shown_owned(opts).items():
+    for key, shown in shown_owned(plan).items():
         if key in form and form[key] != shown:
             return f"{key.replace('_', ' ')} is {shown} for this Locust process and cannot be changed from the form"
-    name = form.get("scenario") or opts.scenario
+    name = form.get("scenario")
+    if not name:
+        return None
     try:
-        sc = scenarios.load(name)
-        sc.with_overrides(backend=opts.backend or None)
+        scenarios.resolve(name, plan.scenario_dirs)
+        if form_value(name, plan.scenario_dirs) != form_value(plan.scenario.source, plan.scenario_dirs):
+            scenarios.load(name, plan.scenario_dirs)  # another scenario: it must load (the run's was checked)
     except HarnessError as e:
         return str(e)
     return None

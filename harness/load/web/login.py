@@ -4,10 +4,13 @@ Locust 2.47's ``--web-login`` protects every route of its UI (and the
 harness's own, wrapped with ``auth_required_if_enabled``) with Flask-Login,
 and leaves checking the user to the locustfile. Here the one account comes
 from the environment, so the password lives in a compose ``.env`` file or a
-Kubernetes Secret, never in a manifest or on a command line:
+Kubernetes Secret, never in a manifest, on a command line or in the run plan:
 
-- ``HARNESS_WEB_USERNAME`` (default ``harness``)
-- ``HARNESS_WEB_PASSWORD`` (required, at least ``MIN_PASSWORD`` characters)
+- ``HARNESS_WEB_USERNAME`` (default ``harness``): read at the command line's
+  edge into the plan;
+- ``HARNESS_WEB_PASSWORD`` (required, at least ``MIN_PASSWORD`` characters):
+  the plan names the variable, and the process that installs the login reads
+  it there (``harness.edge.secret``).
 
 Sessions are signed with a key made at start-up, so a restarted master asks
 everyone to log in again. A failed login costs the caller a second.
@@ -17,34 +20,23 @@ from __future__ import annotations
 
 import hmac
 import logging
-import os
 import secrets
-from collections.abc import Mapping
 from typing import Any
 
-from harness.errors import HarnessError
+from harness.edge import secret
+from harness.plan.build import MIN_PASSWORD, PASSWORD_ENV, USERNAME_ENV, check_password
+from harness.plan.model import WebPlan
 
-USERNAME_ENV = "HARNESS_WEB_USERNAME"
-PASSWORD_ENV = "HARNESS_WEB_PASSWORD"
-DEFAULT_USERNAME = "harness"
-MIN_PASSWORD = 12
+__all__ = ["MIN_PASSWORD", "PASSWORD_ENV", "USERNAME_ENV", "credentials", "install", "matches"]
 FAILED_LOGIN_DELAY_S = 1.0
 SUBMIT_PATH = "/harness/login"
 
 log = logging.getLogger("harness")
 
 
-def credentials(env: Mapping[str, str] | None = None) -> tuple[str, str]:
-    """The account the UI accepts, or a one-line error saying what to set."""
-    env = os.environ if env is None else env
-    username = env.get(USERNAME_ENV) or DEFAULT_USERNAME
-    password = env.get(PASSWORD_ENV) or ""
-    if not password:
-        raise HarnessError(f"the web login needs a password: set {PASSWORD_ENV} (for example "
-                           f"`export {PASSWORD_ENV}=$(openssl rand -base64 18)`), or bind the UI to 127.0.0.1")
-    if len(password) < MIN_PASSWORD:
-        raise HarnessError(f"{PASSWORD_ENV} is {len(password)} characters long: use at least {MIN_PASSWORD}")
-    return username, password
+def credentials(web: WebPlan) -> tuple[str, str]:
+    """The account the UI accepts: the plan's user name, the password from the variable it names."""
+    return web.username, check_password(secret(web.password_env))
 
 
 def matches(given_user: str, given_password: str, username: str, password: str) -> bool:
@@ -54,13 +46,13 @@ def matches(given_user: str, given_password: str, username: str, password: str) 
     return user_ok and password_ok
 
 
-def install(environment: Any) -> None:
+def install(environment: Any, web: WebPlan) -> None:
     """Give Locust's ``--web-login`` its user loader and a username/password form checked against the env."""
     import gevent
     from flask import redirect, request, session, url_for
     from flask_login import UserMixin, login_user
 
-    username, password = credentials()
+    username, password = credentials(web)
     web_ui = environment.web_ui
     app = web_ui.app
     app.config.update(SECRET_KEY=secrets.token_hex(32), SESSION_COOKIE_HTTPONLY=True,

@@ -8,8 +8,9 @@ reason:
 
 - ``/`` adds one script (the harness panel: the scenario's description and
   settings, the session's tests with links to their reports);
-- ``/swarm`` checks the scenario and the options Locust's owner set, and takes
-  the run time so the harness times (and names) the stop;
+- ``/swarm`` checks the scenario and the options the run's plan owns, and
+  takes the run time, scenario and latency for the next test's plan (the
+  harness times, and names, the stop);
 - ``/stop`` notes why the test stopped;
 - ``/stats/requests`` puts the steps in loop order and makes the header's
   rate and failure % the iteration's (Locust counts every step as a
@@ -46,7 +47,7 @@ def install(environment: Any, session: Any) -> None:
     """Wire the harness into ``environment.web_ui`` (called from Locust's ``init``)."""
     web_ui = environment.web_ui
     app = web_ui.app
-    opts = environment.parsed_options
+    plan = session.plan
     auth = web_ui.auth_required_if_enabled
     web_ui.template_args["extendedTabs"] = [{"key": TAB_KEY, "title": "Harness"}]
     web_ui.template_args["extendedTables"] = [{"key": TAB_KEY, "structure": COLUMNS}]
@@ -56,14 +57,14 @@ def install(environment: Any, session: Any) -> None:
     def index() -> Response | str:
         web_ui.update_template_args()
         args = web_ui.template_args
-        args["extra_options"] = form.adjust_extra_options(args["extra_options"], opts)
+        args["extra_options"] = form.adjust_extra_options(args["extra_options"], plan)
         html = render_template("index.html", template_args=web_ui.template_args)
         return html.replace("</body>", SCRIPT_TAG + "</body>", 1)
 
     swarm_view = views["locust.swarm"]
 
     def swarm() -> Response:
-        problem = form.check_swarm(request.form, opts)
+        problem = form.check_swarm(request.form, plan)
         running = environment.runner.state in (STATE_SPAWNING, STATE_RUNNING)
         run_time = (request.form.get("run_time") or "").strip()
         try:
@@ -78,8 +79,11 @@ def install(environment: Any, session: Any) -> None:
                 session.edited(int(request.form["user_count"]), float(request.form["spawn_rate"]))
             except (KeyError, ValueError):
                 pass  # Locust answers a bad edit itself
-        else:
+        else:  # the next test's plan takes these (run time, scenario, latency) from the form
             session.pending_form = {"run_time_s": float(seconds) if seconds else None}
+            for key in ("scenario", "latency"):
+                if key in request.form:
+                    session.pending_form[key] = request.form[key].strip()
         kept = [(k, v) for k, v in request.form.items(multi=True) if k != "run_time" and k not in form.OWNED]
         request.form = ImmutableMultiDict(kept)  # the harness times the test (and says why it stopped)
         response = swarm_view()
@@ -133,7 +137,8 @@ def install(environment: Any, session: Any) -> None:
     @app.route("/harness/scenarios")
     @auth
     def catalogue() -> Response:
-        return jsonify({"current": form.form_value(opts.scenario), "scenarios": form.catalogue(opts.scenario)})
+        return jsonify({"current": form.form_value(plan.scenario.source, plan.scenario_dirs),
+                        "scenarios": form.catalogue(plan)})
 
     @app.route("/harness/tests/<int:number>/report/<path:name>")
     @auth

@@ -1,15 +1,24 @@
-"""Scenarios: TOML files in ``scenarios/``, validated on load.
+"""Scenarios: TOML files in ``scenarios/``, validated on load; the run plan's largest part.
 
 Every knob that reproduces one of the seed's bottlenecks is a field here, not a
 code edit. An unknown key, a wrong type or an impossible value is a one-line
-error naming the file and the key.
+error naming the file and the key. A run parses its scenario's TOML once, where
+the command builds the plan; from there the scenario travels as data
+(``Scenario.to_dict`` / ``scenario_from_dict``), never as a file to parse again.
+
+Adding an option: its field here, its parsing in ``parse``, its use where it
+acts, its test and its line in ``scenarios/README.md``. Nothing passes it along
+by hand: the plan carries the whole scenario to every Locust process.
 """
 
 from __future__ import annotations
 
 import os
 import tomllib
-from dataclasses import asdict, dataclass, field
+import types
+import typing
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field, fields, is_dataclass
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +38,6 @@ BACKENDS = ("dynamodb", "s3")
 KINDS = ("throughput", "write-stress", "disposable")
 LIFECYCLES = ("long-lived", "disposable")
 NAMESPACES = ("shared", "per-worker")
-SCENARIO_DIR_ENV = "HARNESS_SCENARIOS"
 
 
 @dataclass(frozen=True)
@@ -38,6 +46,7 @@ class Fleet:
     spawn_rate: float = 4.0
     duration_s: float = 60.0
     max_iterations: int = 100_000  # per worker: every loop is bounded in count as well as time
+    ramp_s: float = 0.0  # users start evenly over this long (spawn rate = workers / ramp); 0: spawn_rate decides
 
 
 @dataclass(frozen=True)
@@ -112,8 +121,12 @@ class Pauses:
 
 
 @dataclass(frozen=True)
-class Fidelity:
-    """The fidelity layer for this scenario; ``mode`` auto means on everywhere but real AWS."""
+class FidelitySpec:
+    """The scenario's ``[fidelity]`` section: what the fidelity layer (``harness.aws.fidelity``) should model.
+
+    ``mode`` auto means on everywhere but real AWS; ``resolve`` is the layer's
+    configuration for one process on one endpoint (the run plan calls it).
+    """
 
     mode: str = "auto"  # auto | on | off
     config: FidelityConfig = field(default_factory=lambda: FidelityConfig(
@@ -150,7 +163,7 @@ class Scenario:
     datastore: DatastoreSpec = field(default_factory=DatastoreSpec)
     lock: LockConfig = field(default_factory=LockConfig)
     checks: Checks = field(default_factory=Checks)
-    fidelity: Fidelity = field(default_factory=Fidelity)
+    fidelity: FidelitySpec = field(default_factory=FidelitySpec)
     background: Background = field(default_factory=Background)
 
     def to_dict(self) -> dict[str, Any]:
@@ -164,8 +177,8 @@ class Scenario:
         if workers is not None:
             if workers < 1:
                 raise HarnessError(f"--workers must be at least 1, got {workers}")
-            fleet = replace(fleet, workers=workers, spawn_rate=max(fleet.spawn_rate, float(workers))
-                            if spawn_rate is None else spawn_rate)
+            ramped = workers / fleet.ramp_s if fleet.ramp_s else max(fleet.spawn_rate, float(workers))
+            fleet = replace(fleet, workers=workers, spawn_rate=ramped if spawn_rate is None else spawn_rate)
         if spawn_rate is not None:
             fleet = replace(fleet, spawn_rate=spawn_rate)
         if duration_s is not None:
@@ -180,38 +193,39 @@ class Scenario:
 # ---- loading ----------------------------------------------------------------------
 
 
-def scenario_dirs() -> list[Path]:
-    dirs = []
-    if os.environ.get(SCENARIO_DIR_ENV):
-        dirs.append(Path(os.environ[SCENARIO_DIR_ENV]))
+def scenario_dirs(extra: Sequence[str] = ()) -> list[Path]:
+    """Where scenario files are looked up: ``extra`` first (``HARNESS_SCENARIOS``, read at the command line's
+    edge), then the project's ``scenarios/``, then ``./scenarios``."""
+    dirs = [Path(d) for d in extra if d]
     dirs.append(Path(__file__).resolve().parents[2] / "scenarios")
     dirs.append(Path.cwd() / "scenarios")
     return [d for i, d in enumerate(dirs) if d.is_dir() and d not in dirs[:i]]
 
 
-def available() -> dict[str, Path]:
+def available(extra: Sequence[str] = ()) -> dict[str, Path]:
     found: dict[str, Path] = {}
-    for d in scenario_dirs():
+    for d in scenario_dirs(extra):
         for p in sorted(d.glob("*.toml")):
             found.setdefault(p.stem, p)
     return found
 
 
-def resolve(name_or_path: str) -> Path:
+def resolve(name_or_path: str, extra: Sequence[str] = ()) -> Path:
     p = Path(name_or_path)
     if p.suffix == ".toml" or os.sep in name_or_path:
         if not p.is_file():
             raise HarnessError(f"scenario file {name_or_path} does not exist")
         return p.resolve()
-    known = available()
+    known = available(extra)
     if name_or_path not in known:
         names = ", ".join(known) or "(none found)"
         raise HarnessError(f"unknown scenario {name_or_path!r}: choose one of {names}, or give a .toml path")
     return known[name_or_path]
 
 
-def load(name_or_path: str) -> Scenario:
-    path = resolve(name_or_path)
+def load(name_or_path: str, extra: Sequence[str] = ()) -> Scenario:
+    """Parse a scenario file: the one place a run reads its TOML (the plan carries the result)."""
+    path = resolve(name_or_path, extra)
     try:
         data = tomllib.loads(path.read_text())
     except tomllib.TOMLDecodeError as e:
@@ -297,8 +311,12 @@ def parse(data: dict, source: str = "<scenario>", default_name: str = "scenario"
     top.done()
 
     f = sections["fleet"]
-    fleet = Fleet(workers=f.integer("workers", 4, 1), spawn_rate=f.number("spawn_rate", 4.0, 0.01),
-                  duration_s=f.duration("duration", 60.0), max_iterations=f.integer("max_iterations", 100_000, 1))
+    workers, ramp = f.integer("workers", 4, 1), f.duration("ramp", 0.0, positive=False)
+    if ramp and "spawn_rate" in f.t:
+        raise f.fail("ramp", "and fleet.spawn_rate both set how fast users start: give one of them")
+    fleet = Fleet(workers=workers, spawn_rate=workers / ramp if ramp else f.number("spawn_rate", 4.0, 0.01),
+                  duration_s=f.duration("duration", 60.0), max_iterations=f.integer("max_iterations", 100_000, 1),
+                  ramp_s=ramp)
     f.done()
 
     w = sections["workload"]
@@ -367,7 +385,7 @@ def parse(data: dict, source: str = "<scenario>", default_name: str = "scenario"
                     fidelity=_fidelity(sections["fidelity"]), background=background)
 
 
-def _fidelity(f: _Reader) -> Fidelity:
+def _fidelity(f: _Reader) -> FidelitySpec:
     mode = f.get("enabled", "auto")
     mode = {True: "on", False: "off"}.get(mode, mode) if isinstance(mode, bool) else mode
     if mode not in ("auto", "on", "off"):
@@ -409,4 +427,35 @@ def _fidelity(f: _Reader) -> Fidelity:
     if pauses.probability > 0 and pauses.duration_s <= 0:
         raise pr.fail("duration", "must be positive when probability is above 0")
     f.done()
-    return Fidelity(mode=mode, config=cfg, pauses=pauses)
+    return FidelitySpec(mode=mode, config=cfg, pauses=pauses)
+
+
+# ---- the scenario as data (the run plan's JSON) -------------------------------------
+
+
+def scenario_from_dict(data: dict[str, Any]) -> Scenario:
+    """The inverse of ``Scenario.to_dict``: a scenario back from the plan's JSON, without its TOML."""
+    return _build(Scenario, data)
+
+
+def _build(tp: Any, value: Any) -> Any:
+    """``value`` (JSON) as type ``tp``: dataclasses field by field, optionals, tuples, dicts, numbers."""
+    if value is None:
+        return None
+    origin = typing.get_origin(tp)
+    if origin in (typing.Union, types.UnionType):
+        inner = [a for a in typing.get_args(tp) if a is not type(None)]
+        return _build(inner[0], value)
+    if is_dataclass(tp):
+        hints = typing.get_type_hints(tp)
+        known = {f.name for f in fields(tp)}
+        return tp(**{k: _build(hints[k], v) for k, v in value.items() if k in known})
+    if origin is tuple:
+        (item, *_) = typing.get_args(tp)
+        return tuple(_build(item, v) for v in value)
+    if origin is dict:
+        _, item = typing.get_args(tp)
+        return {k: _build(item, v) for k, v in value.items()}
+    if tp is float:
+        return float(value)
+    return value

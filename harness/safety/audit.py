@@ -1,4 +1,4 @@
-"""Check a run directory: its history against its final remote state; write ``RUN_DIR/safety.json``.
+"""Audit a run directory: its history against its final remote state; write ``RUN_DIR/safety.json``.
 
 At the end of ``harness run`` (scenarios with ``[checks] safety = true``) the
 final state is captured while the endpoint is still up, then checked;

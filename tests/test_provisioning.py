@@ -1,25 +1,32 @@
-"""Ownership, endpoints and scenario validation (no network: in-process moto)."""
+"""Provisioning through the plan's factory: ownership, teardown, names; scenario validation (in-process moto)."""
 
 from __future__ import annotations
+
+from dataclasses import replace
 
 import pytest
 
 from harness.aws.clients import Clients
 from harness.aws.endpoints import Endpoints
 from harness.errors import HarnessError
-from harness.load import runtime
-from harness.load import scenario as scenarios
+from harness.plan import scenario as scenarios
+from harness.plan.factory import Factory
+from harness.plan.model import Resources, new_run_id
+from tests.plans import make_plan
 
 
 def _clients(aws):
     return Clients(dynamodb=aws[0], s3=aws[1], endpoints=Endpoints(None, None, "moto"))
 
 
+def _factory(backend: str, resources: Resources, run_id: str) -> Factory:
+    return Factory(replace(make_plan("namespaced", backend=backend), run_id=run_id, resources=resources))
+
+
 @pytest.mark.parametrize("backend", ["dynamodb", "s3"])
 def test_refuses_foreign_resources_and_deletes_only_its_own(aws, backend):
     clients = _clients(aws)
-    sc = scenarios.load("namespaced").with_overrides(backend=backend)
-    foreign = runtime.Resources(table="someone-table", bucket="someone-bucket")
+    foreign = Resources(table="someone-table", bucket="someone-bucket")
     if backend == "dynamodb":
         aws[0].create_table(TableName="someone-table", KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"},
                                                                   {"AttributeName": "sk", "KeyType": "RANGE"}],
@@ -28,15 +35,19 @@ def test_refuses_foreign_resources_and_deletes_only_its_own(aws, backend):
                             BillingMode="PAY_PER_REQUEST")
     else:
         aws[1].create_bucket(Bucket="someone-bucket")
-    be = runtime.build_backend(sc, clients, foreign, "run-1")
+    theirs = _factory(backend, foreign, "run-1")
+    be = theirs.backend(clients)
     with pytest.raises(HarnessError, match="was not created by the harness"):
-        runtime.ensure_owned(clients, be)
-    assert runtime.delete_owned(clients, be) is False  # never deletes what it did not create
+        theirs.provision(clients, be)
+    assert theirs.teardown(clients, be) is False  # never deletes what it did not create
 
-    ours = runtime.build_backend(sc, clients, runtime.Resources.for_run("run-2"), "run-2")
-    runtime.ensure_owned(clients, ours)
-    runtime.ensure_owned(clients, ours)  # idempotent for its own
-    assert runtime.delete_owned(clients, ours) is True
+    mine = _factory(backend, Resources.for_run("run-2"), "run-2")
+    ours = mine.backend(clients)
+    mine.provision(clients, ours)
+    mine.provision(clients, ours)  # idempotent for its own
+    if backend == "s3":  # a bucket with objects in it is emptied first
+        aws[1].put_object(Bucket=ours.bucket, Key="data/x", Body=b"x")
+    assert mine.teardown(clients, ours) is True
     if backend == "dynamodb":
         assert "someone-table" in aws[0].list_tables()["TableNames"]
         assert ours.describe() is None
@@ -45,15 +56,8 @@ def test_refuses_foreign_resources_and_deletes_only_its_own(aws, backend):
         assert "someone-bucket" in names and ours.bucket not in names
 
 
-def test_no_endpoint_and_no_aws_flag_is_refused():
-    with pytest.raises(HarnessError, match="no endpoint configured"):
-        runtime.resolve_endpoints({})
-    assert runtime.resolve_endpoints({runtime.TARGET_AWS_ENV: "1"}).kind == "aws"
-    assert runtime.resolve_endpoints({"AWS_ENDPOINT_URL": "http://127.0.0.1:8000"}).kind == "other"
-
-
 def test_resource_names_are_valid_for_both_services():
-    r = runtime.Resources.for_run(runtime.new_run_id("Legacy-GSI", "dynamodb") + "-" + "x" * 80)
+    r = Resources.for_run(new_run_id("Legacy-GSI", "dynamodb") + "-" + "x" * 80)
     assert len(r.bucket) <= 63 and r.bucket == r.bucket.lower() and not r.bucket.endswith("-")
 
 

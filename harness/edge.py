@@ -1,0 +1,72 @@
+"""The command line's edge: the one module that reads the user's environment.
+
+What a user gives by environment variable is read here, once, by the process
+a user started (``harness ...`` or ``locust -f locustfile.py``), and goes into
+the run plan (``harness.plan``) from there; no other module reads
+``os.environ``, and no module writes it (``tests/test_plan_edge.py`` checks
+both from the source). Credentials are never read into the plan: boto3 finds
+them through its own chain, and the plan only names where they come from.
+The web UI's password is read by the process that installs the login, from
+the variable the plan names.
+
+Neutral: imports nothing from the harness, so every layer may call it.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+ENDPOINT_VARS = ("AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_DYNAMODB", "AWS_ENDPOINT_URL_S3")
+STAND_IN_ENV = "HARNESS_STAND_IN"  # the embedded stand-in to start when none is named on the command line
+SCENARIOS_ENV = "HARNESS_SCENARIOS"  # one more directory of scenario files, searched first
+JOBS_DIR_ENV = "HARNESS_JOBS_DIR"  # where the job journal lives (default runs/jobs)
+NODE_MODULES_ENV = "HARNESS_NODE_MODULES"  # where `npm ci` put dynalite (default the project's node_modules)
+WEB_USERNAME_ENV = "HARNESS_WEB_USERNAME"
+WEB_PASSWORD_ENV = "HARNESS_WEB_PASSWORD"
+CREDENTIAL_VARS = ("AWS_ACCESS_KEY_ID", "AWS_PROFILE")  # named (never their values) to say where keys come from
+
+
+@dataclass(frozen=True)
+class UserEnvironment:
+    """The variables the harness acts on, as the user set them (empty values count as unset)."""
+
+    endpoints: dict[str, str] = field(default_factory=dict)  # AWS_ENDPOINT_URL* -> URL
+    stand_in: str | None = None
+    scenarios_dir: str | None = None
+    jobs_dir: str | None = None
+    node_modules: str | None = None
+    web_username: str | None = None
+    credential_vars: tuple[str, ...] = ()  # which of CREDENTIAL_VARS are set (names only)
+    profile: str | None = None  # AWS_PROFILE's value: a profile name, not a secret
+
+    @staticmethod
+    def read(env: Mapping[str, str] | None = None) -> UserEnvironment:
+        env = os.environ if env is None else env
+
+        def get(name: str) -> str | None:
+            return env.get(name) or None
+
+        return UserEnvironment(
+            endpoints={v: env[v] for v in ENDPOINT_VARS if env.get(v)}, stand_in=get(STAND_IN_ENV),
+            scenarios_dir=get(SCENARIOS_ENV), jobs_dir=get(JOBS_DIR_ENV), node_modules=get(NODE_MODULES_ENV),
+            web_username=get(WEB_USERNAME_ENV), credential_vars=tuple(v for v in CREDENTIAL_VARS if env.get(v)),
+            profile=get("AWS_PROFILE"))
+
+
+def secret(name: str, env: Mapping[str, str] | None = None) -> str:
+    """A secret the plan names by variable (the web UI's password): read where it is used, never stored."""
+    env = os.environ if env is None else env
+    return env.get(name) or ""
+
+
+def child_environment(extra: Mapping[str, str] | None = None,
+                      drop: tuple[str, ...] = ()) -> dict[str, str]:
+    """The environment for a child process: this one's, with ``extra`` added and ``drop`` left out.
+
+    The child gets its own copy; this process's environment is never changed.
+    """
+    out = {k: v for k, v in os.environ.items() if k not in drop}
+    out.update(extra or {})
+    return out

@@ -1,0 +1,1 @@
+"""The run plan: one resolved description of a run, built once by the command, read by every process."""

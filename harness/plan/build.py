@@ -1,0 +1,246 @@
+"""Building a run plan from a command line and the user's environment: every check before anything starts.
+
+``plan_run`` is ``harness run``'s planning; ``plan_locust`` is a plain
+``locust -f locustfile.py`` run's (its ``init``); ``job_connection`` is the
+bulk jobs'. Bad input is a one-line ``HarnessError`` raised here, before a run
+directory exists, so a refused run leaves nothing behind. The stand-in is the
+one thing a plan cannot know in advance (its ports): ``start_stand_in``
+starts it and returns the plan with its URLs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from botocore.exceptions import BotoCoreError
+
+from harness.aws import standin
+from harness.aws.clients import DEFAULT_REGION, new_session
+from harness.aws.fidelity.latency import load_profile
+from harness.edge import UserEnvironment
+from harness.errors import HarnessError
+from harness.plan import endpoints as ep
+from harness.plan import scenario as scenarios
+from harness.plan.model import (
+    Connection,
+    LocustPlan,
+    MasterPlan,
+    PreAge,
+    Resources,
+    RunPlan,
+    Seeding,
+    StandInPlan,
+    WebPlan,
+    new_run_id,
+)
+
+MASTER_PORT = 5557  # Locust's own default: workers of a --master run connect here
+MIN_PASSWORD = 12  # the web login's password, at least this long
+PASSWORD_ENV, USERNAME_ENV = "HARNESS_WEB_PASSWORD", "HARNESS_WEB_USERNAME"
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    """What ``harness run``'s command line asked for (the plan is what it resolves to)."""
+
+    scenario: str
+    backend: str | None = None
+    workers: int | None = None
+    duration_s: float | None = None
+    spawn_rate: float | None = None
+    processes: int = 0
+    run_dir: str | None = None
+    web: bool = False
+    web_port: int = 8089
+    report: bool = True
+    aws: bool = False
+    table: str | None = None
+    bucket: str | None = None
+    allow_foreign: bool = False
+    cleanup: bool = False
+    latency: str | None = None
+    preage: PreAge | None = None  # --seed-models: pre-age before the load
+    seed_dir: str | None = None  # or start from an earlier `harness seed` (its catalogs; with --table)
+    stand_in: str | None = None  # the embedded stand-in (default: standin.DEFAULT)
+    web_host: str = "127.0.0.1"
+    web_login: bool = False  # Locust's --web-login, one account from HARNESS_WEB_USERNAME / HARNESS_WEB_PASSWORD
+    master: bool = False  # a Locust master for workers started elsewhere (`harness worker`)
+    expect_workers: int = 1  # headless --master: start when this many workers are connected ...
+    expect_workers_max_wait_s: float = 600.0  # ... or give up after this long
+    master_bind_host: str = "*"
+    master_bind_port: int = MASTER_PORT
+
+
+def plan_run(opts: RunOptions, env: UserEnvironment, *, password: str = "") -> RunPlan:
+    """``harness run``'s plan, or the first thing wrong with the command line, as one line."""
+    extra = (env.scenarios_dir,) if env.scenarios_dir else ()
+    sc = scenarios.load(opts.scenario, extra)
+    if opts.web:  # the fleet options are the form's prefill; each test's plan applies what the form asked
+        sc = sc.with_overrides(backend=opts.backend)
+        fleet = sc.with_overrides(workers=opts.workers, duration_s=opts.duration_s, spawn_rate=opts.spawn_rate).fleet
+    else:
+        sc = sc.with_overrides(backend=opts.backend, workers=opts.workers, duration_s=opts.duration_s,
+                               spawn_rate=opts.spawn_rate)
+        fleet = sc.fleet
+    if opts.latency:
+        load_profile(opts.latency)  # a bad profile is a one-line error before anything starts
+    if opts.processes < 0:
+        raise HarnessError(f"--processes must be 0 or more, got {opts.processes}")
+    check_distribution(opts, password)
+    stand_in = stand_in_plan(opts.stand_in or env.stand_in, env)
+    connection = resolve_connection(env, aws=opts.aws, needed=[sc.backend])
+    if opts.stand_in and not connection.stand_in_services:
+        raise HarnessError("--stand-in starts a local server, but the run targets a configured endpoint or AWS: "
+                           "unset AWS_ENDPOINT_URL* / drop --aws, or drop --stand-in")
+    if opts.master and connection.stand_in_services:
+        raise HarnessError("--master: workers elsewhere cannot reach an embedded stand-in on this machine's "
+                           f"loopback; set {ep.variables_for(connection.stand_in_services)} to a stand-in every "
+                           "worker reaches, or pass --aws")
+    run_id = new_run_id(sc.name, sc.backend)
+    run_dir = Path(opts.run_dir or Path("runs") / run_id)  # as given: messages name it the way the user did
+    if opts.preage and sc.backend != "dynamodb":
+        raise HarnessError("--seed-models seeds DynamoDB items: run the scenario with --backend dynamodb")
+    if sc.background.items and sc.backend != "dynamodb":
+        raise HarnessError("a [background] job writes DynamoDB items: run the scenario with --backend dynamodb")
+    seeding = Seeding(opts.preage, str((run_dir / "seed-state").resolve()) if opts.preage else
+                      (str(Path(opts.seed_dir).resolve()) if opts.seed_dir else None))
+    web = WebPlan(host=opts.web_host, port=opts.web_port, login=opts.web_login,
+                  username=env.web_username or WebPlan.username, report_each_test=opts.report) if opts.web else None
+    master = MasterPlan(opts.master_bind_host, opts.master_bind_port, opts.expect_workers,
+                        opts.expect_workers_max_wait_s) if opts.master else None
+    return RunPlan(
+        run_id=run_id, run_dir=str(run_dir), scenario=sc, connection=connection,
+        resources=Resources.for_run(run_id, opts.table, opts.bucket, allow_foreign=opts.allow_foreign,
+                                    cleanup=opts.cleanup),
+        locust=LocustPlan(users=fleet.workers, spawn_rate=fleet.spawn_rate, run_time_s=fleet.duration_s,
+                          processes=opts.processes, web=web, master=master, report=opts.report),
+        stand_in=stand_in, seeding=seeding, latency=opts.latency or None, scenario_dirs=extra)
+
+
+def plan_locust(opts: Any, env: UserEnvironment, *, role: str, web: bool) -> RunPlan:
+    """A plain ``locust -f locustfile.py`` run's plan, from Locust's parsed options (``role``: local|master)."""
+    extra = (env.scenarios_dir,) if env.scenarios_dir else ()
+    sc = scenarios.load(opts.scenario, extra).with_overrides(backend=opts.backend or None)
+    if opts.latency:
+        load_profile(opts.latency)
+    connection = resolve_connection(env, aws=False, needed=[sc.backend])
+    if role != "local" and connection.stand_in_services:
+        raise HarnessError("a Locust master starts no embedded stand-in (its workers could not reach it): set "
+                           f"{ep.variables_for(connection.stand_in_services)} to an endpoint every worker reaches")
+    run_id = new_run_id(sc.name, sc.backend)
+    run_dir = Path(opts.run_dir or Path("runs") / run_id)
+    users = int(opts.num_users or sc.fleet.workers)
+    run_time = float(opts.run_time) if getattr(opts, "run_time", None) else None
+    return RunPlan(
+        run_id=run_id, run_dir=str(run_dir), scenario=sc, connection=connection,
+        resources=Resources.for_run(run_id),
+        locust=LocustPlan(users=users, spawn_rate=float(opts.spawn_rate or users), run_time_s=run_time,
+                          web=WebPlan(username=env.web_username or WebPlan.username) if web else None),
+        stand_in=stand_in_plan(opts.stand_in or env.stand_in, env), latency=opts.latency or None,
+        scenario_dirs=extra, fixed_backend=bool(opts.backend))
+
+
+def stand_in_plan(name: str | None, env: UserEnvironment) -> StandInPlan:
+    """The stand-in per service: ``name`` serves DynamoDB (dynalite by default), moto serves S3."""
+    if name:
+        standin.check_name(name)
+    return StandInPlan(dynamodb=name or standin.DEFAULT, s3="moto", named=bool(name), node_modules=env.node_modules)
+
+
+def resolve_connection(env: UserEnvironment, *, aws: bool, needed: Iterable[str]) -> Connection:
+    """Each service's endpoint and credentials (see ``harness.plan.endpoints``), and the region."""
+    services = ep.resolve(env.endpoints, aws=aws, needed=needed)
+    real = [e for e in services.values() if e.kind in (ep.AWS, ep.OTHER)]
+    found, source = chain_credentials(env) if real else (False, "")
+    services = ep.with_credentials(services, found)
+    region = _region("chain" if found else "dummy")
+    return Connection(services["dynamodb"], services["s3"], region, source)
+
+
+def job_connection(env: UserEnvironment, *, aws: bool) -> Connection:
+    """The bulk jobs' DynamoDB endpoint: one that outlives them (a variable, or --aws), never a stand-in."""
+    connection = resolve_connection(env, aws=aws, needed=["dynamodb"])
+    if connection.stand_in_services:
+        raise HarnessError("jobs need an endpoint that outlives them: set AWS_ENDPOINT_URL_DYNAMODB (or "
+                           "AWS_ENDPOINT_URL: DynamoDB Local, a moto server, ...) or pass --aws; "
+                           "`harness run --seed-models` seeds the embedded one")
+    return connection
+
+
+def chain_credentials(env: UserEnvironment) -> tuple[bool, str]:
+    """Whether boto3's chain finds credentials, and where from (a variable or profile name, never a value)."""
+    try:
+        creds = new_session("chain").get_credentials()
+    except BotoCoreError as e:
+        raise HarnessError(f"cannot read AWS credentials: {e}") from None
+    if creds is None:
+        return False, ""
+    if "AWS_ACCESS_KEY_ID" in env.credential_vars:
+        return True, "AWS_ACCESS_KEY_ID"
+    if env.profile:
+        return True, f"profile {env.profile}"
+    return True, getattr(creds, "method", "") or "boto3's credential chain"
+
+
+def _region(credentials: str) -> str:
+    try:
+        return new_session(credentials).region_name or DEFAULT_REGION
+    except BotoCoreError:
+        return DEFAULT_REGION
+
+
+def check_password(password: str) -> str:
+    """The web login's password as given, or a one-line error saying what to set."""
+    if not password:
+        raise HarnessError(f"the web login needs a password: set {PASSWORD_ENV} (for example "
+                           f"`export {PASSWORD_ENV}=$(openssl rand -base64 18)`), or bind the UI to 127.0.0.1")
+    if len(password) < MIN_PASSWORD:
+        raise HarnessError(f"{PASSWORD_ENV} is {len(password)} characters long: use at least {MIN_PASSWORD}")
+    return password
+
+
+def check_distribution(opts: RunOptions, password: str = "") -> None:
+    """What ``--master`` and a published web UI need before anything starts (one line each)."""
+    if opts.web and opts.web_login:
+        check_password(password)
+    if opts.web and not opts.web_login and not loopback(opts.web_host):
+        raise HarnessError(f"the web UI on {opts.web_host} would be open to anyone who reaches it: add --web-login "
+                           f"(one account from {USERNAME_ENV} / {PASSWORD_ENV}) or use --web-host 127.0.0.1")
+    if not opts.master:
+        return
+    if opts.processes:
+        raise HarnessError("--master runs no workers of its own: drop --processes and start `harness worker "
+                           "--master-host HOST` where the workers run")
+    if opts.expect_workers < 1:
+        raise HarnessError(f"--expect-workers must be at least 1, got {opts.expect_workers}")
+
+
+def loopback(host: str) -> bool:
+    import ipaddress
+
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False  # "*", a host name: every interface, or one we cannot vouch for
+
+
+def start_stand_in(plan: RunPlan, note: Callable[[str], Any], log_dir: str | Path | None = None
+                   ) -> tuple[standin.StandIn | None, RunPlan]:
+    """Start the embedded stand-in for the services the plan has it serve; the plan with its URLs."""
+    services = plan.connection.stand_in_services
+    if not services:
+        return None, plan
+    s = plan.stand_in
+    if "dynamodb" in services:  # its stand-in serves S3 too; unnamed, the default falls back to moto if it must
+        server = standin.start(s.dynamodb if s.named else None, log_dir, note=note, node_modules=s.node_modules)
+    else:
+        server = standin.start(s.s3, log_dir, note=note)
+    c = plan.connection
+    filled = {svc: replace(c.service(svc), url=server.urls[svc]) for svc in services}
+    connection = replace(c, **filled)
+    return server, replace(plan, connection=connection, stand_in=replace(s, started=standin.describe(server)))

@@ -1,0 +1,54 @@
+"""The key structure of run.json and summary.json, so a change that drops or renames a key is caught.
+
+Values differ run to run; the keys are the contract readers (reports, notebooks, CI) depend on.
+Maps keyed by data (Locust processes, fault operations) are folded to one placeholder key.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+# dotted paths whose keys are data, not schema
+DYNAMIC = {"processes": "<process>", "scenario.fidelity.config.faults": "<operation>",
+           "fidelity.faults": "<operation>"}
+
+
+def key_paths(doc: Any, prefix: str = "", dynamic: dict[str, str] | None = None, depth: int | None = None) -> set[str]:
+    """Every dotted key path of ``doc`` (lists as ``[]``, their first element's keys under it)."""
+    dynamic = DYNAMIC if dynamic is None else dynamic
+    out: set[str] = set()
+    if depth == 0:
+        return out
+    if isinstance(doc, dict):
+        for k, v in doc.items():
+            name = dynamic.get(prefix, k) if prefix in dynamic else k
+            path = f"{prefix}.{name}" if prefix else name
+            out.add(path)
+            out |= key_paths(v, path, dynamic, None if depth is None else depth - 1)
+    elif isinstance(doc, list) and doc:
+        out |= key_paths(doc[0], prefix + "[]", dynamic, depth)
+    return out
+
+
+def run_json_keys(info: dict) -> list[str]:
+    """run.json: every key, nested."""
+    return sorted(key_paths(info))
+
+
+def summary_keys(summary: dict) -> list[str]:
+    """summary.json: its top level, each run's entry and the findings' first level (deeper keys follow the data)."""
+    out = {k for k in summary}
+    for run in summary.get("runs", [])[:1]:
+        out |= {f"runs[].{k}" for k in run}
+        out |= {f"runs[].findings.{k}" for k in run.get("findings", {})}
+    return sorted(out)
+
+
+def changes(now: list[str] | set[str], before: list[str] | set[str]) -> dict[str, list[str]]:
+    """What a run's keys lost against ``before``, and what they gained beyond the scenario's own fields.
+
+    The scenario section grows with every scenario option (``scenario.fleet.ramp_s``, ...); anything else
+    added, and anything lost or renamed, changes the run directory's contract.
+    """
+    now, before = set(now), set(before)
+    return {"lost": sorted(before - now), "added": sorted(k for k in now - before if not k.startswith("scenario."))}
