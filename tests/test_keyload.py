@@ -11,7 +11,7 @@ from botocore.config import Config
 from botocore.exceptions import ClientError
 
 from harness.aws.capacity import Charge
-from harness.aws.fidelity.layer import Fidelity, FidelityConfig
+from harness.aws.fidelity.layer import FidelityConfig, FidelityLayer
 from harness.aws.fidelity.throttle import DynamoCapacity
 from harness.aws.instrument import instrument
 from harness.aws.keyload import KeyLoad, install
@@ -56,7 +56,7 @@ def test_throttled_attempts_are_counted_on_the_key_they_would_have_charged(aws):
     ddb = instrument(SESSION.client("dynamodb", config=Config(retries={"total_max_attempts": 3,
                                                                        "mode": "standard"})))
     cap = DynamoCapacity(mode="provisioned", read=1000, write=1000, scale=0.001)  # 1 WCU a second
-    Fidelity(FidelityConfig(enabled=True, dynamodb=cap), clock=FakeClock()).install(ddb)
+    FidelityLayer(FidelityConfig(enabled=True, dynamodb=cap), clock=FakeClock()).install(ddb)
     load = KeyLoad()
     install(ddb, load)
     ddb.create_table(TableName="r", KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
