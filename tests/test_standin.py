@@ -11,7 +11,7 @@ from moto import mock_aws
 from harness.aws import standin
 from harness.aws.clients import Clients
 from harness.aws.endpoints import Endpoints
-from harness.aws.standin import moto_patches
+from harness.aws.standin import moto_patches, seaweedfs
 from harness.datastore.backends.dynamodb import DynamoBackend
 from harness.errors import HarnessError
 from harness.load import runtime
@@ -27,13 +27,61 @@ def test_unknown_stand_in_is_one_line():
 def test_default_falls_back_to_moto_with_one_note_when_node_is_missing(monkeypatch, tmp_path):
     monkeypatch.setenv("PATH", str(tmp_path))  # no `node` anywhere
     monkeypatch.delenv(standin.STAND_IN_ENV, raising=False)
+    monkeypatch.delenv(standin.S3_STAND_IN_ENV, raising=False)
+    monkeypatch.setenv(seaweedfs.WEED_ENV, str(tmp_path / "weed"))  # and no weed: moto for both, two notes
     notes: list[str] = []
     s = standin.start(None, tmp_path, note=notes.append)
     try:
         assert s.name == "moto" and s.version and s.urls["dynamodb"] == s.urls["s3"]
-        assert notes == ["harness: the default stand-in dynalite is unavailable (no `node` on PATH); using moto"]
+        assert standin.describe(s)["s3"] == {"name": "moto", "version": s.version}
+        assert notes == ["harness: the default stand-in dynalite is unavailable (no `node` on PATH); using moto",
+                         "harness: the default S3 stand-in seaweedfs is unavailable (no executable `weed` at "
+                         f"HARNESS_WEED={tmp_path / 'weed'}); using moto"]
     finally:
         s.stop()
+
+
+@pytest.fixture
+def no_choice_env(monkeypatch):
+    monkeypatch.delenv(standin.STAND_IN_ENV, raising=False)
+    monkeypatch.delenv(standin.S3_STAND_IN_ENV, raising=False)
+    monkeypatch.delenv(seaweedfs.WEED_ENV, raising=False)
+
+
+@pytest.mark.skipif(seaweedfs.missing_runtime() is not None, reason=f"{seaweedfs.missing_runtime()}")
+@pytest.mark.parametrize(("name", "s3", "expected"), [
+    (None, None, (None, "seaweedfs")),  # DynamoDB's default (dynalite, or moto without node): S3 on SeaweedFS
+    ("dynalite-memory", None, ("dynalite-memory", "seaweedfs")),
+    ("moto", None, ("moto", "moto")),  # --stand-in moto alone: moto for both, one process
+    ("moto-indexed", None, ("moto-indexed", "moto")),
+    ("moto", "seaweedfs", ("moto", "seaweedfs")),
+    ("dynalite", "moto", ("dynalite", "moto")),
+])
+def test_each_service_gets_its_stand_in(no_choice_env, name, s3, expected):
+    if (name or "dynalite").startswith("dynalite") and standin.missing_runtime("dynalite"):
+        pytest.skip(f"dynalite: {standin.missing_runtime('dynalite')}")
+    chosen = standin.choose(name, s3, note=lambda m: pytest.fail(m))
+    assert chosen == (expected[0] or "dynalite", expected[1])
+
+
+def test_the_s3_stand_in_comes_from_the_environment_too(no_choice_env, monkeypatch):
+    monkeypatch.setenv(standin.S3_STAND_IN_ENV, "moto")
+    assert standin.choose("moto-indexed", None, note=lambda m: pytest.fail(m)) == ("moto-indexed", "moto")
+
+
+def test_a_named_s3_stand_in_whose_binary_is_missing_is_an_error_not_a_fallback(no_choice_env, monkeypatch,
+                                                                                 tmp_path):
+    monkeypatch.setenv(seaweedfs.WEED_ENV, str(tmp_path / "weed"))
+    with pytest.raises(HarnessError) as e:
+        standin.choose("moto", "seaweedfs", note=lambda m: pytest.fail(m))
+    assert str(e.value) == (f"cannot start S3 stand-in 'seaweedfs': no executable `weed` at "
+                            f"HARNESS_WEED={tmp_path / 'weed'}")
+
+
+def test_an_unknown_s3_stand_in_is_one_line(no_choice_env):
+    with pytest.raises(HarnessError) as e:
+        standin.choose("moto", "minio")
+    assert str(e.value) == "unknown S3 stand-in 'minio': choose one of seaweedfs, moto"
 
 
 def test_a_named_stand_in_whose_runtime_is_missing_is_an_error_not_a_fallback(monkeypatch, tmp_path):

@@ -87,6 +87,7 @@ class RunOptions:
     seed_dir: str | None = None  # or start from an earlier `harness seed` (its catalogs; with --table)
     quiet: bool = False
     stand_in: str | None = None  # the embedded stand-in (default: standin.DEFAULT)
+    s3_stand_in: str | None = None  # S3's embedded stand-in (default: standin.S3_DEFAULT; moto with --stand-in moto)
     web_host: str = "127.0.0.1"
     web_login: bool = False  # Locust's --web-login, one account from HARNESS_WEB_USERNAME / HARNESS_WEB_PASSWORD
     master: bool = False  # a Locust master for workers started elsewhere (`harness worker`)
@@ -318,9 +319,12 @@ def _run(opts: RunOptions) -> RunResult:
     # input errors are refused before the run directory exists: a refused run leaves nothing behind
     if opts.stand_in:
         standin.check_name(opts.stand_in)
-        if opts.aws or any_endpoint_configured():
-            raise HarnessError("--stand-in starts a local server, but the run targets a configured endpoint or AWS: "
-                               "unset AWS_ENDPOINT_URL* / drop --aws, or drop --stand-in")
+    if opts.s3_stand_in:
+        standin.check_s3_name(opts.s3_stand_in)
+    for flag, given in (("--stand-in", opts.stand_in), ("--s3-stand-in", opts.s3_stand_in)):
+        if given and (opts.aws or any_endpoint_configured()):
+            raise HarnessError(f"{flag} starts a local server, but the run targets a configured endpoint or AWS: "
+                               f"unset AWS_ENDPOINT_URL* / drop --aws, or drop {flag}")
     if opts.aws and any_endpoint_configured():
         raise HarnessError("--aws and an AWS_ENDPOINT_URL* variable disagree: unset the variable or drop --aws")
     run_dir = _prepare_run_dir(Path(opts.run_dir or Path("runs") / run_id))
@@ -335,7 +339,7 @@ def _run(opts: RunOptions) -> RunResult:
         if opts.aws:
             kind_env[runtime.TARGET_AWS_ENV] = "1"
         elif not any_endpoint_configured():
-            local = standin.start(opts.stand_in, run_dir, note=lambda m: _say(opts, m))
+            local = standin.start(opts.stand_in, run_dir, note=lambda m: _say(opts, m), s3=opts.s3_stand_in)
             os.environ.update(standin.endpoint_env(local), **DUMMY_CREDENTIALS)
             kind_env[runtime.ENDPOINT_KIND_ENV] = standin.ENDPOINT_KIND
             for real in ("AWS_PROFILE", "AWS_SESSION_TOKEN"):  # never sign for moto with real credentials

@@ -81,6 +81,8 @@ def _options(parser: Any) -> None:
                         help="no endpoint: target AWS itself (set by `harness run --aws`)", **hidden)
     parser.add_argument("--stand-in", default="", help=f"embedded stand-in when no endpoint is set: "
                         f"{', '.join(standin.NAMES)} (default {standin.DEFAULT})", **hidden)
+    parser.add_argument("--s3-stand-in", default="", help=f"embedded S3 stand-in when no endpoint is set: "
+                        f"{', '.join(standin.S3_NAMES)} (default {standin.S3_DEFAULT})", **hidden)
     parser.add_argument("--stand-in-info", default="", help="JSON {name, version, services} of the stand-in "
                         "`harness run` started", **hidden)
     parser.add_argument("--no-report", action="store_true", default=False,
@@ -117,7 +119,7 @@ def _init(environment: Any, **_: Any) -> None:
             login.install(environment)  # a published UI: one account from the environment
         if role == ROLE_LOCAL and not any_endpoint_configured() and not opts.target_aws and not opts.endpoint_kind:
             # plain `locust -f locustfile.py`: the embedded default
-            h.server = standin.start(opts.stand_in or None, note=log.warning)
+            h.server = standin.start(opts.stand_in or None, note=log.warning, s3=opts.s3_stand_in or None)
             os.environ.update(standin.endpoint_env(h.server), **DUMMY_CREDENTIALS)
             opts.endpoint_kind = standin.ENDPOINT_KIND
         sc = load_scenario(opts)  # fail early, before any user starts
