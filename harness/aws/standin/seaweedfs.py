@@ -57,6 +57,7 @@ NAME = "seaweedfs"
 VOLUME_MB = 64
 VOLUMES = 256
 STOP_DEADLINE_S = 10.0
+LISTEN_WAIT_S = 10.0  # after the banner, how long every chosen port has to be listening
 # (flag, label in the banner or None): every port weed mini opens, chosen here
 PORTS = (
     ("master.port", "Master UI"), ("master.port.grpc", None),
@@ -70,6 +71,7 @@ FIXED_FLAGS = (
     f"-master.volumeSizeLimitMB={VOLUME_MB}", f"-volume.max={VOLUMES}",
 )
 READY_LINE = "All enabled components are running"
+BANNER_LABELS = tuple(label for _, label in PORTS if label)
 _BANNER = re.compile(r"^\s*(Master UI|Volume Server|Filer UI|S3 Endpoint):\s+(\S+)\s*$", re.M)
 _PORT_TROUBLE = re.compile(r"^.*(Port allocation failed|finding alternative port|is not available).*$", re.M)
 _VERSION = re.compile(r"version\s+\S+\s+(\d+(?:\.\d+)+)")
@@ -151,6 +153,7 @@ class EmbeddedSeaweedFS:
         self.proc: subprocess.Popen | None = None
         self.version = ""
         self._sockets: str | None = None  # TMPDIR of the weed process: its unix sockets, glog files
+        self._made_data = False  # only a data directory this launcher made is removed
         self._log = None
 
     # ---- the stand-in protocol (harness.aws.standin) ---------------------------------------------
@@ -190,6 +193,7 @@ class EmbeddedSeaweedFS:
         if self.data_dir.exists() and any(self.data_dir.iterdir()):
             raise HarnessError(f"{self.data_dir} is not empty: SeaweedFS starts from a fresh directory")
         self.data_dir.mkdir(parents=True, exist_ok=True)
+        self._made_data = True
         self._sockets = tempfile.mkdtemp(prefix="hsw-")  # short: a unix socket path has ~100 bytes
         self.ports = dict(zip((f for f, _ in PORTS), free_ports(len(PORTS), self.host), strict=True))
         env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
@@ -212,8 +216,8 @@ class EmbeddedSeaweedFS:
                 if trouble:
                     raise HarnessError(f"{NAME} could not use the ports the harness chose "
                                        f"({trouble[0].strip()[-160:]}); see {self.log_path}")
-                if READY_LINE in text:
-                    self._check_ports(text)
+                if READY_LINE in text and set(dict(_BANNER.findall(text))) == set(BANNER_LABELS):
+                    self._check_ports(text)  # the whole banner is out: it names the four servers' addresses
                     return self
                 if self.proc.poll() is not None:
                     raise HarnessError(f"{NAME} exited during start-up (exit {self.proc.returncode}); "
@@ -241,7 +245,7 @@ class EmbeddedSeaweedFS:
             if shown.get(label) != url:
                 raise HarnessError(f"{NAME} serves {label} at {shown.get(label, 'an unknown address')}, not at "
                                    f"{url} as the harness asked; see {self.log_path}")
-        deadline = time.monotonic() + 10.0
+        deadline = time.monotonic() + LISTEN_WAIT_S
         missing = self._not_listening()
         while missing and time.monotonic() < deadline:
             time.sleep(0.1)
@@ -273,8 +277,9 @@ class EmbeddedSeaweedFS:
         if self._sockets is not None:
             shutil.rmtree(self._sockets, ignore_errors=True)
             self._sockets = None
-        if not self.keep_data:
+        if self._made_data and not self.keep_data:
             shutil.rmtree(self.data_dir, ignore_errors=True)
+            self._made_data = False
         if self._tmp_data is not None:
             self._tmp_data.cleanup()
             self._tmp_data = None
