@@ -114,7 +114,7 @@ def start(name: str) -> Server:
         return _stock_moto_server()
     from harness.aws import standin
 
-    s = standin.start(name, tempfile.mkdtemp(prefix="bench-standin-"))
+    s = standin.start(name, tempfile.mkdtemp(prefix="bench-standin-"), s3="moto")  # DynamoDB rows: no weed needed
     pid = s.pids.get("dynalite") or s.pids["moto"]  # the process serving DynamoDB
     return Server(name, s.urls["dynamodb"], s.stop, s.version, (pid,))
 
