@@ -69,6 +69,7 @@ def test_a_server_not_where_the_harness_put_it_is_one_line_and_nothing_is_left(f
                                                                               monkeypatch):
     fake_weed(mode)
     monkeypatch.setattr(seaweedfs, "LISTEN_WAIT_S", 1.0)
+    monkeypatch.setattr(seaweedfs, "PORT_RETRIES", 0)
     s = EmbeddedSeaweedFS(data_dir=tmp_path / "run")
     with pytest.raises(HarnessError) as e:
         s.launch()
@@ -115,3 +116,19 @@ def test_a_used_data_directory_is_refused(fake_weed, tmp_path):
     (tmp_path / "seaweedfs" / "old.dat").write_text("x")
     with pytest.raises(HarnessError, match=r"seaweedfs is not empty: SeaweedFS starts from a fresh directory$"):
         EmbeddedSeaweedFS(data_dir=tmp_path).launch()
+
+
+def test_ports_taken_before_weed_binds_them_are_chosen_again_once(fake_weed, tmp_path):
+    """The first attempt's port is taken (as another process can take it after the harness chose it): a second
+    attempt on new ports starts; a second failure is the one line."""
+    fake_weed("port-taken")
+    s = EmbeddedSeaweedFS(data_dir=tmp_path / "run")
+    s.launch()
+    first = dict(s.ports)
+    os.environ["FAKE_WEED_MODE"] = "ok"  # the next attempt finds its ports free (the fixture restores the mode)
+    s.await_ready(timeout=30)
+    try:
+        assert s.ports != first and s.url.endswith(f":{s.ports['s3.port']}")
+        assert (tmp_path / "run" / "seaweedfs.log").read_text().count("Port allocation failed") == 1
+    finally:
+        s.stop()

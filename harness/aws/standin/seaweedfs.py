@@ -58,6 +58,7 @@ VOLUME_MB = 64
 VOLUMES = 256
 STOP_DEADLINE_S = 10.0
 LISTEN_WAIT_S = 10.0  # after the banner, how long every chosen port has to be listening
+PORT_RETRIES = 1  # a chosen port taken before weed binds it (another process got it first): new ports, once
 # (flag, label in the banner or None): every port weed mini opens, chosen here
 PORTS = (
     ("master.port", "Master UI"), ("master.port.grpc", None),
@@ -126,7 +127,7 @@ def free_ports(n: int, host: str = "127.0.0.1") -> list[int]:
 
 
 def _die_with_parent() -> None:
-    """In the child, before exec: SIGKILL when the starting thread dies (Linux), its own process group."""
+    """In the child, before exec: SIGKILL when the thread that started it dies (Linux)."""
     try:
         import ctypes
 
@@ -154,6 +155,8 @@ class EmbeddedSeaweedFS:
         self.version = ""
         self._sockets: str | None = None  # TMPDIR of the weed process: its unix sockets, glog files
         self._made_data = False  # only a data directory this launcher made is removed
+        self._log_start = 0  # where this attempt's output starts in the log
+        self._port_retries = PORT_RETRIES
         self._log = None
 
     # ---- the stand-in protocol (harness.aws.standin) ---------------------------------------------
@@ -213,6 +216,10 @@ class EmbeddedSeaweedFS:
             while True:
                 text = self._log_text()
                 trouble = _PORT_TROUBLE.search(text)
+                if trouble and self._port_retries > 0:  # taken between choosing and binding: new ports, once
+                    self._port_retries -= 1
+                    self._relaunch()
+                    continue
                 if trouble:
                     raise HarnessError(f"{NAME} could not use the ports the harness chose "
                                        f"({trouble[0].strip()[-160:]}); see {self.log_path}")
@@ -231,6 +238,11 @@ class EmbeddedSeaweedFS:
 
     def start(self, timeout: float = 60.0) -> EmbeddedSeaweedFS:
         return self.launch().await_ready(timeout)
+
+    def _relaunch(self) -> None:
+        """End the attempt whose ports were taken and launch again with new ones (its log is kept)."""
+        self.stop()
+        self.launch()
 
     def _log_text(self) -> str:
         with self.log_path.open("rb") as f:
