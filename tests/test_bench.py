@@ -106,7 +106,9 @@ def test_standins_s3_rows_quick():
                 m = re.search(rf"{label}\s+{re.escape(req)}\s+{NUM} /\s+{NUM}\s+ratio\s+{NUM}", block)
                 assert m, (name, req, label, block)
                 first, last, ratio = (float(g) for g in m.groups())
-                assert first >= 0 and last >= 0 and (first == 0 or ratio == pytest.approx(last / first, abs=0.01))
+                # the figures are printed to 0.01: the ratio (from unrounded figures) can differ by that much
+                slack = 0.01 + 0.005 * (1 + last / first) / first if first else 0
+                assert first >= 0 and last >= 0 and (first == 0 or ratio == pytest.approx(last / first, abs=slack))
     server = {n: (_num(rf"\n  {n}\s+{NUM} requests/s", out), _num(rf"\n  {n}\s+\d+ requests/s   server CPU {NUM}", out))
               for n in ("moto", "seaweedfs")}
     assert all(rate > 0 and cpu > 0 for rate, cpu in server.values()), server
