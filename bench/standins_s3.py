@@ -19,7 +19,6 @@ run on), ``moto_server`` (moto's own console script, Werkzeug), ``seaweedfs``
 from __future__ import annotations
 
 import statistics
-import tempfile
 import threading
 import time
 from collections.abc import Callable
@@ -72,7 +71,7 @@ def start(name: str) -> S3Server:
         return S3Server(name, m.url, m.stop, m.version, m.proc.pid)
     from harness.aws.standin.seaweedfs import EmbeddedSeaweedFS
 
-    w = EmbeddedSeaweedFS(data_dir=tempfile.mkdtemp(prefix="bench-seaweedfs-")).start()
+    w = EmbeddedSeaweedFS().start()  # its data and log in a scratch directory it removes at stop
     return S3Server(name, w.url, w.stop, w.version, w.proc.pid)
 
 
