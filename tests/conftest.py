@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from contextlib import ExitStack
 
 import boto3
 import pytest
@@ -15,7 +16,7 @@ from harness.datastore.backends.s3 import S3Backend
 from harness.datastore.catalog import Catalog
 from harness.datastore.lock import LockConfig
 from harness.datastore.sync import Datastore, SyncConfig
-from tests import standin_endpoint
+from tests import s3_endpoint, standin_endpoint
 
 for var in ("AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_DYNAMODB", "AWS_ENDPOINT_URL_S3", "AWS_PROFILE"):
     os.environ.pop(var, None)
@@ -33,14 +34,27 @@ SESSION = boto3.Session(region_name=os.environ["AWS_DEFAULT_REGION"])
 
 @pytest.fixture
 def aws():
-    """(DynamoDB, S3): in-process moto, or DynamoDB at $HARNESS_TEST_DYNAMODB_ENDPOINT (see standin_endpoint)."""
-    with mock_aws():
+    """(DynamoDB, S3): in-process moto, or DynamoDB at $HARNESS_TEST_DYNAMODB_ENDPOINT (see standin_endpoint)
+    and S3 at $HARNESS_TEST_S3_ENDPOINT (see s3_endpoint)."""
+    with mock_aws(), ExitStack() as stack:
         if standin_endpoint.endpoint():
             ddb = standin_endpoint.client()
-            with standin_endpoint.scratch_tables(ddb):
-                yield instrument(ddb), instrument(SESSION.client("s3"))
+            stack.enter_context(standin_endpoint.scratch_tables(ddb))
         else:
-            yield instrument(SESSION.client("dynamodb")), instrument(SESSION.client("s3"))
+            ddb = SESSION.client("dynamodb")
+        if s3_endpoint.endpoint():
+            s3 = s3_endpoint.client(SESSION)
+            stack.enter_context(s3_endpoint.scratch_buckets(s3))
+        else:
+            s3 = SESSION.client("s3")
+        yield instrument(ddb), instrument(s3)
+
+
+def second_clients():
+    """Another pair of clients to the ``aws`` fixture's endpoints (another process, in effect)."""
+    ddb = standin_endpoint.client() if standin_endpoint.endpoint() else SESSION.client("dynamodb")
+    s3 = s3_endpoint.client(SESSION) if s3_endpoint.endpoint() else SESSION.client("s3")
+    return instrument(ddb), instrument(s3)
 
 
 def pytest_configure(config):

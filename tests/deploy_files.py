@@ -21,9 +21,11 @@ import yaml
 ROOT = Path(__file__).resolve().parents[1]
 COMPOSE = ROOT / "docker-compose.yml"
 COMPOSE_HEADLESS = ROOT / "deploy" / "compose" / "headless.yml"
+COMPOSE_SEAWEEDFS = ROOT / "deploy" / "compose" / "seaweedfs.yml"
+MERGED_MAPPINGS = ("environment", "depends_on")
 K8S = ROOT / "deploy" / "k8s"
 KUSTOMIZATIONS = [K8S, K8S / "overlays" / "standins", K8S / "overlays" / "headless",
-                  K8S / "overlays" / "standins-headless"]
+                  K8S / "overlays" / "standins-headless", K8S / "overlays" / "standins-seaweedfs"]
 KUBECTL = shutil.which("kubectl")
 
 _COMPOSE_VAR = re.compile(r"\$\$|\$\{([A-Za-z_][A-Za-z0-9_]*)(?:(:?-)([^}]*))?\}")
@@ -43,7 +45,11 @@ def load_compose(*files: Path) -> dict:
             if key == "services":
                 services = merged.setdefault("services", {})
                 for name, svc in value.items():
-                    services[name] = {**services.get(name, {}), **copy.deepcopy(svc)}
+                    old, new = services.get(name, {}), copy.deepcopy(svc)
+                    for merged_key in MERGED_MAPPINGS:  # Compose merges these key by key; the rest is replaced
+                        if isinstance(old.get(merged_key), dict) and isinstance(new.get(merged_key), dict):
+                            new[merged_key] = {**old[merged_key], **new[merged_key]}
+                    services[name] = {**old, **new}
             elif isinstance(value, dict):
                 merged[key] = {**merged.get(key, {}), **value}
             else:

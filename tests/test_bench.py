@@ -108,3 +108,30 @@ def test_store_growth_quick_keeps_a_pruned_store_small():
     for backend, counts in samples.items():
         assert len(counts) >= 3 and max(counts) > 0, out
         assert max(counts) < 150, (backend, counts)
+
+
+
+def test_standins_s3_rows_quick():
+    """bench/standins.py's S3 rows: both candidates, every request with a ratio, and the 16-thread mix's server CPU."""
+    from bench.standins_s3 import REQUESTS
+
+    proc = subprocess.run([sys.executable, "bench/standins.py", "--quick", "--services", "s3", "--sizes", "0,150",
+                           "--samples", "4", "--seconds", "1"], cwd=ROOT, capture_output=True, text=True,
+                          timeout=300, start_new_session=True)
+    assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stdout + proc.stderr
+    out = proc.stdout
+    for name in ("moto", "seaweedfs"):
+        block = out.split(f"\n{name} ", 1)[1].split("\n\n", 1)[0]
+        for req in REQUESTS:  # client p50 and server CPU, each over the two sizes with their ratio
+            for label in ("p50 ms", "server CPU ms"):
+                m = re.search(rf"{label}\s+{re.escape(req)}\s+{NUM} /\s+{NUM}\s+ratio\s+{NUM}", block)
+                assert m, (name, req, label, block)
+                first, last, ratio = (float(g) for g in m.groups())
+                # the figures are printed to 0.01: the ratio (from unrounded figures) can differ by that much
+                slack = 0.01 + 0.005 * (1 + last / first) / first if first else 0
+                assert first >= 0 and last >= 0 and (first == 0 or ratio == pytest.approx(last / first, abs=slack))
+    server = {n: (_num(rf"\n  {n}\s+{NUM} requests/s", out), _num(rf"\n  {n}\s+\d+ requests/s   server CPU {NUM}", out))
+              for n in ("moto", "seaweedfs")}
+    assert all(rate > 0 and cpu > 0 for rate, cpu in server.values()), server
+    share = _num(r"server CPU per request, seaweedfs / moto = " + NUM, out)
+    assert share == pytest.approx(server["seaweedfs"][1] / server["moto"][1], abs=0.01)

@@ -18,6 +18,7 @@ import yaml
 from tests.deploy_files import (
     COMPOSE,
     COMPOSE_HEADLESS,
+    COMPOSE_SEAWEEDFS,
     K8S,
     KUBECTL,
     KUSTOMIZATIONS,
@@ -55,8 +56,9 @@ def test_the_compose_schema_is_the_pinned_vendored_one():
     assert compose_schema()["title"] == "Compose Specification"
 
 
-@pytest.mark.parametrize("files", [(COMPOSE,), (COMPOSE_HEADLESS,), (COMPOSE, COMPOSE_HEADLESS)],
-                         ids=["compose", "headless-override", "merged"])
+@pytest.mark.parametrize("files", [(COMPOSE,), (COMPOSE_HEADLESS,), (COMPOSE, COMPOSE_HEADLESS), (COMPOSE_SEAWEEDFS,),
+                                   (COMPOSE, COMPOSE_SEAWEEDFS, COMPOSE_HEADLESS)],
+                         ids=["compose", "headless-override", "merged", "seaweedfs-override", "merged-seaweedfs"])
 def test_compose_files_match_the_compose_specification(files):
     raw = load_compose(*files)
     assert compose_errors(raw) == []
@@ -72,8 +74,10 @@ def test_the_compose_check_fails_on_a_misspelt_key_and_a_wrong_type():
     assert any(e.startswith("services/worker/depends_on") for e in errors), errors
 
 
-def test_compose_references_resolve():
-    doc = load_compose(COMPOSE, COMPOSE_HEADLESS)
+@pytest.mark.parametrize("files", [(COMPOSE, COMPOSE_HEADLESS), (COMPOSE, COMPOSE_SEAWEEDFS, COMPOSE_HEADLESS)],
+                         ids=["default", "seaweedfs"])
+def test_compose_references_resolve(files):
+    doc = load_compose(*files)
     services = doc["services"]
     declared_volumes = set(doc.get("volumes") or {})
     for name, svc in services.items():
@@ -173,6 +177,42 @@ def test_readme_compose_and_kubectl_commands_match_the_files():
             assert name in SECRETS, f"{c}: the manifests read no Secret {name}"
 
 
+def test_compose_seaweedfs_option_is_a_distributed_store_behind_the_s3_endpoint():
+    """The override's S3: master, two volume servers, filer, S3 gateway, wired by name; telemetry off."""
+    base = interpolate(load_compose(COMPOSE), {})
+    doc = interpolate(load_compose(COMPOSE, COMPOSE_SEAWEEDFS), {})
+    services = doc["services"]
+    for role in ("master", "worker"):  # pointed at the gateway; every other variable kept
+        env = services[role]["environment"]
+        assert env["AWS_ENDPOINT_URL_S3"] == "http://seaweedfs-s3:8333"
+        assert {k: v for k, v in env.items() if k != "AWS_ENDPOINT_URL_S3"} == \
+            {k: v for k, v in base["services"][role]["environment"].items() if k != "AWS_ENDPOINT_URL_S3"}
+    assert services["master"]["depends_on"]["seaweedfs-s3"]["condition"] == "service_healthy"
+    assert services["master"]["depends_on"]["standin"]["condition"] == "service_healthy"  # kept from the base
+    weed = {n: s for n, s in services.items() if n.startswith("seaweedfs-")}
+    roles = {n: s["command"][0] for n, s in weed.items()}
+    assert sorted(roles.values()) == ["filer", "master", "s3", "volume", "volume"]
+    assert {s["image"] for s in weed.values()} == {"chrislusf/seaweedfs:4.47"}
+
+    def flag(svc: dict, name: str) -> str:
+        found = [a.split("=", 1)[1] for a in svc["command"] if a.startswith(f"-{name}=")]
+        assert len(found) == 1, (name, svc["command"])
+        return found[0]
+
+    master = weed["seaweedfs-master"]
+    assert flag(master, "telemetry") == "false" and flag(master, "ip") == "seaweedfs-master"
+    for name, svc in weed.items():
+        if roles[name] in ("volume", "filer"):
+            assert flag(svc, "master") == f"seaweedfs-master:{flag(master, 'port')}"
+        if roles[name] != "s3":
+            assert flag(svc, "ip") == name  # what it registers as: the name the others reach it by
+    s3 = weed["seaweedfs-s3"]
+    assert flag(s3, "filer") == f"seaweedfs-filer:{flag(weed['seaweedfs-filer'], 'port')}"
+    assert f":{flag(s3, 'port')}" in services["master"]["environment"]["AWS_ENDPOINT_URL_S3"]
+    assert len({svc["volumes"][0] for n, svc in weed.items() if roles[n] == "volume"}) == 2  # a disk each
+    assert all("ports" not in svc for svc in weed.values())  # nothing published on the host
+
+
 # ---- images ------------------------------------------------------------------------------------
 
 
@@ -185,7 +225,7 @@ def test_image_pin_reads_tags_and_digests():
 
 
 def compose_images() -> list[str]:
-    doc = interpolate(load_compose(COMPOSE), {})
+    doc = interpolate(load_compose(COMPOSE, COMPOSE_SEAWEEDFS), {})
     return [s["image"] for s in doc["services"].values() if "image" in s]
 
 
@@ -203,7 +243,7 @@ def test_every_compose_image_and_the_base_image_are_pinned():
 def test_every_kubernetes_image_is_pinned_and_the_harness_image_is_one(path):
     images = [c["image"] for w in workloads(kustomize(path)) for c in pod_spec(w)["containers"]]
     assert [i for i in images if image_pin(i) is None] == []
-    harness = {i for i in images if "versitygw" not in i}
+    harness = {i for i in images if "versitygw" not in i and "seaweedfs" not in i}
     assert harness == {"harness:0.1.0"}, harness  # one place to point them at a registry: `images:`
 
 
@@ -341,7 +381,8 @@ def test_aws_or_in_cluster_stand_ins(path):
         return
     assert "--aws" not in args and len(endpoints) == 1
     data = endpoints[0]["data"]
-    for var, service_name in (("AWS_ENDPOINT_URL_DYNAMODB", "harness-standin"), ("AWS_ENDPOINT_URL_S3", "harness-s3")):
+    s3_service = "harness-seaweedfs-s3" if "seaweedfs" in str(path) else "harness-s3"
+    for var, service_name in (("AWS_ENDPOINT_URL_DYNAMODB", "harness-standin"), ("AWS_ENDPOINT_URL_S3", s3_service)):
         host, port = re.fullmatch(r"http://([\w-]+):(\d+)", data[var]).groups()
         svc = find(docs, "Service", host)
         assert host == service_name and int(port) in [p["port"] for p in svc["spec"]["ports"]]
@@ -349,11 +390,52 @@ def test_aws_or_in_cluster_stand_ins(path):
         assert svc["spec"]["selector"].items() <= backend["spec"]["template"]["metadata"]["labels"].items()
     standin = pod_spec(find(docs, "Deployment", "harness-standin"))["containers"][0]
     assert standin["args"][:1] == ["standin"] and standin["args"][standin["args"].index("--port") + 1] == "8000"
+    if "seaweedfs" in str(path):
+        assert not [d for d in docs if d["metadata"]["name"] == "harness-s3"]  # versitygw replaced, not beside it
+        return
     s3 = pod_spec(find(docs, "Deployment", "harness-s3"))["containers"][0]
     assert s3["image"].startswith("ghcr.io/versity/versitygw:v")
     s3_env = {e["name"]: e for e in s3["env"]}
     assert s3_env["ROOT_ACCESS_KEY_ID"]["valueFrom"]["secretKeyRef"] == {"name": "harness-aws",
                                                                           "key": "AWS_ACCESS_KEY_ID"}
+
+
+@needs_kubectl
+def test_kubernetes_seaweedfs_option_is_a_distributed_store_wired_through_services():
+    docs = kustomize(K8S / "overlays" / "standins-seaweedfs")
+    weed = {w["metadata"]["name"]: w for w in workloads(docs) if "seaweedfs" in w["metadata"]["name"]}
+    assert set(weed) == {f"harness-seaweedfs-{r}" for r in ("master", "volume", "filer", "s3")}
+    assert weed["harness-seaweedfs-volume"]["spec"]["replicas"] >= 2
+    containers = {n: pod_spec(w)["containers"][0] for n, w in weed.items()}
+    assert {c["image"] for c in containers.values()} == {"chrislusf/seaweedfs:4.47"}
+
+    def flag(name: str, key: str) -> str:
+        found = [a.split("=", 1)[1] for a in containers[name]["args"] if a.startswith(f"-{key}=")]
+        assert len(found) == 1, (name, key)
+        return found[0]
+
+    def reaches(address: str) -> None:
+        """host:port is a Service that selects the workload of that name and serves HTTP and gRPC (+10000)."""
+        host, port = address.split(":")
+        svc = find(docs, "Service", host)
+        ports = {p["port"] for p in svc["spec"]["ports"]}
+        assert int(port) in ports and (host.endswith("-s3") or int(port) + 10000 in ports), (host, ports)
+        assert svc["spec"]["selector"].items() <= weed[host]["spec"]["template"]["metadata"]["labels"].items()
+
+    assert flag("harness-seaweedfs-master", "telemetry") == "false"
+    for role in ("volume", "filer"):
+        reaches(flag(f"harness-seaweedfs-{role}", "master"))
+        assert flag(f"harness-seaweedfs-{role}", "ip") == "$(POD_IP)"  # registered by the address it is reached at
+        env = {e["name"]: e for e in containers[f"harness-seaweedfs-{role}"]["env"]}
+        assert env["POD_IP"]["valueFrom"]["fieldRef"]["fieldPath"] == "status.podIP"
+    reaches(flag("harness-seaweedfs-s3", "filer"))
+    endpoint = next(d for d in docs if d["kind"] == "ConfigMap" and d["metadata"]["name"].startswith(
+        "harness-endpoints"))["data"]["AWS_ENDPOINT_URL_S3"]
+    reaches(endpoint.removeprefix("http://"))
+    for c in containers.values():  # as every other pod: unprivileged, read-only root, weed's /tmp and /data
+        assert c["securityContext"]["readOnlyRootFilesystem"] is True
+        assert {m["mountPath"] for m in c["volumeMounts"]} == {"/data", "/tmp"}
+    assert all(pod_spec(w)["securityContext"]["runAsNonRoot"] for w in weed.values())
 
 
 @needs_kubectl

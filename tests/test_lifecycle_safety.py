@@ -19,12 +19,11 @@ from __future__ import annotations
 
 import pytest
 
-from harness.aws.instrument import instrument
 from harness.datastore.errors import FencedError
 from harness.datastore.lock import LockConfig
 from harness.safety.checker import check
 from harness.safety.state import snapshot
-from tests.conftest import SESSION, make_backend, make_store
+from tests.conftest import make_backend, make_store, second_clients
 
 LOCK = LockConfig(ttl_s=3, wait_s=2, retry_s=0.05, retry_cap_s=0.1)
 KINDS = ["per-model", "legacy", "sharded", "monolith"]
@@ -33,8 +32,7 @@ KINDS = ["per-model", "legacy", "sharded", "monolith"]
 def pair(aws, clock, kind, events):
     """Workers a and b of namespace w1 (full commits), each through a client of its own, one history."""
     be_a = make_backend(kind, aws, clock=clock)
-    be_b = make_backend(kind, (instrument(SESSION.client("dynamodb")), instrument(SESSION.client("s3"))),
-                        clock=clock)
+    be_b = make_backend(kind, second_clients(), clock=clock)
     stores = []
     for be, who in ((be_a, "a"), (be_b, "b")):
         s = make_store(be, "w1", index_commit="full", clock=clock, holder=who, lock=LOCK)

@@ -119,6 +119,7 @@ def test_the_stand_in_fills_in_the_services_it_serves(monkeypatch):
         services = {"dynamodb": "dynalite 4.0.0", "s3": "moto 5"}
 
     monkeypatch.setattr(standin, "start", lambda name, *a, **k: started.append(name) or Fake())
+    monkeypatch.setattr(standin, "start_s3", lambda s3, *a, **k: started.append(f"s3:{s3}") or Fake())
     plan = make_plan(endpoints={"AWS_ENDPOINT_URL_S3": "http://127.0.0.1:9000"})
     server, filled = start_stand_in(plan, note=print)
     assert started == [None]  # the default (dynalite, or moto with a note when node is missing)
@@ -129,4 +130,4 @@ def test_the_stand_in_fills_in_the_services_it_serves(monkeypatch):
     assert none is None and same.stand_in.started is None and started == [None]  # nothing to serve: none started
     _, s3 = start_stand_in(make_plan(backend="s3", endpoints={"AWS_ENDPOINT_URL_DYNAMODB": "http://127.0.0.1:9"}),
                            note=print)
-    assert started[-1] == "moto" and s3.connection.s3.url == "http://127.0.0.1:2222"  # S3's stand-in only
+    assert started[-1] == "s3:None" and s3.connection.s3.url == "http://127.0.0.1:2222"  # S3's stand-in only

@@ -73,6 +73,7 @@ def sent(monkeypatch):
     monkeypatch.setattr(botocore.httpsession.URLLib3Session, "send", send)
     monkeypatch.setattr(botocore.retries.standard.ExponentialBackoff, "delay_amount", lambda *a: 0.0)  # retry now
     monkeypatch.setattr(standin, "start", lambda *a, **k: FakeStandIn())
+    monkeypatch.setattr(standin, "start_s3", lambda *a, **k: FakeStandIn())
     for var in URLS:
         monkeypatch.delenv(var, raising=False)
     return urls

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 import pytest
+from botocore.exceptions import ClientError
 
 from harness.aws.clients import Clients
 from harness.aws.endpoints import Endpoints
@@ -52,8 +53,11 @@ def test_refuses_foreign_resources_and_deletes_only_its_own(aws, backend):
         assert "someone-table" in aws[0].list_tables()["TableNames"]
         assert ours.describe() is None
     else:
-        names = [b["Name"] for b in aws[1].list_buckets()["Buckets"]]
-        assert "someone-bucket" in names and ours.bucket not in names
+        # by HeadBucket, not ListBuckets: SeaweedFS lists no bucket to a caller it has no identity for
+        assert aws[1].head_bucket(Bucket="someone-bucket")["ResponseMetadata"]["HTTPStatusCode"] == 200
+        with pytest.raises(ClientError) as gone:
+            aws[1].head_bucket(Bucket=ours.bucket)
+        assert gone.value.response["Error"]["Code"] in ("404", "NoSuchBucket")
 
 
 def test_resource_names_are_valid_for_both_services():

@@ -187,6 +187,14 @@ def test_safety_incomplete_processes_and_stand_in_are_shown(tmp_path):
     assert any("worker-2 (killed)" in s for s in f["sentences"])
 
 
+def test_the_report_names_each_services_stand_in_and_its_version(tmp_path):
+    stand_in = {"name": "dynalite", "version": "4.0.0", "s3": {"name": "seaweedfs", "version": "4.48"},
+                "services": {"dynamodb": "dynalite 4.0.0", "s3": "seaweedfs 4.48"}}
+    path = make_run(tmp_path / "s", workers=2, duration_s=60.0, rate=_const(0.5), info={"stand_in": stand_in})
+    html = (build_report([path]) / "index.html").read_text()
+    assert "<td>stand-in</td><td>dynalite 4.0.0 (DynamoDB), seaweedfs 4.48 (S3)</td>" in html.replace("\n", "")
+
+
 def test_checks_use_the_reports_numbers_and_catch_a_hang_at_the_end(tmp_path):
     from reports.checks import evaluate
 

@@ -16,20 +16,19 @@ from collections.abc import Callable
 import pytest
 from botocore.exceptions import ClientError
 
-from harness.aws.instrument import instrument
 from harness.clock import FakeClock
 from harness.datastore.backends.base import FileMeta
 from harness.datastore.errors import ConfigError, FencedError, LockLostError, LockTimeoutError
 from harness.datastore.lock import Heartbeat, Lock, LockConfig
 from harness.work import Work
-from tests.conftest import SESSION, fenced_grant, make_backend, make_store, step
+from tests.conftest import fenced_grant, make_backend, make_store, second_clients, step
 
 LOCK = LockConfig(ttl_s=3, wait_s=1, retry_s=0.1, retry_cap_s=0.2)
 
 
 def second_backend(kind: str, clock: FakeClock):
     """The same table/bucket through a client of its own (another process, in effect)."""
-    return make_backend(kind, (instrument(SESSION.client("dynamodb")), instrument(SESSION.client("s3"))), clock=clock)
+    return make_backend(kind, second_clients(), clock=clock)
 
 
 def once_before(client, ops: tuple[str, ...], when: Callable[[dict], bool], action: Callable[[], None]) -> list:

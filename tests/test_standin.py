@@ -11,7 +11,7 @@ from moto import mock_aws
 from harness.aws import standin
 from harness.aws.clients import Clients
 from harness.aws.endpoints import Endpoints
-from harness.aws.standin import moto_patches
+from harness.aws.standin import moto_patches, seaweedfs
 from harness.datastore.backends.dynamodb import DynamoBackend
 from harness.errors import HarnessError
 from harness.plan.factory import Factory, owner_tags, ownership_tags
@@ -28,14 +28,59 @@ def test_unknown_stand_in_is_one_line():
 
 
 def test_default_falls_back_to_moto_with_one_note_when_node_is_missing(monkeypatch, tmp_path):
-    monkeypatch.setenv("PATH", str(tmp_path))  # no `node` anywhere
+    monkeypatch.setenv("PATH", str(tmp_path))  # no `node` anywhere, and no weed at the one named: moto for both
     notes: list[str] = []
-    s = standin.start(None, tmp_path, note=notes.append)
+    s = standin.start(None, tmp_path, note=notes.append, weed=tmp_path / "weed")
     try:
         assert s.name == "moto" and s.version and s.urls["dynamodb"] == s.urls["s3"]
-        assert notes == ["harness: the default stand-in dynalite is unavailable (no `node` on PATH); using moto"]
+        assert standin.describe(s)["s3"] == {"name": "moto", "version": s.version}
+        assert notes == ["harness: the default stand-in dynalite is unavailable (no `node` on PATH); using moto",
+                         "harness: the default S3 stand-in seaweedfs is unavailable (no executable `weed` at "
+                         f"HARNESS_WEED={tmp_path / 'weed'}); using moto"]
     finally:
         s.stop()
+
+
+@pytest.mark.skipif(seaweedfs.missing_runtime() is not None, reason=f"{seaweedfs.missing_runtime()}")
+@pytest.mark.parametrize(("name", "s3", "expected"), [
+    (None, None, (None, "seaweedfs")),  # DynamoDB's default (dynalite, or moto without node): S3 on SeaweedFS
+    ("dynalite-memory", None, ("dynalite-memory", "seaweedfs")),
+    ("moto", None, ("moto", "moto")),  # --stand-in moto alone: moto for both, one process
+    ("moto-indexed", None, ("moto-indexed", "moto")),
+    ("moto", "seaweedfs", ("moto", "seaweedfs")),
+    ("dynalite", "moto", ("dynalite", "moto")),
+])
+def test_each_service_gets_its_stand_in(name, s3, expected):
+    if (name or "dynalite").startswith("dynalite") and standin.missing_runtime("dynalite"):
+        pytest.skip(f"dynalite: {standin.missing_runtime('dynalite')}")
+    chosen = standin.choose(name, s3, note=lambda m: pytest.fail(m))
+    assert chosen == (expected[0] or "dynalite", expected[1])
+
+
+def test_the_stand_ins_come_from_the_environment_through_the_plan():
+    from harness.edge import UserEnvironment
+    from harness.plan.build import stand_in_plan
+
+    env = UserEnvironment.read({"HARNESS_STAND_IN": "moto-indexed", "HARNESS_S3_STAND_IN": "seaweedfs",
+                                "HARNESS_WEED": "/opt/weed"})
+    plan = stand_in_plan(env.stand_in, env.s3_stand_in, env)
+    assert (plan.dynamodb, plan.s3, plan.named, plan.s3_named, plan.weed) == (
+        "moto-indexed", "seaweedfs", True, True, "/opt/weed")
+    alone = stand_in_plan("moto", None, UserEnvironment.read({}))
+    assert (alone.s3, alone.s3_named) == ("moto", False)  # moto named alone serves S3 too
+
+
+def test_a_named_s3_stand_in_whose_binary_is_missing_is_an_error_not_a_fallback(tmp_path):
+    with pytest.raises(HarnessError) as e:
+        standin.choose("moto", "seaweedfs", note=lambda m: pytest.fail(m), weed=tmp_path / "weed")
+    assert str(e.value) == (f"cannot start S3 stand-in 'seaweedfs': no executable `weed` at "
+                            f"HARNESS_WEED={tmp_path / 'weed'}")
+
+
+def test_an_unknown_s3_stand_in_is_one_line():
+    with pytest.raises(HarnessError) as e:
+        standin.choose("moto", "minio")
+    assert str(e.value) == "unknown S3 stand-in 'minio': choose one of seaweedfs, moto"
 
 
 def test_a_named_stand_in_whose_runtime_is_missing_is_an_error_not_a_fallback(monkeypatch, tmp_path):

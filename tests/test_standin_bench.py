@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from bench.standins import REQUESTS
+from harness.aws.standin.seaweedfs import missing_runtime as weed_missing
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -40,12 +41,32 @@ def test_standin_soak_quick_samples_every_process_and_prints_growth(tmp_path):
                            "--out", str(tmp_path)], cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     samples = (tmp_path / "soak.csv").read_text().splitlines()
-    assert samples[0] == "t,dynalite,moto,locust" and len(samples) >= 4  # 16 s, a sample every 2 s
+    assert samples[0] == "t,dynalite,moto,seaweedfs,locust,objects,bucket_kb,disk_mb" and len(samples) >= 4
     for role in ("moto", "locust"):  # each process's memory, measured, with its growth after the settle time
         m = re.search(rf"^{role}: ([\d.]+) MB 6 s after it started -> ([\d.]+) MB at the end: ([-+][\d.]+) %",
                       proc.stdout, re.M)
         assert m and float(m[1]) > 10 and float(m[2]) > 10, proc.stdout
     assert "harness run exited 0" in proc.stdout
+
+
+@pytest.mark.e2e
+@pytest.mark.skipif(weed_missing() is not None, reason=f"seaweedfs unavailable: {weed_missing()}")
+def test_standin_soak_quick_on_s3_samples_seaweedfs_and_the_bucket(tmp_path):
+    proc = subprocess.run([sys.executable, "bench/standin_soak.py", "--quick", "--backend", "s3", "--out",
+                           str(tmp_path)], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    import csv
+
+    rows = list(csv.DictReader((tmp_path / "soak.csv").open()))
+    weed = [float(r["seaweedfs"]) for r in rows if r["seaweedfs"]]
+    assert len(weed) >= 4 and min(weed) > 20  # weed's resident memory, sampled all along
+    listed = [(float(r["objects"]), float(r["bucket_kb"])) for r in rows if r["objects"]]
+    assert listed and all(n >= 1 and kb > 0 for n, kb in listed)  # the pruning run's bucket, listed
+    disk = [float(r["disk_mb"]) for r in rows if r["disk_mb"]]
+    assert disk and all(d > 0 for d in disk)  # the data directory after a vacuum on weed's master
+    for col, unit in (("seaweedfs", "MB"), ("objects", "objects"), ("disk_mb", "MB on disk after a vacuum")):
+        assert re.search(rf"^{col}: [\d.]+ {unit} 6 s after it started -> [\d.]+ {unit} at the end", proc.stdout,
+                         re.M), proc.stdout
 
 
 @pytest.mark.e2e

@@ -86,6 +86,10 @@ class EmbeddedMoto:
         return {"dynamodb": f"{self.name} {self.version}", "s3": f"moto {self.version}"}
 
     @property
+    def s3_stand_in(self) -> dict[str, str]:
+        return {"name": "moto", "version": self.version}
+
+    @property
     def pids(self) -> dict[str, int]:
         return {"moto": self.proc.pid} if self.proc else {}
 

@@ -77,6 +77,8 @@ def _options(parser: Any) -> None:
     hidden = {"include_in_web_ui": False}
     parser.add_argument("--stand-in", default="", help=f"embedded stand-in when no endpoint is set: "
                         f"{', '.join(standin.NAMES)} (default {standin.DEFAULT})", **hidden)
+    parser.add_argument("--s3-stand-in", default="", help=f"embedded S3 stand-in when no endpoint is set: "
+                        f"{', '.join(standin.S3_NAMES)} (default {standin.S3_DEFAULT})", **hidden)
     parser.add_argument("--harness-plan", default="", help="the run plan: RUN_DIR/plan.json (set by `harness run`) "
                         "or its JSON (a test's plan, sent by the master to its workers); the other harness options "
                         "are then ignored", **hidden)

@@ -65,6 +65,7 @@ class RunOptions:
     preage: PreAge | None = None  # --seed-models: pre-age before the load
     seed_dir: str | None = None  # or start from an earlier `harness seed` (its catalogs; with --table)
     stand_in: str | None = None  # the embedded stand-in (default: standin.DEFAULT)
+    s3_stand_in: str | None = None  # S3's (default: standin.S3_DEFAULT; moto with --stand-in moto|moto-indexed)
     web_host: str = "127.0.0.1"
     web_login: bool = False  # Locust's --web-login, one account from HARNESS_WEB_USERNAME / HARNESS_WEB_PASSWORD
     master: bool = False  # a Locust master for workers started elsewhere (`harness worker`)
@@ -90,11 +91,12 @@ def plan_run(opts: RunOptions, env: UserEnvironment, *, password: str = "") -> R
     if opts.processes < 0:
         raise HarnessError(f"--processes must be 0 or more, got {opts.processes}")
     check_distribution(opts, password)
-    stand_in = stand_in_plan(opts.stand_in or env.stand_in, env)
+    stand_in = stand_in_plan(opts.stand_in or env.stand_in, opts.s3_stand_in or env.s3_stand_in, env)
     connection = resolve_connection(env, aws=opts.aws, needed=[sc.backend])
-    if opts.stand_in and not connection.stand_in_services:
-        raise HarnessError("--stand-in starts a local server, but the run targets a configured endpoint or AWS: "
-                           "unset AWS_ENDPOINT_URL* / drop --aws, or drop --stand-in")
+    for flag, given, service in (("--stand-in", opts.stand_in, sc.backend), ("--s3-stand-in", opts.s3_stand_in, "s3")):
+        if given and service not in connection.stand_in_services:
+            raise HarnessError(f"{flag} starts a local server, but the run targets a configured endpoint or AWS: "
+                               f"unset AWS_ENDPOINT_URL* / drop --aws, or drop {flag}")
     if opts.master and connection.stand_in_services:
         raise HarnessError("--master: workers elsewhere cannot reach an embedded stand-in on this machine's "
                            f"loopback; set {ep.variables_for(connection.stand_in_services)} to a stand-in every "
@@ -139,15 +141,20 @@ def plan_locust(opts: Any, env: UserEnvironment, *, role: str, web: bool) -> Run
         resources=Resources.for_run(run_id),
         locust=LocustPlan(users=users, spawn_rate=float(opts.spawn_rate or users), run_time_s=run_time,
                           web=WebPlan(username=env.web_username or WebPlan.username) if web else None),
-        stand_in=stand_in_plan(opts.stand_in or env.stand_in, env), latency=opts.latency or None,
+        stand_in=stand_in_plan(opts.stand_in or env.stand_in, getattr(opts, "s3_stand_in", "") or env.s3_stand_in,
+                               env), latency=opts.latency or None,
         scenario_dirs=extra, fixed_backend=bool(opts.backend))
 
 
-def stand_in_plan(name: str | None, env: UserEnvironment) -> StandInPlan:
-    """The stand-in per service: ``name`` serves DynamoDB (dynalite by default), moto serves S3."""
+def stand_in_plan(name: str | None, s3: str | None, env: UserEnvironment) -> StandInPlan:
+    """The stand-in per service: ``name`` serves DynamoDB (dynalite by default), ``s3`` S3 (SeaweedFS by default;
+    moto when moto was named for DynamoDB)."""
     if name:
         standin.check_name(name)
-    return StandInPlan(dynamodb=name or standin.DEFAULT, s3="moto", named=bool(name), node_modules=env.node_modules)
+    if s3:
+        standin.check_s3_name(s3)
+    return StandInPlan(dynamodb=name or standin.DEFAULT, s3=s3 or standin.s3_default_for(name), named=bool(name),
+                       s3_named=bool(s3), node_modules=env.node_modules, weed=env.weed)
 
 
 def resolve_connection(env: UserEnvironment, *, aws: bool, needed: Iterable[str]) -> Connection:
@@ -236,10 +243,12 @@ def start_stand_in(plan: RunPlan, note: Callable[[str], Any], log_dir: str | Pat
     if not services:
         return None, plan
     s = plan.stand_in
-    if "dynamodb" in services:  # its stand-in serves S3 too; unnamed, the default falls back to moto if it must
-        server = standin.start(s.dynamodb if s.named else None, log_dir, note=note, node_modules=s.node_modules)
+    s3 = s.s3 if s.s3_named else None  # unnamed, a default falls back to moto if it must
+    if "dynamodb" in services:
+        server = standin.start(s.dynamodb if s.named else None, log_dir, note=note, node_modules=s.node_modules,
+                               s3=s3, services=services, weed=s.weed)
     else:
-        server = standin.start(s.s3, log_dir, note=note)
+        server = standin.start_s3(s3, log_dir, note=note, weed=s.weed)
     c = plan.connection
     filled = {svc: replace(c.service(svc), url=server.urls[svc]) for svc in services}
     connection = replace(c, **filled)

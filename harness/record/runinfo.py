@@ -90,7 +90,7 @@ def expand_runs(paths: list[str | Path]) -> list[Path]:
 
 
 def stand_in(server: Any) -> dict | None:
-    """``{"name", "version", "services"}`` of the embedded server that served the run (None without one).
+    """``{"name", "version", "services", "s3"}`` of the embedded server that served the run (None without one).
 
     The server object says what it is; a server that does not (the moto
     process of older code) is moto at the installed version.
@@ -106,6 +106,9 @@ def stand_in(server: Any) -> dict | None:
             version = "unknown"
     out: dict = {"name": str(name), "version": str(version)}
     services = getattr(server, "services", None)
-    if services:  # which server answered each service (dynalite serves DynamoDB, moto S3)
+    if services:  # which server answered each service (dynalite serves DynamoDB, SeaweedFS or moto S3)
         out["services"] = dict(services)
+    s3 = getattr(server, "s3_stand_in", None)
+    if s3:  # S3's server by name and version (the top-level name is DynamoDB's)
+        out["s3"] = dict(s3)
     return out

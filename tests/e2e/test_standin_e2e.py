@@ -12,10 +12,12 @@ import pandas as pd
 import pytest
 
 from harness.aws.standin.dynalite import EmbeddedDynalite, missing_runtime
-from tests.e2e.conftest import clean_env, harness
+from harness.aws.standin.seaweedfs import missing_runtime as weed_missing
+from tests.e2e.conftest import ROOT, clean_env, harness, rows
 
 pytestmark = pytest.mark.e2e
 needs_node = pytest.mark.skipif(missing_runtime() is not None, reason=f"dynalite unavailable: {missing_runtime()}")
+needs_weed = pytest.mark.skipif(weed_missing() is not None, reason=f"seaweedfs unavailable: {weed_missing()}")
 RUN = ("--duration", "10s", "--workers", "2", "--no-report")
 
 
@@ -31,8 +33,10 @@ def test_the_default_is_dynalite_recorded_in_run_json_with_probes_taken_while_lo
     assert "embedded dynalite 4.0.0 at http://127.0.0.1:" in proc.stdout
     assert proc.stderr.count("does not implement UpdateTimeToLive") == 1 and "Traceback" not in proc.stderr
     info = json.loads((run_dir / "run.json").read_text())
-    assert info["stand_in"] == {"name": "dynalite", "version": "4.0.0",
-                                "services": {"dynamodb": "dynalite 4.0.0", "s3": f"moto {info['versions']['moto']}"}}
+    weed = {"name": "seaweedfs", "version": "4.48"} if weed_missing() is None else {
+        "name": "moto", "version": info["versions"]["moto"]}
+    assert info["stand_in"] == {"name": "dynalite", "version": "4.0.0", "s3": weed,
+                                "services": {"dynamodb": "dynalite 4.0.0", "s3": f"{weed['name']} {weed['version']}"}}
     assert info["endpoint_kind"] == "embedded"
     assert not (run_dir / "dynalite-db").exists()  # the stand-in's store is scratch, removed with it
     probes = pd.read_csv(run_dir / "probes.csv")
@@ -42,13 +46,105 @@ def test_the_default_is_dynalite_recorded_in_run_json_with_probes_taken_while_lo
     assert probes["ts"].min() >= _ts(info["started_at"]) - 1 and probes["ts"].max() <= _ts(info["ended_at"]) + 1
 
 
-def test_stand_in_moto_is_selectable(tmp_path):
+def test_stand_in_moto_is_selectable_and_serves_both(tmp_path):
     run_dir = tmp_path / "run"
     proc = harness("run", "pruning", *RUN, "--run-dir", str(run_dir), "--stand-in", "moto")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     info = json.loads((run_dir / "run.json").read_text())
     assert info["stand_in"]["name"] == "moto" and info["stand_in"]["version"] == info["versions"]["moto"]
+    assert info["stand_in"]["s3"] == {"name": "moto", "version": info["versions"]["moto"]}
+    assert info["endpoint"]["dynamodb"] == info["endpoint"]["s3"]  # one process
     assert "UpdateTimeToLive" not in proc.stderr  # moto implements it: no note
+    assert not (run_dir / "seaweedfs.log").exists()
+
+
+@needs_weed
+def test_s3_runs_on_seaweedfs_by_default_and_nothing_is_left_running(tmp_path):
+    run_dir = tmp_path / "run"
+    proc = harness("run", "pruning", "--backend", "s3", *RUN, "--run-dir", str(run_dir))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "pruning on s3 (embedded seaweedfs 4.48 at http://127.0.0.1:" in proc.stdout
+    assert "Traceback" not in proc.stderr and proc.stderr.strip() == ""  # nothing SeaweedFS lacks: no note
+    info = json.loads((run_dir / "run.json").read_text())
+    assert info["stand_in"]["s3"] == {"name": "seaweedfs", "version": "4.48"}
+    assert info["stand_in"]["services"]["s3"] == "seaweedfs 4.48"
+    assert len(rows(run_dir)) >= 10 and rows(run_dir)["ok"].mean() > 0.9
+    probes = pd.read_csv(run_dir / "probes.csv")
+    assert {"GetObject", "ListObjectsV2"} <= set(probes["op"])
+    assert not (run_dir / "seaweedfs").exists() and (run_dir / "seaweedfs.log").stat().st_size > 0
+    assert _weeds_of(run_dir) == []
+
+
+@needs_weed
+def test_s3_stand_in_moto_is_selectable_beside_dynalite(tmp_path):
+    run_dir = tmp_path / "run"
+    proc = harness("run", "pruning", "--backend", "s3", *RUN, "--run-dir", str(run_dir), "--s3-stand-in", "moto")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    info = json.loads((run_dir / "run.json").read_text())
+    assert info["stand_in"]["s3"] == {"name": "moto", "version": info["versions"]["moto"]}
+    assert f"embedded moto {info['versions']['moto']} at" in proc.stdout
+    assert not (run_dir / "seaweedfs.log").exists()
+
+
+def test_missing_weed_falls_back_to_moto_for_s3_with_one_note(tmp_path):
+    run_dir = tmp_path / "run"
+    env = clean_env(HARNESS_WEED=str(tmp_path / "no-weed"))
+    proc = harness("run", "pruning", "--backend", "s3", *RUN, "--run-dir", str(run_dir), env=env)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    notes = [ln for ln in proc.stdout.splitlines() if "unavailable" in ln and "S3" in ln]
+    assert notes == [f"harness: the default S3 stand-in seaweedfs is unavailable (no executable `weed` at "
+                     f"HARNESS_WEED={tmp_path / 'no-weed'}); using moto"]
+    assert json.loads((run_dir / "run.json").read_text())["stand_in"]["s3"]["name"] == "moto"
+    named = harness("run", "pruning", "--backend", "s3", *RUN, "--run-dir", str(tmp_path / "named"),
+                    "--s3-stand-in", "seaweedfs", env=env)
+    assert named.returncode == 2 and named.stderr.strip().splitlines() == [
+        f"harness: cannot start S3 stand-in 'seaweedfs': no executable `weed` at HARNESS_WEED={tmp_path / 'no-weed'}"]
+
+
+def test_an_s3_stand_in_with_an_endpoint_set_is_refused(tmp_path):
+    env = clean_env(AWS_ENDPOINT_URL="http://127.0.0.1:9")
+    proc = harness("run", "pruning", *RUN, "--run-dir", str(tmp_path / "run"), "--s3-stand-in", "moto", env=env)
+    assert proc.returncode == 2 and proc.stderr.strip().splitlines() == [
+        "harness: --s3-stand-in starts a local server, but the run targets a configured endpoint or AWS: unset "
+        "AWS_ENDPOINT_URL* / drop --aws, or drop --s3-stand-in"]
+
+
+@needs_weed
+def test_sigterm_to_harness_run_leaves_no_weed_running(tmp_path):
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    run_dir = tmp_path / "run"
+    proc = subprocess.Popen([sys.executable, "-m", "harness", "run", "pruning", "--backend", "s3", "--duration",
+                             "60s", "--workers", "2", "--no-report", "--run-dir", str(run_dir)],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=clean_env(), cwd=ROOT)
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and not (run_dir / "iterations").is_dir():
+            time.sleep(0.5)
+        assert _weeds_of(run_dir), "no weed process while the run was going"
+        proc.send_signal(signal.SIGTERM)
+        out, _ = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 143, out
+    assert _weeds_of(run_dir) == []
+    assert not (run_dir / "seaweedfs").exists()
+
+
+def _weeds_of(run_dir) -> list[int]:
+    """``weed`` processes serving this run's data directory (live, not zombies)."""
+    import psutil
+
+    found = []
+    for p in psutil.process_iter(["pid", "name", "cmdline", "status"]):
+        if p.info["name"] == "weed" and p.info["status"] != psutil.STATUS_ZOMBIE and \
+                any(str(run_dir) in a for a in p.info["cmdline"] or []):
+            found.append(p.info["pid"])
+    return found
 
 
 def test_missing_node_falls_back_to_moto_with_one_note(tmp_path):

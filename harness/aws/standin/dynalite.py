@@ -1,4 +1,4 @@
-"""dynalite (npm, DynamoDB on LevelDB) for DynamoDB, the embedded moto server for S3.
+"""dynalite (npm, DynamoDB on LevelDB) for DynamoDB, and the embedded moto server for S3 unless told not to.
 
 dynalite keeps items in LevelDB key order, so a Query reads a key range: its
 cost follows the items it returns, not the table (moto scans and sorts the
@@ -47,12 +47,15 @@ def missing_runtime(given: str | Path | None = None) -> str | None:
 
 
 class EmbeddedDynalite:
-    """dynalite for DynamoDB plus the embedded moto server for S3; ``stop()`` ends both."""
+    """dynalite for DynamoDB plus (``s3_moto``) the embedded moto server for S3; ``stop()`` ends both.
+
+    With ``s3_moto=False`` it serves DynamoDB only (another stand-in serves S3: ``standin.pair``).
+    """
 
     def __init__(self, host: str = "127.0.0.1", data_dir: str | Path | None = None,
                  log_path: str | None = None, in_memory: bool = False,
-                 node_modules: str | Path | None = None) -> None:
-        self.host, self.log_path, self.in_memory = host, log_path, in_memory
+                 node_modules: str | Path | None = None, s3_moto: bool = True) -> None:
+        self.host, self.log_path, self.in_memory, self.s3_moto = host, log_path, in_memory, s3_moto
         self.modules = node_modules
         self.name = "dynalite-memory" if in_memory else "dynalite"
         self.data_dir = Path(data_dir) if data_dir else None
@@ -70,6 +73,10 @@ class EmbeddedDynalite:
     @property
     def services(self) -> dict[str, str]:
         return {"dynamodb": f"dynalite {self.version}", "s3": f"moto {self.s3.version}" if self.s3 else ""}
+
+    @property
+    def s3_stand_in(self) -> dict[str, str] | None:
+        return {"name": "moto", "version": self.s3.version} if self.s3 else None
 
     @property
     def pids(self) -> dict[str, int]:
@@ -96,8 +103,9 @@ class EmbeddedDynalite:
         log = open(self.log_path, "ab") if self.log_path else subprocess.DEVNULL  # noqa: SIM115
         self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log)
         try:  # moto (S3) starts while node does: the two start-ups overlap
-            s3_log = str(Path(self.log_path).with_name("moto.log")) if self.log_path else None
-            self.s3 = EmbeddedMoto(host=self.host, log_path=s3_log).start(timeout)
+            if self.s3_moto:
+                s3_log = str(Path(self.log_path).with_name("moto.log")) if self.log_path else None
+                self.s3 = EmbeddedMoto(host=self.host, log_path=s3_log).start(timeout)
             self.dynamodb_url, self.version = _await_ready(self.proc, timeout)
         except BaseException:
             self.stop()
