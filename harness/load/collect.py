@@ -24,6 +24,7 @@ from harness.load.process import FLUSH_MESSAGE
 from harness.load.web.live import Live
 from harness.plan.model import RunPlan
 from harness.record.generator import GeneratorLog
+from harness.record.keys import KeysLog
 from harness.record.writer import HistoryWriter, ShardWriter
 
 log = logging.getLogger("harness")
@@ -60,6 +61,7 @@ class ActiveTest:
     history: HistoryWriter
     generator: GeneratorLog
     live: Live
+    keys: KeysLog
     probe: Probe | None = None
     inflows: dict[str, Inflow] = field(default_factory=dict)
     stop_reason: str | None = None
@@ -77,6 +79,7 @@ class ActiveTest:
         self.writer.add(rows)
         self.history.add(events)
         self.live.add(rows)
+        self.live.add_events(events)
 
     def processes(self) -> dict[str, dict]:
         """run.json's ``processes``: what each worker delivered and said it sent."""
@@ -99,6 +102,10 @@ def receive(t: ActiveTest | None, closed: dict[int, Path], client_id: str, paylo
     inflow.process, inflow.pid = payload.get("process", inflow.process), payload.get("pid")
     rows, events = payload.get("rows") or [], payload.get("events") or []
     t.add(rows, events)
+    try:
+        t.keys.add(inflow.process, payload.get("keys") or [])
+    except OSError:
+        log.exception("harness: cannot write %s", t.keys.path)
     inflow.rows += len(rows)
     inflow.events += len(events)
     inflow.throttles = int(payload.get("throttles") or 0)

@@ -187,7 +187,7 @@ def _worker_test_start(h: HarnessProcess) -> None:
 
 def _worker_report(h: HarnessProcess, data: dict) -> None:
     assert h.outbox is not None
-    payload = h.outbox.drain(h.throttles())
+    payload = h.outbox.drain(h.throttles(), h.keys())
     if payload is not None:
         data[REPORT_KEY] = payload
 
@@ -195,7 +195,7 @@ def _worker_report(h: HarnessProcess, data: dict) -> None:
 def _worker_test_stop(h: HarnessProcess) -> None:
     """Users are stopped: send what is left, and how many rows this process sent in all."""
     assert h.outbox is not None
-    payload = h.outbox.close(h.throttles())
+    payload = h.outbox.close(h.throttles(), h.keys())
     h.load = None
     if payload is not None:
         h.environment.runner.send_message(FINAL_MESSAGE, payload)

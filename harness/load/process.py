@@ -21,6 +21,7 @@ from __future__ import annotations
 import logging
 import os
 import threading
+import time
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -28,6 +29,8 @@ from typing import Any
 
 from harness.aws.clients import Clients, Sessions
 from harness.aws.fidelity.layer import FidelityLayer
+from harness.aws.keyload import KeyLoad
+from harness.aws.keyload import install as install_keyload
 from harness.datastore.backends.base import Backend
 from harness.load.greenlets import executor_for_this_process
 from harness.load.iteration import IterationOutcome
@@ -59,6 +62,7 @@ class LoadSide:
     clients: Clients
     layer: FidelityLayer | None
     users: int = 0
+    keyload: KeyLoad = field(default_factory=KeyLoad)  # units per partition key (keys.csv)
 
     @property
     def test(self) -> int:
@@ -100,19 +104,19 @@ class Outbox:
         with self.lock:
             self.events.extend(events)
 
-    def drain(self, throttles: int) -> dict | None:
-        """The next batch (None when no test is open)."""
+    def drain(self, throttles: int, keys: list[dict] | None = None) -> dict | None:
+        """The next batch (None when no test is open): rows, history events, throttles, keys.csv rows."""
         with self.lock:
             if self.test is None:
                 return None
             rows, events, self.rows, self.events = self.rows, self.events, [], []
             self.sent += len(rows)
             return {"test": self.test, "process": self.process, "pid": os.getpid(), "rows": rows,
-                    "events": events, "throttles": throttles}
+                    "events": events, "throttles": throttles, "keys": keys or []}
 
-    def close(self, throttles: int) -> dict | None:
+    def close(self, throttles: int, keys: list[dict] | None = None) -> dict | None:
         """The last batch of the test, with how many rows this process sent in all."""
-        payload = self.drain(throttles)
+        payload = self.drain(throttles, keys)
         if payload is None:
             return None
         with self.lock:
@@ -186,6 +190,8 @@ class HarnessProcess:
         """Install this test's fidelity layer on its clients; users started from now on run ``plan``."""
         layer = self.factory(plan).fidelity(clients)
         self.load = LoadSide(plan, backend, clients, layer)
+        if clients.dynamodb is not None:
+            install_keyload(clients.dynamodb, self.load.keyload)
         return self.load
 
     def record(self, outcome: IterationOutcome) -> None:
@@ -204,3 +210,7 @@ class HarnessProcess:
 
     def throttles(self) -> int:
         return throttle_count(self.load.layer if self.load else None)
+
+    def keys(self) -> list[dict]:
+        """The units each partition key took since the last call (keys.csv rows; none without a test)."""
+        return self.load.keyload.drain(time.time()) if self.load is not None else []

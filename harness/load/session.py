@@ -37,6 +37,7 @@ from harness.plan import scenario as scenarios
 from harness.plan.model import RunPlan
 from harness.record import runinfo
 from harness.record.generator import GeneratorLog
+from harness.record.keys import KeysLog
 from harness.record.writer import HistoryWriter, ShardWriter
 
 log = logging.getLogger("harness")
@@ -129,7 +130,7 @@ class Session:
         tag = "master" if self.distributed else "local"
         t = ActiveTest(number=number, dir=test_dir, plan=plan, started_at=time.time(), run_time_s=run_time_s,
                        bound_s=bound, writer=ShardWriter(test_dir, tag=tag), history=HistoryWriter(test_dir, tag=tag),
-                       generator=GeneratorLog(test_dir),
+                       generator=GeneratorLog(test_dir), keys=KeysLog(test_dir),
                        live=Live(LIVE_WINDOW_S, REPORT_LAG_S if self.distributed else 0.0),
                        options={"scenario": form.get("scenario") or sc.source, "backend": sc.backend,
                                 "latency": plan.latency, "users": users, "spawn_rate": rate,
@@ -186,6 +187,7 @@ class Session:
         """A single process's history events that came without a row."""
         if self.current is not None:
             self.current.history.add(events)
+            self.current.live.add_events(events)
 
     def receive(self, client_id: str, payload: dict) -> None:
         """A worker's batch (stats report or final message) on the master."""
@@ -238,6 +240,12 @@ class Session:
                 t.generator.add(time.time(), cpu)
             except OSError:
                 log.exception("harness: cannot write %s", t.generator.path)
+            t.live.add_generator(time.time(), cpu)
+            if self.process.sends_load:  # this process's own per-key units (a master's arrive with reports)
+                try:
+                    t.keys.add(self.process.name, self.process.keys())
+                except OSError:
+                    log.exception("harness: cannot write %s", t.keys.path)
 
     # ---- stop ----------------------------------------------------------------------------
 
@@ -284,6 +292,11 @@ class Session:
             t.probe.stop()
         t.writer.flush()
         t.history.flush()
+        if self.process.sends_load:  # the last interval of this process's own per-key units
+            try:
+                t.keys.add(self.process.name, self.process.keys())
+            except OSError:
+                log.exception("harness: cannot write %s", t.keys.path)
         reason = t.stop_reason or self._inferred_reason()
         self.record_files.test_finished(t, reason, incomplete)
         missing = f"; incomplete: {', '.join(i['process'] for i in incomplete)}" if incomplete else ""

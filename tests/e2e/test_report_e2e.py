@@ -14,6 +14,7 @@ from html import escape
 from pathlib import Path
 
 import nbformat
+import pandas as pd
 import pytest
 from nbclient import NotebookClient
 from PIL import Image
@@ -93,6 +94,13 @@ def test_legacy_gsi_pull_grows_with_the_items_it_reads(legacy_run):
     assert f["probe"] is None or f["probe"]["op"] == "GetItem"
     for s in f["sentences"]:
         assert escape(s) in html
+    # the load process wrote keys.csv: every item of the legacy GSI lands in its one partition, "FILE", which
+    # the report therefore measures as the GSI's hottest key
+    keys = pd.read_csv(legacy_run / "keys.csv", keep_default_na=False)
+    gsi = keys[keys["index"] == "gsi1"]
+    assert set(keys["process"]) == {"local"} and set(gsi["key"]) == {"FILE"} and gsi["write_units"].sum() > 0
+    hot = [u for u in f["utilization"] if u["kind"] == "partition"]
+    assert hot and hot[0]["name"] == "FILE"
 
 
 def test_namespaced_commit_grows_with_the_index_entries_it_writes(namespaced_run):

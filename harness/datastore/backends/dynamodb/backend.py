@@ -4,12 +4,12 @@ The data path: content chunks, the catalog export, lookups, pulls, and the
 commits of ``commit.py``. Table provisioning is ``table.py``; lock writes are
 ``locks.py``.
 
-A pull costs what changed, not what the table holds: one GetItem of the lock
-item when nothing was sealed since the worker's own view (its own commits
-included); else the registry (one GetItem) and one Query per partition whose
-last sequence is past what the worker has read (``per-model``), or the whole
-``FILE`` partition (``legacy``, swamp's queryAllFileMeta). A pull never
-writes. Removals travel: a tombstone is a version like any other (until its
+A pull costs what changed, not what the table holds (``per-model``): one
+GetItem of the lock item when nothing was sealed since the worker's own view
+(its own commits included); else the registry (one GetItem) and one Query per
+partition whose last sequence is past what the worker has read. ``legacy`` is
+the bug as it was: every pull reads the whole ``FILE`` partition (swamp's
+queryAllFileMeta, no shortcut). A pull never writes. Removals travel: a tombstone is a version like any other (until its
 partition is pruned), and a partition gone from the registry (pruned) or born
 again is dropped from the worker's view whole.
 """
@@ -355,7 +355,9 @@ class DynamoBackend:
         with recording(work):
             key = lock_key or self.default_lock_key(namespace)
             state = self.lock_store.state(key, work)
-            if not scoped and cur.seq is not None and state.seq == cur.seq:
+            # per-model: nothing sealed since this worker's view, nothing to read. legacy is swamp's
+            # queryAllFileMeta as it was: every pull reads every file item (the sequence shortcut came with the fix)
+            if not scoped and cur.seq is not None and state.seq == cur.seq and self.gsi_layout != "legacy":
                 return PullResult([], state.seq, short_cut=True)
             # Under this worker's own grant no other holder can seal: another commit's pending items are dead
             # for good (safe to delete). Without it they may belong to the holder committing right now.
