@@ -1,4 +1,4 @@
-"""The ``harness`` command line: run, report, check, scenarios, the jobs.
+"""The ``harness`` command line: run, report, notebook, check, scenarios, the jobs.
 
 The command line's edge: the arguments and the user's environment
 (``harness.edge``, read once here) become a run plan or a job's connection,
@@ -44,7 +44,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = _OneLineParser(prog="harness", description="Load-test swamp-style sync layers on DynamoDB and S3.")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    r = sub.add_parser("run", help="run a load test (embedded moto unless an endpoint is configured)")
+    r = sub.add_parser("run", help="run a load test (on embedded stand-ins on loopback unless an endpoint "
+                       "is configured: dynalite for DynamoDB, SeaweedFS for S3)")
     r.add_argument("scenario", help="scenario name (see `harness scenarios`) or a .toml path")
     r.add_argument("--backend", choices=["dynamodb", "s3"], help="override the scenario's backend")
     r.add_argument("--workers", type=int, help="fleet size (Locust users)")
@@ -53,7 +54,7 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--processes", type=int, default=0, help="Locust master + N worker processes on this machine")
     r.add_argument("--run-dir", help="run directory (default runs/<run id>)")
     r.add_argument("--web", action="store_true", help="open Locust's web UI on 127.0.0.1 instead of headless")
-    r.add_argument("--web-port", type=int, default=8089)
+    r.add_argument("--web-port", type=int, default=8089, help="the web UI's port (default 8089)")
     r.add_argument("--no-report", action="store_true", help="skip building the report at the end")
     r.add_argument("--aws", action="store_true", help="target AWS itself through the credential chain")
     r.add_argument("--table", help="DynamoDB table to use (default: a new one per run)")
@@ -100,6 +101,12 @@ def build_parser() -> argparse.ArgumentParser:
     rep.add_argument("run_dirs", nargs="+", metavar="RUN_DIR")
     rep.add_argument("--out", help="output directory (default RUN_DIR/report; for several runs a comparison-* "
                                    "folder beside them when they share a folder, else under runs/)")
+
+    nb = sub.add_parser("notebook", help="open the review notebook in JupyterLab on 127.0.0.1 on these runs (default: "
+                        "the latest under runs/); needs the notebook extra: `bash .ci/install notebook`")
+    nb.add_argument("run_dirs", nargs="*", metavar="RUN_DIR")
+    nb.add_argument("--port", type=int, default=8888, help="the server's port on 127.0.0.1 (default 8888)")
+    nb.add_argument("--no-browser", action="store_true", help="print the notebook's URL only, open no browser")
 
     sub.add_parser("scenarios", help="list the scenarios")
 
@@ -273,6 +280,10 @@ def main(argv: list[str] | None = None) -> int:
             return _cmd_run(args, env)
         if args.command == "report":
             return _cmd_report(args)
+        if args.command == "notebook":
+            from harness.commands.notebook import cmd_notebook
+
+            return cmd_notebook(args.run_dirs, args.port, not args.no_browser)
         if args.command == "check":
             from harness.commands.check import cmd_check
 
