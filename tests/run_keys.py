@@ -50,6 +50,7 @@ ADDED = {
     # what the fleet is bound by (issue 21)
     "runs[].findings.bottleneck", "runs[].findings.bottleneck_moved", "runs[].findings.bottlenecks",
     "runs[].findings.failure_story", "runs[].findings.utilization", "runs[].findings.verdict",
+    "notes",  # what the user need not act on (an endpoint without TTL), kept out of stderr (issue 26)
 }
 
 

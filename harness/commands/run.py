@@ -79,6 +79,7 @@ def _run(plan: RunPlan, say: Callable[[str], None], quiet: bool) -> RunResult:
         say(f"harness: warning: {uneven}")
     local: Any = None
     signalled: str | None = None
+    notes = RunNotes(run_dir)
     try:
         local, plan = start_stand_in(plan, say, run_dir)
         plan_path = plan.write(run_dir)  # complete now: the stand-in's URLs are in it
@@ -87,7 +88,7 @@ def _run(plan: RunPlan, say: Callable[[str], None], quiet: bool) -> RunResult:
         check_reachable(plan.connection, plan.backend, sessions)
         clients = factory.clients()
         backend = factory.backend(clients)
-        factory.provision(clients, backend)
+        factory.provision(clients, backend, note=notes.add)  # not a problem: the log and run.json, not stderr
         if plan.seeding.preage:
             preage(factory, say, quiet)
         say(f"harness: {plan.scenario.name} on {plan.backend} ({_where(plan)}), {plan.locust.users} workers, "
@@ -115,8 +116,30 @@ def _run(plan: RunPlan, say: Callable[[str], None], quiet: bool) -> RunResult:
                                f"{m.expect_workers_max_wait_s:g} s: start them with `harness worker --master-host "
                                f"HOST --master-port {m.bind_port}`; see {run_dir / 'locust.log'}")
         raise HarnessError(f"Locust did not start the run; see {run_dir / 'locust.log'}")
-    runinfo.update(run_dir, locust_exit=exit_code)
+    runinfo.update(run_dir, locust_exit=exit_code, **notes.fields())
     return _results(run_dir, exit_code, signalled, safety_failed)
+
+
+class RunNotes:
+    """What the user need not act on (an endpoint without TTL, ...): kept in the run's files, not printed.
+
+    stderr is for what the user must act on; a note that reads like an error on every default run teaches
+    users to ignore stderr. Each note goes to ``RUN_DIR/harness.log`` as it comes and to ``run.json`` ``notes``
+    at the end.
+    """
+
+    LOG = "harness.log"
+
+    def __init__(self, run_dir: Path) -> None:
+        self.path, self.lines = run_dir / self.LOG, []
+
+    def add(self, line: str) -> None:
+        self.lines.append(line)
+        with self.path.open("a") as f:
+            f.write(line + "\n")
+
+    def fields(self) -> dict[str, list[str]]:
+        return {"notes": self.lines} if self.lines else {}
 
 
 def _where(plan: RunPlan) -> str:
