@@ -1,1 +1,1 @@
-"""AWS plumbing: endpoints, clients, the embedded moto server, capacity rules."""
+"""AWS plumbing: endpoints, clients, the embedded stand-ins (dynalite, SeaweedFS, moto), capacity rules."""
