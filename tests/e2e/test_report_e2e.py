@@ -174,3 +174,18 @@ def test_review_notebook_runs_top_to_bottom_on_real_runs(legacy_run, namespaced_
                    and s in printed for s in sentences), sentences
     images = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs if "image/png" in o.get("data", {})]
     assert len(images) >= 2 * 4 + 1
+
+
+def test_the_run_directory_holds_what_the_docs_list(legacy_run, namespaced_run):
+    """docs/run-directory.md's file table: every entry a real run leaves is listed, and every "always" one is there."""
+    from tests.docs_text import read, table, ticked
+
+    rows = table(read("docs/run-directory.md"), "## Files")
+    listed = {ticked(r[0])[0].split("/")[0]: r[1] for r in rows}
+    always = {name for name, when in listed.items() if when == "always"}
+    assert {"plan.json", "run.json", "iterations", "history", "locust.log"} <= always
+    for run in (legacy_run, namespaced_run):
+        present = {p.name for p in run.iterdir()}
+        assert sorted(present - set(listed)) == [], f"{run}: files docs/run-directory.md does not list"
+        assert sorted(always - present) == [], f"{run}: files docs/run-directory.md says every run writes"
+        assert (run / "report" / "index.html").is_file() and (run / "report" / "summary.json").is_file()
