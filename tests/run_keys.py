@@ -50,6 +50,7 @@ ADDED = {
     # what the fleet is bound by (issue 21)
     "runs[].findings.bottleneck", "runs[].findings.bottleneck_moved", "runs[].findings.bottlenecks",
     "runs[].findings.failure_story", "runs[].findings.utilization", "runs[].findings.verdict",
+    "runs[].findings.limits",  # the next ceilings: item size and per-key throughput forecasts (issue 24)
 }
 
 
