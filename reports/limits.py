@@ -68,12 +68,17 @@ def item_forecast(item: str, t: np.ndarray, size: np.ndarray, *, rate: float, ru
     # the interval: the steepest slope the data allow reaches it first, the flattest last (or never)
     soonest, latest = _when(remaining, hi), _when(remaining, lo)
     per_it = slope / rate if rate > 0 else None
+    # growth that slows down (a registry of long-lived models fills up) makes the straight line pessimistic
+    mid = float(np.median(t))
+    first, second = line(t[t <= mid], size[t <= mid]), line(t[t > mid], size[t > mid])
+    slowing = bool(first and second and second[2][1] < first[2][0])
     out = {"kind": "item size", "name": item, "limit": limit, "unit": "bytes", "now": last,
            "growth_per_s": slope, "growth_per_s_interval": [lo, hi],
            "growth_per_iteration": per_it, "points": int(len(t)),
            "seconds_to_limit": eta, "seconds_to_limit_interval": [soonest, latest],
            "iterations_to_limit": eta * rate if eta is not None and rate > 0 else None,
-           "growing": lo > 0, "within_run": eta is not None and eta <= run_s,
+           "growing": lo > 0, "within_run": eta is not None and eta <= run_s, "slowing": slowing,
+           "halves_growth_per_s": [first[1] if first else None, second[1] if second else None],
            "within_horizon": soonest is not None and soonest <= horizon_s and lo > 0, "horizon_s": horizon_s}
     out["sentence"] = item_sentence(out)
     return out
@@ -153,9 +158,14 @@ def item_sentence(f: dict[str, Any]) -> str:
     soon, late = f["seconds_to_limit_interval"]
     where = ("within this run" if f["within_run"] else
              f"within {_dur(f['horizon_s'])}" if f["within_horizon"] else f"beyond {_dur(f['horizon_s'])}")
-    return (f"{name} grew {per} (now {_bytes(f['now'])}): at this fleet's rate it reaches DynamoDB's {lim} item "
-            f"limit after ~{_count(f['iterations_to_limit'])} iterations (~{_dur(f['seconds_to_limit'])}; 95 %: "
-            f"{_dur(soon)} to {_dur(late)}), {where}.")
+    out = (f"{name} grew {per} (now {_bytes(f['now'])}): at this fleet's rate it reaches DynamoDB's {lim} item "
+           f"limit after ~{_count(f['iterations_to_limit'])} iterations (~{_dur(f['seconds_to_limit'])}; 95 %: "
+           f"{_dur(soon)} to {_dur(late)}), {where}.")
+    if f.get("slowing"):
+        a, b = f["halves_growth_per_s"]
+        out += (f" Its growth slowed over the run ({a:,.1f} B/s in the first half, {b:,.1f} in the second): if it "
+                f"levels off (a registry of long-lived models is full once every model is in it), it never gets there.")
+    return out
 
 
 def key_sentence(f: dict[str, Any]) -> str:

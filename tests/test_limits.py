@@ -112,3 +112,16 @@ def test_the_hot_global_item_is_the_bound_and_its_forecast_is_on_the_page(tmp_pa
     out = build_report([run], tmp_path / "report")
     page = (out / "index.html").read_text()
     assert "The next ceilings" in page and "SYNCSTATE#global" in page
+
+
+def test_growth_that_levels_off_is_said_to_slow():
+    def filling(t):  # a registry of long-lived models: fast while new models come in, flat once all are in
+        return 1000.0 + 20_000.0 * (1 - np.exp(-t / 150.0)) + 20.0 * np.sin(t * 1.3)
+
+    f = findings(_rows(filling), run_info(workers=WORKERS, duration_s=DURATION))
+    item = next(x for x in f["limits"] if x["kind"] == "item size")
+    assert item["slowing"] and item["halves_growth_per_s"][1] < item["halves_growth_per_s"][0] / 3
+    assert "Its growth slowed over the run" in item["sentence"]
+    steady = next(x for x in findings(_rows(_registry), run_info(workers=WORKERS, duration_s=DURATION))["limits"]
+                  if x["kind"] == "item size")
+    assert not steady["slowing"]
