@@ -159,9 +159,11 @@ def _cmd_scenarios(env: UserEnvironment) -> int:
     from harness.plan import scenario as scenarios
 
     extra = (env.scenarios_dir,) if env.scenarios_dir else ()
-    for name, path in scenarios.available(extra).items():
+    found = scenarios.available(extra)
+    width = max((len(n) for n in found), default=0)
+    for name, path in found.items():
         sc = scenarios.load(str(path))
-        print(f"{name:14s} {sc.description}")
+        print(f"{name:{width}s}  {sc.description}")
     return 0
 
 

@@ -34,6 +34,7 @@ class Work:
     write_units: float = 0.0
     request_ms: float = 0.0  # time inside this step's calls, summed (concurrent calls each count)
     queries: int = 0  # index reads of a pull: DynamoDB Queries, S3 index objects read (the backend counts them)
+    item_bytes: dict[str, int] = field(default_factory=dict)  # sizes of items that grow, as last seen (the largest)
 
     def request(self, op: str, n: int = 1) -> None:
         self.requests[op] += n
@@ -47,6 +48,9 @@ class Work:
         for f in fields(self):
             if f.name == "requests":
                 self.requests.update(other.requests)
+            elif f.name == "item_bytes":
+                for k, v in other.item_bytes.items():
+                    self.item_bytes[k] = max(v, self.item_bytes.get(k, 0))
             elif f.name == "catalog_rows":
                 self.catalog_rows = other.catalog_rows or self.catalog_rows
             else:

@@ -19,18 +19,18 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from harness.record.schema import STEP_LABELS
 from reports.load import COUNT_COLUMNS, STEP_COLUMNS
 from reports.stats import Change, mean_change, rank_trend
 from reports.verdict import Span, seconds_since
 
-STEP_LABELS = {"lock_wait_ms": "lock wait", "pull_ms": "pull", "method_ms": "method", "push_ms": "push",
-               "commit_ms": "commit", "export_ms": "export", "delete_ms": "delete", "prune_ms": "prune"}
 COUNT_LABELS = {"pull_items_read": "items read per pull", "index_entries_written": "index entries written per commit",
                 "catalog_rows": "catalog rows", "files_pushed": "files pushed per sync",
                 "lock_attempts": "lock attempts per iteration", "read_units": "read units per iteration",
                 "write_units": "write units per iteration"}
 STEP_DRIVERS = {"pull_ms": "pull_items_read", "commit_ms": "index_entries_written", "export_ms": "catalog_rows",
-                "push_ms": "files_pushed", "prune_ms": "catalog_rows", "lock_wait_ms": "lock_attempts"}
+                "push_ms": "files_pushed", "prune_ms": "catalog_rows", "lock_wait_ms": "lock_attempts",
+                "commit_lock_ms": "lock_attempts"}
 REQUEST_PREFIX = {c: ("lock" if c == "lock_wait_ms" else c.removesuffix("_ms")) for c in STEP_COLUMNS}
 # The counts that explain a step when its own driver does not: the requests it made (the design asked for more)
 REQUEST_DRIVERS = {c: ([f"{p}_queries"] if p == "pull" else []) + [f"{p}_requests"] for c, p in REQUEST_PREFIX.items()}

@@ -8,8 +8,8 @@ import numpy as np
 import pandas as pd
 
 from harness.record import bound as bounds
-from harness.record.schema import QUERY_COLUMNS
-from reports import words
+from harness.record.schema import QUERY_COLUMNS, SIZE_COLUMNS
+from reports import limits, words
 from reports.causes import (
     STEP_LABELS,
     Stretch,
@@ -84,11 +84,33 @@ def findings(rows: pd.DataFrame, info: dict | None = None, *, probes: pd.DataFra
         "checks": _checks(rows, info),
     }
     out.update(bound)
+    out["limits"] = _limits(rows, t, ok_mask, info, out, span.seconds)
     out["failure_story"] = _failure_story(rows, ok_mask, out)
     _backend_evidence(out)
-    out["sentences"] = words.sentences(out)
+    out["sentences"] = words.sentences(out) + [x["sentence"] for x in out["limits"] if _worth_saying(x)]
     out["verdict"] = words.verdict(out)
     return out
+
+
+def _limits(rows: pd.DataFrame, t: np.ndarray, ok_mask: np.ndarray, info: dict, out: dict[str, Any],
+            run_s: float) -> list[dict[str, Any]]:
+    """The next ceilings (``reports.limits``): growing items, the hottest keys, at this fleet's rate."""
+    a = float(out["fleet"]["warmup_s"])
+    after = ok_mask & (t >= a)
+    rate = float(after.sum()) / (run_s - a) if run_s > a else 0.0
+    sizes = {c: rows[c].to_numpy(dtype=float)[ok_mask] for c in SIZE_COLUMNS
+             if c in rows.columns and rows[c].notna().any()}
+    parts = [u for u in out.get("utilization") or [] if u["kind"] == "partition"]
+    ddb = (((info.get("scenario") or {}).get("fidelity") or {}).get("config") or {}).get("dynamodb") or {}
+    return limits.forecasts(t[ok_mask], sizes, parts, rate=rate, run_s=run_s,
+                            scale=float(ddb.get("scale", 1.0) or 1.0))
+
+
+def _worth_saying(x: dict[str, Any]) -> bool:
+    """A forecast for the page's lead: an item that grows, a key that throttles or takes half its limit."""
+    if x["kind"] == "item size":
+        return bool(x["growing"])
+    return bool(x["within_run"] or (x["share_of_modelled"] or 0) >= 0.5)
 
 
 def _bottlenecks(usage: Usage, fleet: dict[str, Any], end_s: float) -> dict[str, Any]:

@@ -18,7 +18,7 @@ from harness.errors import HarnessError
 from harness.record.keys import KEYS_CSV
 from harness.record.lockuse import EVENT_FIELDS, LOCK_EVENTS
 from harness.record.reader import read_rows, shard_paths
-from harness.record.schema import QUERY_COLUMNS, STEP_REQUEST_COLUMNS
+from harness.record.schema import QUERY_COLUMNS, SIZE_COLUMNS, STEP_REQUEST_COLUMNS
 from harness.record.schema import STEP_COLUMNS as _SCHEMA_STEPS
 
 STEP_COLUMNS = [c for c in _SCHEMA_STEPS.values() if c != "release_ms"]  # the steps a report stacks
@@ -27,7 +27,7 @@ COUNT_COLUMNS = ["pull_items_read", "index_entries_written", "catalog_rows", "fi
 # per step: requests made and ms inside them (null in runs recorded before the rows had them); index reads per pull
 REQUEST_COLUMNS = [c for step, pair in STEP_REQUEST_COLUMNS.items() for c in pair if step != "release"]
 REPORT_COLUMNS = ["ts_start", "ts_end", "user", "ok", "error_kind", "error", "total_ms", "requests", *STEP_COLUMNS,
-                  *COUNT_COLUMNS, *REQUEST_COLUMNS, *QUERY_COLUMNS]
+                  *COUNT_COLUMNS, *REQUEST_COLUMNS, *QUERY_COLUMNS, *SIZE_COLUMNS]
 READ_BATCH_BYTES = 16 << 20  # history files parsed together, up to this many bytes at once
 SKIP_DIRS = {"report", "iterations", "history", "figures", "jobs", "seed-state", ".ipynb_checkpoints"}
 
@@ -122,7 +122,7 @@ def open_run(path: str | Path) -> Run:
     rows = read_rows(p, REPORT_COLUMNS)
     if rows.empty:
         raise HarnessError(f"{p} has no iteration rows: the run recorded nothing, see locust.log")
-    for c in (*REQUEST_COLUMNS, *QUERY_COLUMNS):  # counts and ms sums: float32 holds them (and a null, unlike int)
+    for c in (*REQUEST_COLUMNS, *QUERY_COLUMNS, *SIZE_COLUMNS):  # counts, ms sums, sizes: float32 (and a null)
         rows[c] = rows[c].astype("float32")
     rows["error"] = rows["error"].fillna("")
     rows["error_kind"] = rows["error_kind"].fillna("")
@@ -292,7 +292,8 @@ def _keys(p: Path) -> pd.DataFrame | None:
     for c in ("read_units", "write_units", "throttles"):
         if c in df.columns:
             df[c] = pd.to_numeric(df[c], errors="coerce").fillna(0.0)
-    df["index"] = df["index"].fillna("").astype(str) if "index" in df.columns else ""
-    df["key"] = df["key"].fillna("").astype(str)
+    # an all-empty column is read as float NaN: to object first, so the blanks fill as "" (the base table)
+    df["index"] = df["index"].astype(object).fillna("").astype(str) if "index" in df.columns else ""
+    df["key"] = df["key"].astype(object).fillna("").astype(str)
     df["table"] = df["table"].astype(str)
     return df

@@ -246,6 +246,29 @@ def _utilization(f: dict[str, Any]) -> str:
                                                            seg) if seg else "")
 
 
+def _limits(f: dict[str, Any]) -> str:
+    """The next ceilings: growing items against the 400 KB limit, the hottest keys against the per-key limit."""
+    fs = f.get("limits") or []
+    if not fs:
+        return ""
+    rows = []
+    for x in fs:
+        if x["kind"] == "item size":
+            lo, hi = x["seconds_to_limit_interval"]
+            rows.append([x["kind"], x["name"], f"{x['now']:,.0f} B of {x['limit']:,.0f} B",
+                         f"{x['growth_per_iteration']:,.1f} B/iteration" if x["growth_per_iteration"] else "",
+                         _fmt(x["seconds_to_limit"]), f"{_fmt(lo)} - {_fmt(hi)}",
+                         x["within_run"] or x["within_horizon"], x["sentence"]])
+        else:
+            u = "WCU" if x["units"] == "write" else "RCU"
+            rows.append([x["kind"], x["name"], f"{x['used_per_s']:,.1f} of {x['limit_per_s']:,.0f} {u}/s",
+                         f"{x['share_of_modelled'] * 100:.0f} % of the modelled {x['modelled_limit_per_s']:,.1f}",
+                         "", "", x["within_run"], x["sentence"]])
+    return ("<h3>The next ceilings: item size and per-key throughput</h3>"
+            + table(["limit", "item or key", "now", "growth / share", "seconds to the limit", "95 % interval (s)",
+                     "on course", "forecast"], rows))
+
+
 def _requests(f: dict[str, Any]) -> str:
     """Each step's time split into requests x time per request + time outside them, start against late."""
     rows = []
@@ -268,6 +291,7 @@ def run_section(run: Run, f: dict[str, Any], figures: list[tuple[str, str]]) -> 
     parts = [f"<h2>{escape(run.label)}</h2>", _verdict(f), *_warnings(run, f)]
     parts.append("<ul>" + "".join(f"<li>{escape(s)}</li>" for s in f["sentences"]) + "</ul>")
     parts.append("<h3>What the fleet is bound by: utilization of every shared resource</h3>" + _utilization(f))
+    parts.append(_limits(f))
     parts.append("<h3>Rate of successful iterations</h3>" + _levels(f))
     parts.append(_checks(f))
     parts.append("<h3>Steps and the counts that drive them</h3>" + _steps(f))

@@ -25,11 +25,19 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from harness.record import runinfo
-from harness.record.schema import COUNT_COLUMNS, QUERY_COLUMNS, SCHEMA, STEP_COLUMNS, STEP_REQUEST_COLUMNS, UNIT_COLUMNS
+from harness.record.schema import (
+    COUNT_COLUMNS,
+    QUERY_COLUMNS,
+    SCHEMA,
+    SIZE_COLUMNS,
+    STEP_COLUMNS,
+    STEP_REQUEST_COLUMNS,
+    UNIT_COLUMNS,
+)
 
 Curve = Callable[[np.ndarray], np.ndarray]
 STEP_FIELDS = list(STEP_COLUMNS.values())
-REQUEST_FIELDS = [c for pair in STEP_REQUEST_COLUMNS.values() for c in pair] + list(QUERY_COLUMNS)
+REQUEST_FIELDS = [c for pair in STEP_REQUEST_COLUMNS.values() for c in pair] + list(QUERY_COLUMNS) + list(SIZE_COLUMNS)
 T0 = 1_750_000_000.0
 HISTORY_FLUSH_S = 5.0  # a run's history writer flushes a file every 5 s
 
@@ -49,7 +57,8 @@ def make_table(*, workers: int = 10, duration_s: float = 3600.0, rate: Curve,
     """The iteration rows of a synthetic run, in the record schema; ``rate(t)`` is iterations/s per worker.
 
     ``requests`` gives per-step request columns of successful iterations (``pull_requests``,
-    ``pull_request_ms``, ``pull_queries``, ...); the ones not given are left null, as in a run recorded
+    ``pull_request_ms``, ``pull_queries``, ..., and the size column ``registry_bytes``); the ones not given are
+    left null, as in a run recorded
     before the rows had them. ``think_ms`` is each iteration's time outside the steps (client CPU, waits).
     """
     rng = np.random.default_rng(seed)

@@ -277,3 +277,83 @@ def test_a_delete_cut_short_by_the_end_of_the_run_may_have_landed():
     assert check([write, cut], present)["violations"] == 0  # it did not
     early = {**cut, "invoke_ms": 5, "complete_ms": 8}  # a delete cut short before the write cannot explain it
     assert check([early, write], {"entries": []})["lost"] == 1
+
+
+def test_two_phase_views_are_their_models_and_model_fences_only_go_up():
+    """A two-phase commit saw only its model (a scoped pull): other models' commits in between are fine."""
+    base = {"type": "commit", "ok": True, "key": "G", "domain": "G", "writes": [], "deletes": [], "invoke_ms": 0,
+            "view_scope": "model"}
+    events = [
+        {**base, "cid": "a1", "seq": 1, "view_seq": 0, "fence": 1, "nonce": "g1", "model_key": "m/a", "model_fence": 1},
+        {**base, "cid": "b1", "seq": 2, "view_seq": 0, "fence": 2, "nonce": "g2", "model_key": "m/b", "model_fence": 1},
+    ]
+    assert check(events, {"entries": []})["sequence_anomalies"] == 0  # b's view missed a's commit: another model
+    events.append({**base, "cid": "a2", "seq": 3, "view_seq": 0, "fence": 3, "nonce": "g3", "model_key": "m/a",
+                   "model_fence": 2})
+    kinds = {d["cid"]: d["kind"] for d in check(events, {"entries": []})["details"]["sequence_anomalies"]}
+    assert kinds == {"a2": "stale view: 1 commit(s) sealed between its view and its seal"}  # a1: its own model
+    events[2].update(view_seq=1)
+    events.append({**base, "cid": "a3", "seq": 4, "view_seq": 3, "fence": 4, "nonce": "g4", "model_key": "m/a",
+                   "model_fence": 1})  # a model lock holder older than a2's sealed after it
+    kinds = {d["cid"]: d["kind"] for d in check(events, {"entries": []})["details"]["sequence_anomalies"]}
+    assert kinds == {"a3": "sealed after fence 2 of its model's lock"}
+
+
+def test_a_stale_model_holders_accepted_commit_is_an_unsafe_overlap_of_the_model_lock():
+    g = {"type": "grant", "key": "m/a/.lock", "attempts": 1}
+    events = [
+        {**g, "nonce": "a", "fence": 1, "holder": "a", "granted_ms": 0, "expires_ms": 300},
+        {**g, "nonce": "b", "fence": 2, "holder": "b", "granted_ms": 400, "expires_ms": 700},
+        {"type": "grant", "key": "G", "attempts": 1, "nonce": "ga", "fence": 5, "holder": "a", "granted_ms": 450,
+         "expires_ms": 750},
+        {"type": "commit", "ok": True, "nonce": "ga", "model_nonce": "a", "model_key": "m/a/.lock",
+         "model_fence": 1, "cid": "late", "key": "G", "fence": 5, "seq": 1, "invoke_ms": 460, "seal_ms": 470,
+         "complete_ms": 480, "writes": [], "deletes": []},
+        {"type": "release", "nonce": "a", "invoke_ms": 490, "ok": False},  # a acted on its model lock until here
+    ]
+    report = check(events, {"entries": []})
+    assert report["unsafe_overlaps"] == 1
+    assert report["details"]["unsafe_overlaps"][0]["key"] == "m/a/.lock"  # the model lock's, not the global one's
+
+
+def _two_phase_writers(aws, clock, kind, fencing):
+    be = make_backend(kind, aws, clock=clock)
+    events: list[dict] = []
+    stores = []
+    for who in ("a", "b"):
+        s = make_store(be, "w1", clock=clock, holder=who, lock=LOCK)
+        s.cfg = replace(s.cfg, fencing=fencing, sync="two-phase")
+        s.record = events.append
+        stores.append(s)
+    return be, events, stores[0], stores[1]
+
+
+@pytest.mark.parametrize("kind", ["per-model", "sharded"])
+@pytest.mark.parametrize("fencing", [True, False])
+def test_two_phase_histories_are_checked_fenced_clean_unfenced_damaged(aws, clock, kind, fencing):
+    """Two workers on one model under two-phase sync; a freezes with its model lock held, b syncs the model."""
+    be, events, a, b = _two_phase_writers(aws, clock, kind, fencing)
+    run_some(a, b, 2)
+
+    def freeze(point: str) -> float:
+        clock.advance(LOCK.ttl_s + 0.5)
+        b.sync_run("shared", "get_uptime", 100, [])
+        clock.advance(0.01)
+        return 0.0
+
+    a.pauses = freeze
+    outcome = None
+    try:
+        a.sync_run("shared", "get_uptime", 100, [])
+    except Exception as e:  # noqa: BLE001
+        outcome = e
+    keys = {e["key"] for e in events if e.get("type") == "grant"}
+    assert keys == {a.lock_key(), a.paths.model_lock("system", "shared")}  # both locks in the history
+    report = check(events, snapshot(be))
+    if fencing:
+        assert type(outcome).__name__ == "FencedError" and report["violations"] == 0, report["details"]
+        assert report["refused"] == 1
+    else:
+        assert outcome is None and report["lost"] >= 1 and report["unsafe_overlaps"] >= 1
+        assert any(d["key"].endswith("/.lock") and "data/" in d["key"]
+                   for d in report["details"]["unsafe_overlaps"])  # the model lock's overlap

@@ -34,6 +34,7 @@ FORBIDDEN = {  # layer -> module prefixes it must not import
     "harness.aws_errors": ("harness",),
     "harness.clock": ("harness",),
     "harness.edge": ("harness",),
+    "harness.item_size": ("harness",),
     "harness.safety": ("harness.load", "harness.pacing", "harness.plan", "harness.commands"),
 }
 REPORTS_CALLERS = ("harness.commands", "harness.cli")  # the report package reads run directories; only the

@@ -50,8 +50,12 @@ def test_the_tab_reads_units_against_the_modelled_capacity():
     assert rows["Lock wait p50 / p95"]["now"] == "12 ms / 240 ms"
     assert rows["Index entries per commit"]["now"] == "420" and rows["Throttles / s"]["now"] == "0.50"
     assert [m for m in rows if m.startswith("Time in")] == [
-        "Time in lock wait", "Time in pull", "Time in method", "Time in push", "Time in commit", "Time in export",
-        "Time in delete", "Time in prune"]
+        "Time in lock wait", "Time in pull", "Time in method", "Time in push", "Time in commit lock wait",
+        "Time in commit", "Time in export", "Time in delete", "Time in prune"]
+    # the global lock's wait before the commit (two-phase sync) is listed only when it took time
+    one_lock = _summary(step_shares={**dict.fromkeys(REPORT_STEPS, 0.125), "commit_lock_ms": 0.0})
+    rows = table(one_lock, one_lock, capacity=cap, throttles_now=0, throttles_test=0, probe=None)
+    assert "Time in commit lock wait" not in [r["metric"] for r in rows]
 
 
 def test_provisioned_and_scaled_capacity():

@@ -20,48 +20,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
+from harness.item_size import item_size, value_size
+
 KB = 1024
-
-
-def _value_size(v: Mapping[str, Any]) -> int:
-    ((t, x),) = v.items()
-    if t == "S":
-        return len(x.encode())
-    if t == "N":
-        digits = len(str(x).lstrip("-").replace(".", "").lstrip("0")) or 1
-        return 1 + (digits + 1) // 2
-    if t == "B":
-        return len(x)
-    if t in ("BOOL", "NULL"):
-        return 1
-    if t == "SS":
-        return sum(len(s.encode()) for s in x)
-    if t == "NS":
-        return sum(_value_size({"N": n}) for n in x)
-    if t == "BS":
-        return sum(len(b) for b in x)
-    if t == "L":
-        return 3 + sum(1 + _value_size(e) for e in x)
-    if t == "M":
-        return 3 + sum(len(k.encode()) + 1 + _value_size(e) for k, e in x.items())
-    raise ValueError(f"unknown DynamoDB type {t!r}")
-
-
-def item_size(item: Mapping[str, Mapping[str, Any]]) -> int:
-    """Bytes DynamoDB bills for an item: attribute names plus values.
-
-    On every write's hot path (once per item), so strings and binaries are sized inline.
-    """
-    total = 0
-    for k, v in item.items():
-        total += len(k) if k.isascii() else len(k.encode())
-        x = v.get("S")
-        if x is not None:
-            total += len(x) if x.isascii() else len(x.encode())
-            continue
-        x = v.get("B")
-        total += len(x) if x is not None else _value_size(v)
-    return total
 
 
 def write_units_for_size(size: int) -> float:
@@ -144,7 +105,7 @@ def _update_writes(shape: TableShape, p: Mapping[str, Any], factor: float = 1.0)
     """UpdateItem: billed on the item's size, which the request alone does not tell; key + new values."""
     key = p.get("Key", {})
     values = p.get("ExpressionAttributeValues", {})
-    size = item_size(key) + sum(_value_size(v) + 8 for v in values.values())
+    size = item_size(key) + sum(value_size(v) + 8 for v in values.values())
     units = write_units_for_size(size) * factor
     out = [Charge(shape.name, None, _key_value(key.get(shape.pk)), "write", units)]
     expr = p.get("UpdateExpression", "")

@@ -12,6 +12,14 @@ import json
 import sqlite3
 import time
 
+CATALOG_EXPORTS = ("compact", "swamp")
+# The row of swamp's catalog export today (catalog schema 8; docs/swamp-today.md): 28 fields.
+SWAMP_ROW_FIELDS = ("namespace", "type_normalized", "model_id", "data_name", "id", "version", "is_latest",
+                    "is_step_latest", "model_name", "spec_name", "data_type", "content_type", "lifetime",
+                    "garbage_collection", "owner_type", "streaming", "size", "created_at", "tags", "owner_ref",
+                    "workflow_run_id", "workflow_name", "job_name", "step_name", "source", "is_pending",
+                    "pending_pid", "pending_host")
+
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS models (
     ns TEXT NOT NULL, type TEXT NOT NULL, id TEXT NOT NULL, created_at REAL NOT NULL,
@@ -60,10 +68,18 @@ class Catalog:
         return self.db.execute("SELECT COUNT(*) FROM data WHERE ns=? AND type=? AND id=?",
                                (self._ns(ns), *model)).fetchone()[0]
 
-    def export(self, ns: str | None) -> bytes:
-        """Every row of the namespace, as swamp's ``.catalog-export.json``."""
+    def export(self, ns: str | None, style: str = "compact") -> bytes:
+        """Every row of the namespace, as ``.catalog-export.json``.
+
+        ``compact``: seven fields a row in one line of JSON. ``swamp``: as swamp
+        writes it today, every row's 28 catalog fields, pretty-printed with a
+        two-space indent and a trailing newline (the export is the larger for it).
+        """
         cur = self.db.execute("SELECT type, id, name, version, path, size, created_at FROM data WHERE ns=? "
                               "ORDER BY type, id, name, version", (self._ns(ns),))
+        if style == "swamp":
+            rows = [_swamp_row(ns, *r) for r in cur]
+            return (json.dumps(rows, indent=2) + "\n").encode()
         cols = ("type", "id", "name", "version", "path", "size", "createdAt")
         return json.dumps({"namespace": ns, "rows": [dict(zip(cols, r, strict=True)) for r in cur]}).encode()
 
@@ -78,3 +94,17 @@ class Catalog:
     def remove_data(self, ns: str | None, model_type: str, model_id: str) -> int:
         cur = self.db.execute("DELETE FROM data WHERE ns=? AND type=? AND id=?", (self._ns(ns), model_type, model_id))
         return cur.rowcount
+
+
+def _swamp_row(ns: str | None, model_type: str, model_id: str, name: str, version: int, path: str, size: int,
+               created_at: float) -> dict:
+    """One catalog row with swamp's 28 fields (what the harness does not track is swamp's default for it)."""
+    iso = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(created_at)) + f".{int(created_at * 1000) % 1000:03d}Z"
+    values = {"namespace": ns or "", "type_normalized": model_type, "model_id": model_id, "data_name": name,
+              "id": f"{model_id}/{name}/{version}", "version": version, "is_latest": 1, "is_step_latest": 0,
+              "model_name": model_id, "spec_name": name, "data_type": "resource", "content_type": "application/json",
+              "lifetime": "infinite", "garbage_collection": 10, "owner_type": "model-method", "streaming": 0,
+              "size": size, "created_at": iso, "tags": "{}", "owner_ref": f"{model_type}/{model_id}",
+              "workflow_run_id": None, "workflow_name": None, "job_name": None, "step_name": None, "source": path,
+              "is_pending": 0, "pending_pid": None, "pending_host": None}
+    return {k: values[k] for k in SWAMP_ROW_FIELDS}

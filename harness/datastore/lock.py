@@ -33,18 +33,33 @@ from harness.work import Work, recording
 Recorder = Callable[[dict], None]
 
 
+# How a waiter backs off between attempts. "harness": the seed's, retry x 2^n capped at retry_cap, 50-100 %
+# jitter. swamp's extensions today (docs/swamp-today.md): DynamoDB min(retry x 1.5^min(n, 4), 2 x retry) x
+# U(0.5, 1); S3 U(retry, min(8 s, retry x 2^n)).
+BACKOFFS = ("harness", "swamp-dynamodb", "swamp-s3", "swamp")
+S3_BACKOFF_CAP_S = 8.0
+
+
+def swamp_backoff(backend: str) -> str:
+    """The backoff of swamp's extension for ``backend`` ("swamp" in a scenario picks it by backend)."""
+    return "swamp-s3" if backend == "s3" else "swamp-dynamodb"
+
+
 @dataclass(frozen=True)
 class LockConfig:
     ttl_s: float = 30.0
     wait_s: float = 60.0
     retry_s: float = 1.0
     retry_cap_s: float = 2.0
+    backoff: str = "harness"
 
     def __post_init__(self) -> None:
         if self.ttl_s <= 0 or self.wait_s <= 0 or self.retry_s <= 0:
             raise ConfigError("lock ttl, wait and retry must be positive durations")
         if self.wait_s < self.retry_s:
             raise ConfigError(f"lock wait ({self.wait_s}s) is shorter than its retry ({self.retry_s}s)")
+        if self.backoff not in BACKOFFS or self.backoff == "swamp":
+            raise ConfigError(f"unknown lock backoff {self.backoff!r}: choose one of {', '.join(BACKOFFS[:3])}")
 
 
 @dataclass
@@ -72,9 +87,16 @@ class LockStore(Protocol):
     def release(self, key: str, nonce: str, work: Work) -> bool:
         """Give the lock up if ``nonce`` still holds it (the fencing counter survives)."""
 
+    def inspect(self, key: str, now_ms: int, work: Work) -> dict | None:
+        """The live holder's record, or None when the lock is free or expired (one read; takes nothing)."""
+
 
 def backoff_delay(attempt: int, cfg: LockConfig, rng: random.Random) -> float:
-    """swamp's retry: base x 2^attempt capped, with 50-100 % jitter."""
+    """Seconds before retry ``attempt`` (0 = after the first refusal), by ``cfg.backoff`` (see ``BACKOFFS``)."""
+    if cfg.backoff == "swamp-dynamodb":
+        return min(cfg.retry_s * 1.5 ** min(attempt, 4), 2 * cfg.retry_s) * rng.uniform(0.5, 1.0)
+    if cfg.backoff == "swamp-s3":
+        return rng.uniform(cfg.retry_s, max(cfg.retry_s, min(S3_BACKOFF_CAP_S, cfg.retry_s * 2 ** attempt)))
     base = min(cfg.retry_cap_s, cfg.retry_s * (2 ** attempt))
     return base * rng.uniform(0.5, 1.0)
 

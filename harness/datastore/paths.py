@@ -70,6 +70,10 @@ class Paths:
     def output_record(self, model_type: str, model_id: str, run_id: str) -> str:
         return self._p(f"outputs/{model_type}/{model_id}/{run_id}.yaml")
 
+    def model_lock(self, model_type: str, model_id: str) -> str:
+        """swamp's per-model lock key (two-phase sync)."""
+        return self._p(f"data/{model_type}/{model_id}/.lock")
+
     def definition(self, model_type: str, model_id: str) -> str:
         return self._p(f"models/{model_type}/{model_id}/definition.yaml")
 

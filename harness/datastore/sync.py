@@ -1,8 +1,11 @@
 """The sync coordinator: swamp's loop over one backend, step by step.
 
-lock -> pull changed -> run the method locally -> push (prepare) -> commit the
-index update (fenced) -> export the catalog -> release. Model delete and prune
-are separate commands that take the lock themselves.
+``one-lock`` (the seed's loop): lock -> pull changed -> run the method
+locally -> push (prepare) -> commit the index update (fenced) -> export the
+catalog -> release. ``two-phase`` is swamp's sync today (``two_phase.py``): a
+per-model lock around a scoped pull, the method and the upload, the global
+lock only for the commit. Model delete and prune are separate commands that
+take the (global) lock themselves.
 
 Every step appends a ``Step`` (name, milliseconds, Work) to the caller's list,
 also when it fails, so a failed iteration still says where its time went.
@@ -34,6 +37,9 @@ from harness.work import Work, recording
 
 LOCK_SCOPES = ("datastore", "namespace")
 INDEX_COMMITS = ("full", "delta")
+SYNC_MODES = ("one-lock", "two-phase")
+BOOKKEEPING = ("harness", "swamp")
+GLOBAL_LOCKS = ("swamp", "per-namespace")
 
 
 @dataclass(frozen=True)
@@ -44,6 +50,15 @@ class SyncConfig:
     lock: LockConfig = field(default_factory=LockConfig)
     heartbeat: bool = True
     fencing: bool = True
+    sync: str = "one-lock"
+    global_poll_s: float = 1.0
+    global_lock: str = "swamp"  # per-namespace: <ns>/.datastore.lock on DynamoDB too (as swamp's S3 has it)
+    bookkeeping: str = "harness"
+    upload_concurrency: int = 1
+    download_concurrency: int = 1
+    dirty_path_cap: int = 0
+    catalog_export: str = "compact"
+    uploads_at_commit: bool = False  # swamp's DynamoDB: the push's prepare writes nothing; content goes at commit
 
     def __post_init__(self) -> None:
         if self.lock_scope == "model":
@@ -54,6 +69,15 @@ class SyncConfig:
         if self.index_commit not in INDEX_COMMITS:
             raise ConfigError(
                 f"unknown index commit mode {self.index_commit!r}: choose one of {', '.join(INDEX_COMMITS)}")
+        if self.sync not in SYNC_MODES:
+            raise ConfigError(f"unknown sync {self.sync!r}: choose one of {', '.join(SYNC_MODES)}")
+        if self.global_lock not in GLOBAL_LOCKS:
+            raise ConfigError(f"unknown global lock {self.global_lock!r}: choose one of {', '.join(GLOBAL_LOCKS)}")
+        if self.bookkeeping not in BOOKKEEPING:
+            raise ConfigError(f"unknown bookkeeping {self.bookkeeping!r}: choose one of {', '.join(BOOKKEEPING)}")
+        if self.sync == "two-phase" and self.index_commit == "full":
+            raise ConfigError('sync = "two-phase" commits each model\'s dirty entries under its own lock: a full '
+                              'commit would rewrite other models\' entries without theirs; use index_commit = "delta"')
 
 
 @dataclass
@@ -94,6 +118,9 @@ class Datastore:
         self._grant: LockGrant | None = None  # the grant of the locked section we are in, if any
         self._beat: Heartbeat | None = None
         self._base: int | None = None  # the sequence this section's pull saw
+        self._model_view: int | None = None  # two-phase: the sequence the section's scoped pull saw (its model's)
+        self._model_grant: LockGrant | None = None  # two-phase: the per-model lock held for the section
+        self._model_part: str | None = None  # ... and its model's partition
 
     # ---- plumbing ----------------------------------------------------------------
     @contextmanager
@@ -107,28 +134,46 @@ class Datastore:
             steps.append(Step(name, (time.perf_counter() - t0) * 1000, work))
 
     def lock_key(self) -> str:
-        """swamp's key: ``.locks/<namespace>.lock`` with a namespace and namespace scope, else the datastore's."""
+        """The lock whose holder commits: the commit domain.
+
+        one-lock: swamp's key of the seed's time, ``.locks/<namespace>.lock`` with a
+        namespace and namespace scope, else the datastore's. two-phase: the global
+        lock of swamp today (``backend.global_lock_key``; ``global_lock =
+        "per-namespace"``: the namespace's own on either backend).
+        """
+        if self.cfg.sync == "two-phase":
+            ns = self.ns if self.cfg.lock_scope == "namespace" else None
+            if ns and self.cfg.global_lock == "per-namespace":
+                return f"{ns}/.datastore.lock"
+            return self.backend.global_lock_key(ns)
         if self.cfg.lock_scope == "namespace" and self.ns:
             return f".locks/{self.ns}.lock"
         return self.backend.datastore_lock_key()
 
-    @contextmanager
-    def locked(self, steps: list[Step]) -> Iterator[LockGrant]:
-        lock = Lock(self.backend.lock_store, self.lock_key(), self.clock, self.cfg.lock, self.holder, self.rng,
+    def new_lock(self, key: str) -> Lock:
+        return Lock(self.backend.lock_store, key, self.clock, self.cfg.lock, self.holder, self.rng,
                     recorder=self.record)
-        on_grant = (lambda g, w: self.backend.on_grant(self.ns, g, self._cursor, w)) if self.cfg.fencing else None
-        with self._step(steps, "lock") as w:
+
+    @contextmanager
+    def hold(self, steps: list[Step], lock: Lock, *, lock_step: str = "lock",
+             on_grant: Callable[[LockGrant, Work], None] | None = None) -> Iterator[tuple[LockGrant, Heartbeat | None]]:
+        """Take ``lock`` (its wait is step ``lock_step``), heartbeat it, release it as step ``release``."""
+        with self._step(steps, lock_step) as w:
             grant = lock.acquire(w, on_grant)
+        with self.hold_granted(steps, lock, grant) as beat:
+            yield grant, beat
+
+    @contextmanager
+    def hold_granted(self, steps: list[Step], lock: Lock, grant: LockGrant) -> Iterator[Heartbeat | None]:
+        """Heartbeat a lock already granted for the block, then release it (step ``release``)."""
         beat_work = Work()
         beat = Heartbeat(lock, grant, beat_work) if self.cfg.heartbeat else None
-        self._grant, self._beat, self._base = grant, beat, None
         ok = False
         try:
             with beat or nullcontext():
-                yield grant
+                yield beat
             ok = True
         finally:
-            self._grant, self._beat, self._base = None, None, None
             with self._step(steps, "release") as w:
                 w.add(beat_work)
                 try:
@@ -139,6 +184,22 @@ class Datastore:
                 finally:
                     self.backend.release_grant(grant)
 
+    def fence_hook(self) -> Callable[[LockGrant, Work], None] | None:
+        """What a fenced grant of the commit domain's lock tells the backend first (None unfenced)."""
+        if not self.cfg.fencing:
+            return None
+        return lambda g, w: self.backend.on_grant(self.ns, g, self._cursor, w)
+
+    @contextmanager
+    def locked(self, steps: list[Step]) -> Iterator[LockGrant]:
+        """The commit domain's lock held for a section (one-lock's whole sync; a delete or a prune)."""
+        with self.hold(steps, self.new_lock(self.lock_key()), on_grant=self.fence_hook()) as (grant, beat):
+            self._grant, self._beat, self._base = grant, beat, None
+            try:
+                yield grant
+            finally:
+                self._grant, self._beat, self._base = None, None, None
+
     def _pause(self, point: str) -> None:
         """A stop-the-world pause of this holder, if the fault-injection layer asks for one here."""
         seconds = self.pauses(point) if self.pauses else 0.0
@@ -147,7 +208,7 @@ class Datastore:
         start = now_ms(self.clock)
         with self._beat.suspended() if self._beat else nullcontext():
             self.clock.sleep(seconds)
-        grant = self._grant
+        grant = self._grant or self._model_grant
         self.record({"type": "pause", "point": point, "holder": self.holder, "start_ms": start,
                      "end_ms": now_ms(self.clock), "key": grant.key if grant else None,
                      "fence": grant.fence if grant else None})
@@ -164,9 +225,14 @@ class Datastore:
         cid = uuid.uuid4().hex[:16]
         event = {"type": "commit", "op": op, "key": grant.key, "holder": self.holder, "fence": grant.fence,
                  "nonce": grant.nonce, "namespace": self.ns, "cid": cid, "fencing": self.cfg.fencing,
-                 "view_seq": self._base if grant is self._grant else None, "invoke_ms": now_ms(self.clock),
+                 "view_seq": self._base if grant is self._grant else self._model_view, "invoke_ms": now_ms(self.clock),
                  "writes": [[m.rel_path, m.version, m.digest, m.size] for m in writes],
                  "deletes": [[m.rel_path, m.version, m.digest] for m in deletes]}
+        if self._model_view is not None and grant is not self._grant:  # two-phase: the view is its model's only
+            event["view_scope"] = "model"
+        model = self._model_grant
+        if model is not None:
+            event.update(model_key=model.key, model_nonce=model.nonce, model_fence=model.fence)
         try:
             if self.cfg.fencing and grant.lost:
                 raise LockLostError(f"commit refused: lock {grant.key} (fence {grant.fence}) was lost")
@@ -209,13 +275,10 @@ class Datastore:
             res = self.backend.pull(self.ns, self.watermark_ms, partitions, work, lock_key=self.lock_key(),
                                     cursor=self._cursor, fencing=self.cfg.fencing, grant=self._grant)
             self._forget(res)
-            pulled = 0
-            for m in res.changed:
-                have = self.local.get(m.rel_path)
-                if have is None or have.digest != m.digest:
-                    self.backend.get_content(m, work)
-                    pulled += 1
-                self.local[m.rel_path] = m
+            fetch = [m for m in res.changed if (have := self.local.get(m.rel_path)) is None or have.digest != m.digest]
+            self.backend.get_contents(fetch, work, concurrency=self.cfg.download_concurrency)
+            self.local.update({m.rel_path: m for m in res.changed})
+            pulled = len(fetch)
             work.files_pulled += pulled
             if partitions is None:  # a scoped pull cannot vouch for other models: only this one advances it
                 self.last_seq = res.seq
@@ -223,6 +286,8 @@ class Datastore:
                     self._base = res.seq
                 if not res.short_cut:
                     self.watermark_ms = start
+            elif self._model_grant is not None:  # two-phase: what this model's commit will have been based on
+                self._model_view = res.seq
         return pulled
 
     def _forget(self, res: PullResult) -> None:
@@ -269,6 +334,9 @@ class Datastore:
         """
         paths = list(self.dirty)
         with recording(work):
+            cap = self.cfg.dirty_path_cap
+            if cap and len(paths) > cap:  # swamp's dirty-path cap: past it the push walks the whole index
+                self.backend.read_index(self.ns, work, lock_key=self.lock_key())
             if not self.cfg.fencing:
                 remote = self.backend.lookup(paths, work, fenced=False)
                 for rel in paths:
@@ -277,8 +345,13 @@ class Datastore:
                     if r is not None and r.version > base and r.digest != self.staged[rel].digest:
                         raise ConflictError(
                             f"conflict on {rel}: remote version {r.version} is newer than ours ({base})")
-            self.backend.put_content(self.dirty, self.staged, work, cursor=self._cursor)
+            if not self.cfg.uploads_at_commit:
+                self._upload(work)
         work.files_pushed += len(paths)
+
+    def _upload(self, work: Work) -> None:
+        self.backend.put_content(self.dirty, self.staged, work, cursor=self._cursor,
+                                 concurrency=self.cfg.upload_concurrency)
 
     def commit(self, grant: LockGrant, work: Work) -> int:
         """Push, phase two: merge the manifest into the index under the lock (fenced); returns the sequence.
@@ -300,9 +373,12 @@ class Datastore:
         staged = list(self.staged.values())
         try:
             with recording(work):
+                if self.cfg.uploads_at_commit:  # swamp's DynamoDB writes the content under the global lock too
+                    self._upload(work)
                 res = self._commit("sync", grant, staged, [], lambda cid: self.backend.commit(
                     self.ns, entries, grant, work, base_seq=base if self.cfg.fencing else None,
-                    fencing=self.cfg.fencing, cid=cid, cursor=self._cursor))
+                    fencing=self.cfg.fencing, cid=cid, cursor=self._cursor, model_fence=self._model_fence(),
+                    bookkeeping=self.cfg.bookkeeping))
             self.local.update(self.staged)
             if self.last_seq is not None and res.base == self.last_seq:  # nobody else sealed since this view
                 self.last_seq = res.seq
@@ -311,22 +387,33 @@ class Datastore:
             self.dirty.clear()
         return res.seq
 
+    def _model_fence(self) -> tuple[str, int] | None:
+        """Two-phase, fenced: (the model's partition, its lock's fence): the commit checks no newer holder of it."""
+        g, part = self._model_grant, self._model_part
+        return (part, g.fence) if g is not None and part and self.cfg.fencing else None
+
     def export_catalog(self, work: Work) -> None:
         if self.ns:
             with recording(work):
-                self.backend.put_blob(self.paths.catalog_export(), self.catalog.export(self.ns), work)
+                self.backend.put_blob(self.paths.catalog_export(),
+                                      self.catalog.export(self.ns, self.cfg.catalog_export), work)
         work.catalog_rows = self.catalog.rows(self.ns)
 
     def _delete(self, op: str, grant: LockGrant, metas: list[FileMeta], work: Work,
                 forget: list[str] | None = None) -> None:
         self._commit(op, grant, [], metas, lambda cid: self.backend.delete_files(
             self.ns, metas, grant, work, fencing=self.cfg.fencing, cid=cid, cursor=self._cursor,
-            forget=forget or ()))
+            forget=forget or (), bookkeeping=self.cfg.bookkeeping))
 
     # ---- commands ---------------------------------------------------------------
     def sync_run(self, model_id: str, method: str, payload_bytes: int, steps: list[Step],
                  model_type: str = MODEL_TYPE) -> None:
-        """One ``swamp model method run`` with sync around it."""
+        """One ``swamp model method run`` with sync around it (the seed's loop, or swamp's two-phase sync)."""
+        if self.cfg.sync == "two-phase":
+            from harness.datastore.two_phase import sync_run_two_phase
+
+            sync_run_two_phase(self, model_id, method, payload_bytes, steps, model_type)
+            return
         with self.locked(steps) as grant:
             with self._step(steps, "pull") as w:
                 self.pull(w)
@@ -364,7 +451,9 @@ class Datastore:
         with self.locked(steps) as grant, self._step(steps, "prune") as w:
             if files:  # one commit: the files' removal, and their partitions gone from the registry
                 parts = [partition_of(self.paths.definition(t, i), self.ns) for t, i in orphans]
-                self._delete("prune", grant, files, w, forget=[p for p in parts if p])
+                # (swamp's bookkeeping forgets nothing: its registry only grows, its tombstones stay)
+                forget = [p for p in parts if p] if self.cfg.bookkeeping == "harness" else []
+                self._delete("prune", grant, files, w, forget=forget)
             for m in files:
                 self.local.pop(m.rel_path, None)
             rows = sum(self.catalog.remove_data(self.ns, t, i) for t, i in orphans)

@@ -13,10 +13,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Executor
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import gevent.monkey
 import gevent.pool
+
+if TYPE_CHECKING:
+    from harness.plan.model import RunPlan
 
 
 class _Result:
@@ -48,6 +51,15 @@ class GreenletExecutor(Executor):
             self._pool.kill()
         elif wait:
             self._pool.join()
+
+
+def pool_size(plan: RunPlan) -> int:
+    """Greenlets for a process's backends: 8 shared by its users, unless the scenario moves content N at a time
+    (two-phase sync: swamp's 25 uploads / 50 downloads), then N for every user of the fleet (an upper bound:
+    the pool must not be what limits the modelled concurrency)."""
+    ds = plan.scenario.datastore
+    n = max(ds.upload_concurrency, ds.download_concurrency)
+    return 8 if n <= 1 else max(8, n * max(plan.locust.users, plan.scenario.fleet.workers))
 
 
 def executor_for_this_process(size: int = 8) -> Executor | None:

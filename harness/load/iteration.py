@@ -74,6 +74,8 @@ def summarize(steps: list[Step]) -> dict[str, Any]:
     out.update(
         files_pushed=total.files_pushed, files_pulled=total.files_pulled, items_read=total.items_read,
         pull_items_read=pull_reads, index_entries_written=total.index_entries_written,
+        registry_bytes=max((v for k, v in total.item_bytes.items() if k.startswith("PARTITIONS#registry")),
+                           default=0),
         requests=total.total_requests, lock_attempts=total.lock_attempts, bytes_sent=total.bytes_sent,
         bytes_received=total.bytes_received, read_units=total.read_units, write_units=total.write_units,
     )
@@ -94,7 +96,13 @@ class SwampWorker:
         if namespace == "":  # not given: the worker's own (per-worker), or the shared one
             namespace = user if ds.namespaces == "per-worker" else None
         cfg = SyncConfig(namespace=namespace, lock_scope=ds.lock_scope, index_commit=ds.index_commit,
-                         lock=scenario.lock, fencing=ds.fencing)
+                         lock=scenario.lock, fencing=ds.fencing, sync=ds.sync, global_poll_s=ds.global_poll_s,
+                         global_lock=ds.global_lock,
+                         bookkeeping=ds.bookkeeping, upload_concurrency=ds.upload_concurrency,
+                         download_concurrency=ds.download_concurrency, dirty_path_cap=ds.dirty_path_cap,
+                         catalog_export=scenario.workload.catalog_export,
+                         uploads_at_commit=(ds.sync == "two-phase" and ds.bookkeeping == "swamp"
+                                            and backend.name == "dynamodb"))
         self.rng = random.Random(rng_seed)
         self.pause_rng = random.Random(f"{rng_seed}-pauses") if rng_seed is not None else random.Random()
         self.events: list[dict] = []

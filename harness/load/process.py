@@ -32,7 +32,7 @@ from harness.aws.fidelity.layer import FidelityLayer
 from harness.aws.keyload import KeyLoad
 from harness.aws.keyload import install as install_keyload
 from harness.datastore.backends.base import Backend
-from harness.load.greenlets import executor_for_this_process
+from harness.load.greenlets import executor_for_this_process, pool_size
 from harness.load.iteration import IterationOutcome
 from harness.plan.factory import Factory
 from harness.plan.model import RunPlan
@@ -143,7 +143,7 @@ class HarnessProcess:
         """The plan's factory with this process's sessions, client maker and executor (a greenlet pool)."""
         self.sessions.region = plan.connection.region
         return Factory(plan, sessions=self.sessions, make_clients=self.make_clients,
-                       executor=executor_for_this_process())
+                       executor=executor_for_this_process(pool_size(plan)))
 
     def warm(self) -> None:
         """Do the slow first-time work at start-up, not while a test runs.

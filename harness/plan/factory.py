@@ -80,12 +80,13 @@ class Factory:
         """The datastore backend the scenario asks for, on the plan's table or bucket."""
         sc, r = self.plan.scenario, self.plan.resources
         tags = ownership_tags(self.plan.run_id)
+        threads = max(8, sc.datastore.upload_concurrency, sc.datastore.download_concurrency)
         if sc.backend == "dynamodb":
             register_table(r.table, *TABLE_KEYS, GSI_KEYS)  # so write units count the GSI from the first call
             return DynamoBackend(clients.dynamodb, r.table, sc.datastore.gsi, tags=tags, create=create,
-                                 executor=self.executor)
+                                 executor=self.executor, pull_concurrency=threads)
         return S3Backend(clients.s3, r.bucket, sc.datastore.s3_index, prefix=r.prefix, tags=tags, create=create,
-                         executor=self.executor)
+                         executor=self.executor, read_concurrency=threads)
 
     # ---- provisioning and teardown ------------------------------------------------------------
 

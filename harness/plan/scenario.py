@@ -28,9 +28,10 @@ from harness.aws.fidelity.layer import FidelityConfig
 from harness.aws.fidelity.throttle import DynamoCapacity, S3Rates
 from harness.datastore.backends.dynamodb import GSI_LAYOUTS
 from harness.datastore.backends.s3 import INDEX_KINDS
-from harness.datastore.lock import LockConfig
+from harness.datastore.catalog import CATALOG_EXPORTS
+from harness.datastore.lock import BACKOFFS, LockConfig, swamp_backoff
 from harness.datastore.model import METHODS
-from harness.datastore.sync import INDEX_COMMITS, LOCK_SCOPES
+from harness.datastore.sync import BOOKKEEPING, GLOBAL_LOCKS, INDEX_COMMITS, LOCK_SCOPES, SYNC_MODES
 from harness.durations import parse_duration
 from harness.errors import HarnessError
 
@@ -58,6 +59,7 @@ class Workload:
     payload_bytes: tuple[int, ...] = (100,)
     think_time_s: float = 0.0
     shared_models: bool = False  # every worker cycles through the same models (their paths collide)
+    catalog_export: str = "compact"  # compact | swamp (every row's 28 fields, 2-space pretty JSON, as swamp writes it)
 
 
 @dataclass(frozen=True)
@@ -70,6 +72,14 @@ class DatastoreSpec:
     index_commit: str = "delta"
     prune_every: int = 0
     fencing: bool = True  # false: swamp's own commit (TTL lock, no fencing token, unconditional writes)
+    sync: str = "one-lock"  # one-lock (the seed's loop) | two-phase (swamp today: per-model lock, global for commit)
+    global_poll_s: float = 1.0  # two-phase: a model run polls the global lock this often before its per-model lock
+    global_lock: str = "swamp"  # two-phase: swamp (S3 per namespace, DynamoDB one for all) | per-namespace (both)
+    bookkeeping: str = "harness"  # harness | swamp (DynamoDB: SYNCSTATE#global every push, a registry that grows)
+    upload_concurrency: int = 1  # content uploads at a time (swamp's S3: 25)
+    download_concurrency: int = 1  # content downloads at a time (swamp's S3: 50; its DynamoDB: 1)
+    dirty_path_cap: int = 0  # past this many dirty paths a push reads the whole index (swamp: S3 200, DynamoDB 1000)
+    swamp_values: tuple[str, ...] = ()  # the keys given as "swamp": resolved again when --backend changes it
 
     def namespace_of(self, process: int, n: int) -> str | None:
         """The namespace of user ``n`` of Locust process ``process`` (its user id is ``w<process>-<n>``).
@@ -187,7 +197,25 @@ class Scenario:
             fleet = replace(fleet, duration_s=duration_s)
         if backend is not None and backend not in BACKENDS:
             raise HarnessError(f"unknown backend {backend!r}: choose dynamodb or s3")
-        return replace(self, fleet=fleet, backend=backend or self.backend)
+        out = replace(self, fleet=fleet, backend=backend or self.backend)
+        return swamp_for_backend(out) if out.backend != self.backend else out
+
+
+SWAMP_UPLOADS = {"s3": 25, "dynamodb": 10}  # files written at a time (docs/swamp-today.md)
+SWAMP_DOWNLOADS = {"s3": 50, "dynamodb": 1}
+SWAMP_DIRTY_CAP = {"s3": 200, "dynamodb": 1000}
+
+
+def swamp_for_backend(sc: Scenario) -> Scenario:
+    """The scenario with every value given as "swamp" set to swamp's for its (possibly overridden) backend."""
+    from dataclasses import replace
+
+    given, b = set(sc.datastore.swamp_values), sc.backend
+    values = {"upload_concurrency": SWAMP_UPLOADS[b], "download_concurrency": SWAMP_DOWNLOADS[b],
+              "dirty_path_cap": SWAMP_DIRTY_CAP[b]}
+    ds = replace(sc.datastore, **{k: v for k, v in values.items() if k in given})
+    lock = replace(sc.lock, backoff=swamp_backoff(b)) if "backoff" in given else sc.lock
+    return replace(sc, datastore=ds, lock=lock)
 
 
 # ---- loading ----------------------------------------------------------------------
@@ -258,6 +286,10 @@ class _Reader:
         if v < minimum:
             raise self.fail(key, f"must be at least {minimum}, got {v}")
         return v
+
+    def integer_or_swamp(self, key: str, default: int, swamp: int, minimum: int = 0) -> int:
+        """An integer, or "swamp": the value swamp's extension for this backend uses (docs/swamp-today.md)."""
+        return swamp if self.get(key, default) == "swamp" else self.integer(key, default, minimum)
 
     def number(self, key: str, default: float, minimum: float = 0.0) -> float:
         v = self.get(key, default)
@@ -336,7 +368,8 @@ def parse(data: dict, source: str = "<scenario>", default_name: str = "scenario"
     workload = Workload(kind=kind, lifecycle=lifecycle, models_per_worker=w.integer("models_per_worker", 50, 1),
                         methods=tuple(methods), payload_bytes=tuple(payloads),
                         think_time_s=w.duration("think_time", 0.0, positive=False),
-                        shared_models=w.boolean("shared_models", False))
+                        shared_models=w.boolean("shared_models", False),
+                        catalog_export=w.choice("catalog_export", "compact", CATALOG_EXPORTS))
     w.done()
 
     d = sections["datastore"]
@@ -349,24 +382,43 @@ def parse(data: dict, source: str = "<scenario>", default_name: str = "scenario"
                        namespaces=d.choice("namespaces", "per-worker", NAMESPACES),
                        workers_per_namespace=d.integer("workers_per_namespace", 1, 1),
                        index_commit=d.choice("index_commit", "delta", INDEX_COMMITS),
-                       prune_every=d.integer("prune_every", 0, 0), fencing=d.boolean("fencing", True))
+                       prune_every=d.integer("prune_every", 0, 0), fencing=d.boolean("fencing", True),
+                       sync=d.choice("sync", "one-lock", SYNC_MODES),
+                       global_poll_s=d.duration("global_poll", 1.0),
+                       global_lock=d.choice("global_lock", "swamp", GLOBAL_LOCKS),
+                       bookkeeping=d.choice("bookkeeping", "harness", BOOKKEEPING),
+                       upload_concurrency=d.integer_or_swamp("upload_concurrency", 1, SWAMP_UPLOADS[backend], 1),
+                       download_concurrency=d.integer_or_swamp("download_concurrency", 1, SWAMP_DOWNLOADS[backend],
+                                                               1),
+                       dirty_path_cap=d.integer_or_swamp("dirty_path_cap", 0, SWAMP_DIRTY_CAP[backend], 0),
+                       swamp_values=tuple(k for k in ("upload_concurrency", "download_concurrency", "dirty_path_cap")
+                                          if d.t.get(k) == "swamp")
+                       + (("backoff",) if sections["lock"].t.get("backoff") == "swamp" else ()))
     d.done()
     if ds.lock_scope == "namespace" and ds.namespaces == "shared":
         raise d.fail("lock_scope", "\"namespace\" needs namespaces = \"per-worker\" (shared means one datastore lock)")
     if ds.workers_per_namespace > 1 and ds.namespaces != "per-worker":
         raise d.fail("workers_per_namespace", "needs namespaces = \"per-worker\" (shared is one namespace for all)")
+    if ds.sync == "two-phase" and ds.index_commit == "full":
+        raise d.fail("index_commit", "\"full\" cannot go with sync = \"two-phase\": each model commits its own "
+                                     "dirty entries under its own lock (swamp commits per dirty shard); use \"delta\"")
+    if ds.sync == "two-phase" and ds.gsi == "legacy" and backend == "dynamodb":
+        raise d.fail("gsi", "\"legacy\" cannot go with sync = \"two-phase\" on DynamoDB: the per-model partitions "
+                            "that fence a model's commit are the per-model GSI's; use \"per-model\"")
     if ds.prune_every and workload.lifecycle != "disposable":
         raise d.fail("prune_every", "only makes sense with disposable models (nothing is orphaned otherwise)")
 
     lk = sections["lock"]
     ttl, wait = lk.duration("ttl", 30.0), lk.duration("wait", 60.0)
     retry, cap = lk.duration("retry", 1.0), lk.duration("retry_cap", 2.0)
+    backoff = lk.choice("backoff", "harness", BACKOFFS)
     lk.done()
     if wait < retry:
         raise lk.fail("wait", f"({wait:g}s) is shorter than lock.retry ({retry:g}s): a waiter would never retry")
     if cap < retry:
         raise lk.fail("retry_cap", f"({cap:g}s) is shorter than lock.retry ({retry:g}s)")
-    lock = LockConfig(ttl_s=ttl, wait_s=wait, retry_s=retry, retry_cap_s=cap)
+    lock = LockConfig(ttl_s=ttl, wait_s=wait, retry_s=retry, retry_cap_s=cap,
+                      backoff=swamp_backoff(backend) if backoff == "swamp" else backoff)
 
     c = sections["checks"]
     ratio = c.number("max_failure_ratio", 1.0)

@@ -6,9 +6,14 @@ import pyarrow as pa
 
 STEP_COLUMNS = {  # step name -> column
     "lock": "lock_wait_ms", "pull": "pull_ms", "method": "method_ms", "push": "push_ms",
+    "commit_lock": "commit_lock_ms",  # two-phase: the wait for the global lock before the commit
     "commit": "commit_ms", "export": "export_ms", "delete": "delete_ms", "prune": "prune_ms",
     "release": "release_ms",
 }
+# What the report, the web tab and the notebook call each step's column (one place for all three).
+STEP_LABELS = {"lock_wait_ms": "lock wait", "pull_ms": "pull", "method_ms": "method", "push_ms": "push",
+               "commit_lock_ms": "commit lock wait", "commit_ms": "commit", "export_ms": "export",
+               "delete_ms": "delete", "prune_ms": "prune"}
 COUNT_COLUMNS = ("files_pushed", "files_pulled", "items_read", "pull_items_read", "index_entries_written",
                  "catalog_rows", "requests", "lock_attempts", "bytes_sent", "bytes_received")
 UNIT_COLUMNS = ("read_units", "write_units")
@@ -16,6 +21,7 @@ UNIT_COLUMNS = ("read_units", "write_units")
 # splits into "more requests" (the design) and "slower requests" (the backend).
 STEP_REQUEST_COLUMNS = {step: (f"{step}_requests", f"{step}_request_ms") for step in STEP_COLUMNS}
 QUERY_COLUMNS = ("pull_queries",)  # index reads a pull made (DynamoDB Queries, S3 index objects)
+SIZE_COLUMNS = ("registry_bytes",)  # the partition registry item's size as the iteration saw it (0: not seen)
 ERROR_KINDS = ("lock_timeout", "throttled", "conflict", "fenced", "timeout", "other")
 
 SCHEMA = pa.schema(
@@ -38,5 +44,6 @@ SCHEMA = pa.schema(
     + [(c, pa.float64()) for c in UNIT_COLUMNS]
     + [col for n, ms in STEP_REQUEST_COLUMNS.values() for col in ((n, pa.int64()), (ms, pa.float64()))]
     + [(c, pa.int64()) for c in QUERY_COLUMNS]
+    + [(c, pa.int64()) for c in SIZE_COLUMNS]
 )
 COLUMNS = tuple(SCHEMA.names)

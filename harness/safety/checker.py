@@ -21,6 +21,10 @@ Definitions (these are what ``safety.json`` counts):
   pull saw, else the one its commit started from) misses a commit sealed
   between that view and its own seal (a lost update); a commit sealed after
   one with a higher fencing token of the same lock (a stale holder sealed).
+  Under two-phase sync a commit's view is its own model's (a scoped pull):
+  only commits of the same model in between are missed; and the model's lock
+  is checked the same way (its fence, its overlaps: a commit belongs to both
+  its global grant and its model grant).
 - A grant is **believed held** from the moment its holder got it until the
   holder stopped acting on it: its release, or the moment it learned the grant
   was lost (a refused renewal, a refused commit), whichever came first; if
@@ -240,17 +244,26 @@ def _sequence_anomalies(acked: list[dict]) -> list[dict]:
                 continue
             view = _view(c)
             if view is not None:
-                between = bisect.bisect_left(seqs, c["seq"]) - bisect.bisect_right(seqs, view)
+                lo, hi = bisect.bisect_right(seqs, view), bisect.bisect_left(seqs, c["seq"])
+                if c.get("view_scope") == "model":  # two-phase: its pull saw its own model only
+                    between = sum(1 for x in cs[lo:hi] if x.get("model_key") == c.get("model_key"))
+                else:
+                    between = hi - lo
                 if between > 0:
                     out.append({"domain": domain, "cid": c["cid"], "seq": c["seq"], "view": view,
                                 "kind": f"stale view: {between} commit(s) sealed between its view and its seal"})
                     continue
-            best = max_fence.get(c["key"])
-            if best is not None and c["fence"] < best[0]:
-                out.append({"domain": domain, "cid": c["cid"], "seq": c["seq"], "fence": c["fence"],
-                            "kind": f"sealed after fence {best[0]} of the same lock"})
-            if best is None or c["fence"] > best[0]:
-                max_fence[c["key"]] = (c["fence"], c["cid"])
+            # the commit domain's lock, and (two-phase) the model's own lock: fences only go up in seal order
+            for key, fence, what in ((c["key"], c["fence"], "the same lock"),
+                                     (c.get("model_key"), c.get("model_fence"), "its model's lock")):
+                if key is None or fence is None:
+                    continue
+                best = max_fence.get(key)
+                if best is not None and fence < best[0]:
+                    out.append({"domain": domain, "cid": c["cid"], "seq": c["seq"], "fence": fence,
+                                "kind": f"sealed after fence {best[0]} of {what}"})
+                if best is None or fence > best[0]:
+                    max_fence[key] = (fence, c["cid"])
     return out
 
 
@@ -271,14 +284,14 @@ def _grants(events: list[dict], commits: list[dict]) -> dict[str, _Grant]:
             g.released = e["invoke_ms"] if g.released is None else min(g.released, e["invoke_ms"])
         elif kind == "lost":
             g.learned_lost = e["at_ms"] if g.learned_lost is None else min(g.learned_lost, e["at_ms"])
-    for c in commits:
-        g = grants.get(c.get("nonce", ""))
-        if g is None:
-            continue
-        g.commits.append(c)
-        if not c.get("ok") and str(c.get("error", "")).startswith(REFUSALS):
-            t = c.get("complete_ms", c["invoke_ms"])
-            g.learned_lost = t if g.learned_lost is None else min(g.learned_lost, t)
+    for c in commits:  # a two-phase commit belongs to two grants: the global lock's and its model's
+        for g in (grants.get(c.get("nonce", "")), grants.get(c.get("model_nonce", ""))):
+            if g is None:
+                continue
+            g.commits.append(c)
+            if not c.get("ok") and str(c.get("error", "")).startswith(REFUSALS):
+                t = c.get("complete_ms", c["invoke_ms"])
+                g.learned_lost = t if g.learned_lost is None else min(g.learned_lost, t)
     return grants
 
 

@@ -32,11 +32,10 @@ import numpy as np
 from harness.record import bound as bounds
 from harness.record.bound import Resource
 from harness.record.lockuse import LOCK_EVENTS, Timeline, mean_interval, timelines
-from harness.record.schema import STEP_COLUMNS
+from harness.record.schema import STEP_COLUMNS, STEP_LABELS
 
 REPORT_STEPS = tuple(c for c in STEP_COLUMNS.values() if c != "release_ms")
-STEP_NAMES = {"lock_wait_ms": "lock wait", "pull_ms": "pull", "method_ms": "method", "push_ms": "push",
-              "commit_ms": "commit", "export_ms": "export", "delete_ms": "delete", "prune_ms": "prune"}
+STEP_NAMES = STEP_LABELS
 BIN_S = 2.0  # the charts' resolution (merged when a test is long: at most MAX_POINTS points)
 MAX_POINTS = 150
 MAX_LOCK_EVENTS = 200_000  # older lock events are folded into per-bin figures and dropped

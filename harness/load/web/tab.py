@@ -17,11 +17,10 @@ from harness.aws.fidelity.layer import FidelityConfig
 from harness.load.web.live import REPORT_STEPS, Summary
 from harness.record import bound as bounds
 from harness.record.bound import Resource
+from harness.record.schema import STEP_LABELS
 
 COLUMNS = [{"key": "metric", "title": "Measure"}, {"key": "now", "title": "Last 10 s"},
            {"key": "test", "title": "Whole test"}, {"key": "how", "title": "How it is measured"}]
-STEP_LABELS = {"lock_wait_ms": "lock wait", "pull_ms": "pull", "method_ms": "method", "push_ms": "push",
-               "commit_ms": "commit", "export_ms": "export", "delete_ms": "delete", "prune_ms": "prune"}
 COUNT_LABELS = {"pull_items_read": ("items read per pull", "mean per successful iteration"),
                 "index_entries_written": ("index entries per commit", "mean per successful iteration"),
                 "catalog_rows": ("catalog rows", "mean per successful iteration (the namespace's catalog)"),
@@ -169,7 +168,9 @@ def table(now: Summary, whole: Summary, *, capacity: Capacity | None, throttles_
          "test": f"{_ms(whole.lock_p50)} / {_ms(whole.lock_p95)}",
          "how": "time to acquire the datastore lock, successful iterations (failures are counted above)"},
     ]
-    for i, c in enumerate(REPORT_STEPS):
+    # the global lock's wait before the commit is a step of two-phase sync only: listed when it took time
+    steps = [c for c in REPORT_STEPS if c != "commit_lock_ms" or whole.step_shares[c]]
+    for i, c in enumerate(steps):
         rows.append({"metric": f"Time in {STEP_LABELS[c]}", "now": _pct(now.step_shares[c]),
                      "test": _pct(whole.step_shares[c]),
                      "how": "share of a successful iteration's time: the step's mean ms over the sum of the "

@@ -22,8 +22,12 @@ from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import Executor, ThreadPoolExecutor
 from typing import Any
 
+from botocore.exceptions import ClientError
+
+from harness.aws_errors import is_condition_failed
 from harness.clock import Clock, SystemClock, now_ms
 from harness.datastore.backends.base import CommitResult, FileMeta, PullResult, partition_of
+from harness.datastore.backends.dynamodb.bookkeeping import SwampBookkeeping
 from harness.datastore.backends.dynamodb.commit import Claims, FencedCommit, registry_update, unfenced_commit
 from harness.datastore.backends.dynamodb.cursor import DynamoCursor, Known
 from harness.datastore.backends.dynamodb.items import (
@@ -53,6 +57,7 @@ from harness.datastore.backends.dynamodb.table import DynamoTable
 from harness.datastore.errors import ConfigError, FencedError
 from harness.datastore.lock import LockGrant
 from harness.datastore.paths import Paths, check_table_name
+from harness.item_size import item_size
 from harness.work import Work, recording
 
 
@@ -72,6 +77,7 @@ class DynamoBackend:
         self.lock_store = DynamoLockStore(client, table)
         self.claims = Claims()
         self.claims.keep = self.lock_store.keep  # ids the release must leave pending: one set for both
+        self.swamp = SwampBookkeeping(self)
         # Concurrent reads and writes run on ``executor``: threads by default; the caller passes a greenlet pool
         # where threads are gevent's (a killed Locust user must not corrupt a thread pool's locks).
         self._pool = executor or ThreadPoolExecutor(max_workers=pull_concurrency, thread_name_prefix="ddb-pool")
@@ -96,6 +102,11 @@ class DynamoBackend:
 
     def datastore_lock_key(self) -> str:
         return f"dynamodb://{self.table}"
+
+    def global_lock_key(self, namespace: str | None) -> str:
+        """swamp's global lock today: the datastore path alone; with a namespace ``.datastore.lock`` (its DynamoDB
+        extension has no namespace option: every namespace's global lock is this one item)."""
+        return ".datastore.lock" if namespace else self.datastore_lock_key()
 
     def default_lock_key(self, namespace: str | None) -> str:
         """The key a namespace's commits are sequenced on when the caller does not say (namespace scope)."""
@@ -174,6 +185,23 @@ class DynamoBackend:
         except Exception:  # noqa: BLE001 - superseded items are invisible; they only take space until next time
             DynamoCursor.add(cursor.garbage, keys)
 
+    def fence_model(self, namespace: str | None, partition: str, grant: LockGrant, cursor: dict | None,
+                    work: Work) -> None:
+        """A per-model lock's grant (two-phase, fenced) marks its partition in the registry (``m:<partition>``):
+        from here on a commit of the model by an older holder is refused (its registry write checks it)."""
+        try:
+            with recording(work):
+                self.client.update_item(TableName=self.table, Key=registry_key(namespace),
+                                        UpdateExpression="SET #m = :f",
+                                        ConditionExpression="attribute_not_exists(#m) OR #m < :f",
+                                        ExpressionAttributeNames={"#m": f"m:{partition}"},
+                                        ExpressionAttributeValues={":f": n_(grant.fence)})
+        except ClientError as e:
+            if is_condition_failed(e):
+                raise FencedError(f"lock {grant.key} (fence {grant.fence}) is stale: a newer holder of the model "
+                                  f"was granted first") from e
+            raise
+
     def partition_items(self, namespace: str | None, partitions: Sequence[str], removals: Sequence[FileMeta],
                         work: Work) -> list[dict]:
         """The keys of every index item in these partitions (a prune deletes them all after its seal).
@@ -219,25 +247,40 @@ class DynamoBackend:
 
     # ---- content ---------------------------------------------------------------
     def put_content(self, files: dict[str, bytes], metas: dict[str, FileMeta], work: Work, *,
-                    cursor: dict | None = None) -> None:
-        """Upload the files' chunks, and delete the chunks the worker's earlier commits superseded (same batches)."""
-        reqs = []
+                    cursor: dict | None = None, concurrency: int = 1) -> None:
+        """Upload the files' chunks, and delete the chunks the worker's earlier commits superseded.
+
+        One file after another, their chunks and the garbage in shared batches of
+        25; with ``concurrency`` > 1 (swamp writes 10 files at a time) that many
+        files at once, each in batches of its own.
+        """
+        per_file = []
         for rel, data in files.items():
             m = metas[rel]
-            for i, chunk in enumerate(chunks(data)):
-                item = {"pk": s_(f"FILE#{rel}"), "sk": s_(chunk_key(m.version, m.digest, i)), "data": {"B": chunk}}
-                work.items_written += 1
-                reqs.append({"PutRequest": {"Item": item}})
+            reqs = [{"PutRequest": {"Item": {"pk": s_(f"FILE#{rel}"), "sk": s_(chunk_key(m.version, m.digest, i)),
+                                             "data": {"B": chunk}}}} for i, chunk in enumerate(chunks(data))]
+            work.items_written += len(reqs)
+            per_file.append(reqs)
         cur = DynamoCursor.of(cursor) if cursor is not None else None
         garbage = DynamoCursor.take(cur.content_garbage) if cur else []
-        mine = {(r["PutRequest"]["Item"]["pk"]["S"], r["PutRequest"]["Item"]["sk"]["S"]) for r in reqs}
-        reqs += [{"DeleteRequest": {"Key": k}} for k in garbage if (k["pk"]["S"], k["sk"]["S"]) not in mine]
+        mine = {(r["PutRequest"]["Item"]["pk"]["S"], r["PutRequest"]["Item"]["sk"]["S"]) for f in per_file for r in f}
+        dels = [{"DeleteRequest": {"Key": k}} for k in garbage if (k["pk"]["S"], k["sk"]["S"]) not in mine]
         try:
-            self.batch_write(reqs, work)
+            if concurrency <= 1:
+                self.batch_write([r for f in per_file for r in f] + dels, work)
+            else:
+                for i in range(0, len(per_file), concurrency):
+                    self.parallel(lambda reqs, w: self.batch_write(reqs, w), per_file[i:i + concurrency], work)
+                self.batch_write(dels, work)
         except Exception:
             if cur is not None:
                 DynamoCursor.add(cur.content_garbage, garbage)
             raise
+
+    def get_contents(self, metas: Sequence[FileMeta], work: Work, *, concurrency: int = 1) -> None:
+        """Download these files' content: one after another, or ``concurrency`` at a time (in fixed batches)."""
+        for i in range(0, len(metas), max(1, concurrency)):
+            self.parallel(lambda m, w: self.get_content(m, w), list(metas[i:i + max(1, concurrency)]), work)
 
     def get_content(self, meta: FileMeta, work: Work) -> bytes:
         """The file's chunks by key (their count follows from its size): a GetItem, or BatchGetItems."""
@@ -319,6 +362,9 @@ class DynamoBackend:
             out = self.client.get_item(TableName=self.table, Key=registry_key(namespace), ConsistentRead=True)
         item = out.get("Item") or {}
         work.items_read += 1 if item else 0
+        if item:
+            name = f"PARTITIONS#registry/{item['sk']['S']}"
+            work.item_bytes[name] = max(work.item_bytes.get(name, 0), item_size(item))
         return {k[2:]: (int(item.get(f"b:{k[2:]}", {}).get("N", 0)), int(v["N"]))
                 for k, v in item.items() if k.startswith("c:")}
 
@@ -494,23 +540,46 @@ class DynamoBackend:
 
     def commit(self, namespace: str | None, entries: Sequence[FileMeta], grant: LockGrant, work: Work, *,
                base_seq: int | None = None, fencing: bool = True, cid: str | None = None,
-               cursor: dict | None = None) -> CommitResult:
+               cursor: dict | None = None, model_fence: tuple[str, int] | None = None,
+               bookkeeping: str = "harness") -> CommitResult:
         cur = DynamoCursor.of(cursor)
         with recording(work):
             if not fencing:
-                return unfenced_commit(self, namespace, entries, [], [], grant, cur, cid, work)
-            return FencedCommit(self, namespace, grant, base_seq, cur, work).run(entries, [], [])
+                res = unfenced_commit(self, namespace, entries, [], [], grant, cur, cid, work)
+            else:
+                res = FencedCommit(self, namespace, grant, base_seq, cur, work, model_fence).run(entries, [], [])
+            if bookkeeping == "swamp" and entries:
+                self.swamp.after_push(namespace, entries, work)
+            return res
 
     def delete_files(self, namespace: str | None, metas: Sequence[FileMeta], grant: LockGrant, work: Work, *,
                      fencing: bool = True, cid: str | None = None, cursor: dict | None = None,
-                     base_seq: int | None = None, forget: Sequence[str] = ()) -> CommitResult:
+                     base_seq: int | None = None, forget: Sequence[str] = (),
+                     bookkeeping: str = "harness") -> CommitResult:
         """Remove entries: a commit of tombstones (fenced like any commit); ``forget`` prunes whole partitions."""
         cur = DynamoCursor.of(cursor)
         forget = list(forget)
         with recording(work):
             if not fencing:
-                return unfenced_commit(self, namespace, [], metas, forget, grant, cur, cid, work)
-            return FencedCommit(self, namespace, grant, base_seq, cur, work).run([], metas, forget)
+                res = unfenced_commit(self, namespace, [], metas, forget, grant, cur, cid, work)
+            else:
+                res = FencedCommit(self, namespace, grant, base_seq, cur, work).run([], metas, forget)
+            if bookkeeping == "swamp" and metas:
+                self.swamp.after_push(namespace, metas, work)
+            return res
+
+    def read_index(self, namespace: str | None, work: Work, *, lock_key: str | None = None) -> int:
+        """Everything the namespace's index holds, read whole (a push past swamp's dirty-path cap walks it all);
+        the number of items read."""
+        with recording(work):
+            if self.gsi_layout == "legacy":
+                items = self._query({"KeyConditionExpression": "gsi1pk = :p",
+                                     "ExpressionAttributeValues": {":p": s_("FILE")}}, work)
+            else:
+                parts = list(self.registry(namespace, work))
+                got = self.parallel(lambda p, w: self._query_partition(p, -1, False, w), parts, work)
+                items = [i for g in got for i in g]
+        return len(items)
 
 
 def _alive(state: DomainState, own: bool) -> frozenset[str] | None:

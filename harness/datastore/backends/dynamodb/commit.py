@@ -106,29 +106,37 @@ class Claims:
             self._mutex.pop(grant.nonce, None)
 
 
-def registry_update(partitions: set[str], forget: Sequence[str], seq: int, *, conditional: bool
-                    ) -> list[tuple[str, str | None, dict, dict]]:
+def registry_update(partitions: set[str], forget: Sequence[str], seq: int, *, conditional: bool,
+                    model: tuple[str, int] | None = None) -> list[tuple[str, str | None, dict, dict]]:
     """(update, condition, names, values) per registry UpdateItem: touched partitions set, forgotten removed.
 
     A touched partition's birth is set when absent (a forgotten one is born
     again). With ``conditional`` no partition may already be past ``seq``: that
-    would be a newer holder's commit.
+    would be a newer holder's commit. ``model`` (two-phase, fenced): the
+    committing model's partition and its per-model lock's fence, which must
+    still be the newest that partition was granted (``m:<partition>``).
     """
     todo = [(p, "set") for p in sorted(partitions)] + [(p, "forget") for p in sorted(set(forget) - set(partitions))]
     out = []
     for i in range(0, len(todo), REGISTRY_BATCH):
         sets, removes, conds, names = [], [], [], {}
+        values = {":s": n_(seq)}
         for j, (part, what) in enumerate(todo[i:i + REGISTRY_BATCH]):
-            c, b = f"#c{j}", f"#b{j}"
+            c, b, m = f"#c{j}", f"#b{j}", f"#m{j}"
             names[c], names[b] = f"c:{part}", f"b:{part}"
             if what == "set":
                 sets += [f"{c} = :s", f"{b} = if_not_exists({b}, :s)"]
             else:
-                removes += [c, b]
+                names[m] = f"m:{part}"
+                removes += [c, b, m]
             conds.append(f"(attribute_not_exists({c}) OR {c} <= :s)")
+            if model is not None and part == model[0] and conditional:
+                names[m] = f"m:{part}"
+                values[":mf"] = n_(model[1])
+                conds.append(f"(attribute_not_exists({m}) OR {m} = :mf)")
         update = " ".join(x for x in (f"SET {', '.join(sets)}" if sets else "",
                                       f"REMOVE {', '.join(removes)}" if removes else "") if x)
-        out.append((update, " AND ".join(conds) if conditional else None, names, {":s": n_(seq)}))
+        out.append((update, " AND ".join(conds) if conditional else None, names, values))
     return out
 
 
@@ -136,8 +144,9 @@ class FencedCommit:
     """One fenced commit (upserts and removals): registry, version items, seal, then cleanup."""
 
     def __init__(self, be: DynamoBackend, namespace: str | None, grant: LockGrant, base_seq: int | None,
-                 cursor: DynamoCursor, work: Work) -> None:
+                 cursor: DynamoCursor, work: Work, model: tuple[str, int] | None = None) -> None:
         self.be, self.ns, self.grant, self.base, self.cur, self.work = be, namespace, grant, base_seq, cursor, work
+        self.model = model
         self.key = grant.key
         self.cid = ""
         self.written: list[dict] = []  # keys of the version items this commit sent (its own: safe to delete)
@@ -212,14 +221,15 @@ class FencedCommit:
         if self.be.gsi_layout != "per-model":
             return
         touched = {p for m in [*upserts, *removals] if (p := partition_of(m.rel_path, self.ns)) and p not in forget}
-        for update, cond, names, values in registry_update(touched, [], seq, conditional=True):
+        for update, cond, names, values in registry_update(touched, [], seq, conditional=True, model=self.model):
             try:
                 self.be.client.update_item(TableName=self.be.table, Key=registry_key(self.ns),
                                            UpdateExpression=update, ConditionExpression=cond,
                                            ExpressionAttributeNames=names, ExpressionAttributeValues=values)
             except ClientError as e:
                 if is_condition_failed(e):
-                    raise self._fenced(f"is stale: a partition it writes is already past sequence {seq}") from e
+                    raise self._fenced(f"is stale: a partition it writes is already past sequence {seq}, or its "
+                                       f"model's lock was granted to a newer holder") from e
                 raise
 
     def _write(self, items: list[dict]) -> None:

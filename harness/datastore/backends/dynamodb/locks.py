@@ -76,6 +76,15 @@ class DynamoLockStore:
             self.client.update_item(TableName=self.table, Key=self.key_of(key), UpdateExpression="DELETE pending :c",
                                     ExpressionAttributeValues={":c": {"SS": [cid]}})
 
+    def inspect(self, key: str, now: int, work: Work) -> dict | None:
+        """The live holder's record (one strongly consistent GetItem), or None when free or expired."""
+        with recording(work):
+            out = self.client.get_item(TableName=self.table, Key=self.key_of(key), ConsistentRead=True)
+        item = out.get("Item") or {}
+        if "nonce" not in item or int(item.get("expiresAtMs", {}).get("N", 0)) < now:
+            return None
+        return {k: next(iter(v.values())) for k, v in item.items() if k in ("holder", "nonce", "expiresAtMs")}
+
     def state(self, key: str, work: Work) -> DomainState:
         with recording(work):
             out = self.client.get_item(TableName=self.table, Key=self.key_of(key), ConsistentRead=True)

@@ -20,6 +20,7 @@ Without fencing (swamp's behaviour) the same writes are made unconditionally.
 
 from __future__ import annotations
 
+import contextvars
 import json
 import threading
 import uuid
@@ -82,6 +83,10 @@ class S3Backend:
     def datastore_lock_key(self) -> str:
         return DATASTORE_LOCK
 
+    def global_lock_key(self, namespace: str | None) -> str:
+        """swamp's global lock today: ``.datastore.lock``, under the namespace when there is one."""
+        return f"{namespace}/{DATASTORE_LOCK}" if namespace else DATASTORE_LOCK
+
     def ensure(self) -> None:
         try:
             self.client.head_bucket(Bucket=self.bucket)
@@ -103,16 +108,41 @@ class S3Backend:
     # ---- content ---------------------------------------------------------------
     content_rel = staticmethod(content_rel)
 
+    def _batches(self, fn: Any, items: list[Any], work: Work, concurrency: int) -> None:
+        """``fn(item, work)`` for every item: one after another, or ``concurrency`` at a time in fixed batches
+        (as swamp's S3 transfers run: a batch waits for its slowest)."""
+        if concurrency <= 1:
+            for x in items:
+                fn(x, work)
+            return
+        for i in range(0, len(items), concurrency):
+            batch = items[i:i + concurrency]
+
+            def one(x: Any) -> Work:
+                w = Work()
+                with recording(w):
+                    fn(x, w)
+                return w
+
+            ctxs = [contextvars.copy_context() for _ in batch]  # one each: a context is entered by one thread
+            for w in self._pool.map(lambda c, x: c.run(one, x), ctxs, batch):
+                work.add(w)
+
     def put_content(self, files: dict[str, bytes], metas: dict[str, FileMeta], work: Work, *,
-                    cursor: dict | None = None) -> None:
-        for rel, data in files.items():
-            self.objects.put(content_rel(metas[rel]), data, work)
-            work.items_written += 1
+                    cursor: dict | None = None, concurrency: int = 1) -> None:
+        def put(rel: str, w: Work) -> None:
+            self.objects.put(content_rel(metas[rel]), files[rel], w)
+            w.items_written += 1
+
+        self._batches(put, list(files), work, concurrency)
 
     def get_content(self, meta: FileMeta, work: Work) -> bytes:
         got = self.objects.get(content_rel(meta), work)
         work.items_read += 1
         return got[0] if got else b""
+
+    def get_contents(self, metas: Sequence[FileMeta], work: Work, *, concurrency: int = 1) -> None:
+        self._batches(lambda m, w: self.get_content(m, w), list(metas), work, concurrency)
 
     def put_blob(self, rel_path: str, data: bytes, work: Work) -> None:
         self.objects.put(rel_path, data, work)
@@ -162,6 +192,48 @@ class S3Backend:
                 cur.fresh_for = grant.nonce
                 return
         raise FencedError(f"lock {grant.key} (fence {grant.fence}): the index head kept changing while it was granted")
+
+    def fence_model(self, namespace: str | None, partition: str, grant: LockGrant, cursor: dict | None,
+                    work: Work) -> None:
+        """A per-model lock's grant (two-phase, fenced) records its fence in the head (``modelFences``): a later
+        commit of that model by an older holder finds a newer fence there and is refused (the swap is atomic)."""
+        cur = S3Cursor.of(cursor, self._head_rel(self.global_lock_key(namespace), namespace))
+        with recording(work):
+            for _ in range(META_RETRIES + 1):
+                if cur.head is None:
+                    self._read_head(cur, work)
+                doc = dict(cur.head or {})
+                fences = dict(doc.get("modelFences", {}))
+                if int(fences.get(partition, 0)) >= grant.fence:
+                    raise FencedError(f"lock {grant.key} (fence {grant.fence}) is stale: a newer holder of the "
+                                      f"model was granted first")
+                fences[partition] = grant.fence
+                doc.update(modelFences=fences, commitSeq=int(doc.get("commitSeq", 0)), shards=doc.get("shards", {}))
+                try:
+                    etag = self.objects.put(cur.head_rel or "", json.dumps(doc).encode(), work, if_match=cur.etag,
+                                            if_none_match=cur.etag is None)
+                except ClientError as e:
+                    if not is_condition_failed(e):
+                        raise
+                    cur.head = cur.etag = None
+                    continue
+                cur.know(doc, etag)
+                cur.fresh_for = None
+                return
+        raise FencedError(f"lock {grant.key} (fence {grant.fence}): the index head kept changing while it was granted")
+
+    def read_index(self, namespace: str | None, work: Work, *, lock_key: str | None = None) -> int:
+        """Every shard of the namespace's head, read whole (a push past the dirty-path cap walks the index)."""
+        cur = S3Cursor(self._head_rel(lock_key, namespace))
+        n = 0
+        with recording(work):
+            self._read_head(cur, work)
+            for part, ref in (cur.head or {}).get("shards", {}).items():
+                if in_scope(part, namespace):
+                    got = self.objects.get_json(ref, work)
+                    n += len(entries_of(got[0])) if got else 0
+        work.items_read += n
+        return n
 
     def release_grant(self, grant: LockGrant) -> None:
         with self._guard:
@@ -289,14 +361,17 @@ class S3Backend:
     # ---- writing the index ----------------------------------------------------------
     def commit(self, namespace: str | None, entries: Sequence[FileMeta], grant: LockGrant, work: Work, *,
                base_seq: int | None = None, fencing: bool = True, cid: str | None = None,
-               cursor: dict | None = None) -> CommitResult:
+               cursor: dict | None = None, model_fence: tuple[str, int] | None = None,
+               bookkeeping: str = "harness") -> CommitResult:
+        """(``bookkeeping``: swamp's S3 keeps its sequence in the head already; nothing more to write.)"""
         with recording(work):
             return self._apply(namespace, {e.rel_path: e for e in entries}, set(), grant, work, base_seq, fencing,
-                               cid or uuid.uuid4().hex[:16], cursor)
+                               cid or uuid.uuid4().hex[:16], cursor, model_fence)
 
     def delete_files(self, namespace: str | None, metas: Sequence[FileMeta], grant: LockGrant, work: Work, *,
                      fencing: bool = True, cid: str | None = None, cursor: dict | None = None,
-                     base_seq: int | None = None, forget: Sequence[str] = ()) -> CommitResult:
+                     base_seq: int | None = None, forget: Sequence[str] = (),
+                     bookkeeping: str = "harness") -> CommitResult:
         """The index first (a commit of removals, fenced), the content only once that is sealed.
 
         A partition whose shard empties leaves the head with it (``forget`` needs nothing more)."""
@@ -308,12 +383,14 @@ class S3Backend:
         return FencedError(f"commit rejected: lock {grant.key} (fence {grant.fence}) {why}")
 
     def _apply(self, namespace: str | None, upserts: dict[str, FileMeta], removals: set[str], grant: LockGrant,
-               work: Work, base_seq: int | None, fencing: bool, cid: str, cursor: dict | None) -> CommitResult:
+               work: Work, base_seq: int | None, fencing: bool, cid: str, cursor: dict | None,
+               model_fence: tuple[str, int] | None = None) -> CommitResult:
         cur = S3Cursor.of(cursor, self._head_rel(grant.key, namespace))
         with self._mutex_of(grant):
             for attempt in range(META_RETRIES):
                 try:
-                    return self._apply_once(namespace, upserts, removals, grant, work, base_seq, fencing, cid, cur)
+                    return self._apply_once(namespace, upserts, removals, grant, work, base_seq, fencing, cid, cur,
+                                            model_fence)
                 except _StaleHead:
                     cur.head = cur.etag = None
                     if attempt == META_RETRIES - 1:
@@ -322,7 +399,7 @@ class S3Backend:
 
     def _apply_once(self, namespace: str | None, upserts: dict[str, FileMeta], removals: set[str],
                     grant: LockGrant, work: Work, base_seq: int | None, fencing: bool, cid: str,
-                    cur: S3Cursor) -> CommitResult:
+                    cur: S3Cursor, model_fence: tuple[str, int] | None = None) -> CommitResult:
         if fencing and grant.lost:
             raise LockLostError(f"commit refused: lock {grant.key} (fence {grant.fence}) was lost")
         if cur.head is None or not fencing:  # unfenced (swamp's): nothing conditions the swap, so read it now
@@ -335,6 +412,9 @@ class S3Backend:
             if base_seq is not None and seq != base_seq:
                 raise self._fenced(grant, f"was held, but the index moved since this holder pulled it "
                                           f"(sequence {seq}, pulled at {base_seq})")
+            if model_fence is not None and int(doc.get("modelFences", {}).get(model_fence[0], 0)) > model_fence[1]:
+                raise self._fenced(grant, f"commits model {model_fence[0]} under a stale lock (fence "
+                                          f"{model_fence[1]}): a newer holder of the model was granted")
         shards = dict(doc.get("shards", {}))
         by_part: dict[str, tuple[dict[str, FileMeta], set[str]]] = defaultdict(lambda: ({}, set()))
         for rel, m in upserts.items():
@@ -370,7 +450,7 @@ class S3Backend:
         except BaseException:
             self._discard(written, work)
             raise
-        head = {"commitSeq": seq + 1, "fence": max(int(doc.get("fence", 0)), grant.fence), "cid": cid,
+        head = {**doc, "commitSeq": seq + 1, "fence": max(int(doc.get("fence", 0)), grant.fence), "cid": cid,
                 "shards": shards}
         seal_ms = now_ms(self.clock)
         try:

@@ -87,6 +87,12 @@ class S3LockStore:
     def release(self, key: str, nonce: str, work: Work) -> bool:
         return self._swap(key, nonce, work, release=True)
 
+    def inspect(self, key: str, now: int, work: Work) -> dict | None:
+        """The live holder's record (one GET), or None when free, released or expired."""
+        held = self.o.get(key, work)
+        record = json.loads(held[0]) if held else {}
+        return record if record.get("nonce") and int(record.get("expiresAtMs", 0)) >= now else None
+
     def holder(self, key: str, work: Work) -> dict:
         held = self.o.get(key, work)
         return json.loads(held[0]) if held else {}

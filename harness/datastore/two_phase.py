@@ -1,0 +1,92 @@
+"""swamp's sync as it runs today: a per-model lock for the model's own work, the global lock only to commit.
+
+One ``swamp model method run`` (docs/swamp-today.md has each step's source):
+
+1. *lock*: poll the global lock (one read every ``global_poll_s``, giving up
+   after twice the TTL with swamp's timeout on the global key) until no
+   structural command holds it; take the per-model lock
+   ``[<ns>/]data/<type>/<id>/.lock`` with the provider's backoff; look at the
+   global lock once more and, if it was taken meanwhile, give the model lock
+   back and start again;
+2. under the per-model lock: a *pull* scoped to the model, the *method*, the
+   *push* (prepare: the uploads, outside any global lock);
+3. *commit_lock*: take the global lock (the provider's acquire); *commit*: the
+   index commit under it; release it;
+4. *export* the catalog; release the per-model lock last.
+
+With fencing (beyond swamp) the per-model lock's grant fences the model's
+partition too (``backend.fence_model``): a commit is refused once a newer
+holder of its model's lock was granted, as the global lock's seal refuses a
+stale global holder. Without fencing it is swamp's own.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from harness.clock import now_ms
+from harness.datastore.backends.base import partition_of
+from harness.datastore.errors import LockTimeoutError
+from harness.datastore.lock import Lock, LockGrant
+from harness.work import Work, recording
+
+if TYPE_CHECKING:
+    from harness.datastore.sync import Datastore, Step
+
+GLOBAL_WAIT_TTLS = 2  # swamp: a model run waits at most twice the holder's TTL for the global lock
+
+
+def await_global(store: Datastore, work: Work) -> None:
+    """Poll the global lock until no one holds it (swamp's inspect loop); swamp's timeout past 2 x TTL."""
+    key, clock = store.lock_key(), store.clock
+    limit_s = GLOBAL_WAIT_TTLS * store.cfg.lock.ttl_s
+    deadline = clock.now() + limit_s
+    with recording(work):
+        while store.backend.lock_store.inspect(key, now_ms(clock), work) is not None:
+            remaining = deadline - clock.now()
+            if remaining <= 0:
+                store.record({"type": "lock_timeout", "key": key, "holder": store.holder,
+                              "invoke_ms": int((deadline - limit_s) * 1000), "end_ms": now_ms(clock), "attempts": 0})
+                raise LockTimeoutError(key, int(round(limit_s * 1000)))
+            clock.sleep(min(remaining, store.cfg.global_poll_s))
+
+
+def model_lock(store: Datastore, steps: list[Step], model_type: str, model_id: str) -> tuple[Lock, LockGrant]:
+    """The per-model lock, taken the way swamp takes it (the global lock polled before and looked at after)."""
+    lock = store.new_lock(store.paths.model_lock(model_type, model_id))
+    part = partition_of(store.paths.definition(model_type, model_id), store.ns)
+    fence = (lambda g, w: store.backend.fence_model(store.ns, part, g, store._cursor, w)) \
+        if store.cfg.fencing and part else None
+    with store._step(steps, "lock") as w:
+        while True:
+            await_global(store, w)
+            grant = lock.acquire(w, fence)
+            if store.backend.lock_store.inspect(store.lock_key(), now_ms(store.clock), w) is None:
+                return lock, grant
+            lock.release(grant, w)  # a structural command took the global lock meanwhile: back off and wait
+            store.backend.release_grant(grant)
+
+
+def sync_run_two_phase(store: Datastore, model_id: str, method: str, payload_bytes: int, steps: list[Step],
+                       model_type: str) -> None:
+    lock, grant = model_lock(store, steps, model_type, model_id)
+    part = partition_of(store.paths.definition(model_type, model_id), store.ns)
+    store._model_grant, store._model_part, store._model_view = grant, part, None
+    try:
+        with store.hold_granted(steps, lock, grant) as beat:
+            store._beat = beat
+            with store._step(steps, "pull") as w:
+                store.pull(w, partitions=[part] if part else None)
+            with store._step(steps, "method") as w:
+                store.run_method_locally(model_type, model_id, method, payload_bytes, w)
+            with store._step(steps, "push") as w:
+                store.prepare(w)
+            store._pause("commit")  # frozen with the model lock held, before the global one: it may expire
+            glock = store.new_lock(store.lock_key())
+            with store.hold(steps, glock, lock_step="commit_lock", on_grant=store.fence_hook()) as (g, _):
+                with store._step(steps, "commit") as w:
+                    store.commit(g, w)
+            with store._step(steps, "export") as w:
+                store.export_catalog(w)
+    finally:
+        store._model_grant, store._model_part, store._model_view, store._beat = None, None, None, None
