@@ -13,11 +13,13 @@ from __future__ import annotations
 import importlib.util
 import os
 import secrets
+import signal
 import socket
 import subprocess
 import sys
 from pathlib import Path
 
+from harness.commands.supervise import Interrupted, signals_raise
 from harness.edge import child_environment
 from harness.errors import HarnessError
 from harness.record import runinfo
@@ -51,7 +53,7 @@ def url(port: int, token: str) -> str:
 
 
 def command(port: int, token: str, open_browser: bool) -> list[str]:
-    """JupyterLab on loopback, rooted at the repository, opening the notebook; Ctrl-C stops it without asking."""
+    """JupyterLab on loopback, rooted at the repository, opening the notebook, stopping without asking."""
     cmd = [sys.executable, "-m", "jupyterlab", f"--ServerApp.ip={HOST}", f"--ServerApp.port={port}",
            "--ServerApp.port_retries=0", f"--ServerApp.root_dir={ROOT}", f"--IdentityProvider.token={token}",
            f"--ServerApp.default_url=/lab/tree/{NOTEBOOK.as_posix()}", "--ServerApp.answer_yes=True",
@@ -82,14 +84,16 @@ def cmd_notebook(run_dirs: list[str], port: int, open_browser: bool) -> int:
     runs = env.get(RUNS_VARIABLE)
     print(f"harness: the review notebook on {runs.replace(':', ', ') if runs else 'the latest run under runs/'}: "
           f"{url(port, token)} (Ctrl-C stops the server)", flush=True)
-    proc = subprocess.Popen(command(port, token, open_browser), env=env, cwd=ROOT)
-    try:
-        return proc.wait()
-    except KeyboardInterrupt:  # Ctrl-C (the terminal's reaches the server too; a signal to us alone does not)
-        proc.terminate()  # Jupyter shuts its kernels down on SIGTERM
+    # its own session: a terminal's Ctrl-C reaches this process only, which stops the server exactly once
+    proc = subprocess.Popen(command(port, token, open_browser), env=env, cwd=ROOT, start_new_session=True)
+    with signals_raise():  # SIGINT, SIGTERM, SIGHUP: stop the server, never leave it running on its own
         try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-        return 0  # stopped as asked
+            return proc.wait()
+        except Interrupted as e:
+            proc.terminate()  # Jupyter shuts its kernels down on SIGTERM
+            try:
+                proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+            return 0 if e.signum == signal.SIGINT else 128 + e.signum  # Ctrl-C is how a user stops it

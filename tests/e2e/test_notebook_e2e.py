@@ -155,3 +155,23 @@ def test_notebook_names_a_taken_port(tmp_path):
     assert p.returncode == 2 and p.stderr.strip() == (f"harness: port {port} on 127.0.0.1 is taken: choose another "
                                                       "with --port")
 
+
+
+def test_sigterm_stops_the_server_too(tmp_path):
+    """A service manager's SIGTERM to `harness notebook` must not leave JupyterLab running on its own."""
+    run = make_run(tmp_path / "r", workers=2, duration_s=60.0, rate=lambda t: np.full_like(t, 0.5))
+    port = _free_port()
+    proc = subprocess.Popen([sys.executable, "-m", "harness", "notebook", str(run), "--port", str(port),
+                             "--no-browser"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+                            env=clean_env(), cwd=ROOT)
+    try:
+        line = proc.stdout.readline()
+        token = re.search(r"token=(\S+) ", line).group(1)
+        _wait_for(f"http://127.0.0.1:{port}", token, proc)
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=30) == 128 + signal.SIGTERM
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    with pytest.raises(OSError):  # nothing answers any more: the server went with it
+        _get(f"http://127.0.0.1:{port}/api/status?token={token}")
