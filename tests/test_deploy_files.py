@@ -141,15 +141,13 @@ def test_compose_headless_override_waits_for_the_scaled_workers():
     assert interpolate(doc["services"]["worker"]["deploy"]["replicas"], {"WORKERS": "5"}) == "5"
 
 
-def readme_section(title: str) -> str:
-    text = (ROOT / "README.md").read_text()
-    start = text.index(f"## {title}")
-    end = text.find("\n## ", start + 1)
-    return text[start:end if end > 0 else None]
+def distributed_docs() -> str:
+    """The page that documents the deployments (it was the README's "Distributed runs" section)."""
+    return (ROOT / "docs" / "distributed.md").read_text()
 
 
 def test_readme_compose_and_kubectl_commands_match_the_files():
-    section = readme_section("Distributed runs")
+    section = distributed_docs()
     commands = [ln.strip() for ln in section.splitlines() if re.search(r"\b(docker compose|kubectl)\b", ln)
                 and not ln.lstrip().startswith(("#", "-", "`docker-compose.yml`"))]
     compose_cmds = [c for c in commands if "docker compose" in c]
@@ -440,7 +438,7 @@ def test_kubernetes_seaweedfs_option_is_a_distributed_store_wired_through_servic
 
 @needs_kubectl
 def test_the_readme_secrets_hold_every_key_the_manifests_read():
-    section = readme_section("Distributed runs")
+    section = distributed_docs()
     documented: dict[str, set[str]] = {}
     for line in section.splitlines():
         m = re.search(r"kubectl create secret generic (\S+)", line)
@@ -453,7 +451,7 @@ def test_the_readme_secrets_hold_every_key_the_manifests_read():
                 for e in c.get("env", []):
                     ref = e.get("valueFrom", {}).get("secretKeyRef")
                     if ref:
-                        assert ref["key"] in documented[ref["name"]], f"{path}: {ref} is not in the README"
+                        assert ref["key"] in documented[ref["name"]], f"{path}: {ref} is not in docs/distributed.md"
 
 
 # ---- the image -----------------------------------------------------------------------------------
