@@ -40,6 +40,21 @@ def rate_interval(count: float, seconds: float, dispersion: float = 1.0, z: floa
     return float(lo) * phi / seconds, float(hi) * phi / seconds
 
 
+def successes_to_tell(ratio: float, z: float = Z95, most: int = 100_000) -> int | None:
+    """Successes a segment needs for a fall to ``ratio`` of its rate to be credible (the intervals apart).
+
+    With ``k`` successes at the start and ``ratio * k`` in a segment as long, the verdict calls the fall
+    only when the lower segment's interval lies wholly below the start's: x0.5 needs 50, x0.7 needs 152.
+    None when no count up to ``most`` would do (a ratio at or above 1).
+    """
+    if not 0 <= ratio < 1:
+        return None
+    for k in range(1, most + 1):
+        if float(poisson_interval(k * ratio, z)[1]) < float(poisson_interval(k, z)[0]):
+            return k
+    return None
+
+
 def t_quantile(df: float, p: float = 0.975) -> float:
     """Student-t quantile (Cornish-Fisher expansion; the two smallest integer df from the table)."""
     if not math.isfinite(df) or df > 1e6:

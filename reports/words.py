@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from reports.stats import MATERIAL
+from reports.stats import MATERIAL, successes_to_tell
+from reports.verdict import MAX_SEGMENTS
 
 
 def g(x: float | None) -> str:
@@ -111,8 +112,19 @@ def fleet_sentences(f: dict[str, Any]) -> list[str]:
         else:
             out.append(f"No segment was credibly below the start: the lowest ran {times(low)} the start's rate, "
                        f"within the noise of {min(x['successes'] for x in lv)}-{max(x['successes'] for x in lv)} "
-                       f"successful iterations per segment.")
+                       f"successful iterations per segment.{_too_short(fl, low)}")
     return out
+
+
+def _too_short(fl: dict[str, Any], low: float) -> str:
+    """How long a run would tell a fall this large (the newcomer's "why is my short run flat?")."""
+    need = successes_to_tell(low)
+    rate = fl["levels"][0]["rate"]
+    if low > 1 - MATERIAL or need is None or rate <= 0 or need <= fl["levels"][0]["successes"] * (1 - MATERIAL):
+        return ""  # not a question of length (over-dispersed counts, or a fall too small to matter)
+    seconds = MAX_SEGMENTS * need / rate + fl["warmup_s"]
+    return (f" To tell a fall of {times(low)} the start segment needs about {need} successes: a run of about "
+            f"{seconds:.0f} s at this rate (see docs/reports.md, \"Why is my short run flat?\").")
 
 
 def failure_sentences(f: dict[str, Any]) -> list[str]:

@@ -131,3 +131,34 @@ def test_run_span_takes_the_load_not_the_rows():
     span = verdict.run_span(info, rows)
     assert span.start_from == "run.json" and span.t0 < rows["ts_start"].min()
     assert span.note() is None
+
+
+def _short_run_findings(successes: list[int], segment_s: float = 2.5, warmup_s: float = 1.0) -> dict:
+    levels = [{"t0": warmup_s + i * segment_s, "t1": warmup_s + (i + 1) * segment_s, "successes": n,
+               "rate": n / segment_s, "lo": n / segment_s * 0.6, "hi": n / segment_s * 1.5} for i, n in
+              enumerate(successes)]
+    floor = min(range(len(levels)), key=lambda i: (levels[i]["rate"], -i))
+    fleet = {"levels": levels, "floor_index": floor, "shape": "flat", "degraded": False, "segment_s": segment_s,
+             "warmup_s": warmup_s, "degradation_ratio": levels[0]["rate"] / levels[floor]["rate"],
+             "end_over_start": levels[-1]["rate"] / levels[0]["rate"], "stall": None}
+    return {"fleet": fleet, "span": {"seconds": warmup_s + len(levels) * segment_s}}
+
+
+def test_a_short_flat_run_says_how_long_a_run_would_tell_its_fall():
+    from reports.stats import successes_to_tell
+    from reports.words import fleet_sentences
+
+    assert successes_to_tell(0.5) == 50 and successes_to_tell(0.7) == 152 and successes_to_tell(1.0) is None
+    # the 15 s run: 7.48 -> 3.85 it/s, ~19 successes in its start segment of 2.5 s
+    text = " ".join(fleet_sentences(_short_run_findings([19, 14, 12, 11, 10, 10])))
+    need = successes_to_tell(10 / 19)
+    assert need == 56 and f"the start segment needs about {need} successes" in text  # 19 were far too few
+    assert f"a run of about {6 * need / (19 / 2.5) + 1:.0f} s at this rate" in text and "docs/reports.md" in text
+
+
+def test_a_run_long_enough_for_its_fall_gets_no_advice():
+    from reports.words import fleet_sentences
+
+    text = " ".join(fleet_sentences(_short_run_findings([400, 390, 380, 385, 395, 390], segment_s=60.0)))
+    assert "No segment was credibly below the start" in text or "The rate held" in text
+    assert "To tell a fall" not in text
