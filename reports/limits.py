@@ -33,6 +33,7 @@ ITEM_LIMIT_BYTES = 400 * 1024
 KEY_LIMITS = {"write": 1000.0, "read": 3000.0}  # units/s one partition key takes (DynamoDB's, unscaled)
 HORIZON_S = 24 * 3600.0
 MIN_POINTS = 4
+SLOWING = 0.8  # the second half's growth credibly below the first's, and by a fifth at least: "slowed"
 
 
 def line(t: np.ndarray, y: np.ndarray) -> tuple[float, float, tuple[float, float]] | None:
@@ -80,7 +81,7 @@ def item_forecast(item: str, t: np.ndarray, size: np.ndarray, *, rate: float, ru
     # growth that slows down (a registry of long-lived models fills up) makes the straight line pessimistic
     mid = float(np.median(t))
     first, second = line(t[t <= mid], size[t <= mid]), line(t[t > mid], size[t > mid])
-    slowing = bool(first and second and second[2][1] < first[2][0])
+    slowing = bool(first and second and second[2][1] < first[2][0] and second[1] < SLOWING * first[1])
     out = {"kind": "item size", "name": item, "limit": limit, "unit": "bytes", "now": last,
            "growth_per_s": slope, "growth_per_s_interval": [lo, hi],
            "growth_per_iteration": per_it, "points": int(len(t)),

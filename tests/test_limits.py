@@ -143,3 +143,9 @@ def test_the_size_columns_name_the_items_the_backend_measures():
     from harness.record.schema import SIZE_ITEMS
 
     assert SIZE_ITEMS["registry_bytes"] == REGISTRY_ITEM
+
+
+def test_a_steady_line_with_a_tight_interval_is_not_slowing():
+    f = findings(_rows(lambda t: 1000.0 + 84.0 * t - 0.002 * t * t), run_info(workers=WORKERS, duration_s=DURATION))
+    item = next(x for x in f["limits"] if x["kind"] == "item size")
+    assert not item["slowing"]  # 3 % less growth in the second half: credible with no noise, but not material
