@@ -237,6 +237,19 @@ def _cmd_run(args: argparse.Namespace, env: UserEnvironment) -> int:
 def _cmd_report(args: argparse.Namespace) -> int:
     from harness.record.runinfo import expand_runs, is_session
     from reports.build import build_report
+    from reports.suite import RUN_JSON as SUITE_RUN_JSON
+
+    suites = [d for d in args.run_dirs if (Path(d) / SUITE_RUN_JSON).is_file()]
+    if suites:  # a `harness suite` run: its table, page and suite.json, rebuilt from its files
+        if len(suites) != len(args.run_dirs):
+            raise HarnessError("a suite run directory is reported alone (compare two suites with "
+                               "`harness suite NAME --compare OTHER_SUITE_JSON`)")
+        from reports.suite_page import build
+
+        for d in suites:
+            build(d)
+            print(f"harness: suite report {Path(d) / 'suite.html'}")
+        return 0
 
     sessions = [d for d in args.run_dirs if is_session(d)]  # a web session: each of its tests is a run
     out_dir = args.out or (f"{sessions[0]}/report" if len(args.run_dirs) == 1 and sessions else None)

@@ -16,6 +16,7 @@ def _phase(name, ms, requests=None, sent=0, received=0, detail=""):
 
 
 def _run_dir(tmp_path):
+    tmp_path.mkdir(parents=True, exist_ok=True)
     info = {"suite": "swamp-datastore", "backend": "s3", "layouts": ["monolith", "sharded"], "trials": 3,
             "quick": False, "shape": {"files": 1000, "models": 50, "file_bytes": 5120},
             "scenarios": [{"number": 2, "name": "Push 1 modified / 1000", "phases": [], "note": "n2"},
@@ -104,3 +105,14 @@ def test_read_summary_refuses_what_is_not_a_suite_json(tmp_path):
         suite_report.read_summary(tmp_path / "x.json")
     doc = suite_report.write_summary(_run_dir(tmp_path))
     assert suite_report.read_summary(tmp_path) == doc  # a run directory stands for its suite.json
+
+
+def test_harness_report_rebuilds_a_suite_run_from_its_files(tmp_path, capsys):
+    from harness.cli import main
+
+    run = _run_dir(tmp_path / "run")
+    assert main(["report", str(run)]) == 0
+    assert json.loads((run / "suite.json").read_text())["suite"] == "swamp-datastore"
+    assert f"suite report {run / 'suite.html'}" in capsys.readouterr().out
+    assert main(["report", str(run), str(tmp_path)]) == 2
+    assert "a suite run directory is reported alone" in capsys.readouterr().err
