@@ -120,11 +120,13 @@ def compare(old: dict[str, Any], new: dict[str, Any], *, threshold: float = 0.10
         rows.append({"number": r.get("number"), "scenario": r["scenario"], "layout": r["layout"],
                      "phase": r["phase"], **v, "old_requests": b.get("requests"), "new_requests": r.get("requests")})
     count = {k: sum(1 for x in rows if x["verdict"] == k) for k in ("slower", "faster", "same", "too few trials")}
+    totals = [x["ratio"] for x in rows if x["phase"] == "total"]
     only_old = sorted({_key(r)[:2] for r in old["results"]} - {_key(r)[:2] for r in new["results"]})
     return {"threshold": threshold, "min_ms": min_ms, "level": level, "backend": new.get("backend"),
             "baseline_backend": old.get("backend"), "comparisons": rows,
             "summary": {"compared": len(rows), **count,
-                        "regressions": sum(1 for x in rows if x["regression"])},
+                        "regressions": sum(1 for x in rows if x["regression"]),
+                        "median_total_ratio": round(_median(totals), 4) if totals else None},
             "regressions": [x for x in rows if x["regression"]],
             "not_in_this_run": [{"scenario": s, "layout": lay} for s, lay in only_old]}
 
@@ -154,6 +156,10 @@ def format_compare(cmp: dict[str, Any], baseline: str, *, only_flagged: bool = F
                          f"  {x['verdict']}{mark}{req}")
     lines.append(f"summary: {s['slower']} slower ({s['regressions']} past the {cmp['threshold'] * 100:g} % threshold), "
                  f"{s['faster']} faster, {s['same']} same, {s['too few trials']} with too few trials to tell")
+    typical = s.get("median_total_ratio")
+    if typical is not None and not 0.9 <= typical <= 1.1:
+        lines.append(f"every scenario's total moved by x{typical:.2f} in the median: when all phases move alike, "
+                     "the machine (its load) differed between the runs, not only the code")
     if cmp["not_in_this_run"]:
         lines.append("in the baseline only: " + ", ".join(f"{x['scenario']} [{x['layout']}]"
                                                           for x in cmp["not_in_this_run"]))

@@ -110,7 +110,8 @@ def figure(doc: dict[str, Any], path: Path) -> Path | None:
     ax.set_xscale("log")
     ax.set_xlabel("ms per trial (median; bars: min to max)")
     ax.legend(loc="lower right", fontsize=8)
-    ax.set_title(header(doc), fontsize=9)
+    ax.set_title(f"{doc.get('suite')} on {doc.get('backend')}: each scenario's total per trial, by layout",
+                 fontsize=9)
     fig.tight_layout()
     fig.savefig(path, dpi=100)
     plt.close(fig)
@@ -126,7 +127,9 @@ def html(doc: dict[str, Any], has_figure: bool, compare_text: str | None = None)
              "<code>lock.held</code> (grant to release, overlapping the phases inside the lock) are the harness's."
              "</p>"]
     if has_figure:
-        parts.append(f'<figure><img src="{FIGURE}" alt="totals per scenario and layout"></figure>')
+        parts.append(f'<figure><img src="{FIGURE}" alt="totals per scenario and layout"><figcaption>each '
+                     f"scenario's total per trial, median (bars: min to max), per layout; log scale"
+                     "</figcaption></figure>")
     if compare_text:
         parts.append(f"<h2>Compared with a baseline</h2><pre>{escape(compare_text)}</pre>")
     for number, name, rows, na, errors in _by_scenario(doc):

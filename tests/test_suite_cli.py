@@ -15,7 +15,7 @@ from harness.cli import main
      "--layout sharded: dynamodb's layouts are legacy, per-model"),
     (["suite", "swamp-datastore", "--trials", "0"], "--trials must be at least 1"),
     (["suite", "swamp-datastore", "--scenarios", "1,42"], "has no scenario '42'"),
-    (["suite", "swamp-datastore", "--compare", "/nonexistent/suite.json"], "--compare /nonexistent/suite.json: no such"),
+    (["suite", "swamp-datastore", "--compare", "/nonexistent/suite.json"], "--compare /nonexistent/suite.json: no"),
     (["suite", "swamp-datastore", "--latency", "nope"], "unknown latency profile 'nope'"),
     (["suite", "swamp-datastore", "--threshold", "-5"], "--threshold and --min-ms must be 0 or more"),
 ])

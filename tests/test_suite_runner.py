@@ -91,6 +91,14 @@ def test_a_fresh_datastore_per_scenario_and_layout_and_per_trial_for_the_cold_pu
         f"suite-t0-01-{lay}-t{i}" for lay in ALL_LAYOUTS for i in (1, 2)}
 
 
+def test_trials_are_interleaved_round_by_round_in_a_shuffled_order(ran):
+    _, trials, _ = ran
+    assert [t.trial for t in trials] == sorted(t.trial for t in trials)  # every scenario's trial 1 before any 2
+    rounds = [[(t.number, t.layout) for t in trials if t.trial == i] for i in (0, 1)]
+    assert sorted(rounds[0]) == sorted(rounds[1]) and len(rounds[0]) == 9 * 4 + 6 * 2
+    assert rounds[0] != rounds[1] and rounds[0] != sorted(rounds[0])
+
+
 def test_phases_nest_in_the_total(ran):
     _, trials, _ = ran
     for t in trials:

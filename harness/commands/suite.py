@@ -132,12 +132,9 @@ def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
 
 
-def _progress(say: Callable[[str], None], total: int) -> Callable[[Outcome], None]:
-    done = [0]
-
+def _summary(say: Callable[[str], None]) -> Callable[[Outcome], None]:
     def report(o: Outcome) -> None:
-        done[0] += 1
-        head = f"harness: [{done[0]}/{total}] {o.scenario.number:>2} {o.scenario.name} [{o.layout}]"
+        head = f"harness: {o.scenario.number:>2} {o.scenario.name} [{o.layout}]"
         if o.not_applicable:
             say(f"{head}: not applicable ({o.not_applicable})")
         elif o.error:
@@ -202,16 +199,18 @@ def run_suite(opts: SuiteOptions, env: UserEnvironment, say: Callable[[str], Non
                 clients = factory.clients()
                 factory.fidelity(clients)
                 stores = FactoryDatastores(plan, sessions, clients, pool, say)
-                total = len(suite.scenarios) * len(layouts)
                 say(f"harness: suite {suite.name} on {backend} ({', '.join(layouts)}), {suite.trials} trials, "
                     f"{suite.shape.describe()} -> {run_dir}")
-                report = _progress(say, total)
+                report = _summary(say)
 
                 def outcome(o: Outcome) -> None:
                     outcomes.append(o)
                     report(o)
 
-                Runner(suite, stores, tag=secrets.token_hex(3), on_trial=record, on_outcome=outcome).run(layouts)
+                seed = secrets.randbits(32)
+                info["order_seed"] = seed  # the per-round shuffle of the interleaved trials
+                Runner(suite, stores, tag=secrets.token_hex(3), seed=seed, on_trial=record, on_outcome=outcome,
+                       say=say).run(layouts)
                 finish()
             except KeyboardInterrupt:
                 finish(interrupted=True)

@@ -19,6 +19,7 @@ with its error and the suite goes on.
 
 from __future__ import annotations
 
+import random
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -102,64 +103,103 @@ class _Timed:
 
 
 class Runner:
-    """Runs a suite's scenarios on the layouts asked for; ``on_trial`` / ``on_outcome`` see each as it ends."""
+    """Runs a suite's scenarios on the layouts asked for, the trials of every scenario interleaved.
+
+    Every scenario's datastore is set up first; then each round runs one trial of every scenario, in an order
+    shuffled per round (``seed``). So a burst of load on the machine (another process, a compaction) lands in
+    one trial of many scenarios rather than in every trial of one, and the trials of a scenario sample the
+    whole run: what the compare's intervals assume. ``on_trial`` sees each trial as it ends, ``say`` one line
+    per setup and per round, ``on_outcome`` each scenario and layout at the end.
+    """
 
     def __init__(self, suite: Suite, datastores: Datastores, *, tag: str, clock: Clock | None = None,
-                 timer: Callable[[], float] = time.perf_counter,
+                 timer: Callable[[], float] = time.perf_counter, seed: int = 0,
                  on_trial: Callable[[Trial], None] | None = None,
-                 on_outcome: Callable[[Outcome], None] | None = None) -> None:
+                 on_outcome: Callable[[Outcome], None] | None = None,
+                 say: Callable[[str], None] | None = None) -> None:
         self.suite, self.datastores, self.tag = suite, datastores, tag
         self.clock = clock or SystemClock()
         self.timer = timer
         self.timed = _Timed(timer)
+        self.rng = random.Random(seed)
         self.on_trial = on_trial or (lambda _t: None)
         self.on_outcome = on_outcome or (lambda _o: None)
+        self.say = say or (lambda _line: None)
         self.cfg = SyncConfig(namespace=None, lock_scope="datastore", index_commit="delta", lock=LockConfig(),
                               heartbeat=suite.datastore.heartbeat, fencing=suite.datastore.fencing)
 
     # ---- the suite ------------------------------------------------------------------
     def run(self, layouts: tuple[str, ...]) -> list[Outcome]:
-        out = []
+        outcomes = []
         for sc in self.suite.scenarios:
             for layout in layouts:
-                if not sc.applies(layout):
-                    o = Outcome(sc, layout, not_applicable=sc.not_applicable.get(layout, "not listed in its layouts"))
-                else:
-                    o = self.scenario(sc, layout)
-                out.append(o)
-                self.on_outcome(o)
-        return out
-
-    def scenario(self, sc: SuiteScenario, layout: str) -> Outcome:
-        o = Outcome(sc, layout)
-        backend: Backend | None = None
+                why = None if sc.applies(layout) else sc.not_applicable.get(layout, "not listed in its layouts")
+                outcomes.append(Outcome(sc, layout, not_applicable=why))
+        cells = [_Cell(o) for o in outcomes if not o.not_applicable]
         try:
-            state = _State()
-            if sc.fresh == "scenario":
-                backend = self.datastores.make(layout, self._name(sc, layout))
-                state = self._setup(sc, backend)
+            for i, cell in enumerate(cells):
+                t0 = self.timer()
+                self._guard(cell, lambda c=cell: self._open(c))
+                if cell.outcome.error is None:
+                    self.say(f"harness: [{i + 1}/{len(cells)}] set up {self._label(cell)} "
+                             f"({self.timer() - t0:.1f} s)")
             for trial in range(self.suite.trials):
-                trial_backend = None
-                try:
-                    if sc.fresh == "trial":
-                        trial_backend = self.datastores.make(layout, self._name(sc, layout, trial))
-                        state = self._setup(sc, trial_backend)
-                    total, phases = self._trial(sc, state, trial)
-                finally:
-                    if trial_backend is not None:
-                        self.datastores.drop(trial_backend)
-                t = Trial(sc.number, sc.name, layout, trial, total, phases)
-                o.trials.append(t)
-                self.on_trial(t)
-        except Exception as e:  # noqa: BLE001 - recorded with the scenario; the suite goes on with the next
-            o.error = f"{type(e).__name__}: {e}"[:500]
+                order = [c for c in cells if c.outcome.error is None]
+                self.rng.shuffle(order)
+                t0 = self.timer()
+                for cell in order:
+                    self._guard(cell, lambda c=cell, t=trial: self._one(c, t))
+                self.say(f"harness: trial {trial + 1}/{self.suite.trials} of {len(order)} scenario runs "
+                         f"({self.timer() - t0:.1f} s)")
         finally:
-            if backend is not None:
-                try:
-                    self.datastores.drop(backend)
-                except Exception as e:  # noqa: BLE001 - a table left behind is named in the outcome, not fatal
-                    o.error = o.error or f"could not delete its datastore: {type(e).__name__}: {e}"[:500]
-        return o
+            for cell in cells:
+                self._close(cell)
+        for o in outcomes:
+            self.on_outcome(o)
+        return outcomes
+
+    @staticmethod
+    def _label(cell: _Cell) -> str:
+        return f"{cell.outcome.scenario.number:>2} {cell.outcome.scenario.name} [{cell.outcome.layout}]"
+
+    def _guard(self, cell: _Cell, step: Callable[[], None]) -> None:
+        """Run one step of a scenario; a failure is its outcome's error (and its datastore goes), not the suite's."""
+        try:
+            step()
+        except Exception as e:  # noqa: BLE001 - recorded with the scenario; the suite goes on with the others
+            cell.outcome.error = f"{type(e).__name__}: {e}"[:500]
+            self.say(f"harness: {self._label(cell)} FAILED: {cell.outcome.error}")
+            self._close(cell)
+
+    def _open(self, cell: _Cell) -> None:
+        sc, layout = cell.outcome.scenario, cell.outcome.layout
+        if sc.fresh == "scenario":
+            cell.backend = self.datastores.make(layout, self._name(sc, layout))
+            cell.state = self._setup(sc, cell.backend)
+
+    def _one(self, cell: _Cell, trial: int) -> None:
+        sc, layout = cell.outcome.scenario, cell.outcome.layout
+        trial_backend = None
+        try:
+            if sc.fresh == "trial":
+                trial_backend = self.datastores.make(layout, self._name(sc, layout, trial))
+                cell.state = self._setup(sc, trial_backend)
+            total, phases = self._trial(sc, cell.state, trial)
+        finally:
+            if trial_backend is not None:
+                self.datastores.drop(trial_backend)
+        t = Trial(sc.number, sc.name, layout, trial, total, phases)
+        cell.outcome.trials.append(t)
+        self.on_trial(t)
+
+    def _close(self, cell: _Cell) -> None:
+        backend, cell.backend = cell.backend, None
+        if backend is None:
+            return
+        try:
+            self.datastores.drop(backend)
+        except Exception as e:  # noqa: BLE001 - a table left behind is named in the outcome, not fatal
+            cell.outcome.error = cell.outcome.error or f"could not delete its datastore: {type(e).__name__}: {e}"[:500]
 
     def _name(self, sc: SuiteScenario, layout: str, trial: int | None = None) -> str:
         return f"suite-{self.tag}-{sc.number:02d}-{layout}" + (f"-t{trial + 1}" if trial is not None else "")
@@ -254,3 +294,12 @@ class _State:
     probe: PhaseProbe | None = None
     writer: Datastore | None = None
     reader: Datastore | None = None
+
+
+@dataclass
+class _Cell:
+    """One scenario on one layout while the suite runs: its outcome, its datastore, the state its trials share."""
+
+    outcome: Outcome
+    backend: Backend | None = None
+    state: _State = field(default_factory=_State)
