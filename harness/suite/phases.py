@@ -25,7 +25,7 @@ Which swamp name each harness step gets (``docs/suite.md`` has the table):
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -66,6 +66,7 @@ class Call:
     ms: float
     work: Work
     short_cut: bool = False
+    count: int = 1  # files a content call fetched (get_contents: a batch)
 
 
 class PhaseProbe:
@@ -88,7 +89,7 @@ class PhaseProbe:
         out, self.calls = self.calls, []
         return out
 
-    def _timed(self, method: str, work: Work, call: Callable[[Work], Any]) -> Any:
+    def _timed(self, method: str, work: Work, call: Callable[[Work], Any], count: int = 1) -> Any:
         sub = Work()
         t0 = self._timer()
         res: Any = None
@@ -99,13 +100,21 @@ class PhaseProbe:
         finally:
             work.add(sub)
             self.calls.append(Call(method, (self._timer() - t0) * 1000, sub,
-                                   bool(getattr(res, "short_cut", False))))
+                                   bool(getattr(res, "short_cut", False)), count))
 
     def pull(self, namespace: str | None, since_ms: int, partitions: Any, work: Work, **kw: Any) -> PullResult:
         return self._timed("pull", work, lambda w: self._backend.pull(namespace, since_ms, partitions, w, **kw))
 
     def get_content(self, meta: FileMeta, work: Work) -> bytes:
         return self._timed("get_content", work, lambda w: self._backend.get_content(meta, w))
+
+    def get_contents(self, metas: Sequence[FileMeta], work: Work, *, concurrency: int = 1) -> None:
+        """A batch of downloads (a datastore that fetches with a transfer concurrency calls this, not
+        ``get_content``): timed as one call, counted as its files; the backend's own ``get_content`` calls
+        inside it do not pass through the probe."""
+        batch = list(metas)
+        self._timed("get_content", work,
+                    lambda w: self._backend.get_contents(batch, w, concurrency=concurrency), count=len(batch))
 
 
 def split_pull(total_ms: float, calls: list[Call]) -> list[Phase]:
@@ -122,4 +131,4 @@ def split_pull(total_ms: float, calls: list[Call]) -> list[Phase]:
         return [Phase(PULL_FAST, index_ms, index_work, "hit")]
     return [Phase(PULL_INDEX, index_ms, index_work, "miss"),
             Phase(PULL_WALK, max(0.0, total_ms - index_ms - get_ms), Work()),
-            Phase(PULL_DOWNLOAD, get_ms, get_work, f"pulled={len(gets)}")]
+            Phase(PULL_DOWNLOAD, get_ms, get_work, f"pulled={sum(c.count for c in gets)}")]
