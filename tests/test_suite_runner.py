@@ -109,13 +109,21 @@ def test_phases_nest_in_the_total(ran):
             assert held[0].ms <= t.total_ms
 
 
-@pytest.mark.parametrize("layout", ALL_LAYOUTS)
+@pytest.mark.parametrize("layout", [x for x in ALL_LAYOUTS if x != "legacy"])
 def test_no_op_pull_is_one_read(ran, layout):
     for number in (7, 15) if layout in ("sharded", "per-model") else (7,):
         for t in _trials(ran[1], number, layout):
             assert [p.phase for p in t.phases] == ["pullChanged.fastpath"]
             assert dict(t.phases[0].work.requests) == ({"GetObject": 1} if layout in ("monolith", "sharded")
                                                        else {"GetItem": 1})
+
+
+def test_no_op_pull_on_the_legacy_gsi_reads_everything_and_fetches_nothing(ran):
+    """The legacy layout has no sequence short cut (swamp's queryAllFileMeta read every file item every time)."""
+    for t in _trials(ran[1], 7, "legacy"):
+        assert [p.phase for p in t.phases] == ["pullChanged.pullIndex", "pullChanged.walk", "pullChanged.download"]
+        assert _phase(t, "pullChanged.pullIndex").work.requests["Query"] >= 1
+        assert _phase(t, "pullChanged.download").work.total_requests == 0
 
 
 INDEX_COLD = {"monolith": {"GetObject": 2}, "sharded": {"GetObject": 1 + 4},  # the head, then each model's shard
