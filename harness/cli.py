@@ -1,11 +1,11 @@
-"""The ``harness`` command line: run, report, notebook, check, scenarios, the jobs.
+"""The ``harness`` command line: run, report, notebook, check, scenarios, suite, the jobs.
 
 The command line's edge: the arguments and the user's environment
 (``harness.edge``, read once here) become a run plan or a job's connection,
 and nothing below reads either again.
 
-Exit codes: 0 success; 1 unexpected error; 2 bad input (one line on stderr,
-no traceback); 3 the run finished but the scenario's checks failed; 4 a job
+Exit codes: 0 success; 1 unexpected error (``suite``: a scenario failed); 2 bad input (one line on stderr,
+no traceback); 3 the run finished but the scenario's checks failed (``suite --compare``: a regression); 4 a job
 paused or failed (its place is kept: `harness resume JOB`).
 """
 
@@ -109,6 +109,28 @@ def build_parser() -> argparse.ArgumentParser:
     nb.add_argument("--no-browser", action="store_true", help="print the notebook's URL only, open no browser")
 
     sub.add_parser("scenarios", help="list the scenarios")
+
+    su = sub.add_parser("suite", help="a benchmark suite (suites/NAME.toml): one sync operation per trial, per phase, "
+                        "a fresh datastore per scenario and layout; --compare gates on another run (exit 3)")
+    su.add_argument("suite", help="suite name (suites/NAME.toml, e.g. swamp-datastore) or a .toml path")
+    su.add_argument("--backend", choices=["dynamodb", "s3"], help="default: the suite's (swamp-datastore: s3)")
+    su.add_argument("--layout", help="only these index layouts, comma-separated (s3: monolith,sharded; dynamodb: "
+                    "legacy,per-model; default both)")
+    su.add_argument("--trials", type=int, help="measured trials per scenario and layout (default: the suite's, 5)")
+    su.add_argument("--quick", action="store_true", help="the suite's quick shape and trials (swamp-datastore: 100 "
+                    "files over 10 models, 2 trials), every scenario")
+    su.add_argument("--scenarios", metavar="LIST", help="only these scenarios: numbers or exact names, comma-separated")
+    su.add_argument("--run-dir", help="run directory (default runs/<run id>)")
+    su.add_argument("--compare", metavar="OTHER_SUITE_JSON", help="compare every phase with another run's suite.json "
+                    "(or its run directory); exit 3 when one is credibly slower by more than --threshold")
+    su.add_argument("--threshold", type=float, default=10.0, help="percent a phase must be credibly slower by to "
+                    "fail --compare (default 10)")
+    su.add_argument("--min-ms", type=float, default=1.0, help="--compare flags no phase whose median moved by less "
+                    "(default 1 ms)")
+    su.add_argument("--latency", help="latency profile added to every request: local, aws-dynamodb, aws-s3-vpce, aws, "
+                    "or a .toml file")
+    su.add_argument("--stand-in", help="embedded DynamoDB stand-in when no endpoint is set (default dynalite)")
+    su.add_argument("--s3-stand-in", choices=["seaweedfs", "moto"], help="embedded S3 stand-in (default seaweedfs)")
 
     ck = sub.add_parser("check", help="check a run's history against its final remote state (exit 3 on a violation)")
     ck.add_argument("run_dir", metavar="RUN_DIR")
@@ -224,6 +246,19 @@ def _cmd_run(args: argparse.Namespace, env: UserEnvironment) -> int:
 def _cmd_report(args: argparse.Namespace) -> int:
     from harness.record.runinfo import expand_runs, is_session
     from reports.build import build_report
+    from reports.suite import RUN_JSON as SUITE_RUN_JSON
+
+    suites = [d for d in args.run_dirs if (Path(d) / SUITE_RUN_JSON).is_file()]
+    if suites:  # a `harness suite` run: its table, page and suite.json, rebuilt from its files
+        if len(suites) != len(args.run_dirs):
+            raise HarnessError("a suite run directory is reported alone (compare two suites with "
+                               "`harness suite NAME --compare OTHER_SUITE_JSON`)")
+        from reports.suite_page import build
+
+        for d in suites:
+            build(d)
+            print(f"harness: suite report {Path(d) / 'suite.html'}")
+        return 0
 
     sessions = [d for d in args.run_dirs if is_session(d)]  # a web session: each of its tests is a run
     out_dir = args.out or (f"{sessions[0]}/report" if len(args.run_dirs) == 1 and sessions else None)
@@ -233,6 +268,15 @@ def _cmd_report(args: argparse.Namespace) -> int:
     out = build_report(run_dirs, out_dir)
     print(f"harness: report {out / 'index.html'}")
     return 0
+
+
+def _cmd_suite(args: argparse.Namespace, env: UserEnvironment) -> int:
+    from harness.commands.suite import SuiteOptions, run_suite
+
+    return run_suite(SuiteOptions(
+        suite=args.suite, backend=args.backend, layouts=args.layout, trials=args.trials, quick=args.quick,
+        scenarios=args.scenarios, run_dir=args.run_dir, compare=args.compare, threshold=args.threshold,
+        min_ms=args.min_ms, latency=args.latency, stand_in=args.stand_in, s3_stand_in=args.s3_stand_in), env)
 
 
 def _parse(argv: list[str] | None) -> argparse.Namespace:
@@ -286,6 +330,8 @@ def main(argv: list[str] | None = None) -> int:
             from harness.commands.notebook import cmd_notebook
 
             return cmd_notebook(args.run_dirs, args.port, not args.no_browser)
+        if args.command == "suite":
+            return _cmd_suite(args, env)
         if args.command == "check":
             from harness.commands.check import cmd_check
 

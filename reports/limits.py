@@ -24,14 +24,16 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+import pandas as pd
 
+from harness.record.schema import SIZE_ITEMS
 from reports.stats import t_quantile
 
 ITEM_LIMIT_BYTES = 400 * 1024
 KEY_LIMITS = {"write": 1000.0, "read": 3000.0}  # units/s one partition key takes (DynamoDB's, unscaled)
 HORIZON_S = 24 * 3600.0
 MIN_POINTS = 4
-SIZE_ITEMS = {"registry_bytes": "PARTITIONS#registry/LIST"}  # row column -> the item it measures
+SLOWING = 0.8  # the second half's growth credibly below the first's, and by a fifth at least: "slowed"
 
 
 def line(t: np.ndarray, y: np.ndarray) -> tuple[float, float, tuple[float, float]] | None:
@@ -55,8 +57,16 @@ def _when(remaining: float, slope: float) -> float | None:
 
 def item_forecast(item: str, t: np.ndarray, size: np.ndarray, *, rate: float, run_s: float,
                   horizon_s: float = HORIZON_S, limit: float = ITEM_LIMIT_BYTES) -> dict[str, Any] | None:
-    """When ``item`` (sizes ``size`` seen at ``t`` seconds) reaches ``limit`` bytes, at ``rate`` iterations/s."""
-    keep = np.isfinite(size) & (size > 0)
+    """When ``item`` (sizes ``size`` seen at ``t`` seconds) reaches ``limit`` bytes, at ``rate`` iterations/s.
+
+    An iteration that did not see the item (0: it wrote and read nothing of it)
+    counts as seeing it as it was last seen: an item is the size it was until
+    something changes it, and a line through only the iterations that changed
+    it would miss that it stopped growing.
+    """
+    order = np.argsort(t, kind="stable")
+    t, size = t[order], pd.Series(np.where(size[order] > 0, size[order], np.nan)).ffill().to_numpy()
+    keep = np.isfinite(size)
     t, size = t[keep], size[keep]
     fit = line(t, size)
     if fit is None:
@@ -71,7 +81,7 @@ def item_forecast(item: str, t: np.ndarray, size: np.ndarray, *, rate: float, ru
     # growth that slows down (a registry of long-lived models fills up) makes the straight line pessimistic
     mid = float(np.median(t))
     first, second = line(t[t <= mid], size[t <= mid]), line(t[t > mid], size[t > mid])
-    slowing = bool(first and second and second[2][1] < first[2][0])
+    slowing = bool(first and second and second[2][1] < first[2][0] and second[1] < SLOWING * first[1])
     out = {"kind": "item size", "name": item, "limit": limit, "unit": "bytes", "now": last,
            "growth_per_s": slope, "growth_per_s_interval": [lo, hi],
            "growth_per_iteration": per_it, "points": int(len(t)),

@@ -125,3 +125,27 @@ def test_growth_that_levels_off_is_said_to_slow():
     steady = next(x for x in findings(_rows(_registry), run_info(workers=WORKERS, duration_s=DURATION))["limits"]
                   if x["kind"] == "item size")
     assert not steady["slowing"]
+
+
+def test_iterations_that_did_not_see_the_item_carry_its_last_size():
+    """A registry filled in the first minute and left alone: the line must see it stop, not only the additions."""
+    def early(t):
+        return np.where(t < 60, 1000.0 + 50.0 * t, 0.0)  # only the first minute's pushes added (and saw) it
+
+    f = findings(_rows(early), run_info(workers=WORKERS, duration_s=DURATION))
+    item = next(x for x in f["limits"] if x["kind"] == "item size")
+    assert item["now"] == pytest.approx(1000 + 50 * 60, rel=0.01)
+    assert item["growth_per_s"] < 5 and (not item["within_horizon"] or item["slowing"])
+
+
+def test_the_size_columns_name_the_items_the_backend_measures():
+    from harness.datastore.backends.dynamodb.bookkeeping import REGISTRY_ITEM
+    from harness.record.schema import SIZE_ITEMS
+
+    assert SIZE_ITEMS["registry_bytes"] == REGISTRY_ITEM
+
+
+def test_a_steady_line_with_a_tight_interval_is_not_slowing():
+    f = findings(_rows(lambda t: 1000.0 + 84.0 * t - 0.002 * t * t), run_info(workers=WORKERS, duration_s=DURATION))
+    item = next(x for x in f["limits"] if x["kind"] == "item size")
+    assert not item["slowing"]  # 3 % less growth in the second half: credible with no noise, but not material

@@ -9,6 +9,9 @@
 - the neutral modules (``harness.work``, ``harness.aws_errors``, ``harness.clock``, ``harness.edge``) import no
   other layer;
 - harness/safety (the checker) imports nothing from harness/load, harness/pacing or harness/plan;
+- harness/suite (a benchmark suite's runner) drives the datastore and reads its suite file from harness/plan:
+  it imports nothing from harness/aws, harness/load or harness/pacing (its tables and buckets come from the
+  command, through the plan's factory);
 - nothing below harness/commands (the top layer: `harness run`, the bulk jobs, worker/standin) imports it.
 
 ``KNOWN`` lists edges that exist and are scheduled for removal (empty now: pacing <-> load
@@ -36,6 +39,7 @@ FORBIDDEN = {  # layer -> module prefixes it must not import
     "harness.edge": ("harness",),
     "harness.item_size": ("harness",),
     "harness.safety": ("harness.load", "harness.pacing", "harness.plan", "harness.commands"),
+    "harness.suite": ("harness.aws", "harness.load", "harness.pacing", "harness.commands"),
 }
 REPORTS_CALLERS = ("harness.commands", "harness.cli")  # the report package reads run directories; only the
 # top layer and the CLI call into it

@@ -88,9 +88,21 @@ def _on_send(request: Any, event_name: str, **_: Any) -> None:
     if body is not None:
         try:
             work.bytes_sent += len(body)
-        except TypeError:  # a file-like streaming body
-            pass
+        except TypeError:  # a streaming body: S3 PutObject's aws-chunked wrapper (botocore's default checksums)
+            work.bytes_sent += _declared_length(request.headers)
     return None
+
+
+def _declared_length(headers: Any) -> int:
+    """The payload length a streaming request declares (aws-chunked: the decoded length), else 0."""
+    for name in ("X-Amz-Decoded-Content-Length", "Content-Length"):
+        value = headers.get(name)
+        if value:
+            try:
+                return int(value)
+            except (TypeError, ValueError):
+                continue
+    return 0
 
 
 def _on_after_call(http_response: Any, parsed: Any, model: Any = None, **_: Any) -> None:

@@ -28,7 +28,7 @@ from harness.datastore.errors import ConflictError, FencedError, LockLostError, 
 from harness.datastore.model import MODEL_TYPE
 from harness.datastore.sync import Datastore, Step, SyncConfig
 from harness.plan.scenario import Scenario
-from harness.record.schema import QUERY_COLUMNS, STEP_COLUMNS, STEP_REQUEST_COLUMNS
+from harness.record.schema import QUERY_COLUMNS, SIZE_ITEMS, STEP_COLUMNS, STEP_REQUEST_COLUMNS
 from harness.work import Work
 
 
@@ -74,8 +74,7 @@ def summarize(steps: list[Step]) -> dict[str, Any]:
     out.update(
         files_pushed=total.files_pushed, files_pulled=total.files_pulled, items_read=total.items_read,
         pull_items_read=pull_reads, index_entries_written=total.index_entries_written,
-        registry_bytes=max((v for k, v in total.item_bytes.items() if k.startswith("PARTITIONS#registry")),
-                           default=0),
+        **{col: total.item_bytes.get(item, 0) for col, item in SIZE_ITEMS.items()},
         requests=total.total_requests, lock_attempts=total.lock_attempts, bytes_sent=total.bytes_sent,
         bytes_received=total.bytes_received, read_units=total.read_units, write_units=total.write_units,
     )

@@ -21,7 +21,10 @@ UNIT_COLUMNS = ("read_units", "write_units")
 # splits into "more requests" (the design) and "slower requests" (the backend).
 STEP_REQUEST_COLUMNS = {step: (f"{step}_requests", f"{step}_request_ms") for step in STEP_COLUMNS}
 QUERY_COLUMNS = ("pull_queries",)  # index reads a pull made (DynamoDB Queries, S3 index objects)
-SIZE_COLUMNS = ("registry_bytes",)  # the partition registry item's size as the iteration saw it (0: not seen)
+# Items that grow, by the column that carries their size as the iteration saw it (0: not seen): the datastore's
+# partition registry (swamp's, and the harness's own when there is no namespace)
+SIZE_ITEMS = {"registry_bytes": "PARTITIONS#registry/LIST"}
+SIZE_COLUMNS = tuple(SIZE_ITEMS)
 ERROR_KINDS = ("lock_timeout", "throttled", "conflict", "fenced", "timeout", "other")
 
 SCHEMA = pa.schema(

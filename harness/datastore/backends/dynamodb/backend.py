@@ -363,7 +363,7 @@ class DynamoBackend:
         item = out.get("Item") or {}
         work.items_read += 1 if item else 0
         if item:
-            name = f"PARTITIONS#registry/{item['sk']['S']}"
+            name = f"{item['pk']['S']}/{item['sk']['S']}"
             work.item_bytes[name] = max(work.item_bytes.get(name, 0), item_size(item))
         return {k[2:]: (int(item.get(f"b:{k[2:]}", {}).get("N", 0)), int(v["N"]))
                 for k, v in item.items() if k.startswith("c:")}

@@ -17,10 +17,14 @@ Items (pk / sk):
   (256 KB; swamp's key plus the digest, so a version's content is immutable);
 - a blob outside the index (the catalog export): ``FILE#<relPath>`` / ``BLOB``
   (its size and chunk count) and ``BLOB#<7-digit index>`` chunks, rewritten in place;
-- partition registry ``PARTITIONS#registry`` / ``LIST[#<ns>]``: per partition,
+- partition registry ``PARTITIONS#registry[#<ns>]`` / ``LIST``: per partition,
   ``c:<partition>`` (the last sequence that touched it) and ``b:<partition>``
   (the sequence it was born at), so a pull queries only what changed and
-  learns which partitions were removed or re-created.
+  learns which partitions were removed or re-created. A namespace's registry
+  has a partition key of its own: every commit writes its namespace's
+  registry, and one key for all of them would be a hot key of the harness's
+  making (a key takes ~1,000 WCU/s); swamp's one registry is the item without
+  a namespace.
 
 GSI ``gsi1``: ``legacy`` puts every entry under ``gsi1pk = "FILE"`` (sort key
 the path); ``per-model`` under ``FILE#<partition>``, sorted by the version's
@@ -96,7 +100,7 @@ def lock_item_key(key: str) -> dict:
 
 
 def registry_key(namespace: str | None) -> dict:
-    return {"pk": s_("PARTITIONS#registry"), "sk": s_(f"LIST#{namespace}" if namespace else "LIST")}
+    return {"pk": s_(f"PARTITIONS#registry#{namespace}" if namespace else "PARTITIONS#registry"), "sk": s_("LIST")}
 
 
 def claim_id(nonce: str) -> str:
