@@ -90,7 +90,12 @@ def static_record(ch: ladders.Chapter, story_dir: Path) -> dict[str, Any]:
             "expected": ch.expect, "comparison": f"{ch.slug}/comparison" if len(ch.runs) > 1 else None}
 
 
-def cmd_story(opts: StoryOptions, env: UserEnvironment, say: Callable[[str], None] = print) -> int:
+def _say(line: str) -> None:
+    """A progress line, flushed: a story runs for minutes and its lines matter as they happen, also in a log."""
+    print(line, flush=True)
+
+
+def cmd_story(opts: StoryOptions, env: UserEnvironment, say: Callable[[str], None] = _say) -> int:
     extra = (env.scenarios_dir,) if env.scenarios_dir else ()
     lad = ladders.load(opts.ladder, quick=opts.quick, backend=opts.backend, scenario_dirs=extra)
     story_dir = _story_dir(opts, lad.name)
