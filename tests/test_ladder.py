@@ -46,6 +46,8 @@ def test_the_shipped_ladder_is_the_seeds_six_chapters():
     assert lad.chapters[1].expect["more_workers"] == "no faster"
     # the legacy chapter's override reached the scenario (and nothing else of it changed)
     assert lad.chapters[0].runs[0].scenario.workload.think_time_s == 0.1
+    assert (lad.chapters[0].runs[0].scenario.lock.retry_s, lad.chapters[0].runs[0].scenario.lock.retry_cap_s) == \
+           (0.02, 0.05)
     assert lad.chapters[0].runs[0].scenario.datastore.gsi == "legacy"
 
 
