@@ -87,7 +87,7 @@ def _run(plan: RunPlan, say: Callable[[str], None], quiet: bool) -> RunResult:
         check_reachable(plan.connection, plan.backend, sessions)
         clients = factory.clients()
         backend = factory.backend(clients)
-        factory.provision(clients, backend)
+        factory.provision(clients, backend, note=say if quiet else None)  # quiet: its notes too
         if plan.seeding.preage:
             preage(factory, say, quiet)
         say(f"harness: {plan.scenario.name} on {plan.backend} ({_where(plan)}), {plan.locust.users} workers, "
