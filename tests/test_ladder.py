@@ -56,7 +56,7 @@ def test_quick_takes_each_runs_quick_keys_and_the_full_ladder_is_longer():
     f = [r.duration_s for c in full.chapters for r in c.runs]
     q = [r.duration_s for c in quick.chapters for r in c.runs]
     assert len(f) == len(q) == 10 and all(a < b for a, b in zip(q, f, strict=True))
-    assert sum(q) <= 315  # the quick story's load: the rest of its 8 minutes is starting and reporting (10 runs)
+    assert sum(q) <= 325  # the quick story's load: the rest of its 8 minutes is starting and reporting (10 runs)
 
 
 def test_backend_moves_single_backend_chapters_and_drops_their_seeding():
