@@ -132,6 +132,17 @@ def build_parser() -> argparse.ArgumentParser:
     su.add_argument("--stand-in", help="embedded DynamoDB stand-in when no endpoint is set (default dynalite)")
     su.add_argument("--s3-stand-in", choices=["seaweedfs", "moto"], help="embedded S3 stand-in (default seaweedfs)")
 
+    st = sub.add_parser("story", help="run a ladder of chapters (the seed's climb by default) and write one "
+                        "narrated report")
+    st.add_argument("ladder", nargs="?", default="migrating-bottleneck", metavar="LADDER",
+                    help="a ladder from stories/ (see --list) or a .toml path (default migrating-bottleneck)")
+    st.add_argument("--backend", choices=["dynamodb", "s3"],
+                    help="run every single-backend chapter on this backend (a chapter of both keeps both)")
+    st.add_argument("--quick", action="store_true", help="each run's quick settings (shorter; see the ladder)")
+    st.add_argument("--strict", action="store_true", help="exit 3 when a chapter did not show what it expected")
+    st.add_argument("--run-dir", help="the story directory (default runs/story-<ladder>-<time>)")
+    st.add_argument("--list", action="store_true", help="list the shipped ladders and their chapters")
+
     ck = sub.add_parser("check", help="check a run's history against its final remote state (exit 3 on a violation)")
     ck.add_argument("run_dir", metavar="RUN_DIR")
     ck.add_argument("--live", action="store_true",
@@ -243,8 +254,18 @@ def _cmd_run(args: argparse.Namespace, env: UserEnvironment) -> int:
     return EXIT_CHECKS_FAILED if res.failed_checks else 0
 
 
+def _cmd_story(args: argparse.Namespace, env: UserEnvironment) -> int:
+    from harness.commands.story import StoryOptions, cmd_list, cmd_story
+
+    if args.list:
+        return cmd_list()
+    return cmd_story(StoryOptions(ladder=args.ladder, backend=args.backend, quick=args.quick, strict=args.strict,
+                                  run_dir=args.run_dir), env)
+
+
 def _cmd_report(args: argparse.Namespace) -> int:
     from harness.record.runinfo import expand_runs, is_session
+    from reports import story
     from reports.build import build_report
     from reports.suite import RUN_JSON as SUITE_RUN_JSON
 
@@ -258,6 +279,11 @@ def _cmd_report(args: argparse.Namespace) -> int:
         for d in suites:
             build(d)
             print(f"harness: suite report {Path(d) / 'suite.html'}")
+        return 0
+
+    if len(args.run_dirs) == 1 and story.is_story(args.run_dirs[0]):  # a story: every chapter judged again
+        out = story.build(args.run_dirs[0], args.out)
+        print(f"harness: story {out / 'index.html'}")
         return 0
 
     sessions = [d for d in args.run_dirs if is_session(d)]  # a web session: each of its tests is a run
@@ -324,6 +350,8 @@ def main(argv: list[str] | None = None) -> int:
             return _cmd_scenarios(env)
         if args.command == "run":
             return _cmd_run(args, env)
+        if args.command == "story":
+            return _cmd_story(args, env)
         if args.command == "report":
             return _cmd_report(args)
         if args.command == "notebook":

@@ -6,6 +6,7 @@ run's plan (its endpoints and fidelity layer), journaled in ``RUN_DIR/jobs.db``.
 
 from __future__ import annotations
 
+import signal
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -29,8 +30,12 @@ def preage(factory: Factory, say: Callable[[str], None], quiet: bool = False) ->
     source = bulk.preage_factory(params, clients, plan.scenario)
     say(f"harness: seeding {source.files():,} files in {len(params['namespaces'])} namespace(s)")
     console = bulk.Console(quiet)
-    state = jobs.run_job(jobs.new_job_id("seed"), "seed", params, source, clients, Journal(run_dir / "jobs.db"),
-                         on_progress=console.on_progress, on_start=console.on_start)
+    interrupt = signal.getsignal(signal.SIGINT)  # the job makes Ctrl-C a pause while it runs ...
+    try:
+        state = jobs.run_job(jobs.new_job_id("seed"), "seed", params, source, clients,
+                             Journal(run_dir / "jobs.db"), on_progress=console.on_progress, on_start=console.on_start)
+    finally:  # ... and only then: after it, Ctrl-C stops the run again (Locust records the running test)
+        signal.signal(signal.SIGINT, interrupt)
     if state != "done":
         raise HarnessError(f"seeding stopped ({state}); see `harness jobs --journal {run_dir / 'jobs.db'}`")
     source.finish()

@@ -75,10 +75,15 @@ class RunOptions:
     master_bind_port: int = MASTER_PORT
 
 
-def plan_run(opts: RunOptions, env: UserEnvironment, *, password: str = "") -> RunPlan:
-    """``harness run``'s plan, or the first thing wrong with the command line, as one line."""
+def plan_run(opts: RunOptions, env: UserEnvironment, *, password: str = "",
+             scenario: scenarios.Scenario | None = None) -> RunPlan:
+    """``harness run``'s plan, or the first thing wrong with the command line, as one line.
+
+    ``scenario``: one already parsed (a story chapter's, its overrides applied), instead of loading
+    ``opts.scenario``.
+    """
     extra = (env.scenarios_dir,) if env.scenarios_dir else ()
-    sc = scenarios.load(opts.scenario, extra)
+    sc = scenario if scenario is not None else scenarios.load(opts.scenario, extra)
     if opts.web:  # the fleet options are the form's prefill; each test's plan applies what the form asked
         sc = sc.with_overrides(backend=opts.backend)
         fleet = sc.with_overrides(workers=opts.workers, duration_s=opts.duration_s, spawn_rate=opts.spawn_rate).fleet

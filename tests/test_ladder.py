@@ -1,0 +1,144 @@
+"""Ladders as data: the shipped one loads, a user's loads, and a malformed one is one line naming file and key."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from harness.cli import main
+from harness.errors import HarnessError
+from harness.plan import ladder as ladders
+
+GOOD = """
+name = "mine"
+[[chapter]]
+name = "one"
+scenario = "namespaced"
+workers = [2, 4]
+duration = "20s"
+quick = { duration = "5s" }
+seed = { models = 3, versions = 2 }
+overrides = { lock = { wait = "2s" } }
+expect = { grew = ["index_entries_written"], more_workers = "no faster" }
+"""
+
+
+def _write(tmp_path: Path, text: str, name: str = "ladder.toml") -> Path:
+    p = tmp_path / name
+    p.write_text(textwrap.dedent(text))
+    return p
+
+
+def test_the_shipped_ladder_is_the_seeds_six_chapters():
+    lad = ladders.load("migrating-bottleneck")
+    assert [c.name for c in lad.chapters] == ["legacy GSI", "per-model GSI, one lock per table", "namespaced locks",
+                                               "disposable models", "pruning", "S3 beside DynamoDB"]
+    scen = [[(r.scenario.name, r.backend, r.workers) for r in c.runs] for c in lad.chapters]
+    assert scen[0] == [("legacy-gsi", "dynamodb", 4)]
+    assert scen[1] == [("shared-lock", "dynamodb", 6), ("shared-lock", "dynamodb", 12)]  # N and 2N
+    assert scen[5] == [("disposable", "dynamodb", 4), ("disposable", "s3", 4), ("pruning", "dynamodb", 4),
+                       ("pruning", "s3", 4)]
+    six = lad.chapters[5]
+    assert {r.backend: r.latency for r in six.runs} == {"dynamodb": "aws-dynamodb", "s3": "aws-s3-vpce"}
+    assert all(r.seed is not None for c in lad.chapters[:5] for r in c.runs)  # every DynamoDB chapter pre-aged
+    assert lad.chapters[1].expect["more_workers"] == "no faster"
+    # the legacy chapter's override reached the scenario (and nothing else of it changed)
+    assert lad.chapters[0].runs[0].scenario.workload.think_time_s == 0.1
+    assert (lad.chapters[0].runs[0].scenario.lock.retry_s, lad.chapters[0].runs[0].scenario.lock.retry_cap_s) == \
+           (0.02, 0.05)
+    assert lad.chapters[0].runs[0].scenario.datastore.gsi == "legacy"
+
+
+def test_quick_takes_each_runs_quick_keys_and_the_full_ladder_is_longer():
+    full, quick = ladders.load("migrating-bottleneck"), ladders.load("migrating-bottleneck", quick=True)
+    f = [r.duration_s for c in full.chapters for r in c.runs]
+    q = [r.duration_s for c in quick.chapters for r in c.runs]
+    assert len(f) == len(q) == 10 and all(a < b for a, b in zip(q, f, strict=True))
+    assert sum(q) <= 325  # the quick story's load: the rest of its 8 minutes is starting and reporting (10 runs)
+
+
+def test_backend_moves_single_backend_chapters_and_drops_their_seeding():
+    lad = ladders.load("migrating-bottleneck", backend="s3")
+    assert [r.backend for r in lad.chapters[0].runs] == ["s3"] and lad.chapters[0].runs[0].seed is None
+    assert [r.backend for r in lad.chapters[5].runs] == ["dynamodb", "s3", "dynamodb", "s3"]  # the comparison stays
+
+
+def test_a_users_ladder_with_overrides_and_quick(tmp_path):
+    lad = ladders.load(str(_write(tmp_path, GOOD)), quick=True)
+    (ch,) = lad.chapters
+    assert [(r.label, r.duration_s, r.workers) for r in ch.runs] == [("namespaced-dynamodb-2w", 5.0, 2),
+                                                                    ("namespaced-dynamodb-4w", 5.0, 4)]
+    assert ch.runs[0].scenario.lock.wait_s == 2.0 and ch.runs[0].seed.models == 3
+    assert ch.slug == "01-one"
+
+
+BAD = [
+    ('name = "x"\nchapters = 1\n', "chapters is not a known key"),
+    ('name = "x"\n', "chapter must be one or more [[chapter]] tables"),
+    ('[[chapter]]\nscenario = "namespaced"\n', "chapter[1].name must be a non-empty string"),
+    ('[[chapter]]\nname = "a"\n', "chapter[1].scenario is missing"),
+    ('[[chapter]]\nname = "a"\nscenario = "nosuch"\n', "chapter[1].scenario unknown scenario 'nosuch'"),
+    ('[[chapter]]\nname = "a"\nscenario = "namespaced"\nexpect = { bond_by = ["lock"] }\n',
+     "chapter[1].expect.bond_by is not a known key"),
+    ('[[chapter]]\nname = "a"\nscenario = "namespaced"\nexpect = { bound_by = ["locks"] }\n',
+     "chapter[1].expect.bound_by must be a list of bounds"),
+    ('[[chapter]]\nname = "a"\nscenario = "namespaced"\nexpect = { bound_by = ["step:comit"] }\n',
+     "chapter[1].expect.bound_by names no step: 'step:comit'"),
+    ('[[chapter]]\nname = "a"\nscenario = "namespaced"\nexpect = { grew = ["catalog"] }\n',
+     "chapter[1].expect.grew must be a list of work counts"),
+    ('[[chapter]]\nname = "a"\nscenario = "namespaced"\nexpect = { rate = "down" }\n',
+     "chapter[1].expect.rate must be one of"),
+    ('[[chapter]]\nname = "a"\nscenario = "namespaced"\nexpect = { more_workers = "no faster" }\n',
+     "chapter[1].expect.more_workers needs runs at two fleet sizes"),
+    ('[[chapter]]\nname = "a"\nscenario = "namespaced"\nexpect = { backends = "dynamodb faster" }\n',
+     "chapter[1].expect.backends needs one scenario on both backends"),
+    ('[[chapter]]\nname = "a"\nscenario = "namespaced"\nworkers = [2, "x"]\n',
+     "chapter[1].workers must be an integer or a list of them"),
+    ('[[chapter]]\nname = "a"\nscenario = "namespaced"\nduration = "soon"\n', "chapter[1].duration must be a"),
+    ('[[chapter]]\nname = "a"\nscenario = "namespaced"\nbackend = ["dynamodb", "s3"]\nseed = { models = 2 }\n',
+     "chapter[1].seed pre-ages DynamoDB items"),
+    ('[[chapter]]\nname = "a"\nscenario = "namespaced"\nseed = { models = 2, orphans = 3 }\n',
+     "chapter[1].seed.orphans (3) cannot be more than seed.models (2)"),
+    ('[[chapter]]\nname = "a"\nscenario = "namespaced"\nlatency = "aws-moon"\n', "chapter[1].latency"),
+    ('[[chapter]]\nname = "a"\nscenario = "namespaced"\nquick = { durations = "5s" }\n',
+     "chapter[1].quick.durations is not a known key"),
+    ('[[chapter]]\nname = "a"\nscenario = "namespaced"\noverrides = { lock = { wait = "never" } }\n',
+     "chapter[1].overrides (over namespaced.toml): lock.wait must be a duration"),
+    ('[[chapter]]\nname = "a"\nscenario = "namespaced"\noverrides = { fleet = { workerz = 3 } }\n',
+     "chapter[1].overrides (over namespaced.toml): fleet.workerz is not a known key"),
+    ('[[chapter]]\nname = "a"\nscenario = "namespaced"\n[[chapter]]\nname = "a"\nscenario = "pruning"\n',
+     "chapter[2].name 'a' names two chapters"),
+    ('[[chapter]]\nname = "a"\n[[chapter.run]]\nscenario = "pruning"\nexpect = { more_workers = "faster" }\n',
+     "chapter[1].run[1].expect.more_workers is not a known key"),
+    ('[[chapter]\nname = "a"\n', "malformed TOML"),
+]
+
+
+@pytest.mark.parametrize("text,problem", BAD, ids=[p for _, p in BAD])
+def test_a_malformed_ladder_is_one_line_naming_the_file_and_the_key(tmp_path, text, problem):
+    path = _write(tmp_path, text)
+    with pytest.raises(HarnessError) as e:
+        ladders.load(str(path))
+    msg = str(e.value)
+    assert "\n" not in msg and msg.startswith(str(path)) and problem in msg, msg
+
+
+def test_the_command_line_says_it_in_one_line_and_exits_2_before_running_anything(tmp_path, capsys):
+    path = _write(tmp_path, BAD[6][0])
+    story = tmp_path / "story"
+    assert main(["story", str(path), "--run-dir", str(story)]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err.count("\n") == 1 and "Traceback" not in err
+    assert err.startswith(f"harness: {path}: chapter[1].expect.bound_by")
+    assert not story.exists()  # refused before anything started
+    assert main(["story", "nosuch-ladder"]) == 2
+    assert "unknown ladder 'nosuch-ladder': choose one of migrating-bottleneck" in capsys.readouterr().err
+
+
+def test_list_shows_the_shipped_ladders_with_their_chapters(capsys):
+    assert main(["story", "--list"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].startswith("migrating-bottleneck") and "6 chapters" in out[0]
+    assert out[2].strip().startswith("2. per-model GSI, one lock per table: shared-lock on dynamodb, 6 workers")
