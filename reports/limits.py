@@ -181,7 +181,7 @@ def item_sentence(f: dict[str, Any]) -> str:
 def key_sentence(f: dict[str, Any]) -> str:
     u = "WCU" if f["units"] == "write" else "RCU"
     name = f"`{f['name']}`"
-    lo, hi = f["share_interval"]
+    lo, hi = max(0.0, f["share_interval"][0]), f["share_interval"][1]  # a share is not below 0 (the interval can be)
     real = (f"{f['used_per_s']:,.1f} {u}/s, {f['share_of_limit'] * 100:.1f} % of one partition key's "
             f"{f['limit_per_s']:,.0f}")
     if f["scale"] != 1:
