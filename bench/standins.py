@@ -300,10 +300,8 @@ def print_costs(results: list[CostResult]) -> None:
         for label, table in (("p50 ms", res.ms), ("server CPU ms", res.cpu_ms)):
             for r in REQUESTS:
                 ms = table[r]
-                ratio = ms[-1] / ms[0] if ms[0] else float("nan")
-                flag = "ok" if ratio <= TARGET_RATIO else "over"
                 print(f"  {label:<13} {r:<{width}}  " + " / ".join(f"{v:8.2f}" for v in ms)
-                      + f"   ratio {ratio:6.2f} {flag}")
+                      + f"   ratio {standins_s3.ratio_text(ms, TARGET_RATIO)}")
 
 
 def main() -> int:

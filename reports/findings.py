@@ -109,7 +109,7 @@ def _limits(rows: pd.DataFrame, t: np.ndarray, ok_mask: np.ndarray, info: dict, 
 def _worth_saying(x: dict[str, Any]) -> bool:
     """A forecast for the page's lead: an item that grows, a key that throttles or takes half its limit."""
     if x["kind"] == "item size":
-        return bool(x["growing"])
+        return bool(x["growing"] and not x["slowing"])  # one that slowed may never get there: the table has it
     return bool(x["within_run"] or (x["share_of_modelled"] or 0) >= 0.5)
 
 

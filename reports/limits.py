@@ -71,9 +71,10 @@ def item_forecast(item: str, t: np.ndarray, size: np.ndarray, *, rate: float, ru
     fit = line(t, size)
     if fit is None:
         return None
-    _, slope, (lo, hi) = fit
-    last = float(size.max())
-    remaining = max(0.0, limit - last)
+    a, slope, (lo, hi) = fit
+    last = float(size[-1])
+    # from the line's level at the end, not the largest size seen: with noise, the largest overshoots
+    remaining = max(0.0, limit - max(a + slope * float(t[-1]), 0.0))
     eta = _when(remaining, slope)
     # the interval: the steepest slope the data allow reaches it first, the flattest last (or never)
     soonest, latest = _when(remaining, hi), _when(remaining, lo)
@@ -126,6 +127,8 @@ def forecasts(rows_t: np.ndarray, sizes: dict[str, np.ndarray], partitions: list
 
 
 def _urgency(f: dict[str, Any]) -> float:
+    """Sort key, soonest first: an item's seconds to its limit; a key throttling now first, else its fleet
+    multiple counted as that many hours (a key at 2x is as near as an item 2 h away: a rough common scale)."""
     if f["kind"] == "item size":
         return f["seconds_to_limit"] if f["seconds_to_limit"] is not None else float("inf")
     m = f["fleet_multiple_to_limit"]
@@ -166,8 +169,10 @@ def item_sentence(f: dict[str, Any]) -> str:
     per = f"{f['growth_per_iteration']:,.1f} B an iteration" if f["growth_per_iteration"] else \
         f"{f['growth_per_s']:,.1f} B/s"
     soon, late = f["seconds_to_limit_interval"]
-    where = ("within this run" if f["within_run"] else
-             f"within {_dur(f['horizon_s'])}" if f["within_horizon"] else f"beyond {_dur(f['horizon_s'])}")
+    eta, h = f["seconds_to_limit"], f["horizon_s"]
+    where = ("within this run" if f["within_run"] else f"within {_dur(h)}" if eta is not None and eta <= h
+             else f"possibly within {_dur(h)} (the interval's soonest end)" if f["within_horizon"]
+             else f"beyond {_dur(h)}")
     out = (f"{name} grew {per} (now {_bytes(f['now'])}): at this fleet's rate it reaches DynamoDB's {lim} item "
            f"limit after ~{_count(f['iterations_to_limit'])} iterations (~{_dur(f['seconds_to_limit'])}; 95 %: "
            f"{_dur(soon)} to {_dur(late)}), {where}.")
@@ -181,10 +186,10 @@ def item_sentence(f: dict[str, Any]) -> str:
 def key_sentence(f: dict[str, Any]) -> str:
     u = "WCU" if f["units"] == "write" else "RCU"
     name = f"`{f['name']}`"
-    lo, hi = f["share_interval"]
+    lo, hi = max(0.0, f["share_interval"][0]), f["share_interval"][1]  # a share is not below 0 (the interval can be)
     real = (f"{f['used_per_s']:,.1f} {u}/s, {f['share_of_limit'] * 100:.1f} % of one partition key's "
             f"{f['limit_per_s']:,.0f}")
-    if f["scale"] != 1:
+    if f["scale"] != 1 and f["share_of_modelled"] is not None:
         model = (f"; the run's capacity model is scaled by {f['scale']:g} (a partition key takes "
                  f"{f['modelled_limit_per_s']:,.1f} {u}/s there), and it took {f['share_of_modelled'] * 100:.0f} % "
                  f"[{lo * 100:.0f}-{hi * 100:.0f}] of that")
@@ -194,4 +199,6 @@ def key_sentence(f: dict[str, Any]) -> str:
     m = f["fleet_multiple_to_limit"]
     at = (f"at {m:.1f}x this fleet it throttles at DynamoDB's limit" if m is not None and m >= 1
           else "this fleet is past DynamoDB's limit")
+    if f["throttles"] and m is not None and m >= 1:  # what it got is capped by the throttles: it asked for more
+        at = f"at no more than {m:.1f}x this fleet it throttles at DynamoDB's limit (its throttled demand was higher)"
     return f"{name} takes {real}{model}{thr}: {at}."

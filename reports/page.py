@@ -262,7 +262,8 @@ def _limits(f: dict[str, Any]) -> str:
         else:
             u = "WCU" if x["units"] == "write" else "RCU"
             rows.append([x["kind"], x["name"], f"{x['used_per_s']:,.1f} of {x['limit_per_s']:,.0f} {u}/s",
-                         f"{x['share_of_modelled'] * 100:.0f} % of the modelled {x['modelled_limit_per_s']:,.1f}",
+                         f"{(x['share_of_modelled'] or 0) * 100:.0f} % of the modelled "
+                         f"{x['modelled_limit_per_s']:,.1f}",
                          "", "", x["within_run"], x["sentence"]])
     return ("<h3>The next ceilings: item size and per-key throughput</h3>"
             + table(["limit", "item or key", "now", "growth / share", "seconds to the limit", "95 % interval (s)",

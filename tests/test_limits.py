@@ -84,7 +84,8 @@ def test_a_key_at_a_scaled_down_limit_is_forecast_against_dynamodbs_own():
     assert k["within_run"] and k["throttles"] == 120
     assert k["limit_per_s"] == 1000.0 and k["fleet_multiple_to_limit"] == pytest.approx(1000 / 9.5)
     assert "scaled by 0.01" in k["sentence"] and "took 95 % [90-100] of that" in k["sentence"]
-    assert "at 105.3x this fleet it throttles at DynamoDB's limit" in k["sentence"]
+    assert "at no more than 105.3x this fleet it throttles at DynamoDB's limit (its throttled demand was higher)" \
+        in k["sentence"]
 
 
 def test_the_hot_global_item_is_the_bound_and_its_forecast_is_on_the_page(tmp_path):
@@ -135,7 +136,8 @@ def test_iterations_that_did_not_see_the_item_carry_its_last_size():
     f = findings(_rows(early), run_info(workers=WORKERS, duration_s=DURATION))
     item = next(x for x in f["limits"] if x["kind"] == "item size")
     assert item["now"] == pytest.approx(1000 + 50 * 60, rel=0.01)
-    assert item["growth_per_s"] < 5 and (not item["within_horizon"] or item["slowing"])
+    assert item["growth_per_s"] < 5 and item["slowing"]  # the plateau is in the line, and said
+    assert item["sentence"] not in f["sentences"]  # an item that slowed is not the page's lead
 
 
 def test_the_size_columns_name_the_items_the_backend_measures():
@@ -149,3 +151,13 @@ def test_a_steady_line_with_a_tight_interval_is_not_slowing():
     f = findings(_rows(lambda t: 1000.0 + 84.0 * t - 0.002 * t * t), run_info(workers=WORKERS, duration_s=DURATION))
     item = next(x for x in f["limits"] if x["kind"] == "item size")
     assert not item["slowing"]  # 3 % less growth in the second half: credible with no noise, but not material
+
+
+def test_a_point_estimate_past_the_horizon_is_only_possibly_within_it():
+    rng = np.random.default_rng(7)
+    t = np.arange(0.0, 600.0, 1.0)
+    size = 20_000.0 + 4.2 * t + rng.normal(0, 2000, len(t))  # ~25.6 h to 400 KB, 95 %: ~21-33 h
+    f = item_forecast("x", t, size, rate=1.0, run_s=600.0)
+    lo, hi = f["seconds_to_limit_interval"]
+    assert lo < 24 * 3600 < f["seconds_to_limit"] < hi
+    assert "possibly within 24.0 h (the interval's soonest end)" in f["sentence"]

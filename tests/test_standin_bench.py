@@ -23,7 +23,8 @@ def test_standins_bench_quick_prints_costs_ratios_and_throughput():
     assert proc.returncode == 0, proc.stdout + proc.stderr
     out = proc.stdout
     for req in REQUESTS:  # client p50 and server CPU, each with a ratio of the two sizes
-        assert len(re.findall(rf"{re.escape(req)}\s+[\d.]+ /\s+[\d.]+\s+ratio\s+[\d.]+", out)) == 2, req
+        # (a quick run's few calls may take less server CPU than one clock tick: no ratio then, said so)
+        assert len(re.findall(rf"{re.escape(req)}\s+[\d.]+ /\s+[\d.]+\s+ratio\s+(?:[\d.]+|n/a)", out)) == 2, req
     rates = dict(re.findall(r"^\s+(moto_server|moto-indexed)\s+(\d+) PutItem/s", out, re.M))
     assert set(rates) == {"moto_server", "moto-indexed"} and all(int(v) > 0 for v in rates.values())
     assert re.search(r"moto-indexed / moto_server = [\d.]+", out)

@@ -17,7 +17,7 @@ import pytest
 from harness.clock import FakeClock, now_ms
 from harness.datastore.backends.dynamodb.bookkeeping import REGISTRY, SYNC_STATE
 from harness.datastore.catalog import Catalog
-from harness.datastore.errors import FencedError, LockLostError, LockTimeoutError
+from harness.datastore.errors import FencedError, LockTimeoutError
 from harness.datastore.lock import Lock, LockConfig, backoff_delay
 from harness.datastore.sync import MODEL_TYPE, Datastore, SyncConfig
 from harness.load.iteration import summarize
@@ -67,9 +67,10 @@ def test_the_model_lock_covers_pull_method_upload_and_the_global_lock_only_the_c
     steps: list = []
     store.sync_run("m0", "get_uptime", 100, steps)
     assert [s.name for s in steps] == TWO_PHASE_ORDER
-    # (step, model lock held, global lock held) at each call into the backend
-    assert seen == [("pull", True, False), ("put_content", True, False), ("commit", True, True),
-                    ("put_blob", True, False)]
+    # (step, model lock held, global lock held) at each call into the backend: S3 uploads in the push's prepare,
+    # DynamoDB writes the content at the commit, under the global lock (swamp's preparePush writes nothing there)
+    upload = ("put_content", True, kind == "per-model")
+    assert seen == [("pull", True, False), upload, ("commit", True, True), ("put_blob", True, False)]
     assert not held(store, model_key) and not held(store, global_key)  # both given back
 
 
@@ -203,8 +204,8 @@ def test_swamp_bookkeeping_writes_the_global_item_every_push_and_a_registry_that
     assert int(seq["seq"]["N"]) == 4  # one bump per push
     assert [len(r) for r in registries] == [1, 2, 3, 4] and sizes == sorted(sizes) and sizes[0] > 0
     steps: list = []
-    store.sync_run("m0", "get_uptime", 100, steps)  # no new partition: no registry write, no size seen
-    assert summarize(steps)["registry_bytes"] == 0 and len(_registry(ddb)) == 4
+    store.sync_run("m0", "get_uptime", 100, steps)  # no new partition: the ADD is made (swamp's every push), no growth
+    assert summarize(steps)["registry_bytes"] == sizes[-1] and len(_registry(ddb)) == 4
     for i in range(4):
         store.delete_model(f"m{i}", [])
     store.prune([])
@@ -248,11 +249,15 @@ def test_a_model_holder_that_outlived_its_lock_commits_only_without_fencing(aws,
         return 0.0
 
     late.pauses = freeze
+    events: list[dict] = []
+    late.record = events.append
     if fencing:
-        with pytest.raises((FencedError, LockLostError)):
+        with pytest.raises(FencedError):  # the model's newer fence refuses it (its global grant is a fresh one)
             late.sync_run("m0", "get_uptime", 100, [])
     else:
         late.sync_run("m0", "get_uptime", 100, [])  # swamp's own: nothing stops it
+    commit = next(e for e in events if e["type"] == "commit")
+    assert commit["ok"] is (not fencing) and commit["model_fence"] == 1  # the stale model grant's commit
 
 
 def test_the_global_lock_is_one_item_for_every_namespace_on_dynamodb_unless_per_namespace(aws):
@@ -261,7 +266,13 @@ def test_the_global_lock_is_one_item_for_every_namespace_on_dynamodb_unless_per_
     assert two_phase(ddb, "w1").lock_key() == two_phase(ddb, "w2").lock_key() == ".datastore.lock"
     assert two_phase(s3, "w1").lock_key() == "w1/.datastore.lock"  # swamp's S3 lock takes the namespace
     assert two_phase(ddb, "w1", global_lock="per-namespace").lock_key() == "w1/.datastore.lock"
-    a, b = two_phase(ddb, "w1", global_lock="per-namespace"), two_phase(ddb, "w2", global_lock="per-namespace")
-    a.sync_run("m0", "get_uptime", 100, [])
-    b.sync_run("m0", "get_uptime", 100, [])  # each namespace commits under its own global lock
-    assert a.pull(Work()) == 0 and b.pull(Work()) == 0
+    clock = SleepLog()
+    ddb.clock = clock
+    # a structural command of namespace w1 holds w1's global lock: w2 commits as if nothing held it ...
+    Lock(ddb.lock_store, "w1/.datastore.lock", clock, LockConfig(ttl_s=100, wait_s=1), "w1-structural").acquire(Work())
+    two_phase(ddb, "w2", clock=clock, global_lock="per-namespace").sync_run("m0", "get_uptime", 100, [])
+    assert clock.sleeps == []
+    # ... while with swamp's one DynamoDB global lock, held the same way, w2 waits and gives up
+    Lock(ddb.lock_store, ".datastore.lock", clock, LockConfig(ttl_s=100, wait_s=1), "structural").acquire(Work())
+    with pytest.raises(LockTimeoutError):
+        two_phase(ddb, "w2", clock=clock).sync_run("m1", "get_uptime", 100, [])

@@ -35,9 +35,9 @@ Recorder = Callable[[dict], None]
 
 # How a waiter backs off between attempts. "harness": the seed's, retry x 2^n capped at retry_cap, 50-100 %
 # jitter. swamp's extensions today (docs/swamp-today.md): DynamoDB min(retry x 1.5^min(n, 4), 2 x retry) x
-# U(0.5, 1); S3 U(retry, min(8 s, retry x 2^n)).
+# U(0.5, 1); S3 U(retry, min(8 x retry, retry x 2^n)) (swamp: 8 s over a 1 s retry).
 BACKOFFS = ("harness", "swamp-dynamodb", "swamp-s3", "swamp")
-S3_BACKOFF_CAP_S = 8.0
+S3_BACKOFF_CAP = 8.0  # swamp's S3 lock: maxRetryInterval 8 s over a 1 s retryInterval (scaled with retry)
 
 
 def swamp_backoff(backend: str) -> str:
@@ -96,7 +96,8 @@ def backoff_delay(attempt: int, cfg: LockConfig, rng: random.Random) -> float:
     if cfg.backoff == "swamp-dynamodb":
         return min(cfg.retry_s * 1.5 ** min(attempt, 4), 2 * cfg.retry_s) * rng.uniform(0.5, 1.0)
     if cfg.backoff == "swamp-s3":
-        return rng.uniform(cfg.retry_s, max(cfg.retry_s, min(S3_BACKOFF_CAP_S, cfg.retry_s * 2 ** attempt)))
+        cap = S3_BACKOFF_CAP * cfg.retry_s
+        return rng.uniform(cfg.retry_s, max(cfg.retry_s, min(cap, cfg.retry_s * 2 ** attempt)))
     base = min(cfg.retry_cap_s, cfg.retry_s * (2 ** attempt))
     return base * rng.uniform(0.5, 1.0)
 

@@ -58,7 +58,9 @@ class SyncConfig:
     download_concurrency: int = 1
     dirty_path_cap: int = 0
     catalog_export: str = "compact"
-    uploads_at_commit: bool = False  # swamp's DynamoDB: the push's prepare writes nothing; content goes at commit
+    # where content is written: None = as swamp does it (two-phase on DynamoDB: at the commit, under the global
+    # lock, its commitPush; else in the push's prepare); True / False to choose
+    uploads_at_commit: bool | None = None
 
     def __post_init__(self) -> None:
         if self.lock_scope == "model":
@@ -107,6 +109,8 @@ class Datastore:
         self.rng = rng or random.Random()
         self.record: Recorder = recorder or (lambda _event: None)
         self.pauses = pauses
+        self.uploads_at_commit = cfg.uploads_at_commit if cfg.uploads_at_commit is not None else (
+            cfg.sync == "two-phase" and backend.name == "dynamodb")
         self.paths = Paths(cfg.namespace)
         self.ns = self.paths.namespace
         self.local: dict[str, FileMeta] = {}
@@ -345,7 +349,7 @@ class Datastore:
                     if r is not None and r.version > base and r.digest != self.staged[rel].digest:
                         raise ConflictError(
                             f"conflict on {rel}: remote version {r.version} is newer than ours ({base})")
-            if not self.cfg.uploads_at_commit:
+            if not self.uploads_at_commit:
                 self._upload(work)
         work.files_pushed += len(paths)
 
@@ -373,7 +377,7 @@ class Datastore:
         staged = list(self.staged.values())
         try:
             with recording(work):
-                if self.cfg.uploads_at_commit:  # swamp's DynamoDB writes the content under the global lock too
+                if self.uploads_at_commit:  # swamp's DynamoDB writes the content under the global lock too
                     self._upload(work)
                 res = self._commit("sync", grant, staged, [], lambda cid: self.backend.commit(
                     self.ns, entries, grant, work, base_seq=base if self.cfg.fencing else None,

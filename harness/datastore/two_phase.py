@@ -55,7 +55,7 @@ def model_lock(store: Datastore, steps: list[Step], model_type: str, model_id: s
     """The per-model lock, taken the way swamp takes it (the global lock polled before and looked at after)."""
     lock = store.new_lock(store.paths.model_lock(model_type, model_id))
     part = partition_of(store.paths.definition(model_type, model_id), store.ns)
-    fence = (lambda g, w: store.backend.fence_model(store.ns, part, g, store._cursor, w)) \
+    fence = (lambda g, w: store.backend.fence_model(store.ns, part, g, store._cursor, w, lock_key=store.lock_key())) \
         if store.cfg.fencing and part else None
     with store._step(steps, "lock") as w:
         while True:

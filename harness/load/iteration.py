@@ -99,9 +99,7 @@ class SwampWorker:
                          global_lock=ds.global_lock,
                          bookkeeping=ds.bookkeeping, upload_concurrency=ds.upload_concurrency,
                          download_concurrency=ds.download_concurrency, dirty_path_cap=ds.dirty_path_cap,
-                         catalog_export=scenario.workload.catalog_export,
-                         uploads_at_commit=(ds.sync == "two-phase" and ds.bookkeeping == "swamp"
-                                            and backend.name == "dynamodb"))
+                         catalog_export=scenario.workload.catalog_export)
         self.rng = random.Random(rng_seed)
         self.pause_rng = random.Random(f"{rng_seed}-pauses") if rng_seed is not None else random.Random()
         self.events: list[dict] = []

@@ -198,6 +198,10 @@ class Scenario:
         if backend is not None and backend not in BACKENDS:
             raise HarnessError(f"unknown backend {backend!r}: choose dynamodb or s3")
         out = replace(self, fleet=fleet, backend=backend or self.backend)
+        if out.backend == "dynamodb" and out.datastore.sync == "two-phase" and out.datastore.gsi == "legacy":
+            raise HarnessError(f"{self.source or self.name}: --backend dynamodb cannot run this scenario's "
+                               f"sync = \"two-phase\" with gsi = \"legacy\" (a model's commit is fenced by its "
+                               f"per-model partition): set gsi = \"per-model\"")
         return swamp_for_backend(out) if out.backend != self.backend else out
 
 

@@ -81,10 +81,24 @@ class Backend(Protocol):
         """Create the table or bucket if missing; refuse one that does not fit."""
 
     def put_content(self, files: dict[str, bytes], metas: dict[str, FileMeta], work: Work, *,
-                    cursor: dict | None = None) -> None:
-        """Prepare: upload content, outside the index (and delete content the worker's commits superseded)."""
+                    cursor: dict | None = None, concurrency: int = 1) -> None:
+        """Prepare: upload content, outside the index (and delete content the worker's commits superseded);
+        ``concurrency`` files at a time (swamp's transfers)."""
 
     def get_content(self, meta: FileMeta, work: Work) -> bytes: ...
+
+    def get_contents(self, metas: Sequence[FileMeta], work: Work, *, concurrency: int = 1) -> None:
+        """Download these files' content, ``concurrency`` at a time, in fixed batches as swamp's transfers run."""
+
+    def global_lock_key(self, namespace: str | None) -> str:
+        """swamp's global lock today (two-phase sync): the key structural commands and index commits take."""
+
+    def fence_model(self, namespace: str | None, partition: str, grant: LockGrant, cursor: dict | None,
+                    work: Work, *, lock_key: str | None = None) -> None:
+        """Two-phase, fenced: a model lock's grant, recorded where the commit of ``lock_key``'s domain checks it."""
+
+    def read_index(self, namespace: str | None, work: Work, *, lock_key: str | None = None) -> int:
+        """The whole index of the namespace, read (a push past the dirty-path cap); the entries read."""
 
     def lookup(self, paths: Sequence[str], work: Work, *, fenced: bool = True) -> dict[str, FileMeta]:
         """The index entries of ``paths``, as readers see them (``fenced=False``: swamp's scoped push)."""
@@ -97,7 +111,8 @@ class Backend(Protocol):
 
     def commit(self, namespace: str | None, entries: Sequence[FileMeta], grant: LockGrant, work: Work, *,
                base_seq: int | None = None, fencing: bool = True, cid: str | None = None,
-               cursor: dict | None = None) -> CommitResult:
+               cursor: dict | None = None, model_fence: tuple[str, int] | None = None,
+               bookkeeping: str = "harness") -> CommitResult:
         """Merge entries into the index under the lock and seal it.
 
         With ``fencing`` (the default) the store itself refuses a stale grant,
@@ -106,6 +121,9 @@ class Backend(Protocol):
         commit is refused if anything sealed since. ``cursor`` is the worker's
         own (what its pulls saw): with it a commit reads nothing it already
         knows. Without fencing it writes unconditionally (swamp's own behaviour).
+        ``model_fence`` (two-phase, fenced): the model's partition and its lock's
+        fence, refused if a newer holder of the model was granted; ``bookkeeping
+        = "swamp"``: swamp's own items written beside the commit (DynamoDB).
         """
 
     def pull(self, namespace: str | None, since_ms: int, partitions: Iterable[str] | None, work: Work, *,
@@ -115,7 +133,8 @@ class Backend(Protocol):
 
     def delete_files(self, namespace: str | None, metas: Sequence[FileMeta], grant: LockGrant, work: Work, *,
                      fencing: bool = True, cid: str | None = None, cursor: dict | None = None,
-                     base_seq: int | None = None, forget: Sequence[str] = ()) -> CommitResult:
+                     base_seq: int | None = None, forget: Sequence[str] = (),
+                     bookkeeping: str = "harness") -> CommitResult:
         """Remove index entries (a commit of removals, fenced like one); ``forget``: partitions pruned whole."""
 
     def index_snapshot(self, work: Work) -> dict:

@@ -186,7 +186,7 @@ class DynamoBackend:
             DynamoCursor.add(cursor.garbage, keys)
 
     def fence_model(self, namespace: str | None, partition: str, grant: LockGrant, cursor: dict | None,
-                    work: Work) -> None:
+                    work: Work, *, lock_key: str | None = None) -> None:
         """A per-model lock's grant (two-phase, fenced) marks its partition in the registry (``m:<partition>``):
         from here on a commit of the model by an older holder is refused (its registry write checks it)."""
         try:

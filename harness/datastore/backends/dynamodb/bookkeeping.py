@@ -4,19 +4,23 @@ After every push with a change swamp's extension bumps the commit sequence
 (``UpdateItem ADD seq 1``) and writes the watermark ``SYNCSTATE#global`` /
 ``STATE`` (``lastPushedAt``): two writes to one partition key by every push of
 every worker, the hot key a big fleet meets at DynamoDB's ~1,000 write units a
-second per key. New partitions go into ``PARTITIONS#registry`` / ``LIST`` with
-``UpdateItem ADD`` on a string set that nothing ever shrinks: an item that only
-grows, on course for the 400 KB item limit. (docs/swamp-today.md has the sources;
+second per key. Every push with a change ADDs its partitions to
+``PARTITIONS#registry`` / ``LIST`` (a string set that nothing ever shrinks: an
+item that only grows, on course for the 400 KB item limit). swamp skips the
+partitions its process has already added, and a swamp process is one command:
+one model run, one push, so the ADD is made on every push. DynamoDB bills an
+update by the item's size, so its write units grow with the registry; the
+harness's accounting bills the request (its key and values) and undercounts it. (docs/swamp-today.md has the sources;
 the item holding the sequence is not in swamp's stored source: ``SYNCSTATE#global``
 / ``SEQ`` here, as FACTS.md names it.)
 
 The registry's size is measured from what DynamoDB returns for the update
-(``ReturnValues=UPDATED_NEW``), so the report can forecast the limit.
+(``ReturnValues=ALL_NEW``: the whole item, which without a namespace also
+holds the harness's own registry), so the report can forecast the limit.
 """
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
@@ -37,8 +41,6 @@ REGISTRY_ITEM = "PARTITIONS#registry/LIST"  # how rows and the report name it
 class SwampBookkeeping:
     def __init__(self, be: DynamoBackend) -> None:
         self.be = be
-        self._known: set[str] = set()  # partitions this process added (swamp skips those it already added)
-        self._guard = threading.Lock()
 
     def after_push(self, namespace: str | None, metas: Sequence[FileMeta], work: Work) -> None:
         """The sequence bump and the watermark (every push with a change), the registry (new partitions)."""
@@ -48,14 +50,11 @@ class SwampBookkeeping:
                                   UpdateExpression="ADD seq :one", ExpressionAttributeValues={":one": n_(1)})
             be.client.put_item(TableName=be.table, Item={"pk": s_(SYNC_STATE), "sk": s_("STATE"),
                                                          "lastPushedAt": n_(now_ms(be.clock))})
-            parts = {p for m in metas if (p := partition_of(m.rel_path, namespace))}
-            with self._guard:
-                new = sorted(parts - self._known)
-                self._known |= set(new)
-            if not new:
+            parts = sorted({p for m in metas if (p := partition_of(m.rel_path, namespace))})
+            if not parts:
                 return
             out = be.client.update_item(TableName=be.table, Key=REGISTRY, UpdateExpression="ADD #p :p",
                                         ExpressionAttributeNames={"#p": "partitions"},
-                                        ExpressionAttributeValues={":p": {"SS": new}}, ReturnValues="UPDATED_NEW")
+                                        ExpressionAttributeValues={":p": {"SS": parts}}, ReturnValues="ALL_NEW")
         attrs = out.get("Attributes") or {}
         work.item_bytes[REGISTRY_ITEM] = max(work.item_bytes.get(REGISTRY_ITEM, 0), item_size({**REGISTRY, **attrs}))

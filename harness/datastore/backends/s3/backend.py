@@ -194,10 +194,13 @@ class S3Backend:
         raise FencedError(f"lock {grant.key} (fence {grant.fence}): the index head kept changing while it was granted")
 
     def fence_model(self, namespace: str | None, partition: str, grant: LockGrant, cursor: dict | None,
-                    work: Work) -> None:
+                    work: Work, *, lock_key: str | None = None) -> None:
         """A per-model lock's grant (two-phase, fenced) records its fence in the head (``modelFences``): a later
-        commit of that model by an older holder finds a newer fence there and is refused (the swap is atomic)."""
-        cur = S3Cursor.of(cursor, self._head_rel(self.global_lock_key(namespace), namespace))
+        commit of that model by an older holder finds a newer fence there and is refused (the swap is atomic).
+
+        ``lock_key`` is the commit domain's lock: the head its commits seal (one more head write per model run,
+        which swamp, unfenced, does not make)."""
+        cur = S3Cursor.of(cursor, self._head_rel(lock_key or self.global_lock_key(namespace), namespace))
         with recording(work):
             for _ in range(META_RETRIES + 1):
                 if cur.head is None:
