@@ -95,12 +95,13 @@ def test_legacy_gsi_pull_grows_with_the_items_it_reads(legacy_run):
     for s in f["sentences"]:
         assert escape(s) in html
     # the load process wrote keys.csv: every item of the legacy GSI lands in its one partition, "FILE", which
-    # the report therefore measures as the GSI's hottest key
+    # the report therefore measures as one of its hottest keys (the hottest of a kind: the shared lock's item,
+    # retried under contention, can take more write units than FILE; FILE then leads the reads)
     keys = pd.read_csv(legacy_run / "keys.csv", keep_default_na=False)
     gsi = keys[keys["index"] == "gsi1"]
     assert set(keys["process"]) == {"local"} and set(gsi["key"]) == {"FILE"} and gsi["write_units"].sum() > 0
     hot = [u for u in f["utilization"] if u["kind"] == "partition"]
-    assert hot and hot[0]["name"] == "FILE"
+    assert "FILE" in {u["name"] for u in hot}, hot
 
 
 def test_namespaced_commit_grows_with_the_index_entries_it_writes(namespaced_run):
