@@ -105,3 +105,15 @@ def step(steps, name):
     found = [s for s in steps if s.name == name]
     assert found, f"no {name} step in {[s.name for s in steps]}"
     return found[-1]
+
+
+class SleepLog(FakeClock):
+    """A fake clock that keeps every sleep it is asked for (and moves time by it): tests assert on the sleeps."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.sleeps: list[float] = []
+
+    def sleep(self, seconds: float) -> None:
+        self.sleeps.append(seconds)
+        super().sleep(seconds)

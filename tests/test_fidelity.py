@@ -21,22 +21,11 @@ from harness.datastore.backends.dynamodb import DynamoBackend
 from harness.datastore.lock import Lock, LockConfig
 from harness.errors import HarnessError
 from harness.work import Work
-from tests.conftest import SESSION
+from tests.conftest import SESSION, SleepLog
 
 # botocore's `max_attempts` counts retries (total = max_attempts + 1); `total_max_attempts` counts tries.
 NO_RETRY = Config(retries={"total_max_attempts": 1, "mode": "standard"}, s3={"addressing_style": "path"})
 
-
-class SleepLog(FakeClock):
-    """A fake clock that keeps every sleep the layer asks for (and moves time by it)."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.sleeps: list[float] = []
-
-    def sleep(self, seconds: float) -> None:
-        self.sleeps.append(seconds)
-        super().sleep(seconds)
 
 
 def _clients(config=NO_RETRY):

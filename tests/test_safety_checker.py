@@ -89,9 +89,9 @@ def test_the_checker_sees_corruption_made_in_the_store_itself(aws, clock):
     assert {d["path"] for d in report["details"]["corrupt"]} == {raw.rel_path, foreign.rel_path}
 
 
-def stale_commit(aws, clock, kind, fencing):
+def stale_commit(aws, clock, kind, fencing, writers=None):
     """a pushes, then freezes past its TTL; b takes the lock and syncs the same model; then a commits."""
-    be, events, a, b = two_writers(aws, clock, kind, fencing)
+    be, events, a, b = (writers or two_writers)(aws, clock, kind, fencing)
     run_some(a, b, 2)
 
     def freeze(point: str) -> float:
@@ -332,23 +332,10 @@ def _two_phase_writers(aws, clock, kind, fencing):
 @pytest.mark.parametrize("fencing", [True, False])
 def test_two_phase_histories_are_checked_fenced_clean_unfenced_damaged(aws, clock, kind, fencing):
     """Two workers on one model under two-phase sync; a freezes with its model lock held, b syncs the model."""
-    be, events, a, b = _two_phase_writers(aws, clock, kind, fencing)
-    run_some(a, b, 2)
-
-    def freeze(point: str) -> float:
-        clock.advance(LOCK.ttl_s + 0.5)
-        b.sync_run("shared", "get_uptime", 100, [])
-        clock.advance(0.01)
-        return 0.0
-
-    a.pauses = freeze
-    outcome = None
-    try:
-        a.sync_run("shared", "get_uptime", 100, [])
-    except Exception as e:  # noqa: BLE001
-        outcome = e
+    be, events, outcome = stale_commit(aws, clock, kind, fencing, writers=_two_phase_writers)
     keys = {e["key"] for e in events if e.get("type") == "grant"}
-    assert keys == {a.lock_key(), a.paths.model_lock("system", "shared")}  # both locks in the history
+    assert keys == {"w1/.datastore.lock" if kind == "sharded" else ".datastore.lock",
+                    "w1/data/system/shared/.lock"}  # both locks, the global and the model's, in the history
     report = check(events, snapshot(be))
     if fencing:
         assert type(outcome).__name__ == "FencedError" and report["violations"] == 0, report["details"]

@@ -22,21 +22,10 @@ from harness.datastore.lock import Lock, LockConfig, backoff_delay
 from harness.datastore.sync import MODEL_TYPE, Datastore, SyncConfig
 from harness.load.iteration import summarize
 from harness.work import Work
-from tests.conftest import FAST_LOCK, make_backend
+from tests.conftest import FAST_LOCK, SleepLog, make_backend
 
 TWO_PHASE_ORDER = ["lock", "pull", "method", "push", "commit_lock", "commit", "release", "export", "release"]
 
-
-class SleepLog(FakeClock):
-    """A fake clock that remembers every sleep it was asked for."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.sleeps: list[float] = []
-
-    def sleep(self, seconds: float) -> None:
-        self.sleeps.append(seconds)
-        super().sleep(seconds)
 
 
 def two_phase(backend, namespace="w1", *, clock=None, holder="w", lock=FAST_LOCK, **kw) -> Datastore:
