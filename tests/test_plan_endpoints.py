@@ -136,13 +136,15 @@ def test_a_run_sends_nothing_to_aws_unless_asked(sent, variables, aws, backend):
 @pytest.mark.parametrize("variables", COMBOS, ids=IDS)
 def test_the_services_a_run_does_not_need_get_no_client(variables):
     """Only AWS_ENDPOINT_URL_S3 set, a DynamoDB run: DynamoDB is the embedded stand-in's, S3 the variable's.
-    With every service it needs named, no stand-in starts and an unnamed service has no client at all."""
+    An unnamed service the run does not need is unused: no client, and no stand-in serves it (a DynamoDB run
+    on the embedded default starts no S3 server)."""
     plan = make_plan("namespaced", endpoints=variables)
     ddb, s3 = plan.connection.dynamodb, plan.connection.s3
     named_ddb = "AWS_ENDPOINT_URL_DYNAMODB" in variables or "AWS_ENDPOINT_URL" in variables
     named_s3 = "AWS_ENDPOINT_URL_S3" in variables or "AWS_ENDPOINT_URL" in variables
     assert ddb.kind == ("other" if named_ddb else "embedded")
-    assert s3.kind == ("other" if named_s3 else "unused" if named_ddb else "embedded")
+    assert s3.kind == ("other" if named_s3 else "unused")
+    assert plan.connection.stand_in_services == ([] if named_ddb else ["dynamodb"])
     clients = Factory(plan).clients()
     assert (clients.s3 is None) == (s3.kind == "unused") and clients.dynamodb is not None
 
@@ -197,3 +199,14 @@ def test_cleanup_and_check_use_the_endpoints_the_run_recorded(sent, monkeypatch,
             assert sent and _to_aws(sent) == sent
         else:
             assert sent and {urlparse(u).netloc for u in sent} == {urlparse(own.url).netloc}
+
+
+def test_a_dynamodb_run_starts_no_s3_server_and_ignores_s3_stand_in():
+    """--s3-stand-in names S3's server; a DynamoDB run uses no S3, so it starts none (a suite passes the flag to
+    every run). An S3 run starts S3's alone; with an endpoint set for S3 the flag is still refused."""
+    plan = make_plan("namespaced", backend="dynamodb", s3_stand_in="moto")
+    assert plan.connection.stand_in_services == ["dynamodb"] and not plan.connection.s3.used
+    s3_run = make_plan("namespaced", backend="s3", s3_stand_in="moto")
+    assert s3_run.connection.stand_in_services == ["s3"] and not s3_run.connection.dynamodb.used
+    with pytest.raises(HarnessError, match="--s3-stand-in starts a local server"):
+        make_plan("namespaced", backend="s3", s3_stand_in="moto", endpoints={"AWS_ENDPOINT_URL": "http://127.0.0.1:9"})

@@ -99,7 +99,8 @@ def plan_run(opts: RunOptions, env: UserEnvironment, *, password: str = "",
     stand_in = stand_in_plan(opts.stand_in or env.stand_in, opts.s3_stand_in or env.s3_stand_in, env)
     connection = resolve_connection(env, aws=opts.aws, needed=[sc.backend])
     for flag, given, service in (("--stand-in", opts.stand_in, sc.backend), ("--s3-stand-in", opts.s3_stand_in, "s3")):
-        if given and service not in connection.stand_in_services:
+        # a DynamoDB run uses no S3: --s3-stand-in (as a suite or a script passes it to every run) has nothing to do
+        if given and service not in connection.stand_in_services and connection.service(service).used:
             raise HarnessError(f"{flag} starts a local server, but the run targets a configured endpoint or AWS: "
                                f"unset AWS_ENDPOINT_URL* / drop --aws, or drop {flag}")
     if opts.master and connection.stand_in_services:

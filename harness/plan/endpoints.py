@@ -4,10 +4,11 @@ For each service (DynamoDB, S3), in this order:
 
 1. ``--aws``: AWS itself (and no ``AWS_ENDPOINT_URL*`` variable may say otherwise);
 2. ``AWS_ENDPOINT_URL_<SERVICE>``, else ``AWS_ENDPOINT_URL``: that URL;
-3. otherwise, when the run needs the service (its backend's), or a stand-in
-   is started for another service anyway: the embedded stand-in;
-4. otherwise the service is unused: no client is made for it, so nothing can
-   be sent anywhere for it.
+3. otherwise, when the run needs the service (its backend's): the embedded
+   stand-in;
+4. otherwise the service is unused: no client is made for it and no server
+   is started for it (a DynamoDB run starts no SeaweedFS), so nothing can be
+   sent anywhere for it.
 
 Nothing reaches AWS without ``--aws``. Each service also says which
 credentials sign its requests: the stand-in's fixed local keys for the
@@ -69,7 +70,7 @@ def resolve(variables: Mapping[str, str], *, aws: bool, needed: Iterable[str]) -
         if named[s] is not None:
             var, url = named[s]
             out[s] = ServiceEndpoint(url, endpoint_kind(url), var)
-        elif unnamed:
+        elif s in unnamed:
             out[s] = ServiceEndpoint(None, EMBEDDED, "stand-in", DUMMY)
         else:
             out[s] = ServiceEndpoint(None, UNUSED, "none")

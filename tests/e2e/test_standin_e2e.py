@@ -35,10 +35,9 @@ def test_the_default_is_dynalite_recorded_in_run_json_with_probes_taken_while_lo
     info = json.loads((run_dir / "run.json").read_text())
     assert sum("does not implement UpdateTimeToLive" in n for n in info["notes"]) == 1  # ... it is recorded once
     assert (run_dir / "harness.log").read_text().count("does not implement UpdateTimeToLive") == 1
-    weed = {"name": "seaweedfs", "version": "4.48"} if weed_missing() is None else {
-        "name": "moto", "version": info["versions"]["moto"]}
-    assert info["stand_in"] == {"name": "dynalite", "version": "4.0.0", "s3": weed,
-                                "services": {"dynamodb": "dynalite 4.0.0", "s3": f"{weed['name']} {weed['version']}"}}
+    # a DynamoDB run uses no S3: no S3 server is started for it, and none is named
+    assert info["stand_in"] == {"name": "dynalite", "version": "4.0.0", "services": {"dynamodb": "dynalite 4.0.0"}}
+    assert not (run_dir / "seaweedfs.log").exists() and info["endpoint"]["s3"] is None
     assert info["endpoint_kind"] == "embedded"
     assert not (run_dir / "dynalite-db").exists()  # the stand-in's store is scratch, removed with it
     probes = pd.read_csv(run_dir / "probes.csv")
@@ -54,8 +53,8 @@ def test_stand_in_moto_is_selectable_and_serves_both(tmp_path):
     assert proc.returncode == 0, proc.stdout + proc.stderr
     info = json.loads((run_dir / "run.json").read_text())
     assert info["stand_in"]["name"] == "moto" and info["stand_in"]["version"] == info["versions"]["moto"]
-    assert info["stand_in"]["s3"] == {"name": "moto", "version": info["versions"]["moto"]}
-    assert info["endpoint"]["dynamodb"] == info["endpoint"]["s3"]  # one process
+    assert info["stand_in"]["s3"] == {"name": "moto", "version": info["versions"]["moto"]}  # it serves both ...
+    assert info["endpoint"]["s3"] is None  # ... but a DynamoDB run has no S3 client
     assert "UpdateTimeToLive" not in proc.stderr  # moto implements it: no note
     assert not (run_dir / "seaweedfs.log").exists()
 
@@ -69,7 +68,8 @@ def test_s3_runs_on_seaweedfs_by_default_and_nothing_is_left_running(tmp_path):
     assert "Traceback" not in proc.stderr and proc.stderr.strip() == ""  # nothing SeaweedFS lacks: no note
     info = json.loads((run_dir / "run.json").read_text())
     assert info["stand_in"]["s3"] == {"name": "seaweedfs", "version": "4.48"}
-    assert info["stand_in"]["services"]["s3"] == "seaweedfs 4.48"
+    assert info["stand_in"]["services"] == {"s3": "seaweedfs 4.48"}  # an S3 run starts no DynamoDB server
+    assert not (run_dir / "dynalite.log").exists() and info["endpoint"]["dynamodb"] is None
     assert len(rows(run_dir)) >= 10 and rows(run_dir)["ok"].mean() > 0.9
     probes = pd.read_csv(run_dir / "probes.csv")
     assert {"GetObject", "ListObjectsV2"} <= set(probes["op"])
@@ -78,7 +78,7 @@ def test_s3_runs_on_seaweedfs_by_default_and_nothing_is_left_running(tmp_path):
 
 
 @needs_weed
-def test_s3_stand_in_moto_is_selectable_beside_dynalite(tmp_path):
+def test_s3_stand_in_moto_is_selectable_for_an_s3_run(tmp_path):
     run_dir = tmp_path / "run"
     proc = harness("run", "pruning", "--backend", "s3", *RUN, "--run-dir", str(run_dir), "--s3-stand-in", "moto")
     assert proc.returncode == 0, proc.stdout + proc.stderr
