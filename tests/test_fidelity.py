@@ -13,7 +13,7 @@ from harness.aws.fidelity.buckets import TokenBucket
 from harness.aws.fidelity.faults import FaultRates
 from harness.aws.fidelity.latency import PROFILES, Dist, load_profile
 from harness.aws.fidelity.layer import FidelityConfig, FidelityLayer
-from harness.aws.fidelity.throttle import DynamoCapacity, S3Rates
+from harness.aws.fidelity.throttle import SWEEP_AT, DynamoCapacity, S3Rates, S3Throttle
 from harness.aws.instrument import instrument, recording
 from harness.clock import FakeClock
 from harness.datastore.backends.base import FileMeta
@@ -169,6 +169,23 @@ def test_s3_prefix_rate_slow_down(aws):
             codes.append((e.response["Error"]["Code"], e.response["ResponseMetadata"]["HTTPStatusCode"]))
     assert len(codes) == 15 and set(codes) == {("SlowDown", 503)}
     s3.put_object(Bucket="slow", Key="b/other-prefix", Body=b"x")  # another prefix has its own rate
+
+
+def test_s3_prefix_buckets_stay_bounded_and_a_hot_prefix_stays_throttled():
+    """A run writes under ever new prefixes (each disposable model its own): full buckets are dropped (a full
+    bucket is a new one), so memory stays flat, and a prefix that is being throttled keeps its debt."""
+    clock = FakeClock()
+    t = S3Throttle(S3Rates(scale=0.001), clock)  # 3.5 writes/s a prefix: a bucket is full again 0.29 s after a write
+    for i in range(5 * SWEEP_AT):
+        clock.advance(0.001)
+        assert t.admit("PutObject", f"model-{i}/") is None  # each new prefix gets its rate at once
+        assert len(t._buckets) <= SWEEP_AT
+    assert [t.admit("PutObject", "hot/") for _ in range(4)].count(None) == 3  # 3.5 tokens: the 4th is refused
+    t._sweep()
+    assert ("write", "hot/") in t._buckets and len(t._buckets) < 300  # only the last 0.29 s's prefixes are not full
+    assert t.admit("PutObject", "hot/") is not None and t.throttles == 2  # the sweep gave it no new tokens
+    clock.advance(0.3)
+    assert t.admit("PutObject", "hot/") is None
 
 
 def test_latency_distributions_have_their_quoted_median_p99_and_mean():

@@ -6,6 +6,7 @@ tab's "Bound by" row and the report's ``findings.bottleneck`` on the same run di
 
 from __future__ import annotations
 
+import bisect
 import json
 
 import numpy as np
@@ -97,6 +98,49 @@ def test_folded_lock_events_keep_the_whole_tests_figures(monkeypatch):
     lock = next(r for r in live.test(T0 + 300.0, T0).resources if r.kind == "lock")
     assert lock.utilization == pytest.approx(truth["busy"], abs=0.02)
     assert lock.evidence["held"] == pytest.approx(truth["held"], abs=0.03)
+
+
+def test_a_long_headless_run_keeps_the_tab_flat_and_the_busiest_lock_right():
+    """Nine hours headless ask for no window until the end: the tab keeps the recent rows, the last few
+    minutes of lock events, and folded figures for the busiest keys, not everything. Beside the shared lock,
+    every iteration locks a model of its own once (disposable models): 10,000 keys that must not pile up."""
+    duration = 900.0
+    rows, events, truth = simulate_lock(workers=6, duration_s=duration, hold_ms=(40, 60), retry_ms=(50, 100),
+                                        seed=5)
+    model_events = []
+    for i in range(10_000):  # one model lock per iteration, held 10 ms, spread over the run
+        at = int((T0 + duration * i / 10_000) * 1000)
+        model_events += [{"type": "grant", "key": f"data/model/m{i}/.lock", "holder": "w0-0", "nonce": f"m{i}",
+                          "started_ms": at, "invoke_ms": at, "granted_ms": at, "expires_ms": at + 3000},
+                         {"type": "release", "key": f"data/model/m{i}/.lock", "holder": "w0-0", "nonce": f"m{i}",
+                          "invoke_ms": at + 10, "ok": True}]
+    everything = sorted(events + model_events, key=lambda e: e.get("granted_ms") or e.get("invoke_ms"))
+    live = Live(keep_s=60.0)
+    full = [{**r, **{c: r.get(c, 0.0) for c in live_mod.REPORT_STEPS}} for r in rows]
+    ends = sorted(full, key=lambda r: r["ts_end"])
+    row_at = [r["ts_end"] for r in ends]
+    event_at = [(e.get("granted_ms") or e["invoke_ms"]) / 1000 for e in everything]
+    most_rows = most_events = most_keys = r_i = e_i = 0
+    t = T0
+    while t < T0 + duration:  # a batch every 3 s, as a worker reports
+        t += 3.0
+        r_j, e_j = bisect.bisect_left(row_at, t), bisect.bisect_left(event_at, t)
+        live.add(ends[r_i:r_j])
+        live.add_events(everything[e_i:e_j])
+        r_i, e_i = r_j, e_j
+        most_rows = max(most_rows, len(live.recent))
+        most_events = max(most_events, len(live.lock_events))
+        most_keys = max(most_keys, len(live.lock_folded), len(live.lock_holders))
+    rate = len(rows) / duration
+    assert most_rows <= 1.5 * rate * 60.0 + 50, (most_rows, rate)  # a minute of rows, not the run's
+    assert most_events <= 2 * (len(everything) / duration) * live_mod.FOLD_SPAN_S  # minutes of events
+    # the busiest keys' folded figures, and the keys of the events kept (at most FOLD_SPAN_S of them)
+    assert most_keys <= live_mod.MAX_LOCK_KEYS + 1.1 * 10_000 / duration * live_mod.FOLD_SPAN_S < 10_000
+    shared = "dynamodb://synthetic-table"
+    lock = next(r for r in live.test(T0 + duration, T0).resources if r.kind == "lock" and r.name == shared)
+    assert lock.utilization == pytest.approx(truth["busy"], abs=0.02)
+    assert lock.evidence["held"] == pytest.approx(truth["held"], abs=0.03) and lock.evidence["holders_in_run"] == 6
+    assert live.test(T0 + duration, T0).iterations == len(rows)  # the whole test's sums kept every row
 
 
 def test_the_tabs_poisson_band_is_the_reports():

@@ -144,17 +144,36 @@ S3_WRITE_OPS = {"PutObject", "DeleteObject", "DeleteObjects", "CopyObject", "Com
                 "UploadPart", "CreateMultipartUpload", "PutBucketTagging"}
 
 
+SWEEP_AT = 4_096  # S3 buckets kept before the full ones are dropped (then twice as many as were left)
+
+
 class S3Throttle:
+    """One bucket per prefix and kind, as S3 scales per prefix.
+
+    A prefix bucket holds one second's worth at most, which is also what a
+    new one starts with: a full bucket is a new bucket. So full ones are
+    dropped once many have piled up, which keeps memory flat while a run
+    writes under ever new prefixes (every disposable model has its own) and
+    changes nothing a request sees.
+    """
+
     def __init__(self, rates: S3Rates, clock: Clock) -> None:
         self.rates, self.clock = rates, clock
         self._buckets: dict[tuple[str, str], TokenBucket] = {}
+        self._sweep_at = SWEEP_AT
         self.throttles = 0
+
+    def _sweep(self) -> None:
+        self._buckets = {k: b for k, b in self._buckets.items() if b.level() < b.rate}
+        self._sweep_at = max(SWEEP_AT, 2 * len(self._buckets))
 
     def admit(self, op: str, prefix: str) -> Throttle | None:
         kind = "write" if op in S3_WRITE_OPS else "read"
         rate = (self.rates.writes if kind == "write" else self.rates.reads) * self.rates.scale
         b = self._buckets.get((kind, prefix))
         if b is None:
+            if len(self._buckets) >= self._sweep_at:
+                self._sweep()
             b = self._buckets[(kind, prefix)] = TokenBucket(rate, self.clock, burst_s=1.0)
         if b.take(1.0):
             return None

@@ -38,10 +38,17 @@ REPORT_STEPS = tuple(c for c in STEP_COLUMNS.values() if c != "release_ms")
 STEP_NAMES = STEP_LABELS
 BIN_S = 2.0  # the charts' resolution (merged when a test is long: at most MAX_POINTS points)
 MAX_POINTS = 150
-MAX_LOCK_EVENTS = 200_000  # older lock events are folded into per-bin figures and dropped
+MAX_LOCK_EVENTS = 50_000  # older lock events are folded into per-bin figures and dropped ...
+FOLD_SPAN_S = 300.0  # ... and so are they once the kept ones span this long (a long headless run stays flat)
+MAX_LOCK_KEYS = 200  # folded figures kept for the busiest keys (a disposable model's lock is used once)
 ALIVE_GRACE_S = 30.0  # a user whose last iteration ended this recently is still running one
 COUNTS = ("pull_items_read", "index_entries_written", "catalog_rows", "files_pushed")
 UNITS = ("read_units", "write_units")
+
+
+def _event_s(e: dict) -> float:
+    """When a lock event happened, in epoch seconds (its grant, else its end, else its start)."""
+    return float(e.get("granted_ms") or e.get("end_ms") or e.get("invoke_ms") or 0) / 1000
 
 
 def quantiles(values: array, qs: tuple[float, ...]) -> list[float | None]:
@@ -178,6 +185,11 @@ class Live:
         self._timelines: tuple[tuple[int, int], dict[str, Timeline]] | None = None
 
     def add(self, rows: list[dict]) -> None:
+        """Rows as they arrive: into the whole test's sums and its chart bins, and the recent window.
+
+        The window keeps ``keep_s`` seconds behind the newest row: a headless run never asks for a window
+        until its end, and must not keep every row until then.
+        """
         for r in rows:
             self.whole.add(r)
             self.recent.append(r)
@@ -196,6 +208,9 @@ class Live:
             b.inside_s += max(0.0, end - start)
             span = self.user_span.setdefault(str(r.get("user", "")), [start, end])
             span[0], span[1] = min(span[0], start), max(span[1], end)
+        if self.whole.last_end is not None:
+            while self.recent and float(self.recent[0]["ts_end"]) < self.whole.last_end - self.keep_s:
+                self.recent.popleft()
 
     def add_events(self, events: list[dict]) -> None:
         """The history's events as they arrive (the lock's grants, releases and timeouts are kept)."""
@@ -204,7 +219,8 @@ class Live:
                 self.lock_events.append(e)
                 if e.get("type") == "grant":
                     self.lock_holders.setdefault(e["key"], set()).add(str(e.get("holder", "")))
-        if len(self.lock_events) > MAX_LOCK_EVENTS:
+        kept = self.lock_events
+        if kept and (len(kept) > MAX_LOCK_EVENTS or _event_s(kept[-1]) - _event_s(kept[0]) > FOLD_SPAN_S):
             self._fold()
 
     def add_generator(self, ts: float, cpu_by_process: dict[str, float]) -> None:
@@ -213,19 +229,31 @@ class Live:
             self.generator.append((float(ts), str(proc), float(cpu)))
 
     def _fold(self) -> None:
-        """Freeze the lock figures of bins older than the newest events' last minute, and drop their events."""
-        times = [float(e.get("granted_ms") or e.get("end_ms") or e.get("invoke_ms") or 0) / 1000
-                 for e in self.lock_events]
+        """Freeze the lock figures of bins older than the newest events' last minute, and drop their events.
+
+        Only bins where a key was busy or held are stored (a missing bin is an idle one), from the oldest
+        event kept on; then only the ``MAX_LOCK_KEYS`` busiest keys keep their folded figures, with every key
+        that still has events kept. A key used by one disposable model once is a few bins, then nothing.
+        """
+        times = [_event_s(e) for e in self.lock_events]
         cut = math.floor((max(times) - 60.0) / BIN_S) * BIN_S
-        first = min(self.bins, default=int(cut / BIN_S))
+        first = max(min(self.bins, default=int(cut / BIN_S)), int(math.floor(min(times) / BIN_S)))
         edges = np.arange(first * BIN_S, cut + BIN_S / 2, BIN_S)
         if len(edges) >= 2:
             for key, tl in timelines(self.lock_events).items():
                 busy, held = tl.busy_share(edges)
                 folded = self.lock_folded.setdefault(key, {})
-                for i, (bu, he) in enumerate(zip(busy, held, strict=True)):
-                    folded.setdefault(first + i, (float(bu), float(he)))
+                for i in np.flatnonzero((busy > 0) | (held > 0)):
+                    folded.setdefault(first + int(i), (float(busy[i]), float(held[i])))
         self.lock_events = [e for e, t in zip(self.lock_events, times, strict=True) if t >= cut - 60.0]
+        live = {e["key"] for e in self.lock_events}
+        folded = {k: v for k, v in self.lock_folded.items() if v or k in live}
+        if len(folded) > MAX_LOCK_KEYS:
+            ranked = sorted(folded, key=lambda k: sum(b for b, _ in folded[k].values()), reverse=True)
+            keep = set(ranked[:MAX_LOCK_KEYS]) | live
+            folded = {k: v for k, v in folded.items() if k in keep}
+        self.lock_folded = folded
+        self.lock_holders = {k: v for k, v in self.lock_holders.items() if k in folded or k in live}
 
     def window(self, now: float, started_at: float) -> Summary:
         """The last ``window_s`` seconds that have all their rows (or less, early in a test)."""
