@@ -127,10 +127,15 @@ def test_backoff_schedules_reach_their_caps():
 
 
 class InFlight:
-    """Counts how many calls of a wrapped function run at once (each holds on for a moment)."""
+    """Counts how many calls of a wrapped function run at once (each holds on for a moment).
 
-    def __init__(self, fn, hold_s=0.03) -> None:
+    With ``gate``, calls wait (at most ``gate_timeout_s``) until that many are inside at once, then all go: on
+    a busy machine a pool's threads may start too far apart to overlap in any fixed hold.
+    """
+
+    def __init__(self, fn, hold_s=0.03, gate=0, gate_timeout_s=10.0) -> None:
         self.fn, self.hold_s, self.now, self.most, self.calls = fn, hold_s, 0, 0, 0
+        self.gate, self.gate_timeout_s, self._open = gate, gate_timeout_s, threading.Event()
         self._g = threading.Lock()
 
     def __call__(self, *a, **k):
@@ -138,7 +143,10 @@ class InFlight:
             self.now += 1
             self.calls += 1
             self.most = max(self.most, self.now)
+            if self.now >= self.gate:
+                self._open.set()
         try:
+            self._open.wait(self.gate_timeout_s)
             time.sleep(self.hold_s)
             return self.fn(*a, **k)
         finally:
@@ -157,10 +165,10 @@ def test_s3_transfers_run_at_the_configured_concurrency(aws):
     store.prepare(Work())
     assert puts.calls == 60 and 2 <= puts.most <= 25  # never more than 25 at once; more than one
     be.objects.put = puts.fn
-    gets = InFlight(be.objects.get, hold_s=0.2)  # long enough for 50 threads to be in at once on a busy machine
+    gets = InFlight(be.objects.get, hold_s=0.01, gate=50)  # the first 50 wait for each other
     be.objects.get = gets
     be.get_contents(list(store.staged.values()), Work(), concurrency=50)
-    assert gets.calls == 60 and 25 < gets.most <= 50  # past the uploads' 25, never past 50
+    assert gets.calls == 60 and gets.most == 50  # past the uploads' 25, never past 50
 
 
 def test_one_at_a_time_is_the_default(aws):

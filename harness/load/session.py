@@ -161,7 +161,7 @@ class Session:
         return [w.id for w in c.ready + c.running + c.spawning]
 
     def _start_probe(self, plan: RunPlan, backend: Any, test_dir: Path, every_s: float) -> Probe:
-        """The one place the stand-in probe starts (it stops in ``finish_test``).
+        """The one place the stand-in probe starts (told to finish in ``stopping``, waited for in ``finish_test``).
 
         It gets primitives, not the backend: a fixed small partition of the run's
         table (its GSI) or a fixed prefix of its bucket, at the plan's endpoint.
@@ -270,6 +270,8 @@ class Session:
         t = self.current
         if t is not None and t.stopping_at is None:
             t.stopping_at = time.time()
+            if t.probe is not None:
+                t.probe.finish()  # the probe samples the stand-in while the load runs, not after it
 
     def finish_test(self) -> None:
         """``test_stop``: collect every process's rows, close the record, start the report."""

@@ -16,6 +16,7 @@ import signal
 import subprocess
 import sys
 import time
+from datetime import datetime
 from pathlib import Path
 
 import pytest
@@ -43,7 +44,8 @@ name = "namespaced at two fleet sizes"
 fix = "a lock per namespace"
 scenario = "namespaced"
 workers = [1, 2]
-duration = "8s"
+duration = "120s"
+overrides = { fleet = { max_iterations = 15 } }  # bounded by count: a loaded machine takes longer, not fewer
 seed = { models = 2, versions = 2 }
 expect = { grew = ["index_entries_written"], no_errors = ["lock_timeout"], not_bound_by = ["lock"] }
 """
@@ -198,13 +200,15 @@ def test_ctrl_c_keeps_the_finished_chapters_and_writes_the_page_from_them(tmp_pa
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
     assert proc.returncode == 128 + signal.SIGINT, out
-    assert stopped_in < 60, f"took {stopped_in:.0f} s to stop: the run was not interrupted"
     data = json.loads((story_dir / "story.json").read_text())
     assert data["status"] == "interrupted"
     assert data["interrupted"]["chapter"] == "long" and data["interrupted"]["signal"] == "SIGINT"
     assert [c["name"] for c in data["chapters"]] == ["short"] and data["chapters"][0]["shown"] is True
     run = json.loads((long_run / "run.json").read_text())  # the interrupted chapter's run is kept, recorded
     assert run["stop_reason"] == "SIGINT" and run["rows_written"] > 0
+    # its load was cut short of its 90 s (what the run recorded, not how long a loaded machine took to stop)
+    loaded = datetime.fromisoformat(run["ended_at"]) - datetime.fromisoformat(run["started_at"])
+    assert loaded.total_seconds() < 75, (run["started_at"], run["ended_at"], f"stopped {stopped_in:.0f} s after")
     html = (story_dir / "index.html").read_text()
     assert "1 of 1 chapters showed what they expected" in html and "interrupted (SIGINT)" in html
     assert "harness: chapter 2/2 long: stopped (SIGINT)" in out

@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from harness.plan import scenario as scenarios
+from tests.e2e.conftest import senders
 from tests.e2e.web_session import CHROMIUM, CHROMIUM_ARGS, WebRun, assert_contiguous, rows_of, wait_for
 
 pytestmark = pytest.mark.e2e
@@ -34,6 +35,16 @@ def _tab_value(page, metric: str, column: int = 2) -> str:
     """A cell of the harness tab's table: the row whose first cell is ``metric``."""
     row = page.locator("tr", has=page.locator("td", has_text=re.compile(f"^{re.escape(metric)}$")))
     return row.locator("td").nth(column).inner_text()
+
+
+
+def _every_worker_sent(run_dir: Path, test: int, processes: int) -> None:
+    """Before Stop: rows from every worker process are on disk (on a loaded machine one worker's report can
+    move the numbers before another's first iteration has ended; the test checks that every worker delivered)."""
+    if processes:
+        want = {f"worker-{i}" for i in range(processes)}
+        wait_for(f"rows of test {test:03d} from every worker",
+                 lambda: senders(run_dir / "tests" / f"{test:03d}") == want, 90)
 
 
 def _start_from_form(page, scenario: str, users: int) -> None:
@@ -57,7 +68,9 @@ def _numbers_move(page, at_least: int = 1) -> tuple[int, int]:
         m = re.search(r"of ([\d,]+) so far", text)
         return int(m.group(1).replace(",", "")) if m else 0
 
-    first = wait_for("iterations on the harness tab", count, 90)
+    # the first count waits for every process to start and warm up, then for a report: on a loaded machine
+    # with two worker processes that took more than 90 s once
+    first = wait_for("iterations on the harness tab", count, 240)
     second = wait_for("the harness tab's numbers to move", lambda: (n := count()) > max(first, at_least - 1) and n,
                       120)
     return first, second
@@ -91,6 +104,7 @@ def test_two_tests_from_the_browser_are_recorded_and_reported(tmp_path, processe
             page.screenshot(path=str(shots / f"harness-tab-{processes}.png"))
             header = page.locator("header").inner_text()
             assert "Iterations/s" in header and "Iteration failures" in header
+            _every_worker_sent(run_dir, 1, processes)
             page.get_by_role("button", name=re.compile("^stop$", re.I)).click()
             wait_for("test 001 to be recorded", lambda: (web.test_entry(1) or {}).get("status") == "finished", 60)
             counted[1] = web.locust_iterations()
@@ -108,6 +122,7 @@ def test_two_tests_from_the_browser_are_recorded_and_reported(tmp_path, processe
             _start_from_form(page, "namespaced", users=3)
             page.get_by_role("tab", name="Harness").click()
             _numbers_move(page)
+            _every_worker_sent(run_dir, 2, processes)
             page.get_by_role("button", name=re.compile("^stop$", re.I)).click()
             wait_for("test 002 to be recorded", lambda: (web.test_entry(2) or {}).get("status") == "finished", 60)
             counted[2] = web.locust_iterations()

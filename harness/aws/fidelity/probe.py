@@ -149,14 +149,24 @@ class Probe:
             log.close()
         return self
 
+    def finish(self) -> None:
+        """Close its lifeline (stdin), without waiting: it finishes the sample in flight and exits. Called
+        when the load starts stopping, so no sample reads an idle stand-in after the load."""
+        proc = self.proc
+        if proc is not None and proc.stdin and not proc.stdin.closed:
+            try:
+                proc.stdin.close()
+            except OSError:
+                pass
+
     def stop(self) -> None:
-        """Close its lifeline (stdin): it finishes the sample in flight and exits."""
-        proc, self.proc = self.proc, None
+        """Finish, and wait for it to exit (killed if it does not)."""
+        proc = self.proc
         if proc is None:
             return
+        self.finish()
+        self.proc = None
         try:
-            if proc.stdin:
-                proc.stdin.close()
             proc.wait(10)
         except Exception:
             proc.kill()

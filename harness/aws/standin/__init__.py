@@ -155,13 +155,14 @@ def _seaweedfs(logs: Path | None, weed: str | Path | None) -> Any:
 def describe(stand_in: StandIn) -> dict[str, Any]:
     """``run.json``'s ``stand_in`` field: the server's ``name`` / ``version``, S3's (``s3``), each service served.
 
-    Only the services the run started a server for are named (a DynamoDB run starts no S3 server); a run that
-    needs only S3 has S3's server at the top level and under ``s3`` alike.
+    ``services`` has every service, "" for one no server was started for (a DynamoDB run starts no S3 server);
+    a run that needs only S3 has S3's server at the top level and under ``s3`` alike.
     """
-    services = {k: v for k, v in stand_in.services.items() if v}
+    services = {"dynamodb": "", "s3": "", **stand_in.services}
     out: dict[str, Any] = {"name": stand_in.name, "version": stand_in.version, "services": services}
+    served = {k for k, v in services.items() if v}
     s3 = getattr(stand_in, "s3_stand_in", None) or (
-        {"name": stand_in.name, "version": stand_in.version} if set(services) == {"s3"} else None)
+        {"name": stand_in.name, "version": stand_in.version} if served == {"s3"} else None)
     if s3:
         out["s3"] = dict(s3)
     return out
