@@ -48,7 +48,7 @@ def _every_worker_sent(run_dir: Path, test: int, processes: int) -> None:
 
 
 def _start_from_form(page, scenario: str, users: int) -> None:
-    page.get_by_role("button", name=re.compile("^(new|start)$", re.I)).first.wait_for(timeout=30_000)
+    page.get_by_role("button", name=re.compile("^(new|start)$", re.I)).first.wait_for(timeout=90_000)
     new = page.get_by_role("button", name=re.compile("^new$", re.I))
     if new.count():
         new.first.click()
@@ -118,7 +118,10 @@ def test_two_tests_from_the_browser_are_recorded_and_reported(tmp_path, processe
             report.screenshot(path=str(shots / f"report-{processes}.png"), full_page=True)
             report.close()
 
-            # test 2: namespaced, stopped from the UI as well; the workers are still there
+            # test 2: namespaced, stopped from the UI as well; the workers are still there. On a loaded machine
+            # the workers' end of test 1 (flush, final report) can keep Locust from "stopped" for a while
+            wait_for("Locust stopped, every worker back", lambda: (s := web.get("/stats/requests"))["state"] ==
+                     "stopped" and s.get("worker_count", 0) == processes, 120)
             _start_from_form(page, "namespaced", users=3)
             page.get_by_role("tab", name="Harness").click()
             _numbers_move(page)
