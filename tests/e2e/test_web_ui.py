@@ -37,7 +37,6 @@ def _tab_value(page, metric: str, column: int = 2) -> str:
     return row.locator("td").nth(column).inner_text()
 
 
-
 def _every_worker_sent(run_dir: Path, test: int, processes: int) -> None:
     """Before Stop: rows from every worker process are on disk (on a loaded machine one worker's report can
     move the numbers before another's first iteration has ended; the test checks that every worker delivered)."""
