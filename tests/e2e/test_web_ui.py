@@ -116,6 +116,7 @@ def test_two_tests_from_the_browser_are_recorded_and_reported(tmp_path, processe
             assert "pruning" in report.content()
             report.screenshot(path=str(shots / f"report-{processes}.png"), full_page=True)
             report.close()
+            page.bring_to_front()  # the popup had the focus: a page in the background gets its timers throttled
 
             # test 2: namespaced, stopped from the UI as well; the workers are still there. On a loaded machine
             # the workers' end of test 1 (flush, final report) can keep Locust from "stopped" for a while
