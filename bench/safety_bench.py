@@ -1,9 +1,11 @@
 """Safety under faults, measured: the safety scenarios until N contended lock acquisitions.
 
 Runs ``harness run lock-safety`` (contended locks, holders paused past their
-TTL, colliding paths) and ``harness run lifecycle-safety`` (the same with
-disposable models deleted and pruned every iteration and full commits in
-shared namespaces: deletes must stay deleted), real Locust on the embedded
+TTL, colliding paths), ``lifecycle-safety`` (the same with disposable models
+deleted and pruned every iteration and full commits in shared namespaces:
+deletes must stay deleted), ``two-phase-safety`` (lock-safety under swamp's
+two-phase sync) and ``recreate-safety`` (disposable models re-created by name
+after another worker deleted or pruned them), real Locust on the embedded
 default, in back-to-back runs of ``--chunk`` each, until the runs together
 reach ``--target`` contended acquisitions (an acquisition that found the lock
 held at least once) or ``--max-time`` passes. Each run's ``safety.json`` gives
@@ -13,7 +15,8 @@ own commit), to show what fencing prevents.
 
     python bench/safety_bench.py                      # lock-safety, both backends, fencing on, 10,000 contended each
     python bench/safety_bench.py --scenario lifecycle-safety --fencing both --chunk 60 --target 1
-    python bench/safety_bench.py --quick              # one short run of each scenario, 3 workers (CI)
+    python bench/safety_bench.py --scenario all --fencing both --chunk 60 --target 1   # the four, 60 s each
+    python bench/safety_bench.py --quick              # three short runs, 3 workers (CI)
 """
 
 from __future__ import annotations
@@ -30,10 +33,11 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-SCENARIOS = ("lock-safety", "lifecycle-safety")
-QUICK = (("lock-safety", "s3"), ("lifecycle-safety", "dynamodb"))  # each scenario once, each backend once
+SCENARIOS = ("lock-safety", "lifecycle-safety", "two-phase-safety", "recreate-safety")
+# each quick run once: lifecycle and recreate on both backends between them
+QUICK = (("lock-safety", "s3"), ("lifecycle-safety", "dynamodb"), ("recreate-safety", "s3"))
 FIELDS = ("acquisitions", "contended", "overlaps", "pauses", "acknowledged", "refused", "lost", "phantom", "corrupt",
-          "sequence_anomalies", "unsafe_overlaps", "lease_overlaps", "violations")
+          "sequence_anomalies", "unsafe_overlaps", "lease_overlaps", "torn_reads", "uncertain_overlaps", "violations")
 
 
 def scenario_file(name: str, fencing: bool, where: Path) -> Path:

@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import contextvars
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field, fields
+from typing import Any
 
 
 @dataclass
@@ -74,3 +75,46 @@ def recording(work: Work) -> Iterator[Work]:
 def current_work() -> Work | None:
     """The Work the request in flight counts into, if any step is recording."""
     return _current.get()
+
+
+class Sends:
+    """When the requests of a block were handed to the wire (botocore's before-send: retries too), in ms."""
+
+    def __init__(self, now_ms: Callable[[], int]) -> None:
+        self.now_ms = now_ms
+        self.times: list[int] = []
+
+    @property
+    def first(self) -> int | None:
+        return self.times[0] if self.times else None
+
+    @property
+    def last(self) -> int | None:
+        return self.times[-1] if self.times else None
+
+
+_sends: contextvars.ContextVar[Sends | None] = contextvars.ContextVar("harness_sends", default=None)
+
+
+@contextmanager
+def sending(clock: Any) -> Iterator[Sends]:
+    """Note the send time (on ``clock``) of every instrumented request made inside the block.
+
+    A commit's seal is judged by when it was sent, not by when its caller
+    started building it: a holder frozen between the two would otherwise hide
+    a seal sent after a newer holder's grant. Without instrumentation (a bare
+    client) nothing is noted and ``first`` is None.
+    """
+    log = Sends(lambda: int(clock.now() * 1000))
+    token = _sends.set(log)
+    try:
+        yield log
+    finally:
+        _sends.reset(token)
+
+
+def note_send() -> None:
+    """Called by the instrumentation as a request is sent."""
+    log = _sends.get()
+    if log is not None:
+        log.times.append(log.now_ms())

@@ -117,3 +117,120 @@ class SleepLog(FakeClock):
     def sleep(self, seconds: float) -> None:
         self.sleeps.append(seconds)
         super().sleep(seconds)
+
+
+# ---- interleavings: freeze an actor between two requests, lose an answer, hide an item from a GSI ----------
+def sync_store(backend, namespace="w1", *, clock=None, holder="w", sync="one-lock", index_commit="delta",
+               lock=FAST_LOCK, events=None, fencing=True):
+    """A datastore whose history goes to ``events`` (pull views included) and whose global poll is short."""
+    import dataclasses
+
+    kwargs = dict(namespace=namespace, lock_scope="namespace", index_commit=index_commit, lock=lock,
+                  heartbeat=False, sync=sync, global_poll_s=0.05, fencing=fencing, record_views=True)
+    known = {f.name for f in dataclasses.fields(SyncConfig)}
+    store = Datastore(backend, Catalog(), SyncConfig(**{k: v for k, v in kwargs.items() if k in known}),
+                      clock=clock, holder=holder)
+    if events is not None:
+        store.record = events.append
+    return store
+
+
+def once_before(client, event: str, when, action):
+    """Run ``action()`` once, as the first request matching ``when(params)`` is built (``event`` is botocore's
+    ``before-parameter-build.<service>.<Operation>``): the caller is frozen between its previous request and this
+    one while ``action`` runs. Returns the list the action's result is appended to (empty: it never ran)."""
+    done: list = []
+
+    def hook(params, **_):
+        if not done and when(params):
+            done.append(None)
+            done[0] = action()
+
+    client.meta.events.register(event, hook)
+    return done
+
+
+def lose_answer(client, other, service: str, op: str, when):
+    """The first ``op`` matching ``when(params)`` lands (sent through ``other``, an unhooked client of the same
+    endpoint) but its answer is lost: botocore sees a read timeout and sends it again, as its retries do."""
+    from botocore.exceptions import ReadTimeoutError
+
+    state = {"params": None, "lost": 0}
+    method = {"PutObject": "put_object", "UpdateItem": "update_item"}[op]
+
+    def build(params, **_):
+        if state["lost"] == 0 and state["params"] is None and when(params):
+            state["params"] = dict(params)
+
+    def send(request, **_):
+        if state["params"] is not None and state["lost"] == 0:
+            state["lost"] = 1
+            getattr(other, method)(**state["params"])  # it lands ...
+            raise ReadTimeoutError(endpoint_url=request.url)  # ... and its answer never arrives
+
+    client.meta.events.register(f"before-parameter-build.{service}.{op}", build)
+    client.meta.events.register_first(f"before-send.{service}.{op}", send)
+    return state
+
+
+def hide_newest_from_gsi(client, when):
+    """The first GSI Query matching ``when(params)`` answers without its newest item (an index behind its table,
+    as DynamoDB's GSIs are read eventually consistently on AWS). Returns the hidden items."""
+    hidden: list = []
+
+    def hook(parsed, model, **kw):
+        params = kw.get("context", {}).get("harness_query_params")
+        items = parsed.get("Items") or []
+        if not hidden and params is not None and when(params) and items:
+            newest = max(items, key=lambda i: i.get("gsi1sk", {}).get("S", ""))
+            hidden.append(newest)
+            parsed["Items"] = [i for i in items if i is not newest]
+            parsed["Count"] = len(parsed["Items"])
+
+    def keep(params, context=None, **_):
+        if context is not None and "IndexName" in params:
+            context["harness_query_params"] = dict(params)
+
+    client.meta.events.register("before-parameter-build.dynamodb.Query", keep)
+    client.meta.events.register("after-call.dynamodb.Query", hook)
+    return hidden
+
+
+class Actor:
+    """Another worker's steps run in a thread of their own, stopped at its datastore's pause point until released:
+    the main thread (the frozen actor's hook) lets it get that far, does its own thing, then lets it finish."""
+
+    def __init__(self, store, run) -> None:
+        import threading
+
+        self.store, self.run = store, run
+        self.reached, self.go = threading.Event(), threading.Event()
+        self.error: BaseException | None = None
+        store.pauses = self._pause
+        self.thread = threading.Thread(target=self._main, daemon=True)
+
+    def _pause(self, point: str) -> float:
+        self.reached.set()
+        assert self.go.wait(30), "the actor was never released"
+        return 0.0
+
+    def _main(self) -> None:
+        try:
+            self.run()
+        except BaseException as e:  # noqa: BLE001 - re-raised in the test's thread by finish()
+            self.error = e
+        finally:
+            self.reached.set()
+
+    def start_until_paused(self) -> None:
+        self.thread.start()
+        assert self.reached.wait(30), "the actor never reached its pause"
+        if self.error is not None:
+            raise self.error
+
+    def finish(self) -> None:
+        self.go.set()
+        self.thread.join(30)
+        assert not self.thread.is_alive(), "the actor did not finish"
+        if self.error is not None:
+            raise self.error

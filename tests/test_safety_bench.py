@@ -1,4 +1,5 @@
-"""bench/safety_bench.py --quick runs lock-safety (S3) and lifecycle-safety (DynamoDB) and prints their figures."""
+"""bench/safety_bench.py --quick runs lock-safety (S3), lifecycle-safety (DynamoDB) and recreate-safety (S3) and
+prints their figures."""
 
 from __future__ import annotations
 
@@ -21,9 +22,9 @@ def test_quick_safety_bench_prints_the_figures():
     assert header[:3] == ["scenario:backend:fencing", "runs", "seconds"] and "violations" in header
     totals = {ln.split()[0]: dict(zip(header[1:], map(float, ln.split()[1:]), strict=True))
               for ln in lines[1:] if not ln.startswith(" ")}
-    assert set(totals) == {"lock-safety:s3:on", "lifecycle-safety:dynamodb:on"}
+    assert set(totals) == {"lock-safety:s3:on", "lifecycle-safety:dynamodb:on", "recreate-safety:s3:on"}
     for figures in totals.values():
         assert figures["runs"] == 1 and figures["acquisitions"] >= 1
         assert 0 <= figures["contended"] <= figures["acquisitions"]
         assert figures["acknowledged"] + figures["refused"] >= 1
-        assert figures["violations"] == figures["lost"] == figures["phantom"] == 0  # fencing on
+        assert figures["violations"] == figures["lost"] == figures["phantom"] == figures["torn_reads"] == 0

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from harness.aws.capacity import Charge, Index, TableShape, conditional_failure_charges, read_charges, write_charges
-from harness.work import current_work, recording
+from harness.work import current_work, note_send, recording
 
 __all__ = ["recording", "instrument", "register_shape", "register_table", "current_call", "SHAPES"]
 SHAPES: dict[str, TableShape] = {}  # table name -> keys and GSIs, learned from Create/DescribeTable or registered
@@ -80,6 +80,7 @@ def _on_call_done(context: dict | None = None, **_: Any) -> None:
 
 
 def _on_send(request: Any, event_name: str, **_: Any) -> None:
+    note_send()  # a commit's seal is timed by its send (harness.work.sending)
     work = current_work()
     if work is None:
         return None

@@ -27,5 +27,14 @@ class ConflictError(DatastoreError):
     """A push found the remote file changed since this worker last pulled it."""
 
 
+class TornReadError(ConflictError):
+    """A pull could not read one sealed state of the index: it kept changing, the GSI stayed behind, or an
+    entry's content was gone (superseded and collected under the reader) every time it looked."""
+
+
+class ContentMissingError(TornReadError):
+    """An entry's content object is not there (a pull reads the index again rather than take empty bytes)."""
+
+
 class ConfigError(HarnessError, ValueError):
     """Bad datastore configuration or input (one line, user-fixable)."""

@@ -29,7 +29,7 @@ from harness.aws_errors import outcome_unknown
 from harness.clock import Clock, SystemClock, now_ms
 from harness.datastore.backends.base import Backend, CommitResult, FileMeta, PullResult, partition_of
 from harness.datastore.catalog import Catalog
-from harness.datastore.errors import ConfigError, ConflictError, LockLostError
+from harness.datastore.errors import ConfigError, ConflictError, ContentMissingError, LockLostError
 from harness.datastore.lock import Heartbeat, Lock, LockConfig, LockGrant, Recorder
 from harness.datastore.model import MODEL_TYPE, run_method
 from harness.datastore.paths import Paths, model_of
@@ -40,6 +40,8 @@ INDEX_COMMITS = ("full", "delta")
 SYNC_MODES = ("one-lock", "two-phase")
 BOOKKEEPING = ("harness", "swamp")
 GLOBAL_LOCKS = ("swamp", "per-namespace")
+CONTENT_TRIES = 3  # pulls in a row whose content went missing under them before the pull fails
+VIEW_LIMIT = 2000  # entries of a pull's view kept in the history (larger views are recorded by their size)
 
 
 @dataclass(frozen=True)
@@ -58,6 +60,7 @@ class SyncConfig:
     download_concurrency: int = 1
     dirty_path_cap: int = 0
     catalog_export: str = "compact"
+    record_views: bool = False  # every pull's view in the history (the checker's torn-read test; safety runs)
     # where content is written: None = as swamp does it (two-phase on DynamoDB: at the commit, under the global
     # lock, its commitPush; else in the push's prepare); True / False to choose
     uploads_at_commit: bool | None = None
@@ -221,8 +224,11 @@ class Datastore:
                 call: Callable[[str], CommitResult]) -> CommitResult:
         """Run one commit (``call(cid)``) and record the attempt: invoke, seal and complete times, outcome, paths.
 
-        ``seal_ms`` is when the sealing request was sent: a seal sent after
-        another holder's grant and accepted is what the checker calls unsafe.
+        ``seal_ms`` is when the sealing request was first sent (botocore's
+        before-send, not when the commit started building it), ``sent_ms``
+        when it was last sent (a retry): a seal sent after another holder's
+        grant and accepted is what the checker calls unsafe; one in flight
+        across that grant, uncertain.
         The backend may seal under an id of its own (DynamoDB: the one the
         grant claimed); the record takes the id the commit really used.
         """
@@ -247,7 +253,7 @@ class Datastore:
                          "indeterminate": not isinstance(e, Exception) or outcome_unknown(e)})
             raise
         self.record({**event, "ok": True, "complete_ms": now_ms(self.clock), "seq": res.seq, "base": res.base,
-                     "domain": res.domain, "cid": res.cid, "seal_ms": res.seal_ms})
+                     "domain": res.domain, "cid": res.cid, "seal_ms": res.seal_ms, "sent_ms": res.sent_ms})
         return res
 
     def _live(self, rel: str) -> bool:
@@ -275,12 +281,24 @@ class Datastore:
         costs one read.
         """
         start = now_ms(self.clock)
+        pulled = 0
         with recording(work):
-            res = self.backend.pull(self.ns, self.watermark_ms, partitions, work, lock_key=self.lock_key(),
-                                    cursor=self._cursor, fencing=self.cfg.fencing, grant=self._grant)
-            self._forget(res)
-            fetch = [m for m in res.changed if (have := self.local.get(m.rel_path)) is None or have.digest != m.digest]
-            self.backend.get_contents(fetch, work, concurrency=self.cfg.download_concurrency)
+            for attempt in range(CONTENT_TRIES):
+                res = self.backend.pull(self.ns, self.watermark_ms, partitions, work, lock_key=self.lock_key(),
+                                        cursor=self._cursor, fencing=self.cfg.fencing, grant=self._grant)
+                self._forget(res)
+                fetch = [m for m in res.changed
+                         if (have := self.local.get(m.rel_path)) is None or have.digest != m.digest]
+                try:
+                    self.backend.get_contents(fetch, work, concurrency=self.cfg.download_concurrency)
+                except ContentMissingError:
+                    # superseded and collected after this pull read the index (a reader without the commit
+                    # lock): the view is torn; what the pull did read stands, and a pull again brings the rest
+                    self.local.update({m.rel_path: m for m in res.changed})
+                    if attempt == CONTENT_TRIES - 1:
+                        raise
+                    continue
+                break
             self.local.update({m.rel_path: m for m in res.changed})
             pulled = len(fetch)
             work.files_pulled += pulled
@@ -292,7 +310,18 @@ class Datastore:
                     self.watermark_ms = start
             elif self._model_grant is not None:  # two-phase: what this model's commit will have been based on
                 self._model_view = res.seq
+        if self.cfg.record_views:
+            self._record_view(res.seq, partitions, start)
         return pulled
+
+    def _record_view(self, seq: int, partitions: list[str] | None, start: int) -> None:
+        """The pull's view, as the checker's torn-read test reads it: every entry in its scope, at ``seq``."""
+        scope = set(partitions) if partitions is not None else None
+        view = [[r, m.version, m.digest] for r, m in sorted(self.local.items())
+                if scope is None or partition_of(r, self.ns) in scope]
+        self.record({"type": "pull", "holder": self.holder, "namespace": self.ns, "domain": self.lock_key(),
+                     "seq": seq, "scope": sorted(scope) if scope is not None else None, "invoke_ms": start,
+                     "complete_ms": now_ms(self.clock), "view": view[:VIEW_LIMIT], "view_size": len(view)})
 
     def _forget(self, res: PullResult) -> None:
         """Drop from the local view what the pull says is gone: removed paths, pruned or re-read partitions."""
@@ -405,8 +434,10 @@ class Datastore:
 
     def _delete(self, op: str, grant: LockGrant, metas: list[FileMeta], work: Work,
                 forget: list[str] | None = None) -> None:
+        """A commit of removals, against the view this section's pull saw (its base), like any commit."""
+        base = self._base if grant is self._grant and self.cfg.fencing else None
         self._commit(op, grant, [], metas, lambda cid: self.backend.delete_files(
-            self.ns, metas, grant, work, fencing=self.cfg.fencing, cid=cid, cursor=self._cursor,
+            self.ns, metas, grant, work, fencing=self.cfg.fencing, cid=cid, cursor=self._cursor, base_seq=base,
             forget=forget or (), bookkeeping=self.cfg.bookkeeping))
 
     # ---- commands ---------------------------------------------------------------
@@ -432,8 +463,14 @@ class Datastore:
                 self.export_catalog(w)
 
     def delete_model(self, model_id: str, steps: list[Step], model_type: str = MODEL_TYPE) -> None:
-        """``swamp model delete --force``: the definition goes, the data and catalog rows stay."""
+        """``swamp model delete --force``: the definition goes, the data and catalog rows stay.
+
+        Under the lock it pulls first and removes the definition as its view
+        has it, committing against that view: a delete from a stale view (one
+        that missed a re-creation of the model) would remove what it never saw.
+        """
         with self.locked(steps) as grant, self._step(steps, "delete") as w:
+            self.pull(w)
             rel = self.paths.definition(model_type, model_id)
             self.staged.pop(rel, None)
             self.dirty.pop(rel, None)
@@ -444,15 +481,27 @@ class Datastore:
             self.catalog.remove_model(self.ns, model_type, model_id)
             w.catalog_rows = self.catalog.rows(self.ns)
 
+    def _orphans(self) -> list[tuple[str, str]]:
+        """The catalog's models without a definition that are not defined in this view either (re-created by
+        another worker since this one deleted them: not orphans)."""
+        return [o for o in self.catalog.orphans(self.ns) if self.paths.definition(*o) not in self.local]
+
     def prune(self, steps: list[Step], dry_run: bool = False) -> PruneReport:
-        """``swamp data prune --force``: remove data whose model no longer exists, this namespace only."""
-        orphans = self.catalog.orphans(self.ns)
-        owners = set(orphans)
-        files = [m for r, m in self.local.items() if model_of(r, self.ns) in owners]
-        if dry_run or not orphans:
+        """``swamp data prune --force``: remove data whose model no longer exists, this namespace only.
+
+        The orphans and their files are found under the lock, after a pull:
+        from a stale view a prune would remove a model someone re-created.
+        """
+        if dry_run or not self.catalog.orphans(self.ns):
+            orphans = self._orphans()
+            files = [m for r, m in self.local.items() if model_of(r, self.ns) in set(orphans)]
             rows = sum(self.catalog.rows(self.ns, model) for model in orphans)
             return PruneReport(orphans, len(files), rows, dry_run)
         with self.locked(steps) as grant, self._step(steps, "prune") as w:
+            self.pull(w)
+            orphans = self._orphans()
+            owners = set(orphans)
+            files = [m for r, m in self.local.items() if model_of(r, self.ns) in owners]
             if files:  # one commit: the files' removal, and their partitions gone from the registry
                 parts = [partition_of(self.paths.definition(t, i), self.ns) for t, i in orphans]
                 # (swamp's bookkeeping forgets nothing: its registry only grows, its tombstones stay)

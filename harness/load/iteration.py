@@ -99,7 +99,7 @@ class SwampWorker:
                          global_lock=ds.global_lock,
                          bookkeeping=ds.bookkeeping, upload_concurrency=ds.upload_concurrency,
                          download_concurrency=ds.download_concurrency, dirty_path_cap=ds.dirty_path_cap,
-                         catalog_export=scenario.workload.catalog_export)
+                         catalog_export=scenario.workload.catalog_export, record_views=scenario.checks.safety)
         self.rng = random.Random(rng_seed)
         self.pause_rng = random.Random(f"{rng_seed}-pauses") if rng_seed is not None else random.Random()
         self.events: list[dict] = []
@@ -122,8 +122,8 @@ class SwampWorker:
         w = self.scenario.workload
         method = w.methods[i % len(w.methods)]
         payload = w.payload_bytes[i % len(w.payload_bytes)]
-        if w.lifecycle == "disposable":
-            model = f"{self.user}-i{i}"
+        if w.lifecycle == "disposable":  # shared: a namespace's workers re-create each other's models by name
+            model = f"shared-d{i % w.models_per_worker}" if w.shared_models else f"{self.user}-i{i}"
         elif w.shared_models:  # every worker cycles through the same models: their paths collide
             model = f"shared-m{i % w.models_per_worker}"
         elif w.kind == "write-stress":

@@ -51,7 +51,8 @@ def summary(report: dict[str, Any]) -> str:
     return (f"{report['acknowledged']} acknowledged commits of {report['attempted']}; {report['acquisitions']} "
             f"lock grants ({report['contended']} contended), {report['overlaps']} overlaps; "
             f"{report['lost']} lost, {report['phantom']} phantom, {report['corrupt']} corrupt, "
-            f"{report['sequence_anomalies']} sequence anomalies, {report['unsafe_overlaps']} unsafe overlaps: "
+            f"{report['sequence_anomalies']} sequence anomalies, {report['unsafe_overlaps']} unsafe overlaps, "
+            f"{report.get('torn_reads', 0)} torn reads of {report.get('pulls_checked', 0)} checked: "
             f"{report['violations']} violations")
 
 
@@ -60,7 +61,8 @@ def failed_checks(report: dict[str, Any]) -> list[str]:
     if not report["violations"]:
         return []
     parts = [f"{report[k]} {k.replace('_', ' ')}" for k in ("lost", "phantom", "corrupt", "sequence_anomalies",
-                                                            "unsafe_overlaps", "lease_overlaps") if report[k]]
+                                                            "unsafe_overlaps", "lease_overlaps", "torn_reads")
+             if report.get(k)]
     return [f"safety: {report['violations']} violations ({', '.join(parts)}); see safety.json"]
 
 

@@ -33,11 +33,15 @@ Definitions (these are what ``safety.json`` counts):
   release). Two grants of one key **overlap** when their believed intervals
   intersect: expected when a holder pauses past its TTL.
 - An overlap is **unsafe** when the older grant had a commit acknowledged
-  whose seal was sent after the newer grant was issued (``seal_ms``; else the
-  commit's start): fencing should have refused it, whether or not anything
-  was lost by it. Two *leases* that intersect mean the lock itself is broken.
+  whose seal was first sent after the newer grant was issued (``seal_ms``,
+  taken at botocore's before-send; older histories: the commit's start):
+  fencing should have refused it, whether or not anything was lost by it. A
+  seal sent before the newer grant and answered after it was in flight across
+  it: **uncertain** (counted, not a violation: the store ordered the two).
+  Two *leases* that intersect mean the lock itself is broken.
+- A **torn read** is a pull whose view is no sealed state (``views.py``).
 - **violations** = lost + phantom + corrupt + sequence anomalies + unsafe
-  overlaps + lease overlaps.
+  overlaps + lease overlaps + torn reads.
 - A grant is **contended** when it had to retry, or when another holder was
   waiting for the same key at the moment it was made (a holder that releases
   and re-acquires at once still takes the lock from under waiting workers).
@@ -51,6 +55,8 @@ import bisect
 from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
+
+from harness.safety.views import torn_reads
 
 DETAIL_LIMIT = 25
 REFUSALS = ("FencedError", "LockLostError")
@@ -101,7 +107,8 @@ def check(events: list[dict], state: dict, *, untracked_ok: bool = False) -> dic
     lost, phantom, untracked = _entry_findings(commits, state, untracked_ok)
     anomalies = _sequence_anomalies(acked)
     grants = _grants(events, commits)
-    overlaps, unsafe, lease = _overlaps(grants)
+    overlaps, unsafe, lease, uncertain = _overlaps(grants)
+    torn = torn_reads(events)
     grant_events = [e for e in events if e.get("type") == "grant"]
     report = {
         "acknowledged": len(acked),
@@ -115,6 +122,9 @@ def check(events: list[dict], state: dict, *, untracked_ok: bool = False) -> dic
         "overlaps": len(overlaps),
         "unsafe_overlaps": len(unsafe),
         "lease_overlaps": len(lease),
+        "uncertain_overlaps": len(uncertain),
+        "torn_reads": len(torn),
+        "pulls_checked": sum(1 for e in events if e.get("type") == "pull" and e.get("view") is not None),
         "acquisitions": len(grant_events),
         "contended": _contended(events),
         "lock_timeouts": sum(1 for e in events if e.get("type") == "lock_timeout"),
@@ -124,10 +134,11 @@ def check(events: list[dict], state: dict, *, untracked_ok: bool = False) -> dic
         "fencing": sorted({bool(c.get("fencing", True)) for c in commits}),
         "details": {"lost": _limited(lost), "phantom": _limited(phantom), "corrupt": _limited(content),
                     "sequence_anomalies": _limited(anomalies), "unsafe_overlaps": _limited(unsafe),
-                    "lease_overlaps": _limited(lease)},
+                    "lease_overlaps": _limited(lease), "uncertain_overlaps": _limited(uncertain),
+                    "torn_reads": _limited(torn)},
     }
     report["violations"] = (report["lost"] + report["phantom"] + report["corrupt"] + report["sequence_anomalies"]
-                            + report["unsafe_overlaps"] + report["lease_overlaps"])
+                            + report["unsafe_overlaps"] + report["lease_overlaps"] + report["torn_reads"])
     return report
 
 
@@ -295,11 +306,11 @@ def _grants(events: list[dict], commits: list[dict]) -> dict[str, _Grant]:
     return grants
 
 
-def _overlaps(grants: dict[str, _Grant]) -> tuple[list, list, list]:
+def _overlaps(grants: dict[str, _Grant]) -> tuple[list, list, list, list]:
     by_key: dict[str, list[_Grant]] = defaultdict(list)
     for g in grants.values():
         by_key[g.key].append(g)
-    overlaps, unsafe, lease = [], [], []
+    overlaps, unsafe, lease, uncertain = [], [], [], []
     for key, gs in by_key.items():
         gs.sort(key=lambda g: g.granted)
         for i, a in enumerate(gs):
@@ -312,11 +323,19 @@ def _overlaps(grants: dict[str, _Grant]) -> tuple[list, list, list]:
                         "newer": {"holder": newer.holder, "fence": newer.fence, "granted_ms": newer.granted}}
                 if b.granted < a.believed_end:
                     overlaps.append(pair)
-                    accepted = [c["cid"] for c in older.commits
-                                if c.get("ok") and (c.get("seal_ms") or c["invoke_ms"]) > newer.granted]
+                    ok = [c for c in older.commits if c.get("ok")]
+                    accepted = [c["cid"] for c in ok if _sent(c) > newer.granted]
                     if accepted:
                         unsafe.append({**pair, "accepted_commits": accepted})
+                    in_flight = [c["cid"] for c in ok if _sent(c) <= newer.granted < c.get("complete_ms", 0)]
+                    if in_flight:
+                        uncertain.append({**pair, "in_flight_commits": in_flight})
                 if b.granted < a.lease_end:
                     lease.append({**pair, "older_lease_end_ms": a.lease_end})
-    return overlaps, unsafe, lease
+    return overlaps, unsafe, lease, uncertain
+
+
+def _sent(commit: dict) -> float:
+    """When the commit's seal was first sent (older histories: when the commit started)."""
+    return commit.get("seal_ms") or commit["invoke_ms"]
 

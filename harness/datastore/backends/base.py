@@ -59,7 +59,8 @@ class CommitResult:
     base: int
     cid: str
     domain: str  # what the sequence counts: the lock item (DynamoDB) or the namespace's index (S3)
-    seal_ms: int | None = None  # when the request that sealed it was sent (the safety checker's overlap test)
+    seal_ms: int | None = None  # when the request that sealed it was first sent (the safety checker's overlap test)
+    sent_ms: int | None = None  # ... and last sent (a retry): a seal in flight across a grant is uncertain, not unsafe
 
 
 def partition_of(rel_path: str, namespace: str | None) -> str | None:

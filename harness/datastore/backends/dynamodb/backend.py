@@ -1,17 +1,8 @@
 """DynamoDB backend: swamp's DynamoDB extension with both GSI layouts, on the items of ``items.py``.
 
-The data path: content chunks, the catalog export, lookups, pulls, and the
-commits of ``commit.py``. Table provisioning is ``table.py``; lock writes are
-``locks.py``.
-
-A pull costs what changed, not what the table holds (``per-model``): one
-GetItem of the lock item when nothing was sealed since the worker's own view
-(its own commits included); else the registry (one GetItem) and one Query per
-partition whose last sequence is past what the worker has read. ``legacy`` is
-the bug as it was: every pull reads the whole ``FILE`` partition (swamp's
-queryAllFileMeta, no shortcut). A pull never writes. Removals travel: a tombstone is a version like any other (until its
-partition is pruned), and a partition gone from the registry (pruned) or born
-again is dropped from the worker's view whole.
+The data path: content chunks, the catalog export, lookups, and the commits of
+``commit.py``. Pulls are ``pull.py``; table provisioning is ``table.py``; lock
+writes are ``locks.py``.
 """
 
 from __future__ import annotations
@@ -26,42 +17,41 @@ from botocore.exceptions import ClientError
 
 from harness.aws_errors import is_condition_failed
 from harness.clock import Clock, SystemClock, now_ms
-from harness.datastore.backends.base import CommitResult, FileMeta, PullResult, partition_of
+from harness.datastore.backends.base import CommitResult, FileMeta, partition_of
 from harness.datastore.backends.dynamodb.bookkeeping import SwampBookkeeping
 from harness.datastore.backends.dynamodb.commit import Claims, FencedCommit, registry_update, unfenced_commit
-from harness.datastore.backends.dynamodb.cursor import DynamoCursor, Known
+from harness.datastore.backends.dynamodb.cursor import DynamoCursor
 from harness.datastore.backends.dynamodb.items import (
     BATCH_GET_MAX,
     BATCH_WRITE_MAX,
     BLOB_SK,
     GSI_LAYOUTS,
-    GSI_NAME,
     META_SK,
+    MODEL_FENCE,
     DomainState,
-    Resolved,
     blob_chunk_sk,
     chunk_count,
     chunk_key,
     chunk_keys,
     chunks,
     file_key,
+    lock_item_key,
     meta_of,
     n_,
     registry_key,
     resolve,
     s_,
-    seq_sk,
 )
 from harness.datastore.backends.dynamodb.locks import DynamoLockStore
+from harness.datastore.backends.dynamodb.pull import DynamoReads
 from harness.datastore.backends.dynamodb.table import DynamoTable
-from harness.datastore.errors import ConfigError, FencedError
+from harness.datastore.errors import ConfigError, ContentMissingError, FencedError
 from harness.datastore.lock import LockGrant
 from harness.datastore.paths import Paths, check_table_name
-from harness.item_size import item_size
 from harness.work import Work, recording
 
 
-class DynamoBackend:
+class DynamoBackend(DynamoReads):
     name = "dynamodb"
 
     def __init__(self, client: Any, table: str, gsi_layout: str = "per-model", *,
@@ -175,26 +165,36 @@ class DynamoBackend:
             raise next((e for e in errors if isinstance(e, FencedError)), errors[0])
         return [r for r, _, _ in outcomes]
 
-    def collect(self, cursor: DynamoCursor, work: Work) -> None:
-        """Delete the index items the cursor knows are garbage (best effort: what fails is kept for next time)."""
-        keys = DynamoCursor.take(cursor.garbage)
-        if not keys:
-            return
-        try:
-            self.batch_write([{"DeleteRequest": {"Key": k}} for k in keys], work)
-        except Exception:  # noqa: BLE001 - superseded items are invisible; they only take space until next time
-            DynamoCursor.add(cursor.garbage, keys)
+    def collect(self, cursor: DynamoCursor, work: Work, *, content: bool = False,
+                keep: set[tuple[str, str]] | frozenset = frozenset()) -> None:
+        """Delete the index items (and with ``content`` the chunks) the cursor knows are garbage, but ``keep``.
+
+        Best effort: what fails is kept for next time.
+        """
+        index = DynamoCursor.take(cursor.garbage)
+        chunks_ = [k for k in DynamoCursor.take(cursor.content_garbage) if (k["pk"]["S"], k["sk"]["S"]) not in keep] \
+            if content else []
+        for bag, keys in ((cursor.garbage, index), (cursor.content_garbage, chunks_)):
+            if not keys:
+                continue
+            try:
+                self.batch_write([{"DeleteRequest": {"Key": k}} for k in keys], work)
+            except Exception:  # noqa: BLE001 - superseded items are invisible; they only take space until next time
+                DynamoCursor.add(bag, keys)
 
     def fence_model(self, namespace: str | None, partition: str, grant: LockGrant, cursor: dict | None,
                     work: Work, *, lock_key: str | None = None) -> None:
-        """A per-model lock's grant (two-phase, fenced) marks its partition in the registry (``m:<partition>``):
-        from here on a commit of the model by an older holder is refused (its registry write checks it)."""
+        """A per-model lock's grant (two-phase, fenced) records its fence on the commit domain's lock item
+        (``m:<partition>``): from here on the seal of a commit of that model by an older holder is refused, in
+        the same conditional write that seals it (a check made earlier, at the registry write, let a holder
+        frozen between the two seal after a newer holder of its model had pulled)."""
+        key = lock_key or self.global_lock_key(namespace)
         try:
             with recording(work):
-                self.client.update_item(TableName=self.table, Key=registry_key(namespace),
+                self.client.update_item(TableName=self.table, Key=lock_item_key(key),
                                         UpdateExpression="SET #m = :f",
                                         ConditionExpression="attribute_not_exists(#m) OR #m < :f",
-                                        ExpressionAttributeNames={"#m": f"m:{partition}"},
+                                        ExpressionAttributeNames={"#m": f"{MODEL_FENCE}{partition}"},
                                         ExpressionAttributeValues={":f": n_(grant.fence)})
         except ClientError as e:
             if is_condition_failed(e):
@@ -288,9 +288,14 @@ class DynamoBackend:
         with recording(work):
             if len(keys) == 1:
                 out = self.client.get_item(TableName=self.table, Key=keys[0], ConsistentRead=True)
-                work.items_read += 1 if "Item" in out else 0
-                return out["Item"]["data"]["B"] if "Item" in out else b""
+                if "Item" not in out:
+                    raise ContentMissingError(f"content of {meta.rel_path} (version {meta.version}) is missing")
+                work.items_read += 1
+                return out["Item"]["data"]["B"]
             parts = {x["sk"]["S"]: x["data"]["B"] for x in self.batch_get(keys, work)}
+            if len(parts) < len(keys):
+                raise ContentMissingError(f"content of {meta.rel_path} (version {meta.version}) is missing "
+                                          f"{len(keys) - len(parts)} of its {len(keys)} chunks")
             return b"".join(parts[k] for k in sorted(parts))
 
     def put_blob(self, rel_path: str, data: bytes, work: Work) -> None:
@@ -355,145 +360,6 @@ class DynamoBackend:
     def commit_seq(self, lock_key: str, work: Work) -> int:
         """The sealed commit sequence of the commits made under ``lock_key``."""
         return self.lock_store.state(lock_key, work).seq
-
-    def registry(self, namespace: str | None, work: Work) -> dict[str, tuple[int, int]]:
-        """Registered partitions: ``{partition: (born at, last changed at)}``."""
-        with recording(work):
-            out = self.client.get_item(TableName=self.table, Key=registry_key(namespace), ConsistentRead=True)
-        item = out.get("Item") or {}
-        work.items_read += 1 if item else 0
-        if item:
-            name = f"{item['pk']['S']}/{item['sk']['S']}"
-            work.item_bytes[name] = max(work.item_bytes.get(name, 0), item_size(item))
-        return {k[2:]: (int(item.get(f"b:{k[2:]}", {}).get("N", 0)), int(v["N"]))
-                for k, v in item.items() if k.startswith("c:")}
-
-    def partitions(self, namespace: str | None, work: Work) -> list[str]:
-        return sorted(self.registry(namespace, work))
-
-    def _query(self, kwargs: dict, work: Work) -> list[dict]:
-        """Run a paginated GSI query; every item returned counts as read, every page as one index read."""
-        items: list[dict] = []
-        kwargs = dict(kwargs, TableName=self.table, IndexName=GSI_NAME)
-        while True:
-            with recording(work):
-                out = self.client.query(**kwargs)
-            work.queries += 1
-            got = out.get("Items", [])
-            work.items_read += len(got)
-            items.extend(got)
-            if "LastEvaluatedKey" not in out:
-                return items
-            kwargs["ExclusiveStartKey"] = out["LastEvaluatedKey"]
-
-    def _query_partition(self, part: str, after: int, by_seq: bool, work: Work) -> list[dict]:
-        """A partition's index items past ``after``: a sequence (fenced) or a time in ms (swamp's unfenced key)."""
-        low = seq_sk(after + 1) if by_seq else f"{after + 1:013d}"
-        return self._query({"KeyConditionExpression": "gsi1pk = :p AND gsi1sk >= :s",
-                            "ExpressionAttributeValues": {":p": s_(f"FILE#{part}"), ":s": s_(low)}}, work)
-
-    def pull(self, namespace: str | None, since_ms: int, partitions: Iterable[str] | None, work: Work, *,
-             lock_key: str | None = None, cursor: dict | None = None, fencing: bool = True,
-             grant: LockGrant | None = None) -> PullResult:
-        """What changed since this worker's cursor, as readers see it (sealed versions only)."""
-        cur = DynamoCursor.of(cursor)
-        scoped = partitions is not None
-        with recording(work):
-            key = lock_key or self.default_lock_key(namespace)
-            state = self.lock_store.state(key, work)
-            # per-model: nothing sealed since this worker's view, nothing to read. legacy is swamp's
-            # queryAllFileMeta as it was: every pull reads every file item (the sequence shortcut came with the fix)
-            if not scoped and cur.seq is not None and state.seq == cur.seq and self.gsi_layout != "legacy":
-                return PullResult([], state.seq, short_cut=True)
-            # Under this worker's own grant no other holder can seal: another commit's pending items are dead
-            # for good (safe to delete). Without it they may belong to the holder committing right now.
-            own = grant is not None and not grant.lost and state.nonce == grant.nonce
-            if self.gsi_layout == "legacy":
-                res, full = self._pull_legacy(namespace, partitions, state, key, cur, own, work)
-                dropped: list[str] = []
-            else:
-                res, full, dropped = self._pull_partitions(namespace, since_ms, partitions, state, key, cur,
-                                                           fencing, own, work)
-        return self._absorb(res, cur, namespace, state.seq, scoped, full, dropped)
-
-    def _pull_legacy(self, namespace: str | None, partitions: Iterable[str] | None, state: DomainState, key: str,
-                     cur: DynamoCursor, own: bool, work: Work) -> tuple[Resolved, list[str]]:
-        """swamp's queryAllFileMeta: read every file item of every namespace, keep ours on the client."""
-        everything = self._query({"KeyConditionExpression": "gsi1pk = :p",
-                                  "ExpressionAttributeValues": {":p": s_("FILE")}}, work)
-        root = f"{namespace}/" if namespace else ""
-        wanted = set(partitions) if partitions is not None else None
-        mine = [i for i in everything if i["relPath"]["S"].startswith(root)
-                and (wanted is None or partition_of(i["relPath"]["S"], namespace) in wanted)]
-        res = resolve(mine, self._states(mine, {key: state}, work), _alive(state, own))
-        first = cur.seq is None and not cur.refs and wanted is None  # a first look: everything it sees is new
-        # every entry is read every time: anything the cursor knew that is not there now is gone
-        for rel in [r for r in cur.refs if wanted is None or partition_of(r, namespace) in wanted]:
-            if rel not in res.visible and rel not in res.removed:
-                res.removed[rel] = None  # type: ignore[assignment]
-        return res, ["*"] if first else []
-
-    def _pull_partitions(self, namespace: str | None, since_ms: int, partitions: Iterable[str] | None,
-                         state: DomainState, key: str, cur: DynamoCursor, fencing: bool, own: bool,
-                         work: Work) -> tuple[Resolved, list[str], list[str]]:
-        full: list[str] = []
-        dropped: list[str] = []
-        plan: list[tuple[str, int]] = []  # (partition, read past)
-        if partitions is not None:
-            for p in partitions:
-                seen = cur.parts.get(p)
-                plan.append((p, seen if seen is not None else 0))
-                if seen is None:
-                    full.append(p)
-        else:
-            reg = self.registry(namespace, work)
-            for p, (born, changed) in reg.items():
-                seen = cur.parts.get(p)
-                if seen is None or born > seen:  # new to this worker, or pruned and born again since it looked
-                    plan.append((p, 0))
-                    full.append(p)
-                    if seen is not None:  # what it knew of the old partition is gone with it
-                        for rel in [r for r in cur.refs if partition_of(r, namespace) == p]:
-                            cur.refs.pop(rel)
-                elif changed > seen:
-                    plan.append((p, seen))
-            dropped = [p for p in cur.parts if p not in reg]
-        by_seq = fencing
-
-        def query(job: tuple[str, int], w: Work) -> list[dict]:
-            part, after = job
-            if by_seq or after == 0:
-                return self._query_partition(part, after if by_seq else -1, by_seq, w)
-            return self._query_partition(part, since_ms, False, w)
-
-        items = [i for got in self.parallel(query, plan, work) for i in got]
-        res = resolve(items, self._states(items, {key: state}, work), _alive(state, own))
-        for p, _ in plan:
-            cur.parts[p] = state.seq
-        for p in dropped:
-            cur.parts.pop(p, None)
-        return res, full, dropped
-
-    def _absorb(self, res: Resolved, cur: DynamoCursor, namespace: str | None, seq: int, scoped: bool,
-                full: list[str], dropped: list[str]) -> PullResult:
-        """The cursor takes in what the pull saw; the result lists what the worker's view must change."""
-        changed: list[FileMeta] = []
-        for rel, v in res.visible.items():
-            known = cur.refs.get(rel)
-            if known is None or known.sk != v.ref or known.meta != v.meta:  # (swamp's entries change in place)
-                changed.append(v.meta)
-            cur.refs[rel] = Known(v.ref, v.meta)
-        removed = []
-        for rel in res.removed:
-            removed.append(rel)
-            cur.refs.pop(rel, None)
-        DynamoCursor.add(cur.garbage, [file_key(v.rel, v.ref) for v in [*res.superseded, *res.dead]])
-        for p in dropped:
-            for rel in [r for r in cur.refs if partition_of(r, namespace) == p]:
-                cur.refs.pop(rel)
-        if not scoped:
-            cur.seq = seq
-        return PullResult(changed, seq, removed=removed, dropped=dropped, full=full)
 
     def index_snapshot(self, work: Work) -> dict:
         """Every visible index entry with the digest of the content it points at (a full Scan)."""
@@ -580,11 +446,6 @@ class DynamoBackend:
                 got = self.parallel(lambda p, w: self._query_partition(p, -1, False, w), parts, work)
                 items = [i for g in got for i in g]
         return len(items)
-
-
-def _alive(state: DomainState, own: bool) -> frozenset[str] | None:
-    """Pending commit ids that may still seal: none but this worker's own claim when it holds the lock."""
-    return frozenset() if own else None
 
 
 __all__ = ["DynamoBackend", "chunk_count", "meta_of"]

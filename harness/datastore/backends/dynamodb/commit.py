@@ -53,7 +53,10 @@ from harness.clock import now_ms
 from harness.datastore.backends.base import CommitResult, FileMeta, partition_of
 from harness.datastore.backends.dynamodb.cursor import DynamoCursor, Known
 from harness.datastore.backends.dynamodb.items import (
+    FORGOT,
     META_SK,
+    MODEL_FENCE,
+    NEWEST,
     VERSION_PREFIX,
     chunk_keys,
     claim_id,
@@ -68,12 +71,13 @@ from harness.datastore.backends.dynamodb.items import (
 )
 from harness.datastore.errors import FencedError, LockLostError
 from harness.datastore.lock import LockGrant
-from harness.work import Work
+from harness.work import Work, sending
 
 if TYPE_CHECKING:
     from harness.datastore.backends.dynamodb.backend import DynamoBackend
 
-REGISTRY_BATCH = 80  # partitions per registry UpdateItem (a condition expression is at most 4 KB)
+REGISTRY_BATCH = 60  # partitions per registry UpdateItem (a condition expression is at most 4 KB)
+SEAL_FORGETS = 50  # model fences a prune's seal removes at most (the rest stay: they only take space)
 
 
 class Claims:
@@ -107,33 +111,43 @@ class Claims:
 
 
 def registry_update(partitions: set[str], forget: Sequence[str], seq: int, *, conditional: bool,
-                    model: tuple[str, int] | None = None) -> list[tuple[str, str | None, dict, dict]]:
+                    newest: dict[str, str] | None = None) -> list[tuple[str, str | None, dict, dict]]:
     """(update, condition, names, values) per registry UpdateItem: touched partitions set, forgotten removed.
 
     A touched partition's birth is set when absent (a forgotten one is born
-    again). With ``conditional`` no partition may already be past ``seq``: that
-    would be a newer holder's commit. ``model`` (two-phase, fenced): the
-    committing model's partition and its per-model lock's fence, which must
-    still be the newest that partition was granted (``m:<partition>``).
+    again). With ``conditional`` no partition may already be past ``seq`` (that
+    would be a newer holder's commit), and no prune may have forgotten
+    partitions at ``seq`` or later: a commit that old can never seal, and
+    without this check its registry write would list a pruned partition again,
+    born before what readers had read of it, so they would never drop what the
+    prune removed (lifecycle-safety's lost deletes). ``newest`` (fenced):
+    partition -> ``<cid>|<path>`` of this commit, so a pull can tell a GSI that
+    is behind from a partition with nothing new. Forgetting records ``forgot``.
     """
     todo = [(p, "set") for p in sorted(partitions)] + [(p, "forget") for p in sorted(set(forget) - set(partitions))]
     out = []
     for i in range(0, len(todo), REGISTRY_BATCH):
         sets, removes, conds, names = [], [], [], {}
         values = {":s": n_(seq)}
-        for j, (part, what) in enumerate(todo[i:i + REGISTRY_BATCH]):
-            c, b, m = f"#c{j}", f"#b{j}", f"#m{j}"
+        batch = todo[i:i + REGISTRY_BATCH]
+        for j, (part, what) in enumerate(batch):
+            c, b, k = f"#c{j}", f"#b{j}", f"#k{j}"
             names[c], names[b] = f"c:{part}", f"b:{part}"
             if what == "set":
                 sets += [f"{c} = :s", f"{b} = if_not_exists({b}, :s)"]
+                if newest and part in newest:
+                    names[k], values[f":k{j}"] = f"{NEWEST}{part}", s_(newest[part])
+                    sets.append(f"{k} = :k{j}")
             else:
-                names[m] = f"m:{part}"
-                removes += [c, b, m]
+                names[k] = f"{NEWEST}{part}"
+                removes += [c, b, k]
             conds.append(f"(attribute_not_exists({c}) OR {c} <= :s)")
-            if model is not None and part == model[0] and conditional:
-                names[m] = f"m:{part}"
-                values[":mf"] = n_(model[1])
-                conds.append(f"(attribute_not_exists({m}) OR {m} = :mf)")
+        if any(what == "forget" for _, what in batch):
+            names["#fg"] = FORGOT
+            sets.append("#fg = :s")
+        if conditional:
+            names["#fg"] = FORGOT
+            conds.insert(0, "(attribute_not_exists(#fg) OR #fg < :s)")
         update = " ".join(x for x in (f"SET {', '.join(sets)}" if sets else "",
                                       f"REMOVE {', '.join(removes)}" if removes else "") if x)
         out.append((update, " AND ".join(conds) if conditional else None, names, values))
@@ -152,7 +166,8 @@ class FencedCommit:
         self.written: list[dict] = []  # keys of the version items this commit sent (its own: safe to delete)
         self.unknown = False  # a write whose outcome is unknown: it may still land after an undo
         self.abandoned = False  # interrupted mid-write: calls it started may still land
-        self.seal_ms: int | None = None
+        self.seal_ms: int | None = None  # when the seal was first sent (botocore's before-send), None if never
+        self.sent_ms: int | None = None  # ... and last sent (a retry)
 
     def _fenced(self, why: str) -> FencedError:
         return FencedError(f"commit rejected: lock {self.key} (fence {self.grant.fence}) {why}")
@@ -185,7 +200,7 @@ class FencedCommit:
                 self._undo()
                 raise
             try:
-                sealed = self._seal(seq)
+                sealed = self._seal(seq, forget)
             except BaseException as e:
                 # Undo only a seal known not to have landed; one that may have (a lost answer, an interrupted call)
                 # leaves everything: sealed, it is whole; not sealed, the id stays pending and it stays invisible.
@@ -195,7 +210,7 @@ class FencedCommit:
                     self.be.claims.keep.add(self.cid)
                 raise
         self._after_seal(upserts, removals, forget, doomed, sealed)
-        return CommitResult(sealed, sealed - 1, self.cid, self.key, seal_ms=self.seal_ms)
+        return CommitResult(sealed, sealed - 1, self.cid, self.key, seal_ms=self.seal_ms, sent_ms=self.sent_ms)
 
     def _claim(self) -> None:
         """A second commit under one grant claims an id of its own (conditioned on still holding the lock)."""
@@ -220,16 +235,19 @@ class FencedCommit:
         """Touched partitions, before anything is written (pruned ones are removed after the seal)."""
         if self.be.gsi_layout != "per-model":
             return
-        touched = {p for m in [*upserts, *removals] if (p := partition_of(m.rel_path, self.ns)) and p not in forget}
-        for update, cond, names, values in registry_update(touched, [], seq, conditional=True, model=self.model):
+        newest: dict[str, str] = {}
+        for m in [*upserts, *removals]:
+            if (p := partition_of(m.rel_path, self.ns)) and p not in forget:
+                newest.setdefault(p, f"{self.cid}|{m.rel_path}")
+        for update, cond, names, values in registry_update(set(newest), [], seq, conditional=True, newest=newest):
             try:
                 self.be.client.update_item(TableName=self.be.table, Key=registry_key(self.ns),
                                            UpdateExpression=update, ConditionExpression=cond,
                                            ExpressionAttributeNames=names, ExpressionAttributeValues=values)
             except ClientError as e:
                 if is_condition_failed(e):
-                    raise self._fenced(f"is stale: a partition it writes is already past sequence {seq}, or its "
-                                       f"model's lock was granted to a newer holder") from e
+                    raise self._fenced(f"is stale: a partition it writes is already past sequence {seq}, or a "
+                                       f"prune at or past it removed partitions") from e
                 raise
 
     def _write(self, items: list[dict]) -> None:
@@ -239,18 +257,31 @@ class FencedCommit:
             self.unknown = outcome_unknown(e)
             raise
 
-    def _seal(self, seq: int) -> int:
+    def _seal(self, seq: int, forget: Sequence[str] = ()) -> int:
+        """The one conditional write that makes the commit visible: on the grant's nonce, this commit's id still
+        pending, the sequence this holder pulled at, and (two-phase) its model lock's fence still the newest.
+
+        A prune's seal also removes the model fences of the partitions it forgets.
+        """
         base = self.base or 0
         cond = "nonce = :n AND contains(pending, :cs) AND "
         cond += "(attribute_not_exists(#s) OR #s = :b)" if base == 0 else "#s = :b"
-        self.seal_ms = now_ms(self.be.clock)
+        names = {"#s": "seq"}
+        values = {":n": s_(self.grant.nonce), ":c": {"SS": [self.cid]}, ":cs": s_(self.cid), ":b": n_(base),
+                  ":new": n_(seq)}
+        if self.model is not None:
+            names["#mf"], values[":mf"] = MODEL_FENCE + self.model[0], n_(self.model[1])
+            cond += " AND #mf = :mf"
+        gone = sorted(forget)[:SEAL_FORGETS]
+        for i, p in enumerate(gone):
+            names[f"#g{i}"] = MODEL_FENCE + p
+        remove = f" REMOVE {', '.join(f'#g{i}' for i in range(len(gone)))}" if gone else ""
         try:
-            self.be.client.update_item(
-                TableName=self.be.table, Key=lock_item_key(self.key),
-                UpdateExpression="SET #s = :new DELETE pending :c", ConditionExpression=cond,
-                ExpressionAttributeNames={"#s": "seq"},
-                ExpressionAttributeValues={":n": s_(self.grant.nonce), ":c": {"SS": [self.cid]}, ":cs": s_(self.cid),
-                                           ":b": n_(base), ":new": n_(seq)})
+            with sending(self.be.clock) as sent:
+                self.be.client.update_item(
+                    TableName=self.be.table, Key=lock_item_key(self.key),
+                    UpdateExpression=f"SET #s = :new{remove} DELETE pending :c", ConditionExpression=cond,
+                    ExpressionAttributeNames=names, ExpressionAttributeValues=values)
         except ClientError as e:
             if not is_condition_failed(e):
                 raise
@@ -259,8 +290,14 @@ class FencedCommit:
                 return seq  # a retried seal whose first attempt had landed
             if now.nonce != self.grant.nonce:
                 raise self._fenced("is no longer held: the commit was not sealed") from e
+            if self.model is not None and now.model_fences.get(self.model[0]) != self.model[1]:
+                raise self._fenced(f"commits model {self.model[0]} under a stale model lock (fence "
+                                   f"{self.model[1]}; the newest is {now.model_fences.get(self.model[0])})") from e
             raise self._fenced(f"was held, but the index moved since this holder pulled it "
                                f"(sequence {now.seq}, pulled at {base})") from e
+        finally:
+            self.seal_ms = sent.first
+            self.sent_ms = sent.last
         return seq
 
     def _undo(self) -> None:
@@ -310,7 +347,10 @@ class FencedCommit:
                 if p and p not in gone:
                     cur.parts[p] = seq
         DynamoCursor.add(cur.garbage, old)
-        self.be.collect(cur, self.work)
+        # content too, now, under the lock: left for the next push, a chunk key this commit made garbage could be
+        # written again meanwhile by someone re-creating the same file with the same bytes, and then deleted
+        self.be.collect(cur, self.work, content=True,
+                        keep={(k["pk"]["S"], k["sk"]["S"]) for m in upserts for k in chunk_keys(m)})
         if gone:  # the tombstones go only once readers no longer query their partitions and nothing older is left
             forgotten = self.be.forget(self.ns, sorted(gone), seq, self.work)
             self.be.bury(doomed, tombstones if forgotten else [], self.work)
@@ -327,11 +367,11 @@ def unfenced_commit(be: DynamoBackend, namespace: str | None, upserts: Sequence[
     be.batch_write([{"PutRequest": {"Item": i}} for i in items], work)
     work.index_entries_written += len(upserts)
     work.items_written += len(items)
-    seal_ms = now_ms(be.clock)
-    out = be.client.update_item(
-        TableName=be.table, Key=lock_item_key(grant.key), UpdateExpression="SET #s = if_not_exists(#s, :zero) + :one",
-        ExpressionAttributeNames={"#s": "seq"}, ExpressionAttributeValues={":zero": n_(0), ":one": n_(1)},
-        ReturnValues="UPDATED_NEW")
+    with sending(be.clock) as sent:
+        out = be.client.update_item(
+            TableName=be.table, Key=lock_item_key(grant.key),
+            UpdateExpression="SET #s = if_not_exists(#s, :zero) + :one", ExpressionAttributeNames={"#s": "seq"},
+            ExpressionAttributeValues={":zero": n_(0), ":one": n_(1)}, ReturnValues="UPDATED_NEW")
     seq = int(out["Attributes"]["seq"]["N"])
     if be.gsi_layout == "per-model":
         touched = {p for m in [*upserts, *removals] if (p := partition_of(m.rel_path, namespace)) and p not in forget}
@@ -361,4 +401,5 @@ def unfenced_commit(be: DynamoBackend, namespace: str | None, upserts: Sequence[
             if p and p not in gone:
                 cursor.parts[p] = seq
     be.collect(cursor, work)
-    return CommitResult(seq, seq - 1, cid or uuid.uuid4().hex[:16], grant.key, seal_ms=seal_ms)
+    return CommitResult(seq, seq - 1, cid or uuid.uuid4().hex[:16], grant.key, seal_ms=sent.first,
+                        sent_ms=sent.last)

@@ -6,7 +6,9 @@ Items (pk / sk):
 
 - lock ``LOCK#<key>`` / ``LOCK``: the holder's record, the fencing counter
   ``fence``, the commit sequence ``seq`` and ``pending`` (the ids of commits
-  that may still be writing: their entries are invisible);
+  that may still be writing: their entries are invisible); two-phase, fenced:
+  ``m:<partition>``, the newest fence of each model's own lock, which the seal
+  of a commit of that model must match;
 - index entry, fenced: ``FILE#<relPath>`` / ``V#<cid>``, one item per version,
   never overwritten: ``s`` (the sequence it seals at), ``cid``, ``fence``,
   ``dom`` (the lock key whose sequence governs it), ``del`` on a tombstone;
@@ -18,9 +20,12 @@ Items (pk / sk):
 - a blob outside the index (the catalog export): ``FILE#<relPath>`` / ``BLOB``
   (its size and chunk count) and ``BLOB#<7-digit index>`` chunks, rewritten in place;
 - partition registry ``PARTITIONS#registry[#<ns>]`` / ``LIST``: per partition,
-  ``c:<partition>`` (the last sequence that touched it) and ``b:<partition>``
-  (the sequence it was born at), so a pull queries only what changed and
-  learns which partitions were removed or re-created. A namespace's registry
+  ``c:<partition>`` (the last sequence that touched it), ``b:<partition>``
+  (the sequence it was born at) and ``k:<partition>`` (that commit's id and one
+  path it wrote: a pull whose GSI query misses it knows the GSI is behind), so
+  a pull queries only what changed and learns which partitions were removed or
+  re-created; ``forgot``, the sequence of the newest prune that removed
+  partitions (a commit older than it may not list a partition again). A namespace's registry
   has a partition key of its own: every commit writes its namespace's
   registry, and one key for all of them would be a hot key of the harness's
   making (a key takes ~1,000 WCU/s); swamp's one registry is the item without
@@ -50,6 +55,9 @@ META_SK = "META"
 VERSION_PREFIX = "V#"
 BLOB_SK = "BLOB"
 SEQ_DIGITS = 12
+MODEL_FENCE = "m:"  # on a commit domain's lock item: ``m:<partition>``, the newest fence of that model's lock
+FORGOT = "forgot"  # on a registry item: the sequence of the newest prune that removed partitions from it
+NEWEST = "k:"  # on a registry item: ``k:<partition>`` = ``<cid>|<path>``, the newest fenced commit that touched it
 OWNER_ITEM_KEY = {"pk": {"S": "HARNESS#owner"}, "sk": {"S": "TAGS"}}
 
 
@@ -152,14 +160,17 @@ def meta_item(layout: str, namespace: str | None, meta: FileMeta, *, tombstone: 
 class DomainState:
     """A lock item's commit state, as one read saw it: the sealed sequence and the pending commit ids."""
 
-    def __init__(self, seq: int = 0, pending: Iterable[str] = (), nonce: str | None = None, fence: int = 0) -> None:
+    def __init__(self, seq: int = 0, pending: Iterable[str] = (), nonce: str | None = None, fence: int = 0,
+                 model_fences: dict[str, int] | None = None) -> None:
         self.seq, self.pending, self.nonce, self.fence = seq, frozenset(pending), nonce, fence
+        self.model_fences = model_fences or {}  # two-phase, fenced: partition -> its model lock's newest fence
 
     @staticmethod
     def of(item: dict | None) -> DomainState:
         item = item or {}
         return DomainState(num(item, "seq"), item.get("pending", {}).get("SS", []),
-                           item.get("nonce", {}).get("S"), num(item, "fence"))
+                           item.get("nonce", {}).get("S"), num(item, "fence"),
+                           {k[len(MODEL_FENCE):]: int(v["N"]) for k, v in item.items() if k.startswith(MODEL_FENCE)})
 
     def sealed(self, item: dict) -> bool:
         """Is this fenced version sealed (its sequence reached, its commit no longer pending)?"""

@@ -50,10 +50,10 @@ from harness.datastore.backends.s3.index import (
 )
 from harness.datastore.backends.s3.locks import S3LockStore
 from harness.datastore.backends.s3.objects import S3Objects
-from harness.datastore.errors import ConfigError, FencedError, LockLostError
+from harness.datastore.errors import ConfigError, ContentMissingError, FencedError, LockLostError
 from harness.datastore.lock import LockGrant
 from harness.datastore.paths import check_bucket_name
-from harness.work import Work, recording
+from harness.work import Sends, Work, recording, sending
 
 META_RETRIES = 3
 
@@ -138,8 +138,10 @@ class S3Backend:
 
     def get_content(self, meta: FileMeta, work: Work) -> bytes:
         got = self.objects.get(content_rel(meta), work)
+        if got is None:
+            raise ContentMissingError(f"content of {meta.rel_path} (version {meta.version}) is missing")
         work.items_read += 1
-        return got[0] if got else b""
+        return got[0]
 
     def get_contents(self, metas: Sequence[FileMeta], work: Work, *, concurrency: int = 1) -> None:
         self._batches(lambda m, w: self.get_content(m, w), list(metas), work, concurrency)
@@ -455,18 +457,25 @@ class S3Backend:
             raise
         head = {**doc, "commitSeq": seq + 1, "fence": max(int(doc.get("fence", 0)), grant.fence), "cid": cid,
                 "shards": shards}
-        seal_ms = now_ms(self.clock)
+        sent = Sends(lambda: now_ms(self.clock))
         try:
-            new_etag = self.objects.put(cur.head_rel or "", json.dumps(head).encode(), work,
-                                        if_match=etag if fencing else None,
-                                        if_none_match=fencing and etag is None)
+            with sending(self.clock) as sent:
+                new_etag = self.objects.put(cur.head_rel or "", json.dumps(head).encode(), work,
+                                            if_match=etag if fencing else None,
+                                            if_none_match=fencing and etag is None)
         except BaseException as e:
-            if isinstance(e, Exception) and not outcome_unknown(e):  # known not swapped: our shards are garbage
-                self._discard(written, work)
-            cur.head = cur.etag = None
-            if isinstance(e, ClientError) and is_condition_failed(e):
-                raise self._refusal(namespace, grant, cur, work) from e
-            raise  # (a swap that may have landed references them: they stay)
+            refused = isinstance(e, ClientError) and is_condition_failed(e)
+            if refused and self._landed(cur, cid, written, work):
+                # a seal whose answer was lost and which botocore sent again: the first attempt landed (the
+                # retry's 412 is against its own write); the commit is sealed, its shards are the index now
+                new_etag = cur.etag
+            else:
+                if isinstance(e, Exception) and not outcome_unknown(e):  # known not swapped: our shards are garbage
+                    self._discard(written if not refused else self._unreferenced(cur, written), work)
+                if refused:
+                    raise self._refusal(grant, cur) from e
+                cur.head = cur.etag = None
+                raise  # (a swap that may have landed references them: they stay)
         current = cur.seq is not None and cur.seq == seq
         cur.know(head, new_etag)
         cur.fresh_for = grant.nonce
@@ -478,12 +487,24 @@ class S3Backend:
         if current:
             cur.seq = seq + 1
         self._discard(superseded, work)
-        return CommitResult(seq + 1, seq, cid, cur.head_rel or "", seal_ms=seal_ms)
+        return CommitResult(seq + 1, seq, cid, cur.head_rel or "", seal_ms=sent.first, sent_ms=sent.last)
 
-    def _refusal(self, namespace: str | None, grant: LockGrant, cur: S3Cursor, work: Work) -> FencedError:
-        """Why the head swap was refused: a newer holder's fence, or the index moved under this holder."""
+    def _landed(self, cur: S3Cursor, cid: str, written: list[str], work: Work) -> bool:
+        """After a refused seal: is the head this commit's own (its id), or built on it (it names our shards)?"""
         self._read_head(cur, work)
         doc = cur.head or {}
+        return doc.get("cid") == cid or bool(set(doc.get("shards", {}).values()) & set(written))
+
+    @staticmethod
+    def _unreferenced(cur: S3Cursor, written: list[str]) -> list[str]:
+        """Of our new shards, those the current head (just read) does not name: only they may go."""
+        named = set((cur.head or {}).get("shards", {}).values())
+        return [r for r in written if r not in named]
+
+    def _refusal(self, grant: LockGrant, cur: S3Cursor) -> FencedError:
+        """Why the head swap was refused (the head as just read): a newer holder's fence, or the index moved."""
+        doc = cur.head or {}
+        cur.head = cur.etag = None
         if int(doc.get("fence", 0)) > grant.fence:
             return self._fenced(grant, f"is no longer held: fence {doc['fence']} was granted since")
         return self._fenced(grant, "lost the race: the index changed under the commit")

@@ -1,0 +1,276 @@
+"""Reading a DynamoDB datastore's index: what changed since a worker's cursor, as readers see it.
+
+A pull costs what changed, not what the table holds (``per-model``): one
+GetItem of the lock item when nothing was sealed since the worker's own view
+(its own commits included); else the registry (one GetItem) and one Query per
+partition whose last sequence is past what the worker has read. ``legacy`` is
+the bug as it was: every pull reads the whole ``FILE`` partition (swamp's
+queryAllFileMeta, no shortcut). A pull never writes. Removals travel: a
+tombstone is a version like any other (until its partition is pruned), and a
+partition gone from the registry (pruned) or born again is dropped from the
+worker's view whole.
+
+Two things a reader cannot take for granted, each checked before the cursor
+moves (fenced pulls):
+
+- *one sealed state*: a reader that does not hold the commit lock (a plain
+  pull, two-phase's scoped pull) can have its queries straddle a seal, and the
+  collection of what that seal superseded: the view "at" the sequence it read
+  first then lacks entries. So the lock item is read again after the queries;
+  if the sequence moved, the pull starts over (``PULL_TRIES`` times in all);
+- *a GSI that is complete*: on AWS a GSI is read eventually consistently. The
+  registry names, per partition, the newest fenced commit that touched it and
+  one path it wrote; when a partition's query lacks that commit's items, a
+  strongly consistent GetItem of that path's version tells a GSI that is
+  behind (the item exists: query again, after a short wait) from a commit that
+  never landed (it does not: nothing is missing). A pull the GSI never catches
+  up with fails rather than claim a view it does not have.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
+
+from harness.datastore.backends.base import PullResult, partition_of
+from harness.datastore.backends.dynamodb.cursor import DynamoCursor, Known
+from harness.datastore.backends.dynamodb.items import (
+    GSI_NAME,
+    NEWEST,
+    DomainState,
+    Resolved,
+    file_key,
+    registry_key,
+    resolve,
+    s_,
+    seq_sk,
+    version_key,
+)
+from harness.datastore.errors import TornReadError
+from harness.datastore.lock import LockGrant
+from harness.item_size import item_size
+from harness.work import Work, recording
+
+if TYPE_CHECKING:
+    from harness.clock import Clock
+
+PULL_TRIES = 4  # a pull whose queries straddled a seal starts over; so many tries in all
+GSI_TRIES = 4  # queries of a partition whose GSI is behind the registry; so many in all
+GSI_WAIT_S = 0.05  # the first wait before querying a lagging partition again (doubling)
+
+
+class _Moved(Exception):
+    """The sequence moved while the pull's queries ran: its view may be torn; start over."""
+
+
+class GsiBehindError(TornReadError):
+    """The GSI never showed a sealed commit the registry names: the pull cannot vouch for its view."""
+
+
+class DynamoReads:
+    """The pull side of ``DynamoBackend`` (a mixin: it uses the backend's client, table, pool and lock store)."""
+
+    client: Any
+    table: str
+    gsi_layout: str
+    clock: Clock
+    lock_store: Any
+    parallel: Any
+    _states: Any
+
+    def _registry_item(self, namespace: str | None, work: Work) -> dict:
+        with recording(work):
+            out = self.client.get_item(TableName=self.table, Key=registry_key(namespace), ConsistentRead=True)
+        item = out.get("Item") or {}
+        work.items_read += 1 if item else 0
+        if item:
+            name = f"{item['pk']['S']}/{item['sk']['S']}"
+            work.item_bytes[name] = max(work.item_bytes.get(name, 0), item_size(item))
+        return item
+
+    def registry(self, namespace: str | None, work: Work) -> dict[str, tuple[int, int]]:
+        """Registered partitions: ``{partition: (born at, last changed at)}``."""
+        return _parts_of(self._registry_item(namespace, work))
+
+    def partitions(self, namespace: str | None, work: Work) -> list[str]:
+        return sorted(self.registry(namespace, work))
+
+    def _query(self, kwargs: dict, work: Work) -> list[dict]:
+        """Run a paginated GSI query; every item returned counts as read, every page as one index read."""
+        items: list[dict] = []
+        kwargs = dict(kwargs, TableName=self.table, IndexName=GSI_NAME)
+        while True:
+            with recording(work):
+                out = self.client.query(**kwargs)
+            work.queries += 1
+            got = out.get("Items", [])
+            work.items_read += len(got)
+            items.extend(got)
+            if "LastEvaluatedKey" not in out:
+                return items
+            kwargs["ExclusiveStartKey"] = out["LastEvaluatedKey"]
+
+    def _query_partition(self, part: str, after: int, by_seq: bool, work: Work) -> list[dict]:
+        """A partition's index items past ``after``: a sequence (fenced) or a time in ms (swamp's unfenced key)."""
+        low = seq_sk(after + 1) if by_seq else f"{after + 1:013d}"
+        return self._query({"KeyConditionExpression": "gsi1pk = :p AND gsi1sk >= :s",
+                            "ExpressionAttributeValues": {":p": s_(f"FILE#{part}"), ":s": s_(low)}}, work)
+
+    def pull(self, namespace: str | None, since_ms: int, partitions: Iterable[str] | None, work: Work, *,
+             lock_key: str | None = None, cursor: dict | None = None, fencing: bool = True,
+             grant: LockGrant | None = None) -> PullResult:
+        """What changed since this worker's cursor, as readers see it (sealed versions only)."""
+        cur = DynamoCursor.of(cursor)
+        scoped = partitions is not None
+        parts = list(partitions) if partitions is not None else None
+        key = lock_key or self.default_lock_key(namespace)  # type: ignore[attr-defined]
+        with recording(work):
+            for attempt in range(PULL_TRIES):
+                state = self.lock_store.state(key, work)
+                # per-model: nothing sealed since this worker's view, nothing to read. legacy is swamp's
+                # queryAllFileMeta as it was: every pull reads every file item (the sequence shortcut came with the fix)
+                if not scoped and cur.seq is not None and state.seq == cur.seq and self.gsi_layout != "legacy":
+                    return PullResult([], state.seq, short_cut=True)
+                # Under this worker's own grant no other holder can seal: another commit's pending items are dead
+                # for good (safe to delete). Without it they may belong to the holder committing right now.
+                own = grant is not None and not grant.lost and state.nonce == grant.nonce
+                recheck = None if own or not fencing else (lambda: self.lock_store.state(key, work).seq)
+                try:
+                    if self.gsi_layout == "legacy":
+                        res, full = self._pull_legacy(namespace, parts, state, key, cur, own, work, recheck)
+                        dropped: list[str] = []
+                    else:
+                        res, full, dropped = self._pull_partitions(namespace, since_ms, parts, state, key, cur,
+                                                                   fencing, own, work, recheck)
+                except _Moved:
+                    if attempt == PULL_TRIES - 1:
+                        raise TornReadError(f"the index of {namespace or 'the datastore'} kept changing during the "
+                                          f"pull ({PULL_TRIES} tries)") from None
+                    continue
+                return self._absorb(res, cur, namespace, state.seq, scoped, full, dropped)
+        raise AssertionError("unreachable")
+
+    def _pull_legacy(self, namespace: str | None, partitions: list[str] | None, state: DomainState, key: str,
+                     cur: DynamoCursor, own: bool, work: Work, recheck: Any) -> tuple[Resolved, list[str]]:
+        """swamp's queryAllFileMeta: read every file item of every namespace, keep ours on the client."""
+        everything = self._query({"KeyConditionExpression": "gsi1pk = :p",
+                                  "ExpressionAttributeValues": {":p": s_("FILE")}}, work)
+        if recheck is not None and recheck() != state.seq:
+            raise _Moved()
+        root = f"{namespace}/" if namespace else ""
+        wanted = set(partitions) if partitions is not None else None
+        mine = [i for i in everything if i["relPath"]["S"].startswith(root)
+                and (wanted is None or partition_of(i["relPath"]["S"], namespace) in wanted)]
+        res = resolve(mine, self._states(mine, {key: state}, work), _alive(state, own))
+        first = cur.seq is None and not cur.refs and wanted is None  # a first look: everything it sees is new
+        # every entry is read every time: anything the cursor knew that is not there now is gone
+        for rel in [r for r in cur.refs if wanted is None or partition_of(r, namespace) in wanted]:
+            if rel not in res.visible and rel not in res.removed:
+                res.removed[rel] = None  # type: ignore[assignment]
+        return res, ["*"] if first else []
+
+    def _pull_partitions(self, namespace: str | None, since_ms: int, partitions: list[str] | None,
+                         state: DomainState, key: str, cur: DynamoCursor, fencing: bool, own: bool,
+                         work: Work, recheck: Any) -> tuple[Resolved, list[str], list[str]]:
+        full: list[str] = []
+        dropped: list[str] = []
+        reborn: list[str] = []
+        plan: list[tuple[str, int]] = []  # (partition, read past)
+        newest: dict[str, str] = {}
+        if partitions is not None:
+            for p in partitions:
+                seen = cur.parts.get(p)
+                plan.append((p, seen if seen is not None else 0))
+                if seen is None:
+                    full.append(p)
+        else:
+            item = self._registry_item(namespace, work)
+            reg = _parts_of(item)
+            for p, (born, changed) in reg.items():
+                seen = cur.parts.get(p)
+                if seen is None or born > seen:  # new to this worker, or pruned and born again since it looked
+                    plan.append((p, 0))
+                    full.append(p)
+                    if seen is not None:  # what it knew of the old partition is gone with it
+                        reborn.append(p)
+                elif changed > seen:
+                    plan.append((p, seen))
+                if changed <= state.seq and (k := item.get(NEWEST + p)):
+                    newest[p] = k["S"]
+            dropped = [p for p in cur.parts if p not in reg]
+        by_seq = fencing
+
+        def query(job: tuple[str, int], w: Work) -> list[dict]:
+            part, after = job
+            if by_seq or after == 0:
+                got = self._query_partition(part, after if by_seq else -1, by_seq, w)
+                return self._complete(part, after, got, newest.get(part), state, w) if by_seq else got
+            return self._query_partition(part, since_ms, False, w)
+
+        items = [i for got in self.parallel(query, plan, work) for i in got]
+        if recheck is not None and recheck() != state.seq:
+            raise _Moved()
+        res = resolve(items, self._states(items, {key: state}, work), _alive(state, own))
+        for p in reborn:
+            for rel in [r for r in cur.refs if partition_of(r, namespace) == p]:
+                cur.refs.pop(rel)
+        for p, _ in plan:
+            cur.parts[p] = state.seq
+        for p in dropped:
+            cur.parts.pop(p, None)
+        return res, full, dropped
+
+    def _complete(self, part: str, after: int, got: list[dict], newest: str | None, state: DomainState,
+                  work: Work) -> list[dict]:
+        """The partition's items, once they include the newest sealed commit the registry names for it."""
+        if newest is None:
+            return got
+        cid, _, rel = newest.partition("|")
+        wait = GSI_WAIT_S
+        for attempt in range(GSI_TRIES):
+            if cid in state.pending or any(i.get("cid", {}).get("S") == cid for i in got):
+                return got
+            if attempt == 0:  # is that commit's item there at all (a refused commit leaves its registry write)?
+                with recording(work):
+                    out = self.client.get_item(TableName=self.table, Key=version_key(rel, cid), ConsistentRead=True)
+                if "Item" not in out:
+                    return got
+                work.items_read += 1
+            if attempt == GSI_TRIES - 1:
+                break
+            self.clock.sleep(wait)
+            wait *= 2
+            got = self._query_partition(part, after, True, work)
+        raise GsiBehindError(f"the GSI of partition {part} never showed commit {cid} ({GSI_TRIES} queries): "
+                             f"the pull cannot vouch for its view")
+
+    def _absorb(self, res: Resolved, cur: DynamoCursor, namespace: str | None, seq: int, scoped: bool,
+                full: list[str], dropped: list[str]) -> PullResult:
+        """The cursor takes in what the pull saw; the result lists what the worker's view must change."""
+        changed = []
+        for rel, v in res.visible.items():
+            known = cur.refs.get(rel)
+            if known is None or known.sk != v.ref or known.meta != v.meta:  # (swamp's entries change in place)
+                changed.append(v.meta)
+            cur.refs[rel] = Known(v.ref, v.meta)
+        removed = []
+        for rel in res.removed:
+            removed.append(rel)
+            cur.refs.pop(rel, None)
+        DynamoCursor.add(cur.garbage, [file_key(v.rel, v.ref) for v in [*res.superseded, *res.dead]])
+        for p in dropped:
+            for rel in [r for r in cur.refs if partition_of(r, namespace) == p]:
+                cur.refs.pop(rel)
+        if not scoped:
+            cur.seq = seq
+        return PullResult(changed, seq, removed=removed, dropped=dropped, full=full)
+
+
+def _parts_of(item: dict) -> dict[str, tuple[int, int]]:
+    return {k[2:]: (int(item.get(f"b:{k[2:]}", {}).get("N", 0)), int(v["N"]))
+            for k, v in item.items() if k.startswith("c:")}
+
+
+def _alive(state: DomainState, own: bool) -> frozenset[str] | None:
+    """Pending commit ids that may still seal: none but this worker's own claim when it holds the lock."""
+    return frozenset() if own else None
