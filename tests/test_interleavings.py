@@ -204,6 +204,26 @@ def test_5_a_gsi_that_missed_a_tombstone_does_not_undo_the_delete(aws, clock):
     assert report["violations"] == 0, report["details"]
 
 
+def test_5_a_two_phase_scoped_pull_waits_for_a_lagging_gsi(aws, clock):
+    """The model's next holder pulls it scoped, with the previous holder's newest version hidden from the query:
+    it must not commit over a view that missed that commit (the checker: a stale view, a lost update)."""
+    events: list[dict] = []
+    a, b = pair(aws, clock, "per-model", events, sync="two-phase")
+    a.sync_run("m0", "get_uptime", 100, [])
+    clock.advance(0.1)
+    a.sync_run("m0", "get_uptime", 100, [])  # latest: version 2
+    clock.advance(0.1)
+    hidden = hide_newest_from_gsi(b.backend.client,
+                                  lambda p: p["ExpressionAttributeValues"][":p"]["S"].endswith("/system/m0"))
+    b.sync_run("m0", "get_uptime", 100, [])
+    assert hidden, "nothing was hidden"
+    assert hidden[0]["relPath"]["S"] in b.local, "the pull took the lagging GSI's answer as the partition"
+    latest = next(p for p in b.local if p.endswith("/uptime/latest"))
+    assert b.local[latest].version == 3
+    report = check(events, snapshot(a.backend))
+    assert report["violations"] == 0, report["details"]
+
+
 def test_6_a_dynamodb_reader_without_the_lock_sees_one_sealed_state(aws, clock):
     """A fresh reader's GSI query runs while a writer seals sequence 2 and collects the version it replaced: its
     view "at 1" must not lack the entry (old code: no ``latest`` at all); the checker sees torn views."""

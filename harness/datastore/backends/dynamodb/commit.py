@@ -235,10 +235,13 @@ class FencedCommit:
         """Touched partitions, before anything is written (pruned ones are removed after the seal)."""
         if self.be.gsi_layout != "per-model":
             return
-        newest: dict[str, str] = {}
+        count: dict[str, int] = {}
+        first: dict[str, str] = {}
         for m in [*upserts, *removals]:
             if (p := partition_of(m.rel_path, self.ns)) and p not in forget:
-                newest.setdefault(p, f"{self.cid}|{m.rel_path}")
+                count[p] = count.get(p, 0) + 1
+                first.setdefault(p, m.rel_path)
+        newest = {p: f"{self.cid}|{n}|{first[p]}" for p, n in count.items()}
         for update, cond, names, values in registry_update(set(newest), [], seq, conditional=True, newest=newest):
             try:
                 self.be.client.update_item(TableName=self.be.table, Key=registry_key(self.ns),

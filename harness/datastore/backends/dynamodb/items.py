@@ -21,8 +21,9 @@ Items (pk / sk):
   (its size and chunk count) and ``BLOB#<7-digit index>`` chunks, rewritten in place;
 - partition registry ``PARTITIONS#registry[#<ns>]`` / ``LIST``: per partition,
   ``c:<partition>`` (the last sequence that touched it), ``b:<partition>``
-  (the sequence it was born at) and ``k:<partition>`` (that commit's id and one
-  path it wrote: a pull whose GSI query misses it knows the GSI is behind), so
+  (the sequence it was born at) and ``k:<partition>`` (that commit's id, how
+  many items it wrote there and one of their paths: a pull whose GSI query
+  shows fewer knows the GSI is behind), so
   a pull queries only what changed and learns which partitions were removed or
   re-created; ``forgot``, the sequence of the newest prune that removed
   partitions (a commit older than it may not list a partition again). A namespace's registry
@@ -57,7 +58,7 @@ BLOB_SK = "BLOB"
 SEQ_DIGITS = 12
 MODEL_FENCE = "m:"  # on a commit domain's lock item: ``m:<partition>``, the newest fence of that model's lock
 FORGOT = "forgot"  # on a registry item: the sequence of the newest prune that removed partitions from it
-NEWEST = "k:"  # on a registry item: ``k:<partition>`` = ``<cid>|<path>``, the newest fenced commit that touched it
+NEWEST = "k:"  # registry: ``k:<partition>`` = ``<cid>|<items>|<path>``, the newest fenced commit that touched it
 OWNER_ITEM_KEY = {"pk": {"S": "HARNESS#owner"}, "sk": {"S": "TAGS"}}
 
 

@@ -19,12 +19,15 @@ moves (fenced pulls):
   first then lacks entries. So the lock item is read again after the queries;
   if the sequence moved, the pull starts over (``PULL_TRIES`` times in all);
 - *a GSI that is complete*: on AWS a GSI is read eventually consistently. The
-  registry names, per partition, the newest fenced commit that touched it and
-  one path it wrote; when a partition's query lacks that commit's items, a
-  strongly consistent GetItem of that path's version tells a GSI that is
-  behind (the item exists: query again, after a short wait) from a commit that
-  never landed (it does not: nothing is missing). A pull the GSI never catches
-  up with fails rather than claim a view it does not have.
+  registry names, per partition, the newest fenced commit that touched it, how
+  many items it wrote there and one of their paths; when a partition's query
+  shows fewer of that commit's items, the GSI is behind: query again, after a
+  short wait. When it shows none, a strongly consistent GetItem of that path's
+  version tells a GSI that is behind (the item exists) from a commit that never
+  landed (it does not: nothing is missing). A pull the GSI never catches
+  up with fails rather than claim a view it does not have. A scoped pull
+  (two-phase) reads the registry for this too: one GetItem more than before.
+  The legacy layout's one ``FILE`` partition has no such record.
 """
 
 from __future__ import annotations
@@ -178,11 +181,15 @@ class DynamoReads:
         plan: list[tuple[str, int]] = []  # (partition, read past)
         newest: dict[str, str] = {}
         if partitions is not None:
+            # fenced: the registry too (one GetItem), for the newest commit of each partition (see _complete)
+            item = self._registry_item(namespace, work) if fencing else {}
             for p in partitions:
                 seen = cur.parts.get(p)
                 plan.append((p, seen if seen is not None else 0))
                 if seen is None:
                     full.append(p)
+                if (k := item.get(NEWEST + p)) and int(item.get(f"c:{p}", {}).get("N", 0)) <= state.seq:
+                    newest[p] = k["S"]
         else:
             item = self._registry_item(namespace, work)
             reg = _parts_of(item)
@@ -204,7 +211,7 @@ class DynamoReads:
             part, after = job
             if by_seq or after == 0:
                 got = self._query_partition(part, after if by_seq else -1, by_seq, w)
-                return self._complete(part, after, got, newest.get(part), state, w) if by_seq else got
+                return self._complete(part, after, got, newest.get(part), state, key, w) if by_seq else got
             return self._query_partition(part, since_ms, False, w)
 
         items = [i for got in self.parallel(query, plan, work) for i in got]
@@ -220,18 +227,27 @@ class DynamoReads:
             cur.parts.pop(p, None)
         return res, full, dropped
 
-    def _complete(self, part: str, after: int, got: list[dict], newest: str | None, state: DomainState,
+    def _complete(self, part: str, after: int, got: list[dict], newest: str | None, state: DomainState, key: str,
                   work: Work) -> list[dict]:
-        """The partition's items, once they include the newest sealed commit the registry names for it."""
+        """The partition's items, once they hold every item of the newest sealed commit the registry names.
+
+        Fewer may also mean a newer commit sealed meanwhile and collected what it superseded: then the pull
+        starts over (``_Moved``), whoever holds the lock.
+        """
         if newest is None:
             return got
-        cid, _, rel = newest.partition("|")
+        cid, n, rel = _newest(newest)
+        if cid in state.pending:  # not sealed: invisible whatever the GSI shows
+            return got
         wait = GSI_WAIT_S
         for attempt in range(GSI_TRIES):
-            if cid in state.pending or any(i.get("cid", {}).get("S") == cid for i in got):
+            seen = sum(1 for i in got if i.get("cid", {}).get("S") == cid)
+            if seen >= n:
                 return got
-            if attempt == 0:  # is that commit's item there at all (a refused commit leaves its registry write)?
-                with recording(work):
+            if self.lock_store.state(key, work).seq != state.seq:
+                raise _Moved()
+            if attempt == 0 and seen == 0:  # is that commit's item there at all (a refused commit leaves its
+                with recording(work):      # registry write; its items were undone)?
                     out = self.client.get_item(TableName=self.table, Key=version_key(rel, cid), ConsistentRead=True)
                 if "Item" not in out:
                     return got
@@ -241,8 +257,8 @@ class DynamoReads:
             self.clock.sleep(wait)
             wait *= 2
             got = self._query_partition(part, after, True, work)
-        raise GsiBehindError(f"the GSI of partition {part} never showed commit {cid} ({GSI_TRIES} queries): "
-                             f"the pull cannot vouch for its view")
+        raise GsiBehindError(f"the GSI of partition {part} never showed all {n} item(s) of commit {cid} "
+                             f"({GSI_TRIES} queries): the pull cannot vouch for its view")
 
     def _absorb(self, res: Resolved, cur: DynamoCursor, namespace: str | None, seq: int, scoped: bool,
                 full: list[str], dropped: list[str]) -> PullResult:
@@ -269,6 +285,12 @@ class DynamoReads:
 def _parts_of(item: dict) -> dict[str, tuple[int, int]]:
     return {k[2:]: (int(item.get(f"b:{k[2:]}", {}).get("N", 0)), int(v["N"]))
             for k, v in item.items() if k.startswith("c:")}
+
+
+def _newest(value: str) -> tuple[str, int, str]:
+    """A registry ``k:`` value: (commit id, its items in the partition, one of their paths)."""
+    cid, n, rel = value.split("|", 2)
+    return cid, int(n), rel
 
 
 def _alive(state: DomainState, own: bool) -> frozenset[str] | None:
