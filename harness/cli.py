@@ -149,6 +149,19 @@ def build_parser() -> argparse.ArgumentParser:
                     help="read the state from the run's table/bucket now, at the endpoint its plan.json records")
     ck.add_argument("--aws", action="store_true", help="with --live: the run's table/bucket are on AWS itself")
 
+    ex = sub.add_parser("explore", help="every request boundary of the datastore's operations, disturbed one at a "
+                                        "time (freeze, lost answer, crash, GSI lag), each history checked (exit 3 "
+                                        "when a schedule violates)")
+    ex.add_argument("--backend", choices=["dynamodb", "s3"], help="one backend (default both)")
+    ex.add_argument("--sync", choices=["one-lock", "two-phase"], help="one sync profile (default both)")
+    ex.add_argument("--layout", help="one layout: per-model or legacy (DynamoDB), sharded or monolith (S3); "
+                                     "default every layout")
+    ex.add_argument("--fencing", choices=["on", "off"], default="on", help="off: swamp's own commit (default on)")
+    ex.add_argument("--ops", help="comma-separated: sync, model-run, delete, prune, pull (default all)")
+    ex.add_argument("--quick", action="store_true",
+                    help="the default layout only, fewer of the other actor's operations (CI: minutes)")
+    ex.add_argument("--run-dir", help="where explore.json and its page go (default runs/explore-<time>)")
+
     journal_help = "the job journal (default runs/jobs/jobs.db, or $HARNESS_JOBS_DIR/jobs.db)"
     sd = sub.add_parser("seed", help="pre-age a datastore (paced): N models x M versions per namespace, K orphaned")
     sd.add_argument("scenario")
@@ -364,6 +377,11 @@ def main(argv: list[str] | None = None) -> int:
             from harness.commands.check import cmd_check
 
             return cmd_check(args.run_dir, args.live, args.aws)
+        if args.command == "explore":
+            from harness.commands.explore import cmd_explore
+
+            return cmd_explore(args.backend, args.sync, args.layout, args.fencing, args.ops, args.quick,
+                               args.run_dir)
         if args.command == "worker":
             from harness.commands.distributed import exec_worker
 

@@ -321,6 +321,7 @@ class Datastore:
                 if scope is None or partition_of(r, self.ns) in scope]
         self.record({"type": "pull", "holder": self.holder, "namespace": self.ns, "domain": self.lock_key(),
                      "seq": seq, "scope": sorted(scope) if scope is not None else None, "invoke_ms": start,
+                     "fencing": self.cfg.fencing,
                      "complete_ms": now_ms(self.clock), "view": view[:VIEW_LIMIT], "view_size": len(view)})
 
     def _forget(self, res: PullResult) -> None:

@@ -11,7 +11,10 @@ holding one a sealed delete removed — was read across a seal: *torn*.
 
 Only paths the history decides are judged: a path touched by a commit whose
 outcome is unknown (indeterminate), or by none at all (seeded data), is
-skipped; so is a view recorded only by its size (too large to keep).
+skipped; so is a view recorded only by its size (too large to keep), and an
+unfenced one: swamp's own entries change in place before its sequence moves,
+so its views have no sealed state to be measured against (its damage shows as
+lost writes and stale views instead).
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ from harness.datastore.backends.base import partition_of
 
 def torn_reads(events: list[dict]) -> list[dict]:
     """Every pull whose view is no sealed state (at most one finding per pull, the first few paths named)."""
-    pulls = [e for e in events if e.get("type") == "pull" and e.get("view") is not None
+    pulls = [e for e in events if e.get("type") == "pull" and e.get("view") is not None and e.get("fencing", True)
              and len(e["view"]) == e.get("view_size", len(e["view"]))]
     if not pulls:
         return []

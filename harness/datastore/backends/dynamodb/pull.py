@@ -14,10 +14,13 @@ Two things a reader cannot take for granted, each checked before the cursor
 moves (fenced pulls):
 
 - *one sealed state*: a reader that does not hold the commit lock (a plain
-  pull, two-phase's scoped pull) can have its queries straddle a seal, and the
-  collection of what that seal superseded: the view "at" the sequence it read
-  first then lacks entries. So the lock item is read again after the queries;
-  if the sequence moved, the pull starts over (``PULL_TRIES`` times in all);
+  pull, two-phase's scoped pull), or a holder whose grant runs out mid-pull
+  (frozen), can have its queries straddle a seal, and the collection of what
+  that seal superseded: the view "at" the sequence it read first then lacks
+  entries. So the lock item is read again after the queries (one GetItem); if
+  the sequence moved, or a holder's grant changed hands, the pull starts over
+  (``PULL_TRIES`` times in all). (Found by ``harness explore``: a holder frozen
+  at its pull's registry read.)
 - *a GSI that is complete*: on AWS a GSI is read eventually consistently. The
   registry names, per partition, the newest fenced commit that touched it, how
   many items it wrote there and one of their paths; when a partition's query
@@ -137,7 +140,11 @@ class DynamoReads:
                 # Under this worker's own grant no other holder can seal: another commit's pending items are dead
                 # for good (safe to delete). Without it they may belong to the holder committing right now.
                 own = grant is not None and not grant.lost and state.nonce == grant.nonce
-                recheck = None if own or not fencing else (lambda: self.lock_store.state(key, work).seq)
+                # read again after the queries: the same sequence, and (own) the same holder all along. A grant
+                # can run out mid-pull (a frozen holder); then another holder's seal, or its pending items taken
+                # for dead, would be read across.
+                recheck = (lambda state=state, own=own: _same(self.lock_store.state(key, work), state, own)) \
+                    if fencing else None
                 try:
                     if self.gsi_layout == "legacy":
                         res, full = self._pull_legacy(namespace, parts, state, key, cur, own, work, recheck)
@@ -158,7 +165,7 @@ class DynamoReads:
         """swamp's queryAllFileMeta: read every file item of every namespace, keep ours on the client."""
         everything = self._query({"KeyConditionExpression": "gsi1pk = :p",
                                   "ExpressionAttributeValues": {":p": s_("FILE")}}, work)
-        if recheck is not None and recheck() != state.seq:
+        if recheck is not None and not recheck():
             raise _Moved()
         root = f"{namespace}/" if namespace else ""
         wanted = set(partitions) if partitions is not None else None
@@ -215,7 +222,7 @@ class DynamoReads:
             return self._query_partition(part, since_ms, False, w)
 
         items = [i for got in self.parallel(query, plan, work) for i in got]
-        if recheck is not None and recheck() != state.seq:
+        if recheck is not None and not recheck():
             raise _Moved()
         res = resolve(items, self._states(items, {key: state}, work), _alive(state, own))
         for p in reborn:
@@ -285,6 +292,11 @@ class DynamoReads:
 def _parts_of(item: dict) -> dict[str, tuple[int, int]]:
     return {k[2:]: (int(item.get(f"b:{k[2:]}", {}).get("N", 0)), int(v["N"]))
             for k, v in item.items() if k.startswith("c:")}
+
+
+def _same(now: DomainState, then: DomainState, own: bool) -> bool:
+    """Nothing sealed between two reads of the lock item (and, for a holder's own pull, no other grant)."""
+    return now.seq == then.seq and (not own or now.nonce == then.nonce)
 
 
 def _newest(value: str) -> tuple[str, int, str]:

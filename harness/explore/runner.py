@@ -1,0 +1,62 @@
+"""Run an exploration: every target's operations, every schedule, a progress line now and then, the totals."""
+
+from __future__ import annotations
+
+import os
+import time
+from collections import Counter
+from collections.abc import Callable
+from typing import Any
+
+from harness.explore.schedules import Schedule, learn, ops_for, replay, schedules, targets
+from harness.explore.world import Lab, Target
+
+QUICK_OPS = ("sync", "model-run", "delete", "prune")
+
+
+def explore(*, backend: str | None, sync: str | None, layout: str | None, fencing: bool,
+            ops: list[str] | None, quick: bool, progress: Callable[[str], None] = lambda _m: None) -> dict[str, Any]:
+    """Explore in-process (moto's mock, fake credentials): the JSON of ``explore.json``."""
+    for var in ("AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_DYNAMODB", "AWS_ENDPOINT_URL_S3", "AWS_PROFILE"):
+        os.environ.pop(var, None)  # in-process only: never an endpoint, never a profile's credentials
+    os.environ.update(AWS_ACCESS_KEY_ID="explore", AWS_SECRET_ACCESS_KEY="explore",  # noqa: S105 - moto's
+                      AWS_DEFAULT_REGION=os.environ.get("AWS_DEFAULT_REGION", "us-east-1"))
+    import boto3
+    from moto import mock_aws
+
+    started = time.monotonic()
+    done: list[Schedule] = []
+    with mock_aws():
+        lab = Lab(boto3.Session(region_name=os.environ["AWS_DEFAULT_REGION"]))
+        for target in targets(backend, sync, layout, fencing, quick):
+            for op in [o for o in ops_for(target.sync) if (ops is None or o in ops)
+                       and (not quick or o in QUICK_OPS)]:
+                seq = learn(target, op, lab)
+                batch = list(schedules(target, op, seq, quick))
+                bad = 0
+                for s in batch:
+                    done.append(replay(s, lab))
+                    bad += s.violations > 0
+                progress(f"{target.name} {op}: {len(seq)} requests, {len(batch)} schedules, {bad} violating "
+                         f"({time.monotonic() - started:.0f} s)")
+    return summarize(done, time.monotonic() - started, quick)
+
+
+def summarize(done: list[Schedule], seconds: float, quick: bool) -> dict[str, Any]:
+    """Totals per target, operation and disturbance; the schedules, violating ones first."""
+    per: Counter[tuple[str, str, str]] = Counter()
+    bad: Counter[tuple[str, str, str]] = Counter()
+    for s in done:
+        key = (s.target.name, s.op, s.disturbance)
+        per[key] += 1
+        bad[key] += s.violations > 0
+    ordered = sorted(done, key=lambda s: (s.violations == 0, s.target.name, s.op, s.boundary))
+    return {"quick": quick, "seconds": round(seconds, 1), "explored": len(done),
+            "violating": sum(1 for s in done if s.violations),
+            "targets": sorted({s.target.name for s in done}),
+            "totals": [{"target": t, "op": o, "disturbance": d, "schedules": n, "violating": bad[(t, o, d)]}
+                       for (t, o, d), n in sorted(per.items())],
+            "schedules": [s.as_json() for s in ordered]}
+
+
+__all__ = ["Target", "explore"]

@@ -1,0 +1,171 @@
+"""Schedules: one operation of actor A, one disturbance at one of its request boundaries, actor B around it.
+
+Each schedule is replayed in a world of its own (``world.py``): a prelude
+gives both actors the models (A runs m0 and m1, B runs m0; for ``prune``, A
+has deleted m1), A's operation runs with the disturbance at boundary k, B
+runs its operation where the disturbance lets it (a freeze, a crash), both
+actors then sync m0 once more (a full commit writes back whatever a stale view
+still holds), and the checker judges the history against the final state.
+
+A schedule holds a single disturbance at a single boundary, so it is its own
+shrunk form: its ``steps`` say it in words, e.g. ``A: sync, request 7 of 9
+(UpdateItem seal) frozen 7 s``, ``B: sync m0``, ``A resumes``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from harness.datastore.model import MODEL_TYPE
+from harness.explore.faults import DISTURBANCES, Crash
+from harness.explore.world import LAYOUTS, LOCK, Lab, Target, World, new_world
+from harness.safety.checker import check
+from harness.safety.state import snapshot
+from harness.work import Work
+
+OPS = ("sync", "model-run", "delete", "prune", "pull")
+# what B does while A is frozen or after A crashed: each is a schedule of its own (crash: all of them, in turn)
+B_OPS: dict[str, Callable[[Any], None]] = {
+    "sync m0": lambda s: s.sync_run("m0", "get_load", 100, []),
+    "delete m0, prune": lambda s: (s.delete_model("m0", []), s.prune([])),
+    "sync m1": lambda s: s.sync_run("m1", "get_load", 100, []),  # re-creates m1 where A deleted it
+}
+QUICK_B_OPS = ("sync m0",)
+FREEZE_S = 2 * LOCK.ttl_s + 1  # past the model lock's and the global lock's TTL
+
+
+def ops_for(sync: str) -> tuple[str, ...]:
+    """``sync`` is the one-lock profile's run, ``model-run`` the two-phase one's."""
+    return tuple(o for o in OPS if o != ("model-run" if sync == "one-lock" else "sync"))
+
+
+def prelude(w: World, op: str) -> None:
+    """Both actors know m0; for ``prune``, A ran m1 and deleted it (its data are the orphan)."""
+    w.a.sync_run("m0", "get_uptime", 100, [])
+    w.b.sync_run("m0", "get_uptime", 100, [])
+    if op == "prune":
+        w.a.sync_run("m1", "get_uptime", 100, [])
+        w.a.delete_model("m1", [])
+    w.clock.advance(0.1)
+
+
+def run_op(w: World, op: str) -> None:
+    if op in ("sync", "model-run"):
+        w.a.sync_run("m0", "get_memory", 100, [])
+    elif op == "delete":
+        w.a.delete_model("m0", [])
+    elif op == "prune":
+        w.a.prune([])
+    else:
+        w.a.pull(Work())
+
+
+@dataclass
+class Schedule:
+    target: Target
+    op: str
+    boundary: int  # 0-based: before A's request ``boundary`` of its operation
+    requests: int
+    request: str  # that request, in words
+    disturbance: str
+    other: str | None  # B's operation (freeze, crash), or None
+    steps: list[str] = field(default_factory=list)
+    violations: int = 0
+    findings: dict[str, int] = field(default_factory=dict)
+    error: str | None = None
+
+    def as_json(self) -> dict[str, Any]:
+        return {"target": self.target.name, "backend": self.target.backend, "sync": self.target.sync,
+                "layout": self.target.layout, "fencing": self.target.fencing, "op": self.op,
+                "boundary": self.boundary + 1, "requests": self.requests, "request": self.request,
+                "disturbance": self.disturbance, "other": self.other, "violations": self.violations,
+                "findings": self.findings, "steps": self.steps, "error": self.error}
+
+
+def learn(target: Target, op: str, lab: Lab) -> list[str]:
+    """A's request sequence for ``op`` (after the prelude), undisturbed: one label per request."""
+    w = new_world(target, lab)
+    tape = lab.tape(target)
+    prelude(w, op)
+    tape.arm()
+    run_op(w, op)
+    tape.disarm()
+    return tape.seen
+
+
+def schedules(target: Target, op: str, seq: list[str], quick: bool) -> Iterator[Schedule]:
+    others = QUICK_B_OPS if quick else tuple(B_OPS)
+    for k, request in enumerate(seq):
+        for d in DISTURBANCES:
+            if d == "gsi-lag" and not (target.backend == "dynamodb" and request == "Query GSI"):
+                continue
+            if d == "freeze":
+                for other in others:
+                    yield Schedule(target, op, k, len(seq), request, d, other)
+            else:
+                yield Schedule(target, op, k, len(seq), request, d, "crash" if d == "crash" else None)
+
+
+def _quietly(fn: Callable[[], Any]) -> str | None:
+    """Run an actor's step; its failure (a refusal, a timeout) is part of the schedule, not the explorer's."""
+    try:
+        fn()
+    except Crash:
+        return "crashed"
+    except Exception as e:  # noqa: BLE001 - recorded in the schedule's steps
+        return f"{type(e).__name__}: {str(e)[:120]}"
+    return None
+
+
+def replay(s: Schedule, lab: Lab) -> Schedule:
+    """Run one schedule in a fresh world and check it."""
+    w = new_world(s.target, lab)
+    tape = lab.tape(s.target)
+    prelude(w, s.op)
+    where = f"A: {s.op}, request {s.boundary + 1} of {s.requests} ({s.request})"
+    b_ops = [s.other] if s.other in B_OPS else list(B_OPS) if s.disturbance == "crash" else []
+
+    def b_runs() -> None:
+        w.clock.advance(FREEZE_S)
+        for name in b_ops:
+            got = _quietly(lambda name=name: B_OPS[name](w.b))
+            s.steps.append(f"B: {name}" + (f" ({got})" if got else ""))
+
+    what = {"freeze": f"frozen {FREEZE_S:g} s", "lost-answer": "lands, its answer lost (botocore retries)",
+            "crash": "crashed there for good", "gsi-lag": "misses its newest item"}[s.disturbance]
+    s.steps.append(f"{where} {what}")
+    tape.arm(s.boundary, s.disturbance, on_freeze=b_runs if s.disturbance == "freeze" else None)
+    got = _quietly(lambda: run_op(w, s.op))
+    tape.disarm()
+    tape.reset()  # (the crashed actor's client serves the next schedule)
+    if s.disturbance == "crash":
+        b_runs()
+    elif s.disturbance == "freeze":
+        s.steps.append("A resumes" + (f" ({got})" if got else ""))
+    elif got:
+        s.steps.append(f"A: {got}")
+    w.clock.advance(0.1)
+    _quietly(lambda: w.b.sync_run("m0", "get_uptime", 100, []))  # a full commit writes back what a stale view holds
+    report = check(w.events, snapshot(w.backend))
+    s.violations = report["violations"]
+    s.findings = {k: report[k] for k in ("lost", "phantom", "corrupt", "sequence_anomalies", "unsafe_overlaps",
+                                         "lease_overlaps", "torn_reads") if report[k]}
+    if s.violations:
+        s.steps.append(": ".join(("then", ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in s.findings.items()))))
+    return s
+
+
+def targets(backend: str | None, sync: str | None, layout: str | None, fencing: bool,
+            quick: bool = False) -> list[Target]:
+    """What to explore: the asked-for backend, profile and layout, or every one (quick: each backend's first)."""
+    out = []
+    for be in ([backend] if backend else ["dynamodb", "s3"]):
+        for prof in ([sync] if sync else ["one-lock", "two-phase"]):
+            for lay in ([layout] if layout else LAYOUTS[be][:1] if quick else LAYOUTS[be]):
+                out.append(Target(be, prof, lay, fencing))
+    return out
+
+
+__all__ = ["MODEL_TYPE", "OPS", "Schedule", "learn", "replay", "schedules", "targets"]

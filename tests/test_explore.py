@@ -1,0 +1,117 @@
+"""harness explore: its arguments, its schedules, and the quick exploration of each backend and fencing mode.
+
+The quick runs are real ``harness explore`` processes (each minutes at most): fenced, no schedule violates;
+unfenced (swamp's own commit), violating schedules are named on both sync profiles, step by step.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from harness.errors import HarnessError
+from harness.explore.faults import label
+from harness.explore.schedules import ops_for, schedules, targets
+from harness.explore.world import Target
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_the_targets_cover_every_backend_profile_and_layout_unless_asked():
+    names = [t.name for t in targets(None, None, None, True)]
+    assert len(names) == 8 and "s3/two-phase/monolith/fencing-on" in names
+    assert [t.name for t in targets("s3", "one-lock", None, False, quick=True)] == ["s3/one-lock/sharded/fencing-off"]
+    assert ops_for("one-lock") == ("sync", "delete", "prune", "pull")
+    assert ops_for("two-phase") == ("model-run", "delete", "prune", "pull")
+
+
+def test_every_boundary_gets_every_disturbance_and_gsi_lag_only_on_a_dynamodb_gsi_query():
+    seq = ["UpdateItem grant", "Query GSI", "UpdateItem seal"]
+    got = list(schedules(Target("dynamodb", "one-lock", "per-model", True), "sync", seq, quick=False))
+    by = {(s.boundary, s.disturbance) for s in got}
+    assert by == {(k, d) for k in range(3) for d in ("freeze", "lost-answer", "crash")} | {(1, "gsi-lag")}
+    assert sum(s.disturbance == "freeze" for s in got) == 3 * 3  # each of B's three operations
+    s3 = list(schedules(Target("s3", "one-lock", "sharded", True), "sync", ["Query GSI"], quick=True))
+    assert {s.disturbance for s in s3} == {"freeze", "lost-answer", "crash"}
+
+
+def test_requests_are_labelled_by_what_they_touch():
+    assert label("UpdateItem", {"UpdateExpression": "SET #s = :new DELETE pending :c",
+                                "Key": {"pk": {"S": "LOCK#x"}}}) == "UpdateItem seal"
+    assert label("UpdateItem", {"UpdateExpression": "SET #c0 = :s", "Key": {"pk": {"S": "PARTITIONS#registry#w1"}}}) \
+        == "UpdateItem registry"
+    assert label("PutObject", {"Key": "w1/_index/_meta.json"}) == "PutObject head"
+    assert label("Query", {"IndexName": "gsi1"}) == "Query GSI"
+
+
+@pytest.mark.parametrize("argv, words", [
+    (["--layout", "monolith", "--backend", "dynamodb"], "layout 'monolith' is s3's"),
+    (["--layout", "nope"], "unknown layout 'nope'"),
+    (["--ops", "sync,frob"], "unknown operation frob in --ops"),
+    (["--ops", "model-run", "--sync", "one-lock"], "nothing to explore under --sync one-lock"),
+])
+def test_bad_input_is_one_line_and_exit_2(argv, words, capsys):
+    from harness.cli import main
+
+    assert main(["explore", *argv]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and words in err[0], err
+
+
+def test_check_args_accepts_what_it_should():
+    from harness.commands.explore import check_args
+
+    assert check_args("s3", None, "monolith", "sync,delete") == ["sync", "delete"]
+    with pytest.raises(HarnessError):
+        check_args(None, None, None, " , ")
+
+
+@pytest.mark.e2e
+@pytest.mark.parametrize("backend", ["dynamodb", "s3"])
+@pytest.mark.parametrize("fencing", ["on", "off"])
+def test_quick_exploration(tmp_path, backend, fencing):
+    out = tmp_path / "ex"
+    proc = subprocess.run([sys.executable, "-m", "harness", "explore", "--quick", "--backend", backend,
+                           "--fencing", fencing, "--run-dir", str(out)], capture_output=True, text=True, cwd=ROOT,
+                          timeout=900)
+    result = json.loads((out / "explore.json").read_text())
+    assert result["quick"] and result["explored"] == len(result["schedules"]) >= 100
+    for s in result["schedules"]:
+        assert {"op", "boundary", "disturbance", "violations", "steps"} <= set(s)
+        assert 1 <= s["boundary"] <= s["requests"] and s["steps"][0].startswith(f"A: {s['op']}, request ")
+    ops = {(s["sync"], s["op"]) for s in result["schedules"]}
+    assert {("one-lock", "sync"), ("two-phase", "model-run"), ("one-lock", "prune"), ("two-phase", "delete")} <= ops
+    page = (out / "explore.html").read_text()
+    if fencing == "on":
+        bad = [s["steps"] for s in result["schedules"] if s["violations"]]
+        assert proc.returncode == 0 and result["violating"] == 0, (proc.stderr[-2000:], bad[:5])
+        assert "No schedule violates" in page
+    else:  # swamp's lock has no fence: both profiles' holes are named, and listed first
+        assert proc.returncode == 3, proc.stderr[-2000:]
+        violating = [s for s in result["schedules"] if s["violations"]]
+        assert {s["sync"] for s in violating} == {"one-lock", "two-phase"}
+        assert result["schedules"][0]["violations"] > 0
+        assert any("frozen" in step for s in violating for step in s["steps"])
+        assert page.index("Violating schedules") < page.index("What was explored")
+        assert "violates:" in proc.stderr
+
+
+def test_found_by_the_explorer_a_holder_frozen_mid_pull_reads_no_torn_view(aws):
+    """The explorer's first fenced find: A's pull, under A's own grant, froze at its registry read past its TTL;
+    B took the lock and committed; A's queries then read B's seal across (the view "at" A's sequence lacked what
+    B's seal had superseded and collected). A fenced pull now reads the lock item again after its queries."""
+    from harness.explore.schedules import Schedule, learn, replay
+    from harness.explore.world import Lab
+    from tests.conftest import SESSION
+
+    lab = Lab(SESSION)
+    target = Target("dynamodb", "one-lock", "per-model", True)
+    seq = learn(target, "sync", lab)
+    k = seq.index("GetItem registry")
+    s = replay(Schedule(target, "sync", k, len(seq), seq[k], "freeze", "sync m0"), lab)
+    assert s.steps[0] == f"A: sync, request {k + 1} of {len(seq)} (GetItem registry) frozen 7 s"
+    assert s.violations == 0, s.steps
