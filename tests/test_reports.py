@@ -12,14 +12,14 @@ import pandas as pd
 import pytest
 from PIL import Image
 
+from bench.synthetic import make_rows, make_run, run_info
 from harness.errors import HarnessError
-from reports import build, compute, figures
-from reports.build import build_report
-from reports.compare import compare
-from reports.findings import findings
+from reports.compare.compare import compare
 from reports.load import find_runs, open_run
-from reports.synthetic import make_rows, make_run, run_info
-from reports.verdict import run_span
+from reports.run import build, compute, figures
+from reports.run.build import build_report
+from reports.run.findings import findings
+from reports.run.verdict import run_span
 
 T = 3600.0
 LOCK_MSG = "Lock timeout after 1000ms on key: dynamodb://harness-legacy-gsi-table"
@@ -196,7 +196,7 @@ def test_the_report_names_each_services_stand_in_and_its_version(tmp_path):
 
 
 def test_checks_use_the_reports_numbers_and_catch_a_hang_at_the_end(tmp_path):
-    from reports.checks import evaluate
+    from reports.run.checks import evaluate
 
     checks = {"max_failure_ratio": 0.5, "min_rate_last_window": 1.0, "window_s": 10.0}
     rows = make_rows(workers=4, duration_s=120.0, rate=lambda t: np.where(t < 100, 1.25, 0.0))

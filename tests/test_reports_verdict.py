@@ -13,9 +13,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from reports import verdict
-from reports.findings import findings
-from reports.synthetic import make_rows, run_info
+from bench.synthetic import make_rows, run_info
+from reports.run import verdict
+from reports.run.findings import findings
 
 SEEDS = 40
 
@@ -145,8 +145,8 @@ def _short_run_findings(successes: list[int], segment_s: float = 2.5, warmup_s: 
 
 
 def test_a_short_flat_run_says_how_long_a_run_would_tell_its_fall():
+    from reports.run.words import fleet_sentences
     from reports.stats import successes_to_tell
-    from reports.words import fleet_sentences
 
     assert successes_to_tell(0.5) == 50 and successes_to_tell(0.7) == 152 and successes_to_tell(1.0) is None
     # the 15 s run: 7.48 -> 3.85 it/s, ~19 successes in its start segment of 2.5 s
@@ -157,7 +157,7 @@ def test_a_short_flat_run_says_how_long_a_run_would_tell_its_fall():
 
 
 def test_a_run_long_enough_for_its_fall_gets_no_advice():
-    from reports.words import fleet_sentences
+    from reports.run.words import fleet_sentences
 
     text = " ".join(fleet_sentences(_short_run_findings([400, 390, 380, 385, 395, 390], segment_s=60.0)))
     assert "No segment was credibly below the start" in text or "The rate held" in text

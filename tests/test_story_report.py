@@ -13,11 +13,11 @@ import numpy as np
 import pandas as pd
 from PIL import Image
 
+from bench.synthetic import make_run
 from harness.cli import main
-from reports import expect as ex
-from reports import story
-from reports.story_numbers import closing_rows, growth_per_iteration
-from reports.synthetic import make_run
+from reports.story import expect as ex
+from reports.story import story
+from reports.story.numbers import closing_rows, growth_per_iteration
 
 
 def _const(v: float):

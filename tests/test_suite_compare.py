@@ -9,7 +9,7 @@ import random
 
 import pytest
 
-from reports.suite_compare import _counts, compare, rank_of_ends, ratio_interval, verdict
+from reports.suite.compare import _counts, compare, rank_of_ends, ratio_interval, verdict
 
 
 def _brute_counts(n: int, m: int) -> list[int]:

@@ -10,7 +10,7 @@ import pytest
 
 from harness.load.web.live import COUNTS, REPORT_STEPS, Live, summarize
 from harness.record.schema import STEP_COLUMNS
-from reports import compute
+from reports.run import compute
 
 T0 = 1_750_000_000.0
 

@@ -41,8 +41,9 @@ from harness.plan.model import RunPlan
 from harness.plan.preflight import check_reachable
 from harness.record import runinfo
 from harness.suite.runner import Outcome, Runner, Trial
-from reports import suite as suite_report
-from reports import suite_compare, suite_page
+from reports.suite import compare as suite_compare
+from reports.suite import page as suite_page
+from reports.suite import suite as suite_report
 
 EXIT_FAILED, EXIT_REGRESSION = 1, 3
 

@@ -13,9 +13,9 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
-from reports.causes import STEP_LABELS  # noqa: E402
-from reports.expect import COUNT_LABELS  # noqa: E402
-from reports.figures import DPI, MARK_COLORS  # noqa: E402
+from reports.run.causes import STEP_LABELS  # noqa: E402
+from reports.run.figures import DPI, MARK_COLORS  # noqa: E402
+from reports.story.expect import COUNT_LABELS  # noqa: E402
 
 KIND_COLORS = {"lock": "#d62728", "step": "#1f77b4", "capacity": "#ff7f0e", "partition": "#ff7f0e",
                "generator": "#7f7f7f", "stand-in": "#9467bd", None: "#bbbbbb"}

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from reports.run.verdict import MAX_SEGMENTS
 from reports.stats import MATERIAL, successes_to_tell
-from reports.verdict import MAX_SEGMENTS
 
 
 def g(x: float | None) -> str:

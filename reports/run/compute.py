@@ -14,10 +14,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from reports.causes import STEP_LABELS
 from reports.load import COUNT_COLUMNS, STEP_COLUMNS
+from reports.run.causes import STEP_LABELS
+from reports.run.verdict import Span, seconds_since
 from reports.stats import poisson_interval
-from reports.verdict import Span, seconds_since
 
 PERCENTILES = (50, 66, 75, 80, 90, 95, 98, 99, 99.9, 100)
 ERROR_KINDS = ["lock_timeout", "throttled", "fenced", "conflict", "timeout", "other"]

@@ -10,12 +10,12 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from reports import compute, figures, page
-from reports.causes import COUNT_LABELS, STEP_DRIVERS
-from reports.compare import compare, overlay_series
-from reports.findings import findings
+from reports.compare.compare import compare, overlay_series
 from reports.load import COUNT_COLUMNS, STEP_COLUMNS, Run, expand, open_run
-from reports.verdict import run_span, seconds_since
+from reports.run import compute, figures, page
+from reports.run.causes import COUNT_LABELS, STEP_DRIVERS
+from reports.run.findings import findings
+from reports.run.verdict import run_span, seconds_since
 
 SCATTER_POINTS = 5000
 

@@ -12,10 +12,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from reports import expect as ex
-from reports.compute import count_means, rate_series, step_means, with_windows
-from reports.verdict import pick_window, run_span
-from reports.words import g
+from reports.run.compute import count_means, rate_series, step_means, with_windows
+from reports.run.verdict import pick_window, run_span
+from reports.run.words import g
+from reports.story import expect as ex
 
 GROWTH_COLUMNS = ("pull_items_read", "index_entries_written", "catalog_rows", "files_pushed", "lock_attempts",
                   "read_units", "write_units")

@@ -12,12 +12,12 @@ from typing import Any
 
 import pandas as pd
 
-from reports.causes import STEP_LABELS
-from reports.compute import rate_series, with_windows
 from reports.load import STEP_COLUMNS
+from reports.run.causes import STEP_LABELS
+from reports.run.compute import rate_series, with_windows
+from reports.run.verdict import pick_window, run_span, seconds_since, user_spans, warmup_s
+from reports.run.words import g
 from reports.stats import Z95, rate_interval
-from reports.verdict import pick_window, run_span, seconds_since, user_spans, warmup_s
-from reports.words import g
 
 SCALES = 0.9  # efficiency at or above this: the rate scaled with the fleet
 

@@ -18,7 +18,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from reports.causes import COUNT_LABELS, STEP_LABELS  # noqa: E402
+from reports.run.causes import COUNT_LABELS, STEP_LABELS  # noqa: E402
 
 ERROR_COLORS = {"lock_timeout": "#d62728", "throttled": "#ff7f0e", "fenced": "#9467bd", "conflict": "#8c564b",
                 "timeout": "#e377c2", "other": "#7f7f7f"}

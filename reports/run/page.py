@@ -11,8 +11,8 @@ from __future__ import annotations
 from html import escape
 from typing import Any
 
-from reports.compute import PERCENTILES
 from reports.load import Run
+from reports.run.compute import PERCENTILES
 
 CSS = """body{font-family:system-ui,sans-serif;max-width:1200px;margin:2em auto;padding:0 1em;color:#222}
 h1{font-size:1.5em}h2{font-size:1.25em;border-bottom:1px solid #ddd;padding-bottom:.2em;margin-top:2em}
