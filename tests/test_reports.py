@@ -19,7 +19,7 @@ from reports.load import find_runs, open_run
 from reports.run import build, compute, figures
 from reports.run.build import build_report
 from reports.run.findings import findings
-from reports.run.verdict import run_span
+from reports.series import count_means, rate_series, run_span, step_means, with_windows
 
 T = 3600.0
 LOCK_MSG = "Lock timeout after 1000ms on key: dynamodb://harness-legacy-gsi-table"
@@ -76,9 +76,9 @@ def test_step_and_count_means_leave_windows_with_no_success_as_gaps():
     rows = pd.concat([rows, make_rows(workers=2, duration_s=120.0, rate=lambda t: np.where(
         (t > 40) & (t < 60), 1.0, 0.0), failure=_const(1.0), seed=9)], ignore_index=True)
     span = run_span(run_info(workers=4, duration_s=120.0), rows)
-    b = compute.with_windows(rows, span, 5.0)
-    steps, counts = compute.step_means(b, span, 5.0), compute.count_means(b, span, 5.0)
-    rate = compute.rate_series(b, span, 5.0)
+    b = with_windows(rows, span, 5.0)
+    steps, counts = step_means(b, span, 5.0), count_means(b, span, 5.0)
+    rate = rate_series(b, span, 5.0)
     hole = (steps.index > 42) & (steps.index < 55)
     assert steps.loc[hole, "pull_ms"].isna().all() and counts.loc[hole, "pull_items_read"].isna().all()
     assert (rate.loc[hole, "ok_rate"] == 0).all() and (rate.loc[hole, "failed_rate"] > 0).all()
@@ -245,7 +245,7 @@ def test_every_error_kind_is_counted_with_its_full_message_and_when(tmp_path):
     assert table[LOCK_MSG]["kind"] == "lock_timeout" and table[LOCK_MSG]["count"] == f["errors"]["lock_timeout"]
     assert 0 <= table[LOCK_MSG]["first_s"] < 30 and 570 < table[LOCK_MSG]["last_s"] <= 600
     span = run_span(run_info(workers=20, duration_s=600.0), rows)
-    series = compute.failure_series(compute.with_windows(rows, span, 30.0), span, 30.0)
+    series = compute.failure_series(with_windows(rows, span, 30.0), span, 30.0)
     assert list(series.columns) == ["lock_timeout", "throttled", "fenced", "other"]
 
 

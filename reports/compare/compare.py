@@ -14,9 +14,8 @@ import pandas as pd
 
 from reports.load import STEP_COLUMNS
 from reports.run.causes import STEP_LABELS
-from reports.run.compute import rate_series, with_windows
-from reports.run.verdict import pick_window, run_span, seconds_since, user_spans, warmup_s
 from reports.run.words import g
+from reports.series import pick_window, rate_series, run_span, seconds_since, user_spans, warmup_s, with_windows
 from reports.stats import Z95, rate_interval
 
 SCALES = 0.9  # efficiency at or above this: the rate scaled with the fleet

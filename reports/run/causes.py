@@ -21,7 +21,7 @@ import pandas as pd
 
 from harness.record.schema import STEP_LABELS
 from reports.load import COUNT_COLUMNS, STEP_COLUMNS
-from reports.run.verdict import Span, seconds_since
+from reports.series import Span, seconds_since
 from reports.stats import Change, mean_change, rank_trend
 
 COUNT_LABELS = {"pull_items_read": "items read per pull", "index_entries_written": "index entries written per commit",

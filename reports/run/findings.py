@@ -21,9 +21,10 @@ from reports.run.causes import (
     probe_trend,
     step_causes,
 )
-from reports.run.compute import ERROR_KINDS, failure_table, percentile_table, step_shares, successes
+from reports.run.compute import ERROR_KINDS, failure_table, percentile_table, step_shares
 from reports.run.utilization import Usage, table_rows
-from reports.run.verdict import Level, fleet_verdict, pick_window, run_span, seconds_since
+from reports.run.verdict import Level, fleet_verdict
+from reports.series import pick_window, run_span, seconds_since, successes
 from reports.stats import rate_interval, wilson_interval
 
 SAFETY_KEYS = ("acknowledged", "lost", "phantom", "overlaps", "violations")
