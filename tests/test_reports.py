@@ -308,7 +308,7 @@ def test_dynamodb_against_s3_sentence_is_computed_either_way(tmp_path):
 
 def test_report_files_figures_and_legends(tmp_path, monkeypatch):
     kept = []
-    real_save = figures._save
+    real_save = figures.save
 
     def keep(fig, path):
         kept.append((path.name, [(ax, ax.get_legend()) for ax in fig.axes]))
@@ -320,7 +320,7 @@ def test_report_files_figures_and_legends(tmp_path, monkeypatch):
                 assert a.x0 >= b.x1 - 1 or a.y1 <= b.y0 + 1, f"{path.name}: legend over the data"
         return real_save(fig, path)
 
-    monkeypatch.setattr(figures, "_save", keep)
+    monkeypatch.setattr(figures, "save", keep)
     run = make_run(tmp_path / "run", workers=10, duration_s=T, rate=_falling, failure=_const(0.1), backend="s3",
                    steps={"pull_ms": lambda t: 20 + 500 * t / T, "lock_wait_ms": _const(30)},
                    counts={"pull_items_read": lambda t: 5 + t, "write_units": _const(3)}, history=True)

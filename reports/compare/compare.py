@@ -12,10 +12,10 @@ from typing import Any
 
 import pandas as pd
 
+from harness.record.schema import STEP_LABELS
 from reports.load import STEP_COLUMNS
-from reports.run.causes import STEP_LABELS
-from reports.run.words import g
 from reports.series import pick_window, rate_series, run_span, seconds_since, user_spans, warmup_s, with_windows
+from reports.show import g
 from reports.stats import Z95, rate_interval
 
 SCALES = 0.9  # efficiency at or above this: the rate scaled with the fleet

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 import re
 import sys
 from pathlib import Path
@@ -16,6 +15,7 @@ from reports.run import compute, figures, page
 from reports.run.causes import COUNT_LABELS, STEP_DRIVERS
 from reports.run.findings import findings
 from reports.series import count_means, rate_series, run_span, seconds_since, step_means, successes, with_windows
+from reports.show import json_safe
 
 SCATTER_POINTS = 5000
 
@@ -166,14 +166,3 @@ def build_report(run_dirs: list[str | Path], out: str | Path | None = None) -> P
     return out_dir
 
 
-def json_safe(o: object) -> object:
-    """Plain JSON: numpy scalars unwrapped, inf/NaN (an unbounded ratio, a missing value) as null."""
-    if isinstance(o, dict):
-        return {str(k): json_safe(v) for k, v in o.items()}
-    if isinstance(o, list | tuple):
-        return [json_safe(v) for v in o]
-    if hasattr(o, "item"):
-        o = o.item()
-    if isinstance(o, float) and not math.isfinite(o):
-        return None
-    return o

@@ -27,7 +27,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from reports.run.words import ci, g, pct, times
+from reports.show import ci, g, pct, times
 
 SAME = 1.25  # per-iteration growth within x1.25 either way reads as the same curve
 FLAT_SLOPE = 0.02  # below this per iteration a count is flat

@@ -12,8 +12,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from reports.run.words import g
 from reports.series import count_means, pick_window, rate_series, run_span, step_means, with_windows
+from reports.show import g
 from reports.story import expect as ex
 
 GROWTH_COLUMNS = ("pull_items_read", "index_entries_written", "catalog_rows", "files_pushed", "lock_attempts",

@@ -23,7 +23,8 @@ from typing import Any
 from harness.errors import HarnessError
 from harness.record.reader import read_rows, shard_paths
 from reports.load import COUNT_COLUMNS, STEP_COLUMNS
-from reports.run.build import build_report, json_safe
+from reports.run.build import build_report
+from reports.show import json_safe
 from reports.story import figures as story_figures
 from reports.story import numbers as story_numbers
 from reports.story import page as story_page

@@ -19,7 +19,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-from reports.run.page import CSS, table  # noqa: E402
+from reports.show import CSS, table  # noqa: E402
 
 FIGURE = "suite_totals.png"
 
