@@ -1,5 +1,5 @@
 """The suite's compare mode on generated samples: its false-alarm rate between runs of the same code, over many
-seeds, and that it finds a phase that really slowed down (``reports.suite_compare``)."""
+seeds, and that it finds a phase that really slowed down (``reports.suite.compare``)."""
 
 from __future__ import annotations
 

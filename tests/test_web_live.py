@@ -1,4 +1,4 @@
-"""The harness tab's numbers are the report's numbers (``reports.compute``) on the same rows."""
+"""The harness tab's numbers are the report's numbers (``reports.series``, ``reports.run.compute``) on the same rows."""
 
 from __future__ import annotations
 

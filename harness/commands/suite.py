@@ -6,9 +6,9 @@ plan's ``Factory`` (one fresh, tagged table or bucket per scenario and layout,
 deleted after it), run by ``harness.suite.runner`` on one client, recorded
 into the run directory as it goes (``suite-trials.jsonl``, one trial a line;
 ``suite-run.json``), then reported from those files alone
-(``reports.suite_page.build``: ``suite.json``, ``suite.txt``, ``suite.html``).
+(``reports.suite.page.build``: ``suite.json``, ``suite.txt``, ``suite.html``).
 With ``--compare OTHER``: every phase against the other run's
-(``reports.suite_compare``), ``compare.json`` and ``compare.txt``; exit 3
+(``reports.suite.compare``), ``compare.json`` and ``compare.txt``; exit 3
 when a phase is credibly slower by more than ``--threshold``.
 
 Exit codes: 0; 1 a scenario failed (the others still ran and are reported);

@@ -96,7 +96,7 @@ def findings(rows: pd.DataFrame, info: dict | None = None, *, probes: pd.DataFra
 
 def _limits(rows: pd.DataFrame, t: np.ndarray, ok_mask: np.ndarray, info: dict, out: dict[str, Any],
             run_s: float) -> list[dict[str, Any]]:
-    """The next ceilings (``reports.limits``): growing items, the hottest keys, at this fleet's rate."""
+    """The next ceilings (``reports/limits/``): growing items, the hottest keys, at this fleet's rate."""
     a = float(out["fleet"]["warmup_s"])
     after = ok_mask & (t >= a)
     rate = float(after.sum()) / (run_s - a) if run_s > a else 0.0

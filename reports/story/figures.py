@@ -1,5 +1,5 @@
 """The story's pictures: the rate of every chapter on one time axis, the bound resource per chapter, and each
-chapter's own evidence. Each takes computed series (``reports/story_numbers.py``) and writes one PNG."""
+chapter's own evidence. Each takes computed series (``reports/story/numbers.py``) and writes one PNG."""
 
 from __future__ import annotations
 

@@ -1,8 +1,8 @@
 """The story's numbers: a chapter's verdict from its runs' findings, the closing table, the figures' series.
 
 Pure functions of data already read (findings from ``summary.json``, a
-comparison, rows): no files, no plotting. ``reports/story.py`` reads the
-story directory and writes the page; ``reports/story_figures.py`` draws.
+comparison, rows): no files, no plotting. ``reports/story/story.py`` reads the
+story directory and writes the page; ``reports/story/figures.py`` draws.
 """
 
 from __future__ import annotations

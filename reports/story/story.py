@@ -2,7 +2,7 @@
 
 ``harness story`` records each chapter here as it finishes (``save_chapter``), and ``harness report
 STORY_DIR`` rebuilds the page from the directory alone (``build``): each run's own report, each chapter's
-comparison, the verdicts (``reports/expect.py``), the figures and ``index.html``. A chapter's record keeps
+comparison, the verdicts (``reports/story/expect.py``), the figures and ``index.html``. A chapter's record keeps
 what it expected and which runs it made, so a rebuilt story judges the same runs by the same expectations.
 
 Layout (run directories relative to the story directory)::
