@@ -255,7 +255,7 @@ def _cmd_run(args: argparse.Namespace, env: UserEnvironment) -> int:
     if res.signal in ("SIGTERM", "SIGHUP") and res.to_report:  # being shut down: record, do not linger
         print(f"harness: reports not built ({res.signal}); build them with `harness report {res.run_dir}`")
     elif not args.no_report:
-        from reports.build import build_report
+        from reports.run.build import build_report
 
         for run_dir in res.to_report:  # headless: the run; web: tests whose report was not built yet
             out = build_report([run_dir])
@@ -278,16 +278,16 @@ def _cmd_story(args: argparse.Namespace, env: UserEnvironment) -> int:
 
 def _cmd_report(args: argparse.Namespace) -> int:
     from harness.record.runinfo import expand_runs, is_session
-    from reports import story
-    from reports.build import build_report
-    from reports.suite import RUN_JSON as SUITE_RUN_JSON
+    from reports.run.build import build_report
+    from reports.story import story
+    from reports.suite.suite import RUN_JSON as SUITE_RUN_JSON
 
     suites = [d for d in args.run_dirs if (Path(d) / SUITE_RUN_JSON).is_file()]
     if suites:  # a `harness suite` run: its table, page and suite.json, rebuilt from its files
         if len(suites) != len(args.run_dirs):
             raise HarnessError("a suite run directory is reported alone (compare two suites with "
                                "`harness suite NAME --compare OTHER_SUITE_JSON`)")
-        from reports.suite_page import build
+        from reports.suite.page import build
 
         for d in suites:
             build(d)

@@ -204,7 +204,7 @@ def _needed(ratio: float) -> int:
 
 
 def test_the_short_run_numbers_are_what_the_statistics_compute():
-    from reports.verdict import MAX_SEGMENTS, MIN_SEGMENTS, PER_SEGMENT
+    from reports.run.verdict import MAX_SEGMENTS, MIN_SEGMENTS, PER_SEGMENT
 
     page = read("docs/reports.md")
     falls = table(page, '## Why is my short run "flat"?')

@@ -8,11 +8,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from reports.build import build_report, findings_of
-from reports.findings import findings
-from reports.limits import ITEM_LIMIT_BYTES, item_forecast, key_forecast, line
+from bench.synthetic import make_rows, make_run, run_info
+from reports.limits.limits import ITEM_LIMIT_BYTES, item_forecast, key_forecast, line
 from reports.load import open_run
-from reports.synthetic import make_rows, make_run, run_info
+from reports.run.build import build_report, findings_of
+from reports.run.findings import findings
 
 WORKERS, RATE, DURATION = 4, 1.0, 600.0  # a fleet of 4 at 1 it/s each: 4 iterations a second
 PER_IT = 21.0  # bytes the registry grows by per iteration of the fleet

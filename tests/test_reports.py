@@ -12,14 +12,14 @@ import pandas as pd
 import pytest
 from PIL import Image
 
+from bench.synthetic import make_rows, make_run, run_info
 from harness.errors import HarnessError
-from reports import build, compute, figures
-from reports.build import build_report
-from reports.compare import compare
-from reports.findings import findings
+from reports.compare.compare import compare
 from reports.load import find_runs, open_run
-from reports.synthetic import make_rows, make_run, run_info
-from reports.verdict import run_span
+from reports.run import build, compute, figures
+from reports.run.build import build_report
+from reports.run.findings import findings
+from reports.series import count_means, rate_series, run_span, step_means, with_windows
 
 T = 3600.0
 LOCK_MSG = "Lock timeout after 1000ms on key: dynamodb://harness-legacy-gsi-table"
@@ -76,9 +76,9 @@ def test_step_and_count_means_leave_windows_with_no_success_as_gaps():
     rows = pd.concat([rows, make_rows(workers=2, duration_s=120.0, rate=lambda t: np.where(
         (t > 40) & (t < 60), 1.0, 0.0), failure=_const(1.0), seed=9)], ignore_index=True)
     span = run_span(run_info(workers=4, duration_s=120.0), rows)
-    b = compute.with_windows(rows, span, 5.0)
-    steps, counts = compute.step_means(b, span, 5.0), compute.count_means(b, span, 5.0)
-    rate = compute.rate_series(b, span, 5.0)
+    b = with_windows(rows, span, 5.0)
+    steps, counts = step_means(b, span, 5.0), count_means(b, span, 5.0)
+    rate = rate_series(b, span, 5.0)
     hole = (steps.index > 42) & (steps.index < 55)
     assert steps.loc[hole, "pull_ms"].isna().all() and counts.loc[hole, "pull_items_read"].isna().all()
     assert (rate.loc[hole, "ok_rate"] == 0).all() and (rate.loc[hole, "failed_rate"] > 0).all()
@@ -196,7 +196,7 @@ def test_the_report_names_each_services_stand_in_and_its_version(tmp_path):
 
 
 def test_checks_use_the_reports_numbers_and_catch_a_hang_at_the_end(tmp_path):
-    from reports.checks import evaluate
+    from reports.run.checks import evaluate
 
     checks = {"max_failure_ratio": 0.5, "min_rate_last_window": 1.0, "window_s": 10.0}
     rows = make_rows(workers=4, duration_s=120.0, rate=lambda t: np.where(t < 100, 1.25, 0.0))
@@ -245,7 +245,7 @@ def test_every_error_kind_is_counted_with_its_full_message_and_when(tmp_path):
     assert table[LOCK_MSG]["kind"] == "lock_timeout" and table[LOCK_MSG]["count"] == f["errors"]["lock_timeout"]
     assert 0 <= table[LOCK_MSG]["first_s"] < 30 and 570 < table[LOCK_MSG]["last_s"] <= 600
     span = run_span(run_info(workers=20, duration_s=600.0), rows)
-    series = compute.failure_series(compute.with_windows(rows, span, 30.0), span, 30.0)
+    series = compute.failure_series(with_windows(rows, span, 30.0), span, 30.0)
     assert list(series.columns) == ["lock_timeout", "throttled", "fenced", "other"]
 
 
@@ -308,7 +308,7 @@ def test_dynamodb_against_s3_sentence_is_computed_either_way(tmp_path):
 
 def test_report_files_figures_and_legends(tmp_path, monkeypatch):
     kept = []
-    real_save = figures._save
+    real_save = figures.save
 
     def keep(fig, path):
         kept.append((path.name, [(ax, ax.get_legend()) for ax in fig.axes]))
@@ -320,7 +320,7 @@ def test_report_files_figures_and_legends(tmp_path, monkeypatch):
                 assert a.x0 >= b.x1 - 1 or a.y1 <= b.y0 + 1, f"{path.name}: legend over the data"
         return real_save(fig, path)
 
-    monkeypatch.setattr(figures, "_save", keep)
+    monkeypatch.setattr(figures, "save", keep)
     run = make_run(tmp_path / "run", workers=10, duration_s=T, rate=_falling, failure=_const(0.1), backend="s3",
                    steps={"pull_ms": lambda t: 20 + 500 * t / T, "lock_wait_ms": _const(30)},
                    counts={"pull_items_read": lambda t: 5 + t, "write_units": _const(3)}, history=True)

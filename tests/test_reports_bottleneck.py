@@ -15,10 +15,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from reports.build import build_report, findings_of
-from reports.findings import findings
+from bench.synthetic import make_lock_run, make_rows, make_run, run_info
 from reports.load import open_run
-from reports.synthetic import make_lock_run, make_rows, make_run, run_info
+from reports.run.build import build_report, findings_of
+from reports.run.findings import findings
 
 SEEDS = range(20)
 NEED = 19

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 from nbclient import NotebookClient
 
-from reports.synthetic import make_run
+from bench.synthetic import make_run
 
 ROOT = Path(__file__).resolve().parents[1]
 # a session-scoped fixture (not torn down when the worker runs another module's test in between),
@@ -82,9 +82,9 @@ def test_says_clearly_when_there_is_no_run(tmp_path, monkeypatch):
 
 
 def test_the_notebook_names_the_same_bound_as_the_report(tmp_path, monkeypatch):
-    from reports.build import findings_of
+    from bench.synthetic import make_lock_run
     from reports.load import open_run
-    from reports.synthetic import make_lock_run
+    from reports.run.build import findings_of
 
     run, _ = make_lock_run(tmp_path / "runs" / "lock", workers=6, duration_s=60.0, hold_ms=(40, 60),
                            retry_ms=(50, 100))

@@ -13,9 +13,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from reports import verdict
-from reports.findings import findings
-from reports.synthetic import make_rows, run_info
+from bench.synthetic import make_rows, run_info
+from reports.run import verdict
+from reports.run.findings import findings
+from reports.series import pick_window, run_span
 
 SEEDS = 40
 
@@ -24,8 +25,8 @@ def _verdicts(seeds: int = SEEDS, **case) -> list[dict]:
     out = []
     for seed in range(seeds):
         rows = make_rows(seed=seed, **case)
-        span = verdict.run_span(run_info(workers=case["workers"], duration_s=case["duration_s"]), rows)
-        out.append(verdict.fleet_verdict(rows, span, verdict.pick_window(span.seconds, int(rows["ok"].sum()))))
+        span = run_span(run_info(workers=case["workers"], duration_s=case["duration_s"]), rows)
+        out.append(verdict.fleet_verdict(rows, span, pick_window(span.seconds, int(rows["ok"].sum()))))
     return out
 
 
@@ -91,9 +92,9 @@ def test_workers_hanging_for_the_last_tenth_read_stalled():
 def test_a_stall_needs_run_json_end_and_without_it_the_rows_are_the_span():
     rows = make_rows(workers=4, duration_s=120.0, rate=lambda t: np.where(t < 108, 1.25, 0.0), seed=1)
     info = run_info(workers=4, duration_s=120.0)
-    with_end = verdict.run_span(info, rows)
+    with_end = run_span(info, rows)
     assert with_end.end_from == "run.json" and with_end.seconds == pytest.approx(120, abs=0.5)
-    no_end = verdict.run_span({**info, "ended_at": None}, rows)
+    no_end = run_span({**info, "ended_at": None}, rows)
     assert no_end.end_from == "rows" and no_end.seconds < 109
     assert "ended_at" in no_end.note() and "taken from its iterations" in no_end.note()
     f = findings(rows, {**info, "ended_at": None})
@@ -110,7 +111,7 @@ def test_the_floor_is_not_biased_low_by_noise():
 
 def test_windows_hold_enough_successes_for_an_interval():
     rows = make_rows(workers=10, duration_s=3600.0, rate=_flat(0.02), seed=3)
-    w = verdict.pick_window(3600.0, int(rows["ok"].sum()))
+    w = pick_window(3600.0, int(rows["ok"].sum()))
     assert 3600 / 150 <= w <= 3600 / 12
     assert int(rows["ok"].sum()) * w / 3600 >= 5  # ~10 expected successes per window, at least 5
 
@@ -128,7 +129,7 @@ def test_run_span_takes_the_load_not_the_rows():
     rows = make_rows(workers=2, duration_s=60.0, rate=_flat(1.0))
     info = run_info(workers=2, duration_s=60.0)
     info["started_at"] = pd.Timestamp(rows["ts_start"].min() - pd.Timedelta(seconds=5)).isoformat()
-    span = verdict.run_span(info, rows)
+    span = run_span(info, rows)
     assert span.start_from == "run.json" and span.t0 < rows["ts_start"].min()
     assert span.note() is None
 
@@ -145,8 +146,8 @@ def _short_run_findings(successes: list[int], segment_s: float = 2.5, warmup_s: 
 
 
 def test_a_short_flat_run_says_how_long_a_run_would_tell_its_fall():
+    from reports.run.words import fleet_sentences
     from reports.stats import successes_to_tell
-    from reports.words import fleet_sentences
 
     assert successes_to_tell(0.5) == 50 and successes_to_tell(0.7) == 152 and successes_to_tell(1.0) is None
     # the 15 s run: 7.48 -> 3.85 it/s, ~19 successes in its start segment of 2.5 s
@@ -157,7 +158,7 @@ def test_a_short_flat_run_says_how_long_a_run_would_tell_its_fall():
 
 
 def test_a_run_long_enough_for_its_fall_gets_no_advice():
-    from reports.words import fleet_sentences
+    from reports.run.words import fleet_sentences
 
     text = " ".join(fleet_sentences(_short_run_findings([400, 390, 380, 385, 395, 390], segment_s=60.0)))
     assert "No segment was credibly below the start" in text or "The rate held" in text

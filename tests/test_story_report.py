@@ -1,6 +1,6 @@
 """The story's report from a story directory alone: each chapter judged from its runs' findings, in words.
 
-Synthetic runs with known shapes (reports/synthetic.py) stand in for real ones: a chapter whose count grows
+Synthetic runs with known shapes (bench/synthetic.py) stand in for real ones: a chapter whose count grows
 and whose step follows it is shown; a chapter that expects a count to grow that does not is reported as not
 showing it, naming the numbers; twice the workers at the same fleet rate are "no faster".
 """
@@ -13,11 +13,11 @@ import numpy as np
 import pandas as pd
 from PIL import Image
 
+from bench.synthetic import make_run
 from harness.cli import main
-from reports import expect as ex
-from reports import story
-from reports.story_numbers import closing_rows, growth_per_iteration
-from reports.synthetic import make_run
+from reports.story import expect as ex
+from reports.story import story
+from reports.story.numbers import closing_rows, growth_per_iteration
 
 
 def _const(v: float):

@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from reports import suite as suite_report
-from reports import suite_page
+from reports.suite import page as suite_page
+from reports.suite import suite as suite_report
 
 
 def _phase(name, ms, requests=None, sent=0, received=0, detail=""):

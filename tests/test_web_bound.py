@@ -12,13 +12,13 @@ import json
 import numpy as np
 import pytest
 
+from bench.synthetic import T0, make_lock_run, simulate_lock
 from harness.load.web import live as live_mod
 from harness.load.web.live import Live, poisson_interval
 from harness.load.web.tab import table
-from reports.build import findings_of
 from reports.load import open_run
+from reports.run.build import findings_of
 from reports.stats import poisson_interval as report_poisson
-from reports.synthetic import T0, make_lock_run, simulate_lock
 
 
 def _feed(live: Live, rows: list[dict], events: list[dict]) -> None:

@@ -1,4 +1,4 @@
-"""The harness tab's numbers are the report's numbers (``reports.compute``) on the same rows."""
+"""The harness tab's numbers are the report's numbers (``reports.series``, ``reports.run.compute``) on the same rows."""
 
 from __future__ import annotations
 
@@ -10,7 +10,8 @@ import pytest
 
 from harness.load.web.live import COUNTS, REPORT_STEPS, Live, summarize
 from harness.record.schema import STEP_COLUMNS
-from reports import compute
+from reports.run import compute
+from reports.series import successes
 
 T0 = 1_750_000_000.0
 
@@ -54,9 +55,8 @@ def test_whole_span_numbers_follow_the_reports_definitions():
     assert s.ok_per_s == pytest.approx(len(ok) / span, rel=1e-12)
     assert [s.lock_p50, s.lock_p95] == pytest.approx(list(ok["lock_wait_ms"].quantile([0.5, 0.95])), rel=1e-12)
     assert s.units_per_s["write_units"] == pytest.approx(df["write_units"].sum() / span, rel=1e-12)
-    if hasattr(compute, "successes"):  # the report's own functions (reports.compute after issue #9)
-        shares = compute.step_shares(compute.successes(df, list(REPORT_STEPS)))
-        assert [s.step_shares[c] for c in REPORT_STEPS] == pytest.approx(list(shares[list(REPORT_STEPS)]))
+    shares = compute.step_shares(successes(df, list(REPORT_STEPS)))  # the report's own functions
+    assert [s.step_shares[c] for c in REPORT_STEPS] == pytest.approx(list(shares[list(REPORT_STEPS)]))
 
 
 def test_a_window_matches_the_reports_rate_for_that_window():

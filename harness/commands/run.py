@@ -35,7 +35,7 @@ from harness.plan.preflight import check_reachable
 from harness.record import runinfo
 from harness.record.reader import read_rows
 from harness.safety import audit
-from reports import checks as run_checks
+from reports.run import checks as run_checks
 
 LOCUSTFILE = Path(__file__).parents[1] / "load" / "locustfile.py"
 EXIT_CHECKS_FAILED = 3

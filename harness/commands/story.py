@@ -32,8 +32,8 @@ from harness.errors import HarnessError
 from harness.plan import ladder as ladders
 from harness.plan.build import RunOptions, plan_run
 from harness.plan.model import RunPlan
-from reports import story as stories
-from reports.build import build_report
+from reports.run.build import build_report
+from reports.story import story as stories
 
 EXIT_NOT_SHOWN = 3
 OVERHEAD_S = 15.0  # per run, about: the stand-in, Locust's start and stop, the run's report (for the estimate)

@@ -6,9 +6,9 @@ plan's ``Factory`` (one fresh, tagged table or bucket per scenario and layout,
 deleted after it), run by ``harness.suite.runner`` on one client, recorded
 into the run directory as it goes (``suite-trials.jsonl``, one trial a line;
 ``suite-run.json``), then reported from those files alone
-(``reports.suite_page.build``: ``suite.json``, ``suite.txt``, ``suite.html``).
+(``reports.suite.page.build``: ``suite.json``, ``suite.txt``, ``suite.html``).
 With ``--compare OTHER``: every phase against the other run's
-(``reports.suite_compare``), ``compare.json`` and ``compare.txt``; exit 3
+(``reports.suite.compare``), ``compare.json`` and ``compare.txt``; exit 3
 when a phase is credibly slower by more than ``--threshold``.
 
 Exit codes: 0; 1 a scenario failed (the others still ran and are reported);
@@ -41,8 +41,9 @@ from harness.plan.model import RunPlan
 from harness.plan.preflight import check_reachable
 from harness.record import runinfo
 from harness.suite.runner import Outcome, Runner, Trial
-from reports import suite as suite_report
-from reports import suite_compare, suite_page
+from reports.suite import compare as suite_compare
+from reports.suite import page as suite_page
+from reports.suite import suite as suite_report
 
 EXIT_FAILED, EXIT_REGRESSION = 1, 3
 

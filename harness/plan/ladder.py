@@ -3,7 +3,7 @@
 A ladder is the seed's climb written down: each chapter applies one fix (a
 scenario plus overrides), runs it, and says what its run should show. The
 runs are ordinary ``harness run`` plans; what a chapter expects is judged
-later, from each run's own findings (``reports/expect.py``), so an
+later, from each run's own findings (``reports/story/expect.py``), so an
 expectation here is plain data that travels into ``story.json``.
 
 A malformed ladder is a one-line error naming the file and the key, before
@@ -44,7 +44,7 @@ BOUND_KINDS = ("lock", "step", "capacity", "partition", "generator", "stand-in",
 RATES = ("falling", "holds")
 MORE_WORKERS = ("no faster", "faster")
 BACKEND_ORDER = ("dynamodb faster", "s3 faster")
-# What a run's findings can be asked (reports/expect.py judges each): per run ...
+# What a run's findings can be asked (reports/story/expect.py judges each): per run ...
 RUN_EXPECTATIONS = ("bound_by", "not_bound_by", "grew", "steady", "at_most", "explained_by", "rate", "errors",
                     "no_errors")
 # ... and across a chapter's runs

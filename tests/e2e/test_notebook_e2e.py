@@ -25,7 +25,7 @@ import pytest
 import websocket
 from nbclient import NotebookClient
 
-from reports.synthetic import make_run
+from bench.synthetic import make_run
 from tests.e2e.conftest import ROOT, clean_env
 
 pytestmark = pytest.mark.e2e

@@ -1,6 +1,6 @@
 """The harness tab's numbers, computed from iteration rows with the report's definitions.
 
-The report (``reports/compute.py``) and this tab must agree, or a user sees
+The report (``reports/series.py``, ``reports/run/compute.py``) and this tab must agree, or a user sees
 one number live and another afterwards. So these are the same definitions,
 over rows as they arrive instead of a DataFrame at the end:
 
@@ -15,7 +15,7 @@ over rows as they arrive instead of a DataFrame at the end:
 - read / write units: their sum over the span, per second (every iteration's:
   a failed one consumed them too).
 
-``tests/test_web_live.py`` checks these against ``reports.compute`` on the
+``tests/test_web_live.py`` checks these against the report's own functions on the
 same rows.
 """
 

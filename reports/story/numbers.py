@@ -1,8 +1,8 @@
 """The story's numbers: a chapter's verdict from its runs' findings, the closing table, the figures' series.
 
 Pure functions of data already read (findings from ``summary.json``, a
-comparison, rows): no files, no plotting. ``reports/story.py`` reads the
-story directory and writes the page; ``reports/story_figures.py`` draws.
+comparison, rows): no files, no plotting. ``reports/story/story.py`` reads the
+story directory and writes the page; ``reports/story/figures.py`` draws.
 """
 
 from __future__ import annotations
@@ -12,10 +12,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from reports import expect as ex
-from reports.compute import count_means, rate_series, step_means, with_windows
-from reports.verdict import pick_window, run_span
-from reports.words import g
+from reports.series import count_means, pick_window, rate_series, run_span, step_means, with_windows
+from reports.show import g
+from reports.story import expect as ex
 
 GROWTH_COLUMNS = ("pull_items_read", "index_entries_written", "catalog_rows", "files_pushed", "lock_attempts",
                   "read_units", "write_units")

@@ -4,18 +4,18 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 import re
 import sys
 from pathlib import Path
 from typing import Any
 
-from reports import compute, figures, page
-from reports.causes import COUNT_LABELS, STEP_DRIVERS
-from reports.compare import compare, overlay_series
-from reports.findings import findings
+from reports.compare.compare import compare, overlay_series
 from reports.load import COUNT_COLUMNS, STEP_COLUMNS, Run, expand, open_run
-from reports.verdict import run_span, seconds_since
+from reports.run import compute, figures, page
+from reports.run.causes import COUNT_LABELS, STEP_DRIVERS
+from reports.run.findings import findings
+from reports.series import count_means, rate_series, run_span, seconds_since, step_means, successes, with_windows
+from reports.show import json_safe
 
 SCATTER_POINTS = 5000
 
@@ -42,7 +42,7 @@ def run_figures(run: Run, f: dict[str, Any], fig_dir: Path, prefix: str = "") ->
     """Every figure that has something to show for this run; (file name, caption) pairs."""
     rows, window = run.rows, f["window_s"]
     span = run_span(run.info, rows)
-    binned = compute.with_windows(rows, span, window)
+    binned = with_windows(rows, span, window)
     title = run.label
     made: list[tuple[str, str]] = []
 
@@ -51,7 +51,7 @@ def run_figures(run: Run, f: dict[str, Any], fig_dir: Path, prefix: str = "") ->
         return fig_dir / f"{prefix}{name}"
 
     fl = f["fleet"]
-    series = compute.rate_series(binned, span, window)
+    series = rate_series(binned, span, window)
     users = compute.users_series(rows, run.users, span, window)
     figures.rate(series, fl["levels"], roles(f), users, fl["warmup_s"], fl["stall"], span.seconds, window, title,
                  out("rate.png", f"successful and failed iterations per second ({window:g} s windows, 95 % band), "
@@ -60,12 +60,12 @@ def run_figures(run: Run, f: dict[str, Any], fig_dir: Path, prefix: str = "") ->
     fails = compute.failure_series(binned, span, window)
     if fails.shape[1] and fails.to_numpy().any():
         figures.failures(fails, span.seconds, title, out("failures.png", "failed iterations per second by kind"))
-    steps = compute.step_means(binned, span, window)
+    steps = step_means(binned, span, window)
     steps = steps[[c for c in steps.columns if steps[c].fillna(0).any()]]
     if steps.shape[1]:
         figures.step_time(steps, span.seconds, title,
                           out("step_time.png", "mean ms per step of successful iterations (gaps: none succeeded)"))
-    counts = compute.count_means(binned, span, window)[COUNT_COLUMNS]
+    counts = count_means(binned, span, window)[COUNT_COLUMNS]
     counts = counts[[c for c in counts.columns if counts[c].fillna(0).any()]]
     if counts.shape[1]:
         figures.work_counts(counts, span.seconds, title, out(
@@ -73,7 +73,7 @@ def run_figures(run: Run, f: dict[str, Any], fig_dir: Path, prefix: str = "") ->
     if rows["lock_wait_ms"].max() > 0:
         figures.lock_wait(*compute.lock_wait_histogram(rows), title,
                           out("lock_wait.png", "lock wait per iteration, succeeded and failed"))
-    ok_rows = compute.successes(rows, ["ts_end", "total_ms", *STEP_COLUMNS, *COUNT_COLUMNS])
+    ok_rows = successes(rows, ["ts_end", "total_ms", *STEP_COLUMNS, *COUNT_COLUMNS])
     if len(ok_rows):
         busiest = ok_rows[STEP_COLUMNS].mean().sort_values(ascending=False)
         busiest = [c for c in busiest.index[:3] if busiest[c] > 0]
@@ -166,14 +166,3 @@ def build_report(run_dirs: list[str | Path], out: str | Path | None = None) -> P
     return out_dir
 
 
-def json_safe(o: object) -> object:
-    """Plain JSON: numpy scalars unwrapped, inf/NaN (an unbounded ratio, a missing value) as null."""
-    if isinstance(o, dict):
-        return {str(k): json_safe(v) for k, v in o.items()}
-    if isinstance(o, list | tuple):
-        return [json_safe(v) for v in o]
-    if hasattr(o, "item"):
-        o = o.item()
-    if isinstance(o, float) and not math.isfinite(o):
-        return None
-    return o

@@ -1,5 +1,5 @@
 """The story's pictures: the rate of every chapter on one time axis, the bound resource per chapter, and each
-chapter's own evidence. Each takes computed series (``reports/story_numbers.py``) and writes one PNG."""
+chapter's own evidence. Each takes computed series (``reports/story/numbers.py``) and writes one PNG."""
 
 from __future__ import annotations
 
@@ -13,9 +13,9 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
-from reports.causes import STEP_LABELS  # noqa: E402
-from reports.expect import COUNT_LABELS  # noqa: E402
-from reports.figures import DPI, MARK_COLORS  # noqa: E402
+from harness.record.schema import STEP_LABELS  # noqa: E402
+from reports.show import MARK_COLORS, save  # noqa: E402
+from reports.story.expect import COUNT_LABELS  # noqa: E402
 
 KIND_COLORS = {"lock": "#d62728", "step": "#1f77b4", "capacity": "#ff7f0e", "partition": "#ff7f0e",
                "generator": "#7f7f7f", "stand-in": "#9467bd", None: "#bbbbbb"}
@@ -91,7 +91,7 @@ def story_rate(chapters: list[dict[str, Any]], path: Path) -> Path:
     ax.set_xticks([])
     ax.set_ylabel("successful iterations/s" + (" (log)" if log else ""))
     ax.set_title("The rate, chapter by chapter (each run on its own stretch of the axis)", pad=18)
-    return _save(fig, path)
+    return save(fig, path)
 
 
 def story_bound(chapters: list[dict[str, Any]], path: Path) -> Path:
@@ -125,7 +125,7 @@ def story_bound(chapters: list[dict[str, Any]], path: Path) -> Path:
     ax.set_xticks([])
     ax.set_ylabel("utilization of the bound, %")
     ax.set_title("What bound the fleet, segment by segment (name above each run; 80 % saturates)", pad=18)
-    return _save(fig, path)
+    return save(fig, path)
 
 
 def chapter_figure(title: str, runs: list[dict[str, Any]], counts: list[str], steps: list[str], path: Path) -> Path:
@@ -159,10 +159,6 @@ def chapter_figure(title: str, runs: list[dict[str, Any]], counts: list[str], st
         fig.legend(*axes[0].get_legend_handles_labels(), loc="lower center", ncol=min(len(runs), 4), fontsize=8,
                    bbox_to_anchor=(0.5, 0.0))
     fig.suptitle(title, fontsize=11)
-    return _save(fig, path)
+    return save(fig, path)
 
 
-def _save(fig: plt.Figure, path: Path) -> Path:
-    fig.savefig(path, dpi=DPI)
-    plt.close(fig)
-    return path

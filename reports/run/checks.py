@@ -12,8 +12,9 @@ from typing import Any
 
 import pandas as pd
 
+from reports.run.verdict import find_stall, rate_between
+from reports.series import run_span
 from reports.stats import rate_interval, wilson_interval
-from reports.verdict import find_stall, rate_between, run_span
 
 COLUMNS = ["ts_start", "ts_end", "user", "ok", "error_kind", "total_ms"]  # what the checks read
 

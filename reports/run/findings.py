@@ -9,8 +9,10 @@ import pandas as pd
 
 from harness.record import bound as bounds
 from harness.record.schema import QUERY_COLUMNS, SIZE_COLUMNS
-from reports import limits, words
-from reports.causes import (
+from reports.limits import limits
+from reports.load import COUNT_COLUMNS, REQUEST_COLUMNS, STEP_COLUMNS
+from reports.run import words
+from reports.run.causes import (
     STEP_LABELS,
     Stretch,
     between,
@@ -19,11 +21,11 @@ from reports.causes import (
     probe_trend,
     step_causes,
 )
-from reports.compute import ERROR_KINDS, failure_table, percentile_table, step_shares, successes
-from reports.load import COUNT_COLUMNS, REQUEST_COLUMNS, STEP_COLUMNS
+from reports.run.compute import ERROR_KINDS, failure_table, percentile_table, step_shares
+from reports.run.utilization import Usage, table_rows
+from reports.run.verdict import Level, fleet_verdict
+from reports.series import pick_window, run_span, seconds_since, successes
 from reports.stats import rate_interval, wilson_interval
-from reports.utilization import Usage, table_rows
-from reports.verdict import Level, fleet_verdict, pick_window, run_span, seconds_since
 
 SAFETY_KEYS = ("acknowledged", "lost", "phantom", "overlaps", "violations")
 
@@ -94,7 +96,7 @@ def findings(rows: pd.DataFrame, info: dict | None = None, *, probes: pd.DataFra
 
 def _limits(rows: pd.DataFrame, t: np.ndarray, ok_mask: np.ndarray, info: dict, out: dict[str, Any],
             run_s: float) -> list[dict[str, Any]]:
-    """The next ceilings (``reports.limits``): growing items, the hottest keys, at this fleet's rate."""
+    """The next ceilings (``reports/limits/``): growing items, the hottest keys, at this fleet's rate."""
     a = float(out["fleet"]["warmup_s"])
     after = ok_mask & (t >= a)
     rate = float(after.sum()) / (run_s - a) if run_s > a else 0.0
@@ -223,7 +225,7 @@ def _checks(rows: pd.DataFrame, info: dict) -> list[dict[str, Any]] | None:
     scenario = info.get("scenario")
     if not isinstance(scenario, dict) or not isinstance(scenario.get("checks"), dict):
         return None
-    from reports.checks import results
+    from reports.run.checks import results
 
     return [r.as_dict() for r in results(rows, scenario["checks"], info)]
 

@@ -1,6 +1,6 @@
 """The story's page: chapter by chapter, the fix, what bound the fleet, the figure, the verdict; the closing table.
 
-HTML only: every sentence here was computed (``reports/expect.py``, ``reports/story_numbers.py``) from the
+HTML only: every sentence here was computed (``reports/story/expect.py``, ``reports/story/numbers.py``) from the
 runs; this module lays them out. Long names (lock keys, run directories) wrap inside their cells, so no text
 leaves its column on a narrow screen.
 """

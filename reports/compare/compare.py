@@ -12,12 +12,11 @@ from typing import Any
 
 import pandas as pd
 
-from reports.causes import STEP_LABELS
-from reports.compute import rate_series, with_windows
+from harness.record.schema import STEP_LABELS
 from reports.load import STEP_COLUMNS
+from reports.series import pick_window, rate_series, run_span, seconds_since, user_spans, warmup_s, with_windows
+from reports.show import g
 from reports.stats import Z95, rate_interval
-from reports.verdict import pick_window, run_span, seconds_since, user_spans, warmup_s
-from reports.words import g
 
 SCALES = 0.9  # efficiency at or above this: the rate scaled with the fleet
 

@@ -1,56 +1,24 @@
-"""The time series and tables behind the figures: pure functions of rows, a span and a window.
+"""The run report's time series and tables behind the figures: pure functions of rows, a span and a window.
 
-Everything aggregates into windows first (a nine-hour, hundred-worker run is a
-million rows; a figure needs a few hundred points), so plotting never touches
-raw rows. Step times and work counts are means over successful iterations;
-a window where nothing succeeded is a gap (NaN), not a zero.
+The windows themselves, the rate series and the per-window means every product
+uses are ``reports/series.py``; here are the run report's own: failures by kind,
+percentiles, users running, the tables and the lock-wait histogram.
 """
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from reports.causes import STEP_LABELS
-from reports.load import COUNT_COLUMNS, STEP_COLUMNS
-from reports.stats import poisson_interval
-from reports.verdict import Span, seconds_since
+from reports.load import STEP_COLUMNS
+from reports.run.causes import STEP_LABELS
+from reports.series import Span, exposure, seconds_since, successes, window_index
 
 PERCENTILES = (50, 66, 75, 80, 90, 95, 98, 99, 99.9, 100)
 ERROR_KINDS = ["lock_timeout", "throttled", "fenced", "conflict", "timeout", "other"]
 MAX_FAILURE_ROWS = 20
-
-
-def window_index(span: Span, window: float) -> pd.Index:
-    """Window starts from the load's start; a trailing sliver under half a window is dropped."""
-    n = max(1, int(math.floor(span.seconds / window + 0.5)))
-    return pd.Index(np.arange(n) * window, name="t")
-
-
-def with_windows(rows: pd.DataFrame, span: Span, window: float) -> pd.DataFrame:
-    """Add ``t``: the start of each row's window (by end time), in seconds since the load's start."""
-    out = rows.copy(deep=False)
-    out["t"] = np.floor(seconds_since(rows["ts_end"], span.t0) / window) * window
-    return out
-
-
-def _exposure(idx: pd.Index, window: float, span: Span) -> np.ndarray:
-    return np.clip(span.seconds - idx.to_numpy(dtype=float), 1e-9, window)
-
-
-def rate_series(binned: pd.DataFrame, span: Span, window: float) -> pd.DataFrame:
-    """Successful and failed iterations per second per window, with the successes' 95 % interval."""
-    idx = window_index(span, window)
-    ok = binned.loc[binned["ok"], "t"].value_counts().reindex(idx, fill_value=0)
-    bad = binned.loc[~binned["ok"], "t"].value_counts().reindex(idx, fill_value=0)
-    exp = _exposure(idx, window, span)
-    lo, hi = poisson_interval(ok.to_numpy(dtype=float))
-    return pd.DataFrame({"ok_rate": ok.to_numpy() / exp, "ok_lo": lo / exp, "ok_hi": hi / exp,
-                         "failed_rate": bad.to_numpy() / exp, "successes": ok.to_numpy(),
-                         "failures": bad.to_numpy()}, index=idx)
 
 
 def failure_series(binned: pd.DataFrame, span: Span, window: float) -> pd.DataFrame:
@@ -61,25 +29,7 @@ def failure_series(binned: pd.DataFrame, span: Span, window: float) -> pd.DataFr
     kinds += sorted(set(failed["error_kind"].unique()) - set(ERROR_KINDS))
     table = failed.groupby(["t", "error_kind"]).size().unstack("error_kind", fill_value=0)
     table = table.reindex(index=idx, columns=kinds, fill_value=0)
-    return table.div(_exposure(idx, window, span), axis=0)
-
-
-def successes(rows: pd.DataFrame, columns: list[str]) -> pd.DataFrame:
-    """The successful rows, only the columns asked for (a million-row frame is not copied whole)."""
-    ok = rows["ok"].to_numpy(dtype=bool)
-    return rows.loc[ok, columns] if not ok.all() else rows[columns]
-
-
-def step_means(binned: pd.DataFrame, span: Span, window: float) -> pd.DataFrame:
-    """Mean ms per step per window, successful iterations only (NaN where none succeeded)."""
-    ok = successes(binned, ["t", *STEP_COLUMNS])
-    return ok.groupby("t")[STEP_COLUMNS].mean().reindex(window_index(span, window))
-
-
-def count_means(binned: pd.DataFrame, span: Span, window: float) -> pd.DataFrame:
-    """Mean work counts per window, successful iterations only (NaN where none succeeded)."""
-    ok = successes(binned, ["t", *COUNT_COLUMNS, "total_ms"])
-    return ok.groupby("t")[COUNT_COLUMNS + ["total_ms"]].mean().reindex(window_index(span, window))
+    return table.div(exposure(idx, window, span), axis=0)
 
 
 def percentile_series(binned: pd.DataFrame, span: Span, window: float, columns: list[str],

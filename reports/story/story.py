@@ -2,7 +2,7 @@
 
 ``harness story`` records each chapter here as it finishes (``save_chapter``), and ``harness report
 STORY_DIR`` rebuilds the page from the directory alone (``build``): each run's own report, each chapter's
-comparison, the verdicts (``reports/expect.py``), the figures and ``index.html``. A chapter's record keeps
+comparison, the verdicts (``reports/story/expect.py``), the figures and ``index.html``. A chapter's record keeps
 what it expected and which runs it made, so a rebuilt story judges the same runs by the same expectations.
 
 Layout (run directories relative to the story directory)::
@@ -22,9 +22,12 @@ from typing import Any
 
 from harness.errors import HarnessError
 from harness.record.reader import read_rows, shard_paths
-from reports import story_figures, story_numbers, story_page
-from reports.build import build_report, json_safe
 from reports.load import COUNT_COLUMNS, STEP_COLUMNS
+from reports.run.build import build_report
+from reports.show import json_safe
+from reports.story import figures as story_figures
+from reports.story import numbers as story_numbers
+from reports.story import page as story_page
 
 STORY_JSON = "story.json"
 SCHEMA = 1

@@ -26,9 +26,9 @@ import pandas as pd
 
 from harness.record.bound import Resource
 from harness.record.lockuse import Timeline, mean_interval, timelines
-from reports.causes import STEP_LABELS
 from reports.load import STEP_COLUMNS
-from reports.verdict import Span, seconds_since, user_spans, users_alive
+from reports.run.causes import STEP_LABELS
+from reports.series import Span, seconds_since, user_spans, users_alive
 
 MIN_WINDOWS = 4  # sub-windows per stretch for an interval
 PROBE_BASELINE_Q = 10  # the probe's quickest: its 10th percentile over the load

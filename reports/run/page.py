@@ -11,41 +11,9 @@ from __future__ import annotations
 from html import escape
 from typing import Any
 
-from reports.compute import PERCENTILES
 from reports.load import Run
-
-CSS = """body{font-family:system-ui,sans-serif;max-width:1200px;margin:2em auto;padding:0 1em;color:#222}
-h1{font-size:1.5em}h2{font-size:1.25em;border-bottom:1px solid #ddd;padding-bottom:.2em;margin-top:2em}
-h3{font-size:1.05em;margin-top:1.4em}table{border-collapse:collapse;margin:.5em 0;font-size:.9em}
-td,th{border:1px solid #ddd;padding:.25em .6em;text-align:right;vertical-align:top}th{background:#f5f5f5}
-td:first-child,th:first-child{text-align:left}td.msg{text-align:left;font-family:monospace;word-break:break-all}
-.warn{background:#fff3cd;padding:.6em}.bad{background:#f8d7da}.good{background:#d4edda}
-img{max-width:100%;border:1px solid #eee;margin:.3em 0}figure{margin:1em 0}figcaption{font-size:.85em;color:#555}
-li{margin:.3em 0}code{background:#f5f5f5;padding:0 .2em}
-table.verdict{font-size:1em;border-left:4px solid #2f6f4f;max-width:100%}table.verdict th{text-align:left;width:7em}
-table.verdict td{text-align:left}"""
-
-
-def _fmt(v: Any) -> str:
-    if v is None:
-        return "n/a"
-    if isinstance(v, bool):
-        return "yes" if v else "no"
-    if isinstance(v, float):
-        return f"{v:,.0f}" if abs(v) >= 10000 else f"{v:.4g}"
-    return escape(str(v))
-
-
-def _iv(v: list[float] | None) -> str:
-    return "" if not v else f"{v[0]:.3g} - {v[1]:.3g}"
-
-
-def table(header: list[str], rows: list[list[Any]], raw_cols: tuple[int, ...] = ()) -> str:
-    """A table; columns in ``raw_cols`` are already HTML (escaped by the caller)."""
-    head = "".join(f"<th>{escape(h)}</th>" for h in header)
-    body = "".join("<tr>" + "".join(f"<td>{c if i in raw_cols else _fmt(c)}</td>" for i, c in enumerate(r))
-                   + "</tr>" for r in rows)
-    return f"<table><tr>{head}</tr>{body}</table>"
+from reports.run.compute import PERCENTILES
+from reports.show import CSS, fmt, iv, table
 
 
 def _figure(name: str, caption: str) -> str:
@@ -86,10 +54,10 @@ def _levels(f: dict[str, Any]) -> str:
     for i, x in enumerate(fl["levels"]):
         role = " = ".join(n for n, j in (("start", 0), ("floor", fl["floor_index"]), ("end", last)) if j == i)
         rows.append([role, f"{x['t0']:.0f} - {x['t1']:.0f}", x["successes"], x["failures"], x["users"], x["rate"],
-                     _iv([x["lo"], x["hi"]]), x["per_user"]])
+                     iv([x["lo"], x["hi"]]), x["per_user"]])
     verdict = table(["", "start", "floor", "end", "degraded", "shape", "start / floor"], [[
-        "successful iterations/s", f"{fl['start_rate']:.3g} [{_iv(fl['start_interval'])}]",
-        f"{fl['floor_rate']:.3g} [{_iv(fl['floor_interval'])}]", f"{fl['end_rate']:.3g} [{_iv(fl['end_interval'])}]",
+        "successful iterations/s", f"{fl['start_rate']:.3g} [{iv(fl['start_interval'])}]",
+        f"{fl['floor_rate']:.3g} [{iv(fl['floor_interval'])}]", f"{fl['end_rate']:.3g} [{iv(fl['end_interval'])}]",
         fl["degraded"], fl["shape"], fl["degradation_ratio"] if fl["degradation_ratio"] is not None
         else fl["degradation_note"]]])
     segs = table(["segment", "seconds", "succeeded", "failed", "users", "it/s", "95 % interval", "it/s per user"],
@@ -104,8 +72,8 @@ def _steps(f: dict[str, Any]) -> str:
     for name, s in f["steps"].items():
         dc = s.get("driver_change") or {}
         tr = s.get("trend") or {}
-        rows.append([name, s["first"], s["last"], s["growth"], _iv(s["interval"]), tr.get("rho"), s["grew"],
-                     s.get("driver_label") or "-", dc.get("growth"), _iv(dc.get("interval")), s.get("rho"),
+        rows.append([name, s["first"], s["last"], s["growth"], iv(s["interval"]), tr.get("rho"), s["grew"],
+                     s.get("driver_label") or "-", dc.get("growth"), iv(dc.get("interval")), s.get("rho"),
                      s["explained"]])
     cmp = f["compared"]
     return (f"<p>Successful iterations between the start ({cmp['early_s'][0]:.0f}-{cmp['early_s'][1]:.0f} s) and "
@@ -116,7 +84,7 @@ def _steps(f: dict[str, Any]) -> str:
 
 def _counts(f: dict[str, Any]) -> str:
     rows = [[w["label"], w["first"], w["last"], w["growth"] if w["growth"] is not None else w["note"],
-             _iv(w["interval"]), (w.get("trend") or {}).get("rho"), w["grew"]] for w in f["work_counts"].values()]
+             iv(w["interval"]), (w.get("trend") or {}).get("rho"), w["grew"]] for w in f["work_counts"].values()]
     return table(["work count (successful iterations)", "start", "end", "growth", "95 % interval", "rank trend",
                   "grew"], rows)
 
@@ -161,7 +129,7 @@ def _probe_generator_safety(f: dict[str, Any]) -> str:
     if p:
         parts.append(f"<h3>The stand-in probe ({escape(p['op'])})</h3>" + table(
             ["samples", "first third, ms", "last third, ms", "growth", "95 % interval", "slowed"],
-            [[p["samples"], p["first_ms"], p["last_ms"], p["growth"], _iv(p["interval"]), p["slowed"]]]))
+            [[p["samples"], p["first_ms"], p["last_ms"], p["growth"], iv(p["interval"]), p["slowed"]]]))
     gen = f.get("generator")
     if gen:
         parts.append("<h3>The load generator</h3>" + table(
@@ -236,7 +204,7 @@ def _utilization(f: dict[str, Any]) -> str:
         else:
             extra = f"{(e.get('share') or 0) * 100:.0f} % of it in {u['name']}" if u["name"] else ""
         rows.append([u["kind"], u["name"], f"{u['utilization'] * 100:.0f} %",
-                     _iv([x * 100 for x in u["interval"]]) if u["interval"] else "", u["saturated"], u["can_bind"],
+                     iv([x * 100 for x in u["interval"]]) if u["interval"] else "", u["saturated"], u["can_bind"],
                      extra])
     out = table(["resource", "name", "utilization", "95 % interval (%)", "saturated", "can bind", "evidence"], rows)
     seg = [[d["segment"] + 1, f"{d['seconds'][0]:.0f} - {d['seconds'][1]:.0f}", d["kind"] or "none", d["name"] or "",
@@ -257,7 +225,7 @@ def _limits(f: dict[str, Any]) -> str:
             lo, hi = x["seconds_to_limit_interval"]
             rows.append([x["kind"], x["name"], f"{x['now']:,.0f} B of {x['limit']:,.0f} B",
                          f"{x['growth_per_iteration']:,.1f} B/iteration" if x["growth_per_iteration"] else "",
-                         _fmt(x["seconds_to_limit"]), f"{_fmt(lo)} - {_fmt(hi)}",
+                         fmt(x["seconds_to_limit"]), f"{fmt(lo)} - {fmt(hi)}",
                          x["within_run"] or x["within_horizon"], x["sentence"]])
         else:
             u = "WCU" if x["units"] == "write" else "RCU"
@@ -329,7 +297,7 @@ def page(title: str, sections: list[str], comparison: dict | None, comparison_fi
         body.append("</ul>")
         body.append(table(["run", "workers", "steady rate, it/s", "95 % interval", "mean successful iteration, ms",
                            "ms per request"],
-                          [[r["label"], r["workers"], r["steady"]["rate"], _iv(r["steady"]["interval"]),
+                          [[r["label"], r["workers"], r["steady"]["rate"], iv(r["steady"]["interval"]),
                             r["mean_iteration_ms"], r["ms_per_request"]] for r in comparison["runs"]]))
         if runs:
             body.append(side_by_side(runs))

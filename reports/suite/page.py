@@ -19,7 +19,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-from reports.page import CSS, table  # noqa: E402
+from reports.show import CSS, table  # noqa: E402
 
 FIGURE = "suite_totals.png"
 
@@ -158,7 +158,7 @@ def html(doc: dict[str, Any], has_figure: bool, compare_text: str | None = None)
 
 def build(run_dir: str | Path, compare_text: str | None = None) -> tuple[dict[str, Any], str]:
     """Write ``suite.json``, ``suite.txt``, ``suite.html`` (and its figure) into the run directory, from its files."""
-    from reports.suite import write_summary
+    from reports.suite.suite import write_summary
 
     d = Path(run_dir)
     doc = write_summary(d)

@@ -14,81 +14,19 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass
-from datetime import datetime
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from reports.series import Span, pick_window, seconds_since, user_spans, users_alive, warmup_s
 from reports.stats import MATERIAL, rate_interval
 
-NICE_WINDOWS = [0.1, 0.2, 0.5, 1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600]
 MAX_SEGMENTS = 6
 MIN_SEGMENTS = 3
 PER_SEGMENT = 20  # successes a segment should hold before the run is cut finer
 STALL_P = 1e-3  # a trailing gap this unlikely at the rate before it is a stall, not chance
 SHAPES = ("flat", "still falling", "rising", "recovering", "stalled")
-
-
-@dataclass(frozen=True)
-class Span:
-    """The load's time range, and where it came from."""
-
-    t0: pd.Timestamp
-    t1: pd.Timestamp
-    start_from: str  # "run.json" or "rows"
-    end_from: str
-
-    @property
-    def seconds(self) -> float:
-        return max(float((self.t1 - self.t0).total_seconds()), 1e-6)
-
-    def note(self) -> str | None:
-        missing = [w for w, src in (("started_at", self.start_from), ("ended_at", self.end_from)) if src == "rows"]
-        if not missing:
-            return None
-        what = {1: "start is" if missing[0] == "started_at" else "end is", 2: "start and end are"}[len(missing)]
-        return (f"run.json has no usable {' or '.join(missing)}: the run's {what} taken from its iterations "
-                f"({self.seconds:.0f} s in all).")
-
-
-def _when(value: Any) -> pd.Timestamp | None:
-    if not isinstance(value, str) or not value:
-        return None
-    try:
-        ts = pd.Timestamp(datetime.fromisoformat(value.replace("Z", "+00:00")))
-    except ValueError:
-        return None
-    return ts.tz_localize("UTC") if ts.tzinfo is None else ts.tz_convert("UTC")
-
-
-def run_span(info: dict, rows: pd.DataFrame) -> Span:
-    """The load's span: run.json's start and end, widened to cover every recorded iteration."""
-    first, last = rows["ts_start"].min(), rows["ts_end"].max()
-    start, end = _when(info.get("started_at")), _when(info.get("ended_at"))
-    t0 = min(start, first) if start is not None else first
-    t1 = max(end, last) if end is not None else last
-    return Span(t0, t1, "run.json" if start is not None else "rows", "run.json" if end is not None else "rows")
-
-
-def seconds_since(ts: pd.Series, t0: pd.Timestamp) -> np.ndarray:
-    return ((ts - t0).dt.total_seconds()).to_numpy(dtype=float)
-
-
-def pick_window(span_s: float, successes: int, per_window: float = 10.0) -> float:
-    """A round window length for the time series: about ``per_window`` successes each, 12 to 150 windows."""
-    want = span_s * per_window / max(successes, 1)
-    lo, hi = span_s / 150, span_s / 12
-    inside = [w for w in NICE_WINDOWS if lo <= w <= hi]
-    if not inside:
-        return float(min(NICE_WINDOWS, key=lambda w: abs(math.log(w / max(hi, 1e-9)))))
-    return float(min(inside, key=lambda w: abs(math.log(w / max(want, 1e-9)))))
-
-
-def warmup_s(first_start: np.ndarray, rows: pd.DataFrame, span: Span) -> float:
-    """Seconds until every user had started and one typical iteration had passed (capped at a fifth of the run)."""
-    typical = float(np.median(rows["total_ms"].to_numpy())) / 1000 if len(rows) else 0.0
-    return float(min(max(first_start.max(), 0.0) + typical, span.seconds / 5))
 
 
 @dataclass(frozen=True)
@@ -112,18 +50,6 @@ class Level:
         d = asdict(self)
         d["per_user"] = self.rate / self.users if self.users > 0 else None
         return d
-
-
-def user_spans(rows: pd.DataFrame, span: Span) -> tuple[np.ndarray, np.ndarray]:
-    """Each user's first start and last end, in seconds since the span's start."""
-    g = rows.groupby("user").agg(first=("ts_start", "min"), last=("ts_end", "max"))
-    return seconds_since(g["first"], span.t0), seconds_since(g["last"], span.t0)
-
-
-def users_alive(first: np.ndarray, last: np.ndarray, a: float, b: float) -> float:
-    """Users running between a and b seconds, averaged over the stretch."""
-    overlap = np.clip(np.minimum(last, b) - np.maximum(first, a), 0, None)
-    return float(overlap.sum() / max(b - a, 1e-9))
 
 
 def segment_edges(a: float, b: float, successes: int) -> np.ndarray:

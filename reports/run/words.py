@@ -8,26 +8,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from reports.run.verdict import MAX_SEGMENTS
+from reports.show import ci, g, pct, times
 from reports.stats import MATERIAL, successes_to_tell
-from reports.verdict import MAX_SEGMENTS
-
-
-def g(x: float | None) -> str:
-    if x is None:
-        return "n/a"
-    return f"{x:,.0f}" if abs(x) >= 1000 else f"{x:.3g}"
-
-
-def ci(v: list[float] | None) -> str:
-    return "" if not v else f" [{v[0]:.3g}-{v[1]:.3g}]"
-
-
-def times(x: float | None) -> str:
-    return "n/a" if x is None else f"x{x:.3g}"
-
-
-def pct(x: float, digits: int = 0) -> str:
-    return f"{x * 100:.{digits}f} %"
 
 
 def secs(a: float, b: float | None = None) -> str:

@@ -2,7 +2,7 @@
 
 Pure functions: a chapter's expectations (plain data from its ladder, kept
 in ``story.json``), each run's ``findings`` (``summary.json``), the
-comparison of its runs (``reports/compare.py``) and, for ``same_growth``,
+comparison of its runs (``reports/compare/``) and, for ``same_growth``,
 each run's growth of a count per iteration. Every check returns whether it
 was shown and one sentence with the numbers it rests on; a check that was
 not shown says what was expected and what the run showed instead ("expected
@@ -27,7 +27,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from reports.words import ci, g, pct, times
+from reports.show import ci, g, pct, times
 
 SAME = 1.25  # per-iteration growth within x1.25 either way reads as the same curve
 FLAT_SLOPE = 0.02  # below this per iteration a count is flat

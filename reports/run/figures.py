@@ -18,12 +18,11 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from reports.causes import COUNT_LABELS, STEP_LABELS  # noqa: E402
+from reports.run.causes import COUNT_LABELS, STEP_LABELS  # noqa: E402
+from reports.show import MARK_COLORS, save  # noqa: E402
 
 ERROR_COLORS = {"lock_timeout": "#d62728", "throttled": "#ff7f0e", "fenced": "#9467bd", "conflict": "#8c564b",
                 "timeout": "#e377c2", "other": "#7f7f7f"}
-MARK_COLORS = {"start": "#2ca02c", "floor": "#d62728", "end": "#1f77b4"}
-DPI = 100
 
 
 def _scale(span_s: float) -> tuple[float, str]:
@@ -45,7 +44,6 @@ def _outside_legend(ax: plt.Axes, **kw: Any) -> None:
         ax.legend(handles, labels, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0, fontsize=8, **kw)
 
 
-
 def _finish(ax: Any, title: str, ylabel: str, span_s: float) -> None:
     """The common frame of a time-series panel: title, axes labels, zero floor, grid, legend outside."""
     ax.set_title(title)
@@ -63,12 +61,6 @@ def _fig(nrows: int, ncols: int, w: float, h: float, legend: bool = True, suptit
     fig.subplots_adjust(left=left_in / w, right=1 - (2.9 if legend else 0.35) / w, bottom=0.62 / h,
                         top=1 - (0.75 if suptitle else 0.4) / h, hspace=hspace, wspace=wspace)
     return fig, axes
-
-
-def _save(fig: plt.Figure, path: Path) -> Path:
-    fig.savefig(path, dpi=DPI)
-    plt.close(fig)
-    return path
 
 
 def rate(series: pd.DataFrame, levels: list[dict[str, Any]], roles: dict[int, str], users: pd.Series,
@@ -112,7 +104,7 @@ def rate(series: pd.DataFrame, levels: list[dict[str, Any]], roles: dict[int, st
         ax.set_ylim(bottom=0)
         ax.set_xlim(0, _x([span_s], span_s)[0])
         ax.grid(alpha=0.3)
-    return _save(fig, path)
+    return save(fig, path)
 
 
 def failures(table: pd.DataFrame, span_s: float, title: str, path: Path) -> Path:
@@ -123,7 +115,7 @@ def failures(table: pd.DataFrame, span_s: float, title: str, path: Path) -> Path
     ax.stackplot(x, *[table[k].to_numpy() for k in kinds], labels=[k.replace("_", " ") for k in kinds],
                  colors=[ERROR_COLORS.get(k, "#7f7f7f") for k in kinds], alpha=0.85, step="post")
     _finish(ax, f"{title}: failed iterations by kind", "failed iterations/s", span_s)
-    return _save(fig, path)
+    return save(fig, path)
 
 
 def step_time(steps: pd.DataFrame, span_s: float, title: str, path: Path) -> Path:
@@ -140,7 +132,7 @@ def step_time(steps: pd.DataFrame, span_s: float, title: str, path: Path) -> Pat
                         color=cmap(i % 10), alpha=0.85, linewidth=0, label=STEP_LABELS.get(c, c))
         base = top
     _finish(ax, f"{title}: where a successful iteration's time goes", "mean ms per successful iteration", span_s)
-    return _save(fig, path)
+    return save(fig, path)
 
 
 def work_counts(counts: pd.DataFrame, span_s: float, title: str, path: Path) -> Path:
@@ -163,7 +155,7 @@ def work_counts(counts: pd.DataFrame, span_s: float, title: str, path: Path) -> 
     for row in axes:
         row[0].set_ylabel("mean per successful iteration")
     fig.suptitle(f"{title}: the work counts that drive the steps")
-    return _save(fig, path)
+    return save(fig, path)
 
 
 def lock_wait(edges: np.ndarray, ok_counts: np.ndarray, failed_counts: np.ndarray, title: str, path: Path) -> Path:
@@ -180,7 +172,7 @@ def lock_wait(edges: np.ndarray, ok_counts: np.ndarray, failed_counts: np.ndarra
     ax.set_ylim(bottom=0)
     ax.grid(alpha=0.3)
     _outside_legend(ax)
-    return _save(fig, path)
+    return save(fig, path)
 
 
 def latency_percentiles(q: pd.DataFrame, span_s: float, title: str, path: Path) -> Path:
@@ -197,7 +189,7 @@ def latency_percentiles(q: pd.DataFrame, span_s: float, title: str, path: Path) 
     axes[0][0].set_ylabel("ms")
     _outside_legend(axes[0][-1])
     fig.suptitle(f"{title}: latency percentiles per window")
-    return _save(fig, path)
+    return save(fig, path)
 
 
 def causes(points: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray, str]], span_s: float, title: str,
@@ -219,7 +211,7 @@ def causes(points: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray, str]], sp
         cax = fig.add_axes((right.x1 + 0.25 / fig.get_figwidth(), right.y0, 0.15 / fig.get_figwidth(), right.height))
         fig.colorbar(sc, cax=cax, label=_scale(span_s)[1])
     fig.suptitle(f"{title}: each step's time against the count that drives it")
-    return _save(fig, path)
+    return save(fig, path)
 
 
 def probe(t: np.ndarray, ms: np.ndarray, op: str, span_s: float, title: str, path: Path) -> Path:
@@ -232,7 +224,7 @@ def probe(t: np.ndarray, ms: np.ndarray, op: str, span_s: float, title: str, pat
     ax.set_xlim(0, _x([span_s], span_s)[0])
     ax.grid(alpha=0.3)
     _outside_legend(ax)
-    return _save(fig, path)
+    return save(fig, path)
 
 
 def generator(series: dict[str, tuple[np.ndarray, np.ndarray]], span_s: float, title: str, path: Path) -> Path:
@@ -247,7 +239,7 @@ def generator(series: dict[str, tuple[np.ndarray, np.ndarray]], span_s: float, t
     ax.set_xlim(0, _x([span_s], span_s)[0])
     ax.grid(alpha=0.3)
     _outside_legend(ax)
-    return _save(fig, path)
+    return save(fig, path)
 
 
 def overlay_rates(series: dict[str, pd.Series], path: Path) -> Path:
@@ -261,7 +253,7 @@ def overlay_rates(series: dict[str, pd.Series], path: Path) -> Path:
     ax.set_ylim(bottom=0)
     ax.grid(alpha=0.3)
     _outside_legend(ax)
-    return _save(fig, path)
+    return save(fig, path)
 
 
 def compare_steps(step_ms: dict[str, dict[str, float]], path: Path) -> Path:
@@ -277,4 +269,4 @@ def compare_steps(step_ms: dict[str, dict[str, float]], path: Path) -> Path:
     ax.set_xlabel("ms per successful iteration")
     ax.grid(alpha=0.3, axis="x")
     _outside_legend(ax)
-    return _save(fig, path)
+    return save(fig, path)

@@ -21,8 +21,8 @@ import pandas as pd
 
 from harness.record.schema import STEP_LABELS
 from reports.load import COUNT_COLUMNS, STEP_COLUMNS
+from reports.series import Span, seconds_since
 from reports.stats import Change, mean_change, rank_trend
-from reports.verdict import Span, seconds_since
 
 COUNT_LABELS = {"pull_items_read": "items read per pull", "index_entries_written": "index entries written per commit",
                 "catalog_rows": "catalog rows", "files_pushed": "files pushed per sync",

@@ -1,0 +1,1 @@
+"""The story (`harness story`): a ladder's chapters as runs, their verdicts, numbers, figures and page."""
