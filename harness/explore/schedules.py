@@ -95,11 +95,31 @@ def learn(target: Target, op: str, lab: Lab) -> list[str]:
     return tape.seen
 
 
+READS = ("GetItem", "BatchGetItem", "Query", "Scan", "GetObject", "HeadObject", "ListObjectsV2", "HeadBucket")
+
+
+def is_read(request: str) -> bool:
+    return request.split(" ", 1)[0] in READS
+
+
 def schedules(target: Target, op: str, seq: list[str], quick: bool) -> Iterator[Schedule]:
+    """Every boundary, every disturbance; less what cannot differ.
+
+    A crash before a read is the crash before the next write (a read changes nothing), so crashes go at writes
+    only. ``quick`` also keeps only the first of a run of identical requests (a file's chunks, one after
+    another), loses answers only of writes (a read sent again reads again), and freezes A during B's ``sync
+    m0`` only.
+    """
     others = QUICK_B_OPS if quick else tuple(B_OPS)
     for k, request in enumerate(seq):
+        if quick and k and seq[k - 1] == request:
+            continue
         for d in DISTURBANCES:
             if d == "gsi-lag" and not (target.backend == "dynamodb" and request == "Query GSI"):
+                continue
+            if d == "crash" and is_read(request):
+                continue
+            if d == "lost-answer" and quick and is_read(request):
                 continue
             if d == "freeze":
                 for other in others:
