@@ -7,7 +7,10 @@ Everything goes through what Locust's UI offers extensions: ``template_args``
 reason:
 
 - ``/`` adds one script (the harness panel: the scenario's description and
-  settings, the session's tests with links to their reports);
+  settings, the session's tests with links to their reports; it also keeps
+  Locust's own UI polling through a stop, see ``harness.js``) and renders a
+  page asked for while Locust is stopping as "running" (Locust's UI would
+  never poll from "stopping");
 - ``/swarm`` checks the scenario and the options the run's plan owns, and
   takes the run time, scenario and latency for the next test's plan (the
   harness times, and names, the stop);
@@ -27,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from flask import Response, jsonify, make_response, render_template, request, send_from_directory
-from locust.runners import STATE_RUNNING, STATE_SPAWNING
+from locust.runners import STATE_CLEANUP, STATE_RUNNING, STATE_SPAWNING, STATE_STOPPING
 from locust.util.timespan import parse_timespan
 from werkzeug.datastructures import ImmutableMultiDict
 
@@ -41,6 +44,10 @@ log = logging.getLogger("harness")
 TAB_KEY = "harness"
 SCRIPT = Path(__file__).with_name("harness.js")
 SCRIPT_TAG = '<script src="./harness/harness.js" defer></script>'
+LOCUST_SCRIPT = '<script type="module"'
+# States Locust passes through on its way to "stopped". Locust's UI (2.47.0) polls only from "spawning" or
+# "running": from one of these it would never learn that the stop ended (harness.js says more).
+PASSING_STATES = (STATE_STOPPING, STATE_CLEANUP)
 
 
 def install(environment: Any, session: Any) -> None:
@@ -58,7 +65,13 @@ def install(environment: Any, session: Any) -> None:
         web_ui.update_template_args()
         args = web_ui.template_args
         args["extra_options"] = form.adjust_extra_options(args["extra_options"], plan)
+        if args.get("state") in PASSING_STATES:  # the page polls, and harness.js shows the real state
+            args["state"] = STATE_RUNNING
         html = render_template("index.html", template_args=web_ui.template_args)
+        # before Locust's own (module) script: deferred scripts run in document order, so harness.js has
+        # wrapped fetch before Locust's UI asks for its first /stats/requests
+        if LOCUST_SCRIPT in html:
+            return html.replace(LOCUST_SCRIPT, SCRIPT_TAG + LOCUST_SCRIPT, 1)
         return html.replace("</body>", SCRIPT_TAG + "</body>", 1)
 
     swarm_view = views["locust.swarm"]
