@@ -17,8 +17,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 
 SCRIPT = r"""
-import json, re
+import json, re, time
 from types import SimpleNamespace
+import gevent
 from locust import User, task
 from locust.env import Environment
 from harness.load.web import ui
@@ -31,7 +32,7 @@ class Idle(User):
 env = Environment(user_classes=[Idle])
 env.create_local_runner()
 web_ui = env.create_web_ui("127.0.0.1", 0)  # not started: Flask's test client asks it
-ui.install(env, SimpleNamespace(plan=make_plan(), tab_rows=lambda: []))
+ui.install(env, SimpleNamespace(plan=make_plan(), tab_rows=lambda: [], pending_form={}))
 client = web_ui.app.test_client()
 out = {}
 for state in ("stopping", "cleanup", "stopped"):
@@ -39,9 +40,16 @@ for state in ("stopping", "cleanup", "stopped"):
     html = client.get("/").get_data(as_text=True)
     out[state] = {"page": re.search(r'"state": "(\w+)"', html).group(1),
                   "script_first": html.index(ui.SCRIPT_TAG) < html.index(ui.LOCUST_SCRIPT)}
-    if state == "stopping":  # (Locust caches the JSON for 2 s: asked once)
-        out[state]["json"] = client.get("/stats/requests").get_json()["state"]
-print(json.dumps({"pages": out, "passing": list(ui.PASSING_STATES), "script": str(ui.SCRIPT)}))
+    out[state]["json"] = client.get("/stats/requests").get_json()["state"]  # within Locust's 2 s cache
+env.runner.state = "stopped"
+# a start the harness takes a while to prepare (test_start: the record, the table), Locust "stopped" meanwhile
+env.events.test_start.add_listener(lambda **_: gevent.sleep(2.5))
+began = time.monotonic()
+answer = client.post("/swarm", data={"user_count": 1, "spawn_rate": 1, "host": ""}).get_json()
+start = {"success": answer["success"], "waited_s": time.monotonic() - began,
+         "state": client.get("/stats/requests").get_json()["state"]}
+env.runner.quit()
+print(json.dumps({"pages": out, "start": start, "passing": list(ui.PASSING_STATES), "script": str(ui.SCRIPT)}))
 """
 
 
@@ -51,7 +59,7 @@ def _served() -> dict:
     return json.loads(run.stdout.strip().splitlines()[-1])
 
 
-def test_a_page_asked_for_while_locust_stops_is_one_that_polls():
+def test_a_page_asked_for_while_locust_starts_or_stops_is_one_that_polls():
     served = _served()
     got = served["pages"]
     # Locust's UI polls from "running" (harness.js shows the real state); a settled state is rendered as it is
@@ -59,7 +67,11 @@ def test_a_page_asked_for_while_locust_stops_is_one_that_polls():
                                                       "stopped": "stopped"}
     # harness.js wraps fetch before Locust's script asks for anything (deferred scripts run in document order)
     assert all(g["script_first"] for g in got.values())
-    assert got["stopping"]["json"] == "stopping"  # the JSON itself tells the truth
+    # the JSON itself tells the truth, and the runner's state now, not Locust's cached answer's
+    assert {s: g["json"] for s, g in got.items()} == {s: s for s in got}
+    # /swarm answers a start once Locust has left "stopped": the page's first poll finds the test it started
+    start = served["start"]
+    assert start["success"] and start["waited_s"] >= 2.5 and start["state"] in ("spawning", "running")
     # the server's passing states are the ones harness.js passes Locust's UI through
     script = Path(served["script"]).read_text()
     passing = re.search(r"const PASSING = new Set\(\[([^\]]*)\]\)", script).group(1)
