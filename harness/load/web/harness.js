@@ -5,11 +5,50 @@
 // Locust's React root (React never touches it); every value is set with textContent.
 // On the Harness tab the panel and the charts follow the table in the page's flow, so they never
 // cover its last rows; on Locust's own tabs the panel stays fixed at the bottom.
+// Inside Locust's UI it touches text only (the header's labels, and its status while Locust stops: see PASSING),
+// and it keeps that UI polling /stats/requests through a stop. It runs before Locust's own script (ui.py).
 (function () {
   "use strict";
   const POLL_MS = 2000;
   let catalogue = { current: null, scenarios: {} };
   let status = null;
+
+  // Locust's own UI (2.47.0, useSwarmUi) polls /stats/requests every 2 s only while the state it last read is
+  // "spawning" or "running", and its Stop button does not poll again. Its last poll of a test can therefore land
+  // while Locust is still "stopping" (a master waiting for its workers to stop) or "cleanup" (a single process
+  // stopping its users): the page then stops polling and keeps showing that state, with Stop and no New, however
+  // long ago Locust stopped (a page loaded in that state never polls at all: ui.py renders it as "running").
+  // So every /stats/requests answer passes here: a passing state reaches Locust's UI as "running", which keeps
+  // it polling until the settled state ("stopped") arrives, and the header's status shows the real one.
+  const PASSING = new Set(["stopping", "cleanup"]);
+  let passing = null;  // the real state while Locust's UI is told "running"
+  const locustFetch = window.fetch.bind(window);
+  window.fetch = async function (input, init) {
+    const response = await locustFetch(input, init);
+    const url = typeof input === "string" ? input : input && input.url;
+    if (!url || !response.ok || !new URL(url, window.location.href).pathname.endsWith("/stats/requests")) {
+      return response;
+    }
+    let data;
+    try { data = await response.clone().json(); } catch (e) { return response; }
+    if (!data || !PASSING.has(data.state)) { passing = null; return response; }
+    passing = data.state;
+    setTimeout(showState, 0);
+    return new Response(JSON.stringify({...data, state: "running", harness_locust_state: data.state}),
+                        {status: response.status, statusText: response.statusText,
+                         headers: {"Content-Type": response.headers.get("Content-Type") || "application/json"}});
+  };
+
+  // The header's status while Locust's UI is told "running": the real (passing) state.
+  function showState() {
+    if (!passing) return;
+    for (const label of document.querySelectorAll("header p, header h6, header span")) {
+      const value = label.nextElementSibling;
+      if (label.textContent === "Status" && value && value.textContent.toLowerCase() === "running") {
+        value.textContent = passing;
+      }
+    }
+  }
 
   const css = document.createElement("style");
   css.textContent = `
@@ -236,6 +275,7 @@
     } catch (e) { /* Locust is gone: keep the last view */ }
     render();
     relabel();
+    showState();
     openOptions();
     markTab();
     pollCharts();

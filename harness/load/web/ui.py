@@ -3,18 +3,24 @@
 Everything goes through what Locust's UI offers extensions: ``template_args``
 (``extendedTabs`` / ``extendedTables``, the form's ``extra_options``), the
 ``extended_stats`` of ``/stats/requests``, and routes of our own on
-``web_ui.app``. Four of Locust's view functions are wrapped, each for one
-reason:
+``web_ui.app``. Four of Locust's view functions are wrapped, each for its
+reasons (the polling ones: Locust's UI, 2.47.0, polls only while the state it
+last read is "spawning" or "running", see ``PASSING_STATES``):
 
 - ``/`` adds one script (the harness panel: the scenario's description and
-  settings, the session's tests with links to their reports);
+  settings, the session's tests with links to their reports; it also keeps
+  Locust's own UI polling through a stop, see ``harness.js``) and renders a
+  page asked for while Locust is stopping as "running" (Locust's UI would
+  never poll from "stopping");
 - ``/swarm`` checks the scenario and the options the run's plan owns, and
   takes the run time, scenario and latency for the next test's plan (the
-  harness times, and names, the stop);
+  harness times, and names, the stop), and answers a start once Locust has
+  left "stopped" (``START_WAIT_S``);
 - ``/stop`` notes why the test stopped;
 - ``/stats/requests`` puts the steps in loop order and makes the header's
   rate and failure % the iteration's (Locust counts every step as a
-  request), and adds the harness tab's rows.
+  request), adds the harness tab's rows, and carries the runner's state now
+  (not Locust's cached answer's).
 
 Plain ``locust --headless`` output is untouched: the step names change only in
 the UI's JSON.
@@ -23,11 +29,13 @@ the UI's JSON.
 from __future__ import annotations
 
 import logging
+import time
 from pathlib import Path
 from typing import Any
 
+import gevent
 from flask import Response, jsonify, make_response, render_template, request, send_from_directory
-from locust.runners import STATE_RUNNING, STATE_SPAWNING
+from locust.runners import STATE_CLEANUP, STATE_INIT, STATE_RUNNING, STATE_SPAWNING, STATE_STOPPED, STATE_STOPPING
 from locust.util.timespan import parse_timespan
 from werkzeug.datastructures import ImmutableMultiDict
 
@@ -41,6 +49,14 @@ log = logging.getLogger("harness")
 TAB_KEY = "harness"
 SCRIPT = Path(__file__).with_name("harness.js")
 SCRIPT_TAG = '<script src="./harness/harness.js" defer></script>'
+LOCUST_SCRIPT = '<script type="module"'
+# States Locust passes through on its way to "stopped". Locust's UI (2.47.0) polls only from "spawning" or
+# "running": from one of these it would never learn that the stop ended (harness.js says more).
+PASSING_STATES = (STATE_STOPPING, STATE_CLEANUP)
+# For the same reason /swarm answers a start once Locust has left "ready" / "stopped": the harness prepares the
+# test (its record, the table or bucket) in test_start, before Locust's state moves, and a page that read
+# "stopped" after Start would never poll the test it started. Bounded: a start that fails ends the wait too.
+START_WAIT_S = 60.0
 
 
 def install(environment: Any, session: Any) -> None:
@@ -58,7 +74,13 @@ def install(environment: Any, session: Any) -> None:
         web_ui.update_template_args()
         args = web_ui.template_args
         args["extra_options"] = form.adjust_extra_options(args["extra_options"], plan)
+        if args.get("state") in PASSING_STATES:  # the page polls, and harness.js shows the real state
+            args["state"] = STATE_RUNNING
         html = render_template("index.html", template_args=web_ui.template_args)
+        # before Locust's own (module) script: deferred scripts run in document order, so harness.js has
+        # wrapped fetch before Locust's UI asks for its first /stats/requests
+        if LOCUST_SCRIPT in html:
+            return html.replace(LOCUST_SCRIPT, SCRIPT_TAG + LOCUST_SCRIPT, 1)
         return html.replace("</body>", SCRIPT_TAG + "</body>", 1)
 
     swarm_view = views["locust.swarm"]
@@ -87,11 +109,26 @@ def install(environment: Any, session: Any) -> None:
         kept = [(k, v) for k, v in request.form.items(multi=True) if k != "run_time" and k not in form.OWNED]
         request.form = ImmutableMultiDict(kept)  # the harness times the test (and says why it stopped)
         response = swarm_view()
+        if not running and response.is_json and response.get_json().get("success"):
+            wait_for_start()
         if seconds and response.is_json and response.get_json().get("success"):
             data = response.get_json()
             data["run_time"] = seconds
             return jsonify(data)
         return response
+
+    def wait_for_start() -> None:
+        """Until Locust's state has left "ready" / "stopped" (or its start greenlets ended, or START_WAIT_S)."""
+        deadline = time.monotonic() + START_WAIT_S
+        while environment.runner.state in (STATE_INIT, STATE_STOPPED) and time.monotonic() < deadline:
+            # Locust's own (2.47.0): the web UI's start greenlet (a master's start), the runner's spawning one
+            starting = (getattr(web_ui, "_swarm_greenlet", None),
+                        getattr(environment.runner, "spawning_greenlet", None))
+            if not any(g is not None and not g.dead for g in starting):
+                return
+            gevent.sleep(0.1)
+        if environment.runner.state in (STATE_INIT, STATE_STOPPED):
+            log.warning("harness: Locust had not left %r %g s after the start", environment.runner.state, START_WAIT_S)
 
     stop_view = views["locust.stop"]
 
@@ -111,6 +148,11 @@ def install(environment: Any, session: Any) -> None:
             percentiles = {f"response_time_percentile_{p}": entry.get_current_response_time_percentile(p)
                            for p in (0.5, 0.95)}
         data = stats_for_ui(data, entry.to_dict() if entry is not None else None, percentiles)
+        # Locust serves this JSON from a cache (2 s, longer once a computation took longer): the state is the
+        # runner's own, now, so that the UI never acts on a state Locust has already left (see PASSING_STATES)
+        data["state"], data["user_count"] = runner.state, runner.user_count
+        if "worker_count" in data:
+            data["worker_count"] = runner.worker_count
         try:
             data["extended_stats"] = [{"key": TAB_KEY, "data": session.tab_rows()}]
         except Exception:  # a broken tab must not blank Locust's own page: log it, keep the rest
