@@ -65,6 +65,7 @@ def test_the_key_accepts_distributions_and_off_and_rejects_anything_else_in_one_
     assert parse("off").fidelity.config.gsi_lag == "off"
     assert scenarios.parse({}).fidelity.config.gsi_lag == ""  # the latency profile's
     assert parse_dist("lognormal(50ms, 200ms)") == Dist(50, 200) and parse_dist("fixed(1s)") == Dist(1000)
+    assert [str(Dist(50, 200)), str(Dist(1000))] == ["lognormal(50ms, 200ms)", "fixed(1000ms)"]
     for bad, why in [("lognormal(50ms)", 'must be "off", "lognormal(<median>, <p99>)"'),
                      ("fixed(1s, 2s)", "must be"), ("50ms", "must be"), ("lognormal(200ms, 50ms)", "0 < median <= p99"),
                      ("lognormal(5x, 9ms)", "not a duration: '5x'"), (50, "must be a string")]:
@@ -112,7 +113,8 @@ def test_a_gsi_query_right_after_a_write_omits_the_item_and_shows_it_after_the_l
     assert _gsi(ddb) == []
     clock.advance(0.001)
     assert _gsi(ddb) == ["a", "b", "c"]
-    assert layer.gsi_lag.hidden == 6
+    lag = layer.gsi_lag
+    assert (lag.writes, lag.hidden, lag.delayed, lag.answers) == (3, 6, 2, 3)
     ddb.put_item(TableName=TABLE, Item=_item("d"))
     scan = ddb.scan(TableName=TABLE, IndexName="gix")
     assert scan["Count"] == 3 and scan["ScannedCount"] == 3  # a GSI scan lags too
@@ -214,3 +216,18 @@ def test_swamps_own_pull_takes_the_lagging_answer(aws, clock):
     assert layer.gsi_lag.hidden == 5 and [e["view_size"] for e in events if e["type"] == "pull"] == [0, 0]
     report = check(events, snapshot(a.backend))
     assert report["torn_reads"] == 1 and report["violations"] == 1, report["details"]
+
+
+def test_each_process_says_in_locust_log_what_the_lag_did(caplog):
+    from types import SimpleNamespace
+
+    from harness.load.process import HarnessProcess
+
+    lag = GsiLag(Dist(50, 200), FakeClock(), random.Random(1))
+    lag.wrote(item_key(TABLE, {"pk": _s("p"), "sk": _s("a")}))
+    proc = SimpleNamespace(load=SimpleNamespace(layer=SimpleNamespace(gsi_lag=lag)), name="worker-1")
+    with caplog.at_level("INFO", logger="harness"):
+        HarnessProcess.note_gsi_lag(proc)  # type: ignore[arg-type]
+        HarnessProcess.note_gsi_lag(SimpleNamespace(load=None, name="local"))  # type: ignore[arg-type]
+    assert caplog.messages == ["harness: worker-1: gsi_lag lognormal(50ms, 200ms): 1 write(s) recorded, 0 item(s) "
+                               "held back from 0 of 0 GSI answers"]

@@ -71,13 +71,14 @@ class GsiLag:
         self.dist, self.clock, self.rng, self.max_keys = dist, clock, rng, max_keys
         self.horizon_s = min(MAX_LAG_S, dist.quantile_ms(Z999) / 1000.0)
         self._shows_at: OrderedDict[Key, tuple[float, float]] = OrderedDict()  # key -> (written at, shows at)
-        self.hidden = 0  # items omitted from GSI answers so far
+        self.writes = self.hidden = self.delayed = self.answers = 0  # items recorded / held back; GSI answers
 
     def __len__(self) -> int:
         return len(self._shows_at)
 
     # ---- writes ----------------------------------------------------------------------
     def wrote(self, key: Key) -> None:
+        self.writes += 1
         now = self.clock.now()
         lag = min(self.horizon_s, self.dist.sample_ms(self.rng) / 1000.0)
         self._shows_at.pop(key, None)  # a rewrite: in write order again, with its own lag
@@ -127,10 +128,11 @@ class GsiLag:
     # ---- GSI reads --------------------------------------------------------------------
     def on_read(self, params: dict, parsed: dict) -> None:
         """A GSI answer: the items this process wrote too recently to show in it yet are taken out."""
-        if not params.get("IndexName") or params.get("ConsistentRead") or not self._shows_at:
+        if not params.get("IndexName") or params.get("ConsistentRead"):
             return
+        self.answers += 1
         items = parsed.get("Items")
-        if not items:
+        if not items or not self._shows_at:
             return
         now, table = self.clock.now(), params["TableName"]
         self._forget(now)
@@ -142,6 +144,7 @@ class GsiLag:
             if "ScannedCount" in parsed:
                 parsed["ScannedCount"] = max(len(shown), parsed["ScannedCount"] - hidden)
             self.hidden += hidden
+            self.delayed += 1
 
     # ---- botocore hooks ---------------------------------------------------------------
     def before_parameter_build(self, params: dict, context: dict | None = None, **_: Any) -> None:

@@ -48,6 +48,12 @@ class Dist:
         sigma = math.log(self.p99_ms / self.median_ms) / Z99
         return self.median_ms * math.exp(sigma * sigma / 2)
 
+    def __str__(self) -> str:
+        """As a scenario writes it (``parse_dist``)."""
+        if not self.p99_ms or self.p99_ms <= self.median_ms:
+            return f"fixed({self.median_ms:g}ms)"
+        return f"lognormal({self.median_ms:g}ms, {self.p99_ms:g}ms)"
+
     def quantile_ms(self, z: float) -> float:
         """The value ``z`` standard deviations up the distribution (3.09: its p99.9)."""
         if not self.p99_ms or self.p99_ms <= self.median_ms:
