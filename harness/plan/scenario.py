@@ -461,11 +461,12 @@ def _fidelity(f: _Reader) -> FidelitySpec:
         load_profile(latency)
     except HarnessError as e:
         raise f.fail("latency", str(e)) from None
-    gsi_lag = f.string("gsi_lag", "")
-    try:
-        parse_dist(gsi_lag, off=True) if gsi_lag else None
-    except ValueError as e:
-        raise f.fail("gsi_lag", str(e)) from None
+    gsi_lag = f.string("gsi_lag", "")  # "": the latency profile's
+    if gsi_lag:
+        try:
+            parse_dist(gsi_lag, off=True)
+        except ValueError as e:
+            raise f.fail("gsi_lag", str(e)) from None
     faults_table = f.get("faults", {})
     if not isinstance(faults_table, dict):
         raise f.fail("faults", "must be a table of [fidelity.faults.<Operation>] sections")
