@@ -195,6 +195,7 @@ def _worker_report(h: HarnessProcess, data: dict) -> None:
 def _worker_test_stop(h: HarnessProcess) -> None:
     """Users are stopped: send what is left, and how many rows this process sent in all."""
     assert h.outbox is not None
+    h.note_gsi_lag()
     payload = h.outbox.close(h.throttles(), h.keys())
     h.load = None
     if payload is not None:

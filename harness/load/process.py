@@ -211,6 +211,13 @@ class HarnessProcess:
     def throttles(self) -> int:
         return throttle_count(self.load.layer if self.load else None)
 
+    def note_gsi_lag(self) -> None:
+        """locust.log: what the fidelity layer's GSI lag did in this process during the test (if it was on)."""
+        lag = self.load.layer.gsi_lag if self.load is not None and self.load.layer is not None else None
+        if lag is not None:
+            log.info("harness: %s: gsi_lag %s: %d write(s) recorded, %d item(s) held back from %d of %d GSI answers",
+                     self.name, lag.dist, lag.writes, lag.hidden, lag.delayed, lag.answers)
+
     def keys(self) -> list[dict]:
         """The units each partition key took since the last call (keys.csv rows; none without a test)."""
         return self.load.keyload.drain(time.time()) if self.load is not None else []

@@ -295,6 +295,7 @@ class Session:
         t.writer.flush()
         t.history.flush()
         if self.process.sends_load:  # the last interval of this process's own per-key units
+            self.process.note_gsi_lag()
             try:
                 t.keys.add(self.process.name, self.process.keys())
             except OSError:

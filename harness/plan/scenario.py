@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.aws.fidelity.faults import FAULT_KINDS, FaultRates
-from harness.aws.fidelity.latency import load_profile
+from harness.aws.fidelity.latency import load_profile, parse_dist
 from harness.aws.fidelity.layer import FidelityConfig
 from harness.aws.fidelity.throttle import DynamoCapacity, S3Rates
 from harness.datastore.backends.dynamodb import GSI_LAYOUTS
@@ -461,6 +461,12 @@ def _fidelity(f: _Reader) -> FidelitySpec:
         load_profile(latency)
     except HarnessError as e:
         raise f.fail("latency", str(e)) from None
+    gsi_lag = f.string("gsi_lag", "")  # "": the latency profile's
+    if gsi_lag:
+        try:
+            parse_dist(gsi_lag, off=True)
+        except ValueError as e:
+            raise f.fail("gsi_lag", str(e)) from None
     faults_table = f.get("faults", {})
     if not isinstance(faults_table, dict):
         raise f.fail("faults", "must be a table of [fidelity.faults.<Operation>] sections")
@@ -474,7 +480,7 @@ def _fidelity(f: _Reader) -> FidelitySpec:
         faults[op] = FaultRates(**vals)
     cfg = FidelityConfig(enabled=mode != "off", dynamodb=ddb, s3=s3, latency=latency, faults=faults,
                          timeout_after_s=f.duration("timeout_after", 1.0),
-                         probe_every_s=f.duration("probe_every", 1.0, positive=False))
+                         probe_every_s=f.duration("probe_every", 1.0, positive=False), gsi_lag=gsi_lag)
     pr = _Reader(f.get("pauses", {}), "fidelity.pauses", f.source)
     pauses = Pauses(probability=pr.number("probability", 0.0), duration_s=pr.duration("duration", 0.0, positive=False))
     pr.done()

@@ -7,19 +7,27 @@ are usually quoted), or fixed. Shipped profiles:
 - ``aws-s3-vpce``: PutObject median 280 ms, p99 700 ms (mean ~300 ms, S3 through a VPC endpoint);
 - ``aws``: both.
 A user profile is a TOML file: ``[dynamodb.PutItem] median_ms = 3 p99_ms = 12``, ``[s3."*"] fixed_ms = 50``.
+
+A profile's ``dynamodb.gsi_lag`` (not an operation) is how long after its write an
+item shows in a GSI (``harness.aws.fidelity.gsilag``): the AWS profiles have one,
+``local`` has none. In a scenario a distribution is written ``"lognormal(50ms, 200ms)"``
+(median, p99) or ``"fixed(20ms)"`` (``parse_dist``).
 """
 
 from __future__ import annotations
 
 import math
 import random
+import re
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
+from harness.durations import parse_duration
 from harness.errors import HarnessError
 
 Z99 = 2.3263478740408408
+GSI_LAG = "gsi_lag"  # a profile's pseudo-operation under "dynamodb": when an item shows in a GSI
 
 
 @dataclass(frozen=True)
@@ -40,6 +48,44 @@ class Dist:
         sigma = math.log(self.p99_ms / self.median_ms) / Z99
         return self.median_ms * math.exp(sigma * sigma / 2)
 
+    def __str__(self) -> str:
+        """As a scenario writes it (``parse_dist``)."""
+        if not self.p99_ms or self.p99_ms <= self.median_ms:
+            return f"fixed({self.median_ms:g}ms)"
+        return f"lognormal({self.median_ms:g}ms, {self.p99_ms:g}ms)"
+
+    def quantile_ms(self, z: float) -> float:
+        """The value ``z`` standard deviations up the distribution (3.09: its p99.9)."""
+        if not self.p99_ms or self.p99_ms <= self.median_ms:
+            return self.median_ms
+        return self.median_ms * (self.p99_ms / self.median_ms) ** (z / Z99)
+
+
+_DIST = re.compile(r"^\s*(lognormal|fixed)\s*\(\s*([^,()]+?)\s*(?:,\s*([^,()]+?)\s*)?\)\s*$")
+DIST_SYNTAX = '"lognormal(<median>, <p99>)" like "lognormal(50ms, 200ms)" or "fixed(<duration>)"'
+
+
+def parse_dist(text: str, *, off: bool = False) -> Dist | None:
+    """A distribution written in a scenario: ``lognormal(50ms, 200ms)`` (median, p99) or ``fixed(20ms)``;
+    with ``off``, also ``"off"`` (None). Raises ValueError with a one-line reason.
+    """
+    if off and text == "off":
+        return None
+    m = _DIST.match(text) if isinstance(text, str) else None
+    if m is None or (m.group(1) == "fixed") != (m.group(3) is None):
+        either = '"off", ' if off else ""
+        raise ValueError(f"must be {either}{DIST_SYNTAX}, got {text!r}")
+    try:
+        values = [parse_duration(g) * 1000 for g in m.groups()[1:] if g is not None]
+    except ValueError as e:
+        raise ValueError(f"must be {DIST_SYNTAX}: {e}") from None
+    if len(values) == 1:
+        return Dist(values[0])
+    median, p99 = values
+    if median <= 0 or p99 < median:
+        raise ValueError(f"needs 0 < median <= p99, got {text!r}")
+    return Dist(median, p99)
+
 
 Profile = dict[str, dict[str, Dist]]  # service -> operation (or "*") -> distribution
 
@@ -47,6 +93,8 @@ _DDB: dict[str, Dist] = {
     "PutItem": Dist(3.2, 12), "GetItem": Dist(2.8, 10), "UpdateItem": Dist(3.5, 13), "DeleteItem": Dist(3.3, 12),
     "Query": Dist(5.0, 25), "Scan": Dist(20.0, 120), "BatchWriteItem": Dist(8.0, 35), "BatchGetItem": Dist(6.0, 25),
     "TransactWriteItems": Dist(12.0, 45), "*": Dist(4.0, 15),
+    # AWS: a GSI is updated asynchronously, "within a fraction of a second" normally; the figures are assumed
+    GSI_LAG: Dist(50.0, 200.0),
 }
 _S3: dict[str, Dist] = {
     "PutObject": Dist(280, 700), "GetObject": Dist(60, 250), "HeadObject": Dist(40, 150),
@@ -85,6 +133,11 @@ def load_profile(name_or_path: str) -> Profile:
                 raise HarnessError(f"{path}: {service}.{op} latency must not be negative")
             out.setdefault(service, {})[op] = d
     return out
+
+
+def gsi_lag_of(profile: Profile) -> Dist | None:
+    """The profile's GSI lag (None: items show in a GSI at once)."""
+    return profile.get("dynamodb", {}).get(GSI_LAG)
 
 
 def pick(profile: Profile, service: str, op: str) -> Dist | None:

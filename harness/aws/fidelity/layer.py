@@ -1,11 +1,13 @@
-"""The fidelity layer's hooks: latency, faults and throttles in ``before-send``.
+"""The fidelity layer's hooks: latency, faults and throttles in ``before-send``; GSI lag in ``after-call``.
 
 Order per request: the added latency (real waiting), then an injected fault,
 then the throttling model. A throttle or a 5xx is a real-looking HTTP response
 (DynamoDB's JSON error with ``ThrottlingReasons``, S3's ``503 SlowDown`` XML),
 returned from ``before-send`` so botocore parses it and its retry handler
 treats it exactly as it would treat AWS's. Reads are billed after they return
-(``after-call``), as DynamoDB bills them.
+(``after-call``), as DynamoDB bills them. GSI lag (``harness.aws.fidelity.gsilag``)
+takes the process's too recent writes out of GSI answers before anything else
+sees them.
 """
 
 from __future__ import annotations
@@ -21,7 +23,8 @@ from botocore.awsrequest import AWSResponse
 
 from harness.aws.capacity import Charge, query_key
 from harness.aws.fidelity.faults import FaultRates, choose, raise_transport_fault
-from harness.aws.fidelity.latency import Profile, load_profile, pick
+from harness.aws.fidelity.gsilag import GsiLag
+from harness.aws.fidelity.latency import Dist, Profile, gsi_lag_of, load_profile, parse_dist, pick
 from harness.aws.fidelity.throttle import DynamoCapacity, DynamoThrottle, S3Rates, S3Throttle, Throttle
 from harness.aws.instrument import SHAPES, current_call
 from harness.clock import Clock, SystemClock
@@ -39,6 +42,12 @@ class FidelityConfig:
     faults: dict[str, FaultRates] = field(default_factory=dict)  # operation (or "*") -> rates
     timeout_after_s: float = 1.0
     probe_every_s: float = 0.0
+    gsi_lag: str = ""  # "": the latency profile's (AWS profiles: a lag; local: none) | "off" | a distribution
+
+    def gsi_lag_dist(self, profile: Profile) -> Dist | None:
+        """How long after its write an item shows in a GSI, or None (at once)."""
+        dist = parse_dist(self.gsi_lag, off=True) if self.gsi_lag else gsi_lag_of(profile)
+        return dist if dist is not None and dist.median_ms > 0 else None
 
 
 class _Body:
@@ -110,6 +119,9 @@ class FidelityLayer:
         self.ddb = DynamoThrottle(cfg.dynamodb, self.clock) if cfg.dynamodb else None
         self.s3 = S3Throttle(cfg.s3, self.clock) if cfg.s3 else None
         self.added_ms = 0.0
+        lag = cfg.gsi_lag_dist(self.profile)
+        # its own draws: the latency's stay as they were without it
+        self.gsi_lag = GsiLag(lag, self.clock, random.Random(repr(self.rng.getstate()))) if lag else None
 
     def install(self, client: Any) -> Any:
         """Hook this layer into ``client`` (once; a service the run does not use has no client: None)."""
@@ -120,6 +132,11 @@ class FidelityLayer:
         ev.register(f"before-send.{service}", self._before_send, unique_id=f"harness-fidelity-{id(self)}")
         if service == "dynamodb":
             ev.register("after-call.dynamodb", self._after_call, unique_id=f"harness-bill-{id(self)}")
+            if self.gsi_lag is not None:  # first: accounting and billing see the answer the caller gets
+                ev.register("before-parameter-build.dynamodb", self.gsi_lag.before_parameter_build,
+                            unique_id=f"harness-gsi-lag-params-{id(self)}")
+                ev.register_first("after-call.dynamodb", self.gsi_lag.after_call,
+                                  unique_id=f"harness-gsi-lag-{id(self)}")
         client._harness_fidelity = self
         return client
 
