@@ -35,7 +35,7 @@ def explore(*, backend: str | None, sync: str | None, layout: str | None, fencin
                 batch = list(schedules(target, op, seq, quick))
                 bad = 0
                 for s in batch:
-                    done.append(replay(s, lab))
+                    done.append(replay(s, lab, quick))
                     bad += s.violations > 0
                 progress(f"{target.name} {op}: {len(seq)} requests, {len(batch)} schedules, {bad} violating "
                          f"({time.monotonic() - started:.0f} s)")

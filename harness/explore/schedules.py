@@ -1,11 +1,12 @@
 """Schedules: one operation of actor A, one disturbance at one of its request boundaries, actor B around it.
 
 Each schedule is replayed in a world of its own (``world.py``): a prelude
-gives both actors the models (A runs m0 and m1, B runs m0; for ``prune``, A
-has deleted m1), A's operation runs with the disturbance at boundary k, B
-runs its operation where the disturbance lets it (a freeze, a crash), both
-actors then sync m0 once more (a full commit writes back whatever a stale view
-still holds), and the checker judges the history against the final state.
+gives both actors the models (A and B run m0; for ``prune``, A has run m1 and
+deleted it), A's operation runs with the disturbance at boundary k, B runs its
+operation where the disturbance lets it (a freeze, a crash), A pushes once
+more (not in quick: its next push deletes the garbage it kept) and B syncs m0
+(a full commit writes back whatever a stale view still holds), and the
+checker judges the history against the final state.
 
 A schedule holds a single disturbance at a single boundary, so it is its own
 shrunk form: its ``steps`` say it in words, e.g. ``A: sync, request 7 of 9
@@ -139,8 +140,8 @@ def _quietly(fn: Callable[[], Any]) -> str | None:
     return None
 
 
-def replay(s: Schedule, lab: Lab) -> Schedule:
-    """Run one schedule in a fresh world and check it."""
+def replay(s: Schedule, lab: Lab, quick: bool = False) -> Schedule:
+    """Run one schedule in a fresh world and check it (``quick``: B's last sync only, not A's next push)."""
     w = new_world(s.target, lab)
     tape = lab.tape(s.target)
     prelude(w, s.op)
@@ -167,6 +168,8 @@ def replay(s: Schedule, lab: Lab) -> Schedule:
     elif got:
         s.steps.append(f"A: {got}")
     w.clock.advance(0.1)
+    if not quick and s.disturbance != "crash":  # A's next push too: garbage it kept may be someone's content now
+        _quietly(lambda: w.a.sync_run("m2", "get_uptime", 100, []))
     _quietly(lambda: w.b.sync_run("m0", "get_uptime", 100, []))  # a full commit writes back what a stale view holds
     report = check(w.events, snapshot(w.backend))
     s.violations = report["violations"]
