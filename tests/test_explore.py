@@ -123,3 +123,22 @@ def test_found_by_the_explorer_a_holder_frozen_mid_pull_reads_no_torn_view(aws):
     s = replay(Schedule(target, "sync", k, len(seq), seq[k], "freeze", "sync m0"), lab)
     assert s.steps[0] == f"A: sync, request {k + 1} of {len(seq)} (GetItem registry) frozen 7 s"
     assert s.violations == 0, s.steps
+
+
+@pytest.mark.parametrize("k, disturbance", [(0, "freeze"), (6, "freeze"), (20, "lost-answer")])
+def test_found_by_the_explorer_a_scoped_pull_learns_its_partition_was_pruned(aws, k, disturbance):
+    """The explorer's second fenced find (two-phase, not --quick): A froze before its model run while B deleted
+    and pruned m0; A's scoped pull planned from its cursor alone, so its view kept m0's pruned files "at" the new
+    sequence (a torn view). And a partition read whole dropped the worker's own entries it did not report. The
+    scoped pull now reads the registry for its partitions too (dropped, born again), and a whole read reports
+    everything it read."""
+    from harness.explore.schedules import Schedule, learn, replay
+    from harness.explore.world import Lab
+    from tests.conftest import SESSION
+
+    lab = Lab(SESSION)
+    target = Target("dynamodb", "two-phase", "per-model", True)
+    seq = learn(target, "model-run", lab)
+    other = "delete m0, prune" if disturbance == "freeze" else None
+    s = replay(Schedule(target, "model-run", k, len(seq), seq[k], disturbance, other), lab)
+    assert s.violations == 0, s.steps

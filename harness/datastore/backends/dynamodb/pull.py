@@ -188,14 +188,24 @@ class DynamoReads:
         plan: list[tuple[str, int]] = []  # (partition, read past)
         newest: dict[str, str] = {}
         if partitions is not None:
-            # fenced: the registry too (one GetItem), for the newest commit of each partition (see _complete)
+            # fenced: the registry too (one GetItem): a scoped partition pruned since (dropped) or born again, as an
+            # unscoped pull sees them, and the newest commit of each (see _complete)
             item = self._registry_item(namespace, work) if fencing else {}
+            reg = _parts_of(item)
             for p in partitions:
                 seen = cur.parts.get(p)
-                plan.append((p, seen if seen is not None else 0))
-                if seen is None:
+                if fencing and p not in reg and seen is not None:
+                    dropped.append(p)  # pruned since this worker read it: nothing of it is left
+                    continue
+                born = reg[p][0] if p in reg else 0
+                if seen is None or born > seen:
+                    plan.append((p, 0))
                     full.append(p)
-                if (k := item.get(NEWEST + p)) and int(item.get(f"c:{p}", {}).get("N", 0)) <= state.seq:
+                    if seen is not None:
+                        reborn.append(p)
+                else:
+                    plan.append((p, seen))
+                if (k := item.get(NEWEST + p)) and p in reg and reg[p][1] <= state.seq:
                     newest[p] = k["S"]
         else:
             item = self._registry_item(namespace, work)
@@ -271,9 +281,13 @@ class DynamoReads:
                 full: list[str], dropped: list[str]) -> PullResult:
         """The cursor takes in what the pull saw; the result lists what the worker's view must change."""
         changed = []
+        reread = set(full)
         for rel, v in res.visible.items():
             known = cur.refs.get(rel)
-            if known is None or known.sk != v.ref or known.meta != v.meta:  # (swamp's entries change in place)
+            # (swamp's entries change in place); a partition read whole reports all it holds: the worker drops
+            # what such a read does not name, its own commits' entries included
+            if known is None or known.sk != v.ref or known.meta != v.meta or "*" in reread \
+                    or partition_of(rel, namespace) in reread:
                 changed.append(v.meta)
             cur.refs[rel] = Known(v.ref, v.meta)
         removed = []
