@@ -34,7 +34,7 @@ from harness.errors import HarnessError
 if TYPE_CHECKING:
     from harness.aws.standin import Where
 
-DUMMY_CREDENTIALS = {"AWS_ACCESS_KEY_ID": "harness-local", "AWS_SECRET_ACCESS_KEY": "harness-local"}
+DUMMY_CREDENTIALS = {"AWS_ACCESS_KEY_ID": "harnesslocal", "AWS_SECRET_ACCESS_KEY": "harnesslocal"}
 
 
 def serve(host: str, port: int, ready_fd: int = 1, indexed: bool = False) -> None:

