@@ -191,6 +191,16 @@ class EmbeddedDynamoDBLocal:
         return self.launch().await_ready(timeout)
 
     def _accepts(self) -> bool:
+        """Its own process listens on the port (not another that took it first) and a connection is accepted."""
+        import psutil
+
+        assert self.proc is not None
+        try:
+            conns = psutil.Process(self.proc.pid).net_connections(kind="tcp")
+        except psutil.Error:
+            return False
+        if not any(c.status == psutil.CONN_LISTEN and c.laddr.port == self.port for c in conns):
+            return False
         try:
             with socket.create_connection((self.host, self.port), timeout=0.5):
                 return True
