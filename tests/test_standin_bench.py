@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from bench.standins import REQUESTS
+from harness.aws.standin.dynamodb_local import missing_runtime as dynamodb_local_missing
 from harness.aws.standin.seaweedfs import missing_runtime as weed_missing
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -25,9 +26,23 @@ def test_standins_bench_quick_prints_costs_ratios_and_throughput():
     for req in REQUESTS:  # client p50 and server CPU, each with a ratio of the two sizes
         # (a quick run's few calls may take less server CPU than one clock tick: no ratio then, said so)
         assert len(re.findall(rf"{re.escape(req)}\s+[\d.]+ /\s+[\d.]+\s+ratio\s+(?:[\d.]+|n/a)", out)) == 2, req
+    assert re.search(r"^moto-indexed [\d.]+: start-up [\d.]+ s; server memory \(RSS\) \d+ / \d+ MB$", out, re.M), out
     rates = dict(re.findall(r"^\s+(moto_server|moto-indexed)\s+(\d+) PutItem/s", out, re.M))
     assert set(rates) == {"moto_server", "moto-indexed"} and all(int(v) > 0 for v in rates.values())
     assert re.search(r"moto-indexed / moto_server = [\d.]+", out)
+
+
+@pytest.mark.e2e
+@pytest.mark.skipif(dynamodb_local_missing() is not None, reason=f"DynamoDB Local: {dynamodb_local_missing()}")
+def test_standins_bench_quick_has_dynamodb_local_rows():
+    proc = subprocess.run([sys.executable, "bench/standins.py", "--quick", "--services", "dynamodb", "--candidates",
+                           "dynamodb-local", "--sizes", "0,150", "--samples", "4", "--no-throughput"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert re.search(r"^dynamodb-local \d+\.\d+\.\d+: start-up [\d.]+ s; server memory \(RSS\) \d+ / \d+ MB$",
+                     proc.stdout, re.M), proc.stdout
+    for req in REQUESTS:
+        assert len(re.findall(rf"{re.escape(req)}\s+[\d.]+ /\s+[\d.]+\s+ratio", proc.stdout)) == 2, req
 
 
 def test_an_unknown_candidate_is_one_line_and_exit_2():

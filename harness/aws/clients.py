@@ -27,7 +27,8 @@ from harness.aws.instrument import instrument
 
 DEFAULT_REGION = "us-east-1"
 SERVICES = ("dynamodb", "s3")
-DUMMY_KEYS = {"aws_access_key_id": "harness-local", "aws_secret_access_key": "harness-local"}
+# letters and digits only: DynamoDB Local refuses any other access key id (UnrecognizedClientException)
+DUMMY_KEYS = {"aws_access_key_id": "harnesslocal", "aws_secret_access_key": "harnesslocal"}
 
 
 @dataclass

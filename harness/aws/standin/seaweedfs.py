@@ -41,17 +41,20 @@ from __future__ import annotations
 import os
 import re
 import shutil
-import signal
-import socket
 import subprocess
 import sys
 import sysconfig
 import tempfile
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
+from harness.aws.standin.processes import die_with_parent, end_group, free_ports
 from harness.edge import child_environment
 from harness.errors import HarnessError
+
+if TYPE_CHECKING:
+    from harness.aws.standin import Where
 
 WEED_VAR = "HARNESS_WEED"  # how the user names a `weed` binary (read at the edge: harness.edge)
 NAME = "seaweedfs"
@@ -104,6 +107,16 @@ def missing_runtime(given: str | Path | None = None) -> str | None:
     return None
 
 
+def missing(where: Where) -> str | None:
+    """The stand-in registry's question (``harness.aws.standin``)."""
+    return missing_runtime(where.weed)
+
+
+def server(name: str, where: Where) -> EmbeddedSeaweedFS:
+    """SeaweedFS for S3, its data and log in the run directory."""
+    return EmbeddedSeaweedFS(data_dir=where.logs, log_path=where.log("seaweedfs.log"), weed=where.weed)
+
+
 def weed_version(binary: Path) -> str:
     """``4.48`` from ``weed version`` (``version 8000GB 4.48 pypi linux amd64``)."""
     try:
@@ -112,30 +125,6 @@ def weed_version(binary: Path) -> str:
         raise HarnessError(f"cannot run {binary} version: {e}") from None
     m = _VERSION.search(out)
     return m[1] if m else "unknown"
-
-
-def free_ports(n: int, host: str = "127.0.0.1") -> list[int]:
-    """``n`` distinct ports free on ``host`` now (held open together, so no two are the same)."""
-    socks = []
-    try:
-        for _ in range(n):
-            s = socket.socket()
-            s.bind((host, 0))
-            socks.append(s)
-        return [s.getsockname()[1] for s in socks]
-    finally:
-        for s in socks:
-            s.close()
-
-
-def _die_with_parent() -> None:
-    """In the child, before exec: SIGKILL when the thread that started it dies (Linux)."""
-    try:
-        import ctypes
-
-        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-    except (OSError, AttributeError):
-        pass
 
 
 class EmbeddedSeaweedFS:
@@ -208,7 +197,7 @@ class EmbeddedSeaweedFS:
         self._log_start = self.log_path.stat().st_size
         self.proc = subprocess.Popen(self.command(binary), stdin=subprocess.DEVNULL, stdout=self._log,
                                      stderr=subprocess.STDOUT, env=env, start_new_session=True,
-                                     preexec_fn=_die_with_parent if sys.platform.startswith("linux") else None)
+                                     preexec_fn=die_with_parent if sys.platform.startswith("linux") else None)
         return self
 
     def await_ready(self, timeout: float = 60.0) -> EmbeddedSeaweedFS:
@@ -284,7 +273,7 @@ class EmbeddedSeaweedFS:
     def stop(self, deadline_s: float = STOP_DEADLINE_S) -> None:
         """SIGTERM its process group, SIGKILL at the deadline; then its sockets, log handle and data go."""
         if self.proc is not None:
-            _end_group(self.proc, deadline_s)
+            end_group(self.proc, deadline_s)
             self.proc = None
         if self._log is not None:
             self._log.close()
@@ -304,23 +293,3 @@ class EmbeddedSeaweedFS:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
-
-
-def _end_group(proc: subprocess.Popen, deadline_s: float) -> None:
-    for sig, wait in ((signal.SIGTERM, deadline_s), (signal.SIGKILL, 5.0)):
-        if proc.poll() is not None:
-            break
-        try:
-            os.killpg(proc.pid, sig)
-        except (ProcessLookupError, PermissionError):
-            break
-        try:
-            proc.wait(wait)
-        except subprocess.TimeoutExpired:
-            continue
-    try:  # anything else it left in its group
-        os.killpg(proc.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
-    if proc.poll() is None:
-        proc.wait(5)

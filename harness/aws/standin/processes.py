@@ -1,0 +1,53 @@
+"""What the launchers of server processes share: free ports, a child that dies with its parent, an orderly end."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+
+
+def free_ports(n: int, host: str = "127.0.0.1") -> list[int]:
+    """``n`` distinct ports free on ``host`` now (held open together, so no two are the same)."""
+    socks = []
+    try:
+        for _ in range(n):
+            s = socket.socket()
+            s.bind((host, 0))
+            socks.append(s)
+        return [s.getsockname()[1] for s in socks]
+    finally:
+        for s in socks:
+            s.close()
+
+
+def die_with_parent() -> None:
+    """In the child, before exec: SIGKILL when the thread that started it dies (Linux)."""
+    try:
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+
+
+def end_group(proc: subprocess.Popen, deadline_s: float) -> None:
+    """SIGTERM the process group ``proc`` leads, SIGKILL at the deadline, then whatever else is left in it."""
+    for sig, wait in ((signal.SIGTERM, deadline_s), (signal.SIGKILL, 5.0)):
+        if proc.poll() is not None:
+            break
+        try:
+            os.killpg(proc.pid, sig)
+        except (ProcessLookupError, PermissionError):
+            break
+        try:
+            proc.wait(wait)
+        except subprocess.TimeoutExpired:
+            continue
+    try:  # anything else it left in its group
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+    if proc.poll() is None:
+        proc.wait(5)
