@@ -142,3 +142,21 @@ def test_found_by_the_explorer_a_scoped_pull_learns_its_partition_was_pruned(aws
     other = "delete m0, prune" if disturbance == "freeze" else None
     s = replay(Schedule(target, "model-run", k, len(seq), seq[k], disturbance, other), lab)
     assert s.violations == 0, s.steps
+
+
+@pytest.mark.parametrize("sync", ["one-lock", "two-phase"])
+def test_found_by_the_explorer_a_legacy_gsi_behind_is_waited_for(aws, sync):
+    """The explorer's third fenced find: the legacy layout's one FILE partition had no record of its newest
+    commit, so a GSI query missing it went unnoticed (a torn view). The seal now records the domain's newest
+    commit on the lock item (``lastc``), and a legacy pull checks its query against it."""
+    from harness.explore.schedules import Schedule, learn, replay
+    from harness.explore.world import Lab
+    from tests.conftest import SESSION
+
+    lab = Lab(SESSION)
+    target = Target("dynamodb", sync, "legacy", True)
+    op = "sync" if sync == "one-lock" else "model-run"
+    seq = learn(target, op, lab)
+    k = seq.index("Query GSI")
+    s = replay(Schedule(target, op, k, len(seq), seq[k], "gsi-lag", None), lab)
+    assert s.violations == 0, s.steps

@@ -54,6 +54,7 @@ from harness.datastore.backends.base import CommitResult, FileMeta, partition_of
 from harness.datastore.backends.dynamodb.cursor import DynamoCursor, Known
 from harness.datastore.backends.dynamodb.items import (
     FORGOT,
+    LAST_COMMIT,
     META_SK,
     MODEL_FENCE,
     NEWEST,
@@ -166,6 +167,7 @@ class FencedCommit:
         self.written: list[dict] = []  # keys of the version items this commit sent (its own: safe to delete)
         self.unknown = False  # a write whose outcome is unknown: it may still land after an undo
         self.abandoned = False  # interrupted mid-write: calls it started may still land
+        self.last: str | None = None  # what the seal records as the domain's newest commit (see items.LAST_COMMIT)
         self.seal_ms: int | None = None  # when the seal was first sent (botocore's before-send), None if never
         self.sent_ms: int | None = None  # ... and last sent (a retry)
 
@@ -191,6 +193,8 @@ class FencedCommit:
                 self._register(upserts, removals, forget, seq)
                 items = [self._item(m, seq, False) for m in upserts] + [self._item(m, seq, True) for m in removals]
                 self.written = [version_key(i["relPath"]["S"], self.cid) for i in items]
+                if items:
+                    self.last = f"{self.cid}|{len(items)}|{items[0]['relPath']['S']}"
                 self._write(items)
                 self.work.index_entries_written += len(upserts)
                 self.work.items_written += len(items)
@@ -279,11 +283,14 @@ class FencedCommit:
         for i, p in enumerate(gone):
             names[f"#g{i}"] = MODEL_FENCE + p
         remove = f" REMOVE {', '.join(f'#g{i}' for i in range(len(gone)))}" if gone else ""
+        last = ""
+        if self.last is not None:
+            names["#l"], values[":l"], last = LAST_COMMIT, s_(self.last), ", #l = :l"
         try:
             with sending(self.be.clock) as sent:
                 self.be.client.update_item(
                     TableName=self.be.table, Key=lock_item_key(self.key),
-                    UpdateExpression=f"SET #s = :new{remove} DELETE pending :c", ConditionExpression=cond,
+                    UpdateExpression=f"SET #s = :new{last}{remove} DELETE pending :c", ConditionExpression=cond,
                     ExpressionAttributeNames=names, ExpressionAttributeValues=values)
         except ClientError as e:
             if not is_condition_failed(e):

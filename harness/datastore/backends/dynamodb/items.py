@@ -8,7 +8,8 @@ Items (pk / sk):
   ``fence``, the commit sequence ``seq`` and ``pending`` (the ids of commits
   that may still be writing: their entries are invisible); two-phase, fenced:
   ``m:<partition>``, the newest fence of each model's own lock, which the seal
-  of a commit of that model must match;
+  of a commit of that model must match; ``lastc``, the newest sealed commit's
+  id, item count and one path (set by the seal itself);
 - index entry, fenced: ``FILE#<relPath>`` / ``V#<cid>``, one item per version,
   never overwritten: ``s`` (the sequence it seals at), ``cid``, ``fence``,
   ``dom`` (the lock key whose sequence governs it), ``del`` on a tombstone;
@@ -56,6 +57,7 @@ META_SK = "META"
 VERSION_PREFIX = "V#"
 BLOB_SK = "BLOB"
 SEQ_DIGITS = 12
+LAST_COMMIT = "lastc"  # on a lock item: the newest sealed commit, ``<cid>|<items>|<path>``, set by its seal
 MODEL_FENCE = "m:"  # on a commit domain's lock item: ``m:<partition>``, the newest fence of that model's lock
 FORGOT = "forgot"  # on a registry item: the sequence of the newest prune that removed partitions from it
 NEWEST = "k:"  # registry: ``k:<partition>`` = ``<cid>|<items>|<path>``, the newest fenced commit that touched it
@@ -162,16 +164,18 @@ class DomainState:
     """A lock item's commit state, as one read saw it: the sealed sequence and the pending commit ids."""
 
     def __init__(self, seq: int = 0, pending: Iterable[str] = (), nonce: str | None = None, fence: int = 0,
-                 model_fences: dict[str, int] | None = None) -> None:
+                 model_fences: dict[str, int] | None = None, last: str | None = None) -> None:
         self.seq, self.pending, self.nonce, self.fence = seq, frozenset(pending), nonce, fence
         self.model_fences = model_fences or {}  # two-phase, fenced: partition -> its model lock's newest fence
+        self.last = last  # the newest sealed commit: ``<cid>|<items>|<path>`` (a legacy pull's GSI check)
 
     @staticmethod
     def of(item: dict | None) -> DomainState:
         item = item or {}
         return DomainState(num(item, "seq"), item.get("pending", {}).get("SS", []),
                            item.get("nonce", {}).get("S"), num(item, "fence"),
-                           {k[len(MODEL_FENCE):]: int(v["N"]) for k, v in item.items() if k.startswith(MODEL_FENCE)})
+                           {k[len(MODEL_FENCE):]: int(v["N"]) for k, v in item.items() if k.startswith(MODEL_FENCE)},
+                           item.get(LAST_COMMIT, {}).get("S"))
 
     def sealed(self, item: dict) -> bool:
         """Is this fenced version sealed (its sequence reached, its commit no longer pending)?"""

@@ -30,7 +30,8 @@ moves (fenced pulls):
   landed (it does not: nothing is missing). A pull the GSI never catches
   up with fails rather than claim a view it does not have. A scoped pull
   (two-phase) reads the registry for this too: one GetItem more than before.
-  The legacy layout's one ``FILE`` partition has no such record.
+  The legacy layout's one ``FILE`` partition is checked against the lock
+  item's ``lastc`` (the domain's newest sealed commit, which its seal sets).
 """
 
 from __future__ import annotations
@@ -163,8 +164,11 @@ class DynamoReads:
     def _pull_legacy(self, namespace: str | None, partitions: list[str] | None, state: DomainState, key: str,
                      cur: DynamoCursor, own: bool, work: Work, recheck: Any) -> tuple[Resolved, list[str]]:
         """swamp's queryAllFileMeta: read every file item of every namespace, keep ours on the client."""
-        everything = self._query({"KeyConditionExpression": "gsi1pk = :p",
-                                  "ExpressionAttributeValues": {":p": s_("FILE")}}, work)
+        query = {"KeyConditionExpression": "gsi1pk = :p", "ExpressionAttributeValues": {":p": s_("FILE")}}
+        everything = self._query(query, work)
+        if recheck is not None:  # fenced: the newest sealed commit (the lock item names it) is all there
+            everything = self._complete("FILE", everything, state.last, state, key, work,
+                                        lambda: self._query(query, work))
         if recheck is not None and not recheck():
             raise _Moved()
         root = f"{namespace}/" if namespace else ""
@@ -228,7 +232,8 @@ class DynamoReads:
             part, after = job
             if by_seq or after == 0:
                 got = self._query_partition(part, after if by_seq else -1, by_seq, w)
-                return self._complete(part, after, got, newest.get(part), state, key, w) if by_seq else got
+                return self._complete(part, got, newest.get(part), state, key, w,
+                                      lambda: self._query_partition(part, after, True, w)) if by_seq else got
             return self._query_partition(part, since_ms, False, w)
 
         items = [i for got in self.parallel(query, plan, work) for i in got]
@@ -244,8 +249,8 @@ class DynamoReads:
             cur.parts.pop(p, None)
         return res, full, dropped
 
-    def _complete(self, part: str, after: int, got: list[dict], newest: str | None, state: DomainState, key: str,
-                  work: Work) -> list[dict]:
+    def _complete(self, part: str, got: list[dict], newest: str | None, state: DomainState, key: str,
+                  work: Work, again: Any) -> list[dict]:
         """The partition's items, once they hold every item of the newest sealed commit the registry names.
 
         Fewer may also mean a newer commit sealed meanwhile and collected what it superseded: then the pull
@@ -273,7 +278,7 @@ class DynamoReads:
                 break
             self.clock.sleep(wait)
             wait *= 2
-            got = self._query_partition(part, after, True, work)
+            got = again()
         raise GsiBehindError(f"the GSI of partition {part} never showed all {n} item(s) of commit {cid} "
                              f"({GSI_TRIES} queries): the pull cannot vouch for its view")
 
