@@ -15,6 +15,7 @@ shrunk form: its ``steps`` say it in words, e.g. ``A: sync, request 7 of 9
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -34,6 +35,7 @@ B_OPS: dict[str, Callable[[Any], None]] = {
     "sync m1": lambda s: s.sync_run("m1", "get_load", 100, []),  # re-creates m1 where A deleted it
 }
 QUICK_B_OPS = ("sync m0",)
+HELD = "sync m0, held at its commit"  # B runs m0 up to its commit during A's freeze, and commits after A's op
 FREEZE_S = 2 * LOCK.ttl_s + 1  # past the model lock's and the global lock's TTL
 
 
@@ -111,7 +113,7 @@ def schedules(target: Target, op: str, seq: list[str], quick: bool) -> Iterator[
     another), loses answers only of writes (a read sent again reads again), and freezes A during B's ``sync
     m0`` only.
     """
-    others = QUICK_B_OPS if quick else tuple(B_OPS)
+    others = QUICK_B_OPS if quick else (*B_OPS, HELD)
     for k, request in enumerate(seq):
         if quick and k and seq[k - 1] == request:
             continue
@@ -127,6 +129,42 @@ def schedules(target: Target, op: str, seq: list[str], quick: bool) -> Iterator[
                     yield Schedule(target, op, k, len(seq), request, d, other)
             else:
                 yield Schedule(target, op, k, len(seq), request, d, "crash" if d == "crash" else None)
+
+
+class Held:
+    """B's sync of m0 in a thread of its own, stopped at its commit (its datastore's pause point) until released:
+    the interleaving B pulls, A goes on, B commits (A is frozen meanwhile, so the two never run at once)."""
+
+    def __init__(self, store: Any) -> None:
+        self.store = store
+        self.reached, self.go = threading.Event(), threading.Event()
+        self.outcome: str | None = None
+        self.started = False
+        self.thread = threading.Thread(target=self._run, daemon=True)
+
+    def _pause(self, point: str) -> float:
+        self.reached.set()
+        self.go.wait(60)
+        return 0.0
+
+    def _run(self) -> None:
+        self.store.pauses = self._pause
+        try:
+            self.outcome = _quietly(lambda: B_OPS["sync m0"](self.store))
+        finally:
+            self.store.pauses = None
+            self.reached.set()
+
+    def start(self) -> str:
+        self.started = True
+        self.thread.start()
+        self.reached.wait(60)
+        return f" ({self.outcome})" if self.outcome else ""
+
+    def finish(self) -> str:
+        self.go.set()
+        self.thread.join(60)
+        return f" ({self.outcome})" if self.outcome else ""
 
 
 def _quietly(fn: Callable[[], Any]) -> str | None:
@@ -148,8 +186,13 @@ def replay(s: Schedule, lab: Lab, quick: bool = False) -> Schedule:
     where = f"A: {s.op}, request {s.boundary + 1} of {s.requests} ({s.request})"
     b_ops = [s.other] if s.other in B_OPS else list(B_OPS) if s.disturbance == "crash" else []
 
+    held = Held(w.b) if s.other == HELD else None
+
     def b_runs() -> None:
         w.clock.advance(FREEZE_S)
+        if held is not None:
+            s.steps.append(f"B: {HELD.split(',')[0]}, up to its commit" + held.start())
+            return
         for name in b_ops:
             got = _quietly(lambda name=name: B_OPS[name](w.b))
             s.steps.append(f"B: {name}" + (f" ({got})" if got else ""))
@@ -167,6 +210,8 @@ def replay(s: Schedule, lab: Lab, quick: bool = False) -> Schedule:
         s.steps.append("A resumes" + (f" ({got})" if got else ""))
     elif got:
         s.steps.append(f"A: {got}")
+    if held is not None and held.started:
+        s.steps.append("B commits" + held.finish())
     w.clock.advance(0.1)
     if not quick and s.disturbance != "crash":  # A's next push too: garbage it kept may be someone's content now
         _quietly(lambda: w.a.sync_run("m2", "get_uptime", 100, []))
