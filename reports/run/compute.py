@@ -115,11 +115,13 @@ def bound_series(f: dict[str, Any], others: int = 2) -> dict[str, Any] | None:
         return None
     b = f.get("bottleneck") or {}
     key = (b["kind"], b["name"]) if b.get("kind") else (overall[0]["kind"], overall[0]["name"])
-    shared = [(u["kind"], u["name"]) for u in overall if u["kind"] != "step" and (u["kind"], u["name"]) != key]
-    keys = [key, *shared[:others]]
+    shared = sorted((u for u in overall if u["kind"] != "step" and (u["kind"], u["name"]) != key),
+                    key=lambda u: (not u["can_bind"], -u["utilization"]))  # those that could bind first
+    keys = [key, *[(u["kind"], u["name"]) for u in shared[:others]]]
+    cannot = {(u["kind"], u["name"]) for u in overall if not u["can_bind"]}
 
     def label(k: tuple[str, str]) -> str:
-        return f"{k[0]} {k[1]}".strip()
+        return f"{k[0]} {k[1]}".strip() + (" (cannot bind)" if k in cannot and k != key else "")
 
     series: dict[str, list[tuple[float, float, float]]] = {label(k): [] for k in keys}
     for d in per:
