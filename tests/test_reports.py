@@ -182,7 +182,7 @@ def test_safety_incomplete_processes_and_stand_in_are_shown(tmp_path):
     f = summary["runs"][0]["findings"]
     assert f["safety"]["violations"] == 3 and f["safety"]["lost"] == 1
     html = (out / "index.html").read_text()
-    assert "<h4>Safety</h4>" in html and "worker-2 never delivered its final report (killed)" in html
+    assert "<h4>Safety</h4>" in html and "never delivered their final report: worker-2 (killed)" in html
     assert "dynalite 3.2.2" in html
     assert any("worker-2 (killed)" in s for s in f["sentences"])
 

@@ -43,16 +43,19 @@ def flatten(d: Any, prefix: str = "") -> dict[str, Any]:
     return out
 
 
+def _alarms(f: dict[str, Any]) -> list[str]:
+    """The notes that change how every number reads, for the first screen: incomplete processes, the span's note,
+    lock safety when it was violated, failed checks (``words.other_sentences``; the rest stays in its section)."""
+    sf = f.get("safety") or {}
+    return [x for x in words.other_sentences(f) if not (x.startswith("Lock safety:") and not sf.get("violations"))]
+
+
 def _warnings(run: Run, f: dict[str, Any]) -> list[str]:
     out = []
     if run.partial:
         out.append("This run was still being written (or did not finish): the report covers the rows recorded "
                    f"so far ({f['rows']}).")
-    for p in f["incomplete"]:
-        out.append(f"Locust process {escape(str(p.get('process', '?')))} never delivered its final report "
-                   f"({escape(str(p.get('reason', 'no reason recorded')))}): the counts are a lower bound.")
-    if f["span"]["note"]:
-        out.append(escape(f["span"]["note"]))
+    out.extend(escape(x) for x in _alarms(f))
     return [f'<p class="warn">{w}</p>' for w in out]
 
 
@@ -305,7 +308,8 @@ def sections(run: Run, f: dict[str, Any], figures: list[tuple[str, str]]) -> lis
         details("What reaches a limit next? Item size and per-key throughput", _limits(f)),
         details("Did the scenario's checks pass?", _checks(f)),
         details("Was the load generator or the stand-in the limit? Lock safety and notes",
-                _said(said["generator"] + said["other"]) + _probe_generator_safety(f) + fig.get("probe.png", "")
+                _said(said["generator"] + [x for x in said["other"] if x not in _alarms(f)])
+                + _probe_generator_safety(f) + fig.get("probe.png", "")
                 + fig.get("generator.png", "")),
         details("What ran? The run, its scenario's settings and versions", _settings(run, f) + "".join(rest)),
     ]
@@ -337,8 +341,9 @@ def page(title: str, first: list[str], sections: list[str], comparison: dict | N
     if not comparison:
         return frame(title, first, sections, CSS)
     lead = [_figure(n, a, lead=i == 0) for i, (n, a) in enumerate(comparison_figures or [])]
-    said = "<ul>" + "".join(f"<li>{escape(s['sentence'])}</li>"
-                            for s in comparison["fleet_scaling"] + comparison["backends"]) + "</ul>"
+    said = verdict_box([("Scaling", s["sentence"]) for s in comparison["fleet_scaling"]]
+                       + [("Backends", s["sentence"]) for s in comparison["backends"]]
+                       or [("Runs", f"{len(comparison['runs'])} runs side by side")])
     numbers = table(["run", "workers", "steady rate, it/s", "95 % interval", "mean successful iteration, ms",
                      "ms per request"],
                     [[r["label"], r["workers"], r["steady"]["rate"], iv(r["steady"]["interval"]),
