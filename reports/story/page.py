@@ -9,6 +9,7 @@ leaves its column on a narrow screen.
 from __future__ import annotations
 
 from html import escape
+from pathlib import Path
 from typing import Any
 
 from reports.show import details, figure, frame, verdict_box
@@ -73,6 +74,12 @@ def closing_table(rows: list[dict[str, Any]]) -> str:
     return f'<table class="closing">{head}{body}</table>'
 
 
+def _source(src: str) -> str:
+    """The ladder's file as the reader knows it: ``stories/migrating-bottleneck.toml``, not this machine's path."""
+    p = Path(src)
+    return "/".join(p.parts[-2:]) if p.is_absolute() else src
+
+
 def page(story: dict[str, Any], chapters: list[dict[str, Any]], rows: list[dict[str, Any]],
          figures: dict[str, str], chapter_figures: dict[int, str], links: dict[int, list[tuple[str, str]]]) -> str:
     """The first screen: the verdict (chapters shown) and the one time axis of every run; then the bound across
@@ -83,8 +90,9 @@ def page(story: dict[str, Any], chapters: list[dict[str, Any]], rows: list[dict[
     each = "; ".join(f"{c['number']}. {c['name']}: {'shown' if c['shown'] else 'not shown'}" for c in chapters)
     box = verdict_box([("Verdict", f"{shown} of {len(chapters)} chapters showed what they expected"),
                        ("Chapters", each),
-                       ("Ladder", (f"{lad['description']}; " if lad.get("description") else "")
-                        + f"{mode} ladder {lad['source']}; every sentence below is computed from the runs")])
+                       ("Ladder", (f"{lad['description'].rstrip('.')}. " if lad.get("description") else "")
+                        + f"The {mode} ladder {_source(lad['source'])}; every sentence below is computed from the "
+                          "runs.")])
     warn = ""
     if story.get("interrupted"):
         it = story["interrupted"]

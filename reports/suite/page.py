@@ -99,10 +99,10 @@ def figure(doc: dict[str, Any], path: Path) -> Path | None:
     numbers = sorted({int(r["number"]) for r in totals})
     phases = list(dict.fromkeys(r["phase"] for r in doc["results"] if r["phase"] not in OVERLAPPING))
     bars = len(numbers) * max(1, len(layouts))
-    fig, (ax, share) = plt.subplots(1, 2, figsize=(12, min(0.3 * bars + 1.4, 9.0)), sharey=True,
+    fig, (ax, share) = plt.subplots(1, 2, figsize=(12, min(0.14 * bars + 1.3, 5.6)), sharey=True,
                                     gridspec_kw={"width_ratios": [1, 1.2]})
     h = 0.8 / max(1, len(layouts))
-    cmap = plt.get_cmap("tab10")
+    cmap = plt.get_cmap("tab20")
     for j, lay in enumerate(layouts):
         ys, xs, lo, hi = [], [], [], []
         for i, n in enumerate(numbers):
@@ -119,7 +119,7 @@ def figure(doc: dict[str, Any], path: Path) -> Path | None:
             whole, left = sum(ms.values()), 0.0
             for k, ph in enumerate(phases):
                 if whole > 0 and ms.get(ph):
-                    share.barh(y, ms[ph] / whole * 100, left=left, height=h, color=cmap(k % 10),
+                    share.barh(y, ms[ph] / whole * 100, left=left, height=h, color=cmap(k % 20),
                                edgecolor="white", linewidth=0.5)
                     left += ms[ph] / whole * 100
         ax.barh(ys, xs, height=h, xerr=[lo, hi], label=lay, capsize=2)
@@ -131,7 +131,7 @@ def figure(doc: dict[str, Any], path: Path) -> Path | None:
     ax.set_xlabel("ms per trial (median; bars: min to max)")
     ax.legend(loc="lower right", fontsize=8, title="layout", title_fontsize=8)
     ax.set_title("each scenario's total per trial, by layout", fontsize=9)
-    handles = [Patch(color=cmap(k % 10), label=ph) for k, ph in enumerate(phases)]
+    handles = [Patch(color=cmap(k % 20), label=ph) for k, ph in enumerate(phases)]
     share.set_xlim(0, 100)
     share.set_xlabel("% of the phases' time (medians)")
     share.set_title("where it goes: each phase's share (layouts in the left panel's order)", fontsize=9)
