@@ -170,8 +170,8 @@ def html(doc: dict[str, Any], has_figure: bool, compare_text: str | None = None)
                         "and <code>lock.held</code> (grant to release, overlapping the phases inside the lock) are "
                         "the harness's.</p>")]
     if compare_text:
-        sections.append(details("Is it slower or faster than the baseline?", f"<pre>{escape(compare_text)}</pre>",
-                                open_=True))
+        sections.append(details("Compared with a baseline: is it slower or faster?",
+                                f"<pre>{escape(compare_text)}</pre>", open_=True))
     for number, name, rows, na, errors in _by_scenario(doc):
         parts = []
         if notes.get(number):
