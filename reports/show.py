@@ -58,7 +58,7 @@ td:first-child,th:first-child{text-align:left}td.msg{text-align:left;font-family
 .warn{background:#fff3cd;padding:.6em}.bad{background:#f8d7da}.good{background:#d4edda}.ok{color:#060}
 img{max-width:100%;height:auto;border:1px solid #eee;margin:.3em 0}figure{margin:.6em 0}
 figcaption{font-size:.85em;color:#555}li{margin:.3em 0}code{background:#f5f5f5;padding:0 .2em}
-figure.lead{margin:.3em 0}figure.lead img{max-height:64vh;width:auto}
+figure.lead{margin:.3em 0}figure.lead img{max-height:60vh;width:auto}
 table.verdict{font-size:.95em;border-left:4px solid #2f6f4f;max-width:100%;margin:.3em 0}
 table.verdict th{text-align:left;width:6.5em}table.verdict td{text-align:left}
 div.verdict{border-left:4px solid #2f6f4f;padding:.5em .8em;margin:.3em 0;font-size:1.05em}
