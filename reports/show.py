@@ -3,7 +3,9 @@
 Shared by the run report, the comparison, the story and the suite, so a number
 reads the same wherever it is shown: ``g``, ``ci``, ``times`` and ``pct`` in
 sentences; the figures' resolution, the level marks' colours and ``save``;
-the pages' CSS and ``table``; ``json_safe`` for summary.json and story.json.
+the pages' frame (``frame``: a first screen, then ``details``), CSS, ``figure``,
+``verdict_box`` and ``table``; ``shape_words`` for how a rate moved; ``json_safe``
+for summary.json and story.json.
 """
 
 from __future__ import annotations
@@ -47,16 +49,74 @@ def save(fig: plt.Figure, path: Path) -> Path:
     return path
 
 
-CSS = """body{font-family:system-ui,sans-serif;max-width:1200px;margin:2em auto;padding:0 1em;color:#222}
-h1{font-size:1.5em}h2{font-size:1.25em;border-bottom:1px solid #ddd;padding-bottom:.2em;margin-top:2em}
+CSS = """body{font-family:system-ui,sans-serif;max-width:1200px;margin:.8em auto;padding:0 1em;color:#222;
+overflow-wrap:anywhere}h1{font-size:1.35em;margin:.3em 0 .5em}
+h2{font-size:1.2em;border-bottom:1px solid #ddd;padding-bottom:.2em;margin-top:1.6em}
 h3{font-size:1.05em;margin-top:1.4em}table{border-collapse:collapse;margin:.5em 0;font-size:.9em}
 td,th{border:1px solid #ddd;padding:.25em .6em;text-align:right;vertical-align:top}th{background:#f5f5f5}
 td:first-child,th:first-child{text-align:left}td.msg{text-align:left;font-family:monospace;word-break:break-all}
-.warn{background:#fff3cd;padding:.6em}.bad{background:#f8d7da}.good{background:#d4edda}
-img{max-width:100%;border:1px solid #eee;margin:.3em 0}figure{margin:1em 0}figcaption{font-size:.85em;color:#555}
-li{margin:.3em 0}code{background:#f5f5f5;padding:0 .2em}
-table.verdict{font-size:1em;border-left:4px solid #2f6f4f;max-width:100%}table.verdict th{text-align:left;width:7em}
-table.verdict td{text-align:left}"""
+.warn{background:#fff3cd;padding:.6em}.bad{background:#f8d7da}.good{background:#d4edda}.ok{color:#060}
+img{max-width:100%;height:auto;border:1px solid #eee;margin:.3em 0}figure{margin:.6em 0}
+figcaption{font-size:.85em;color:#555}li{margin:.3em 0}code{background:#f5f5f5;padding:0 .2em}
+figure.lead{margin:.3em 0}figure.lead img{max-height:60vh;width:auto}
+table.verdict{font-size:.95em;border-left:4px solid #2f6f4f;max-width:100%;margin:.3em 0}
+table.verdict th{text-align:left;width:6.5em}table.verdict td{text-align:left}
+div.verdict{border-left:4px solid #2f6f4f;padding:.5em .8em;margin:.3em 0;font-size:1.05em}
+details{margin:.4em 0;border-top:1px solid #eee}summary{cursor:pointer;padding:.2em 0}
+summary h2,summary h3{display:inline;border:0;font-size:1.1em;margin:0}details>:not(summary){margin-left:.2em}
+h2.numbers{margin-top:1.4em}"""
+LEAD_CLASS = "lead"
+
+
+def figure(src: str, caption: str, lead: bool = False) -> str:
+    """One figure with its caption; ``lead``: the first screen's picture (kept within the window's height)."""
+    cls = f' class="{LEAD_CLASS}"' if lead else ""
+    return (f'<figure{cls}><img src="{escape(src)}" alt="{escape(caption)}">'
+            f"<figcaption>{escape(caption)}</figcaption></figure>")
+
+
+def verdict_box(rows: list[tuple[str, str | None]]) -> str:
+    """The lead's few lines (``<table class="verdict">``): a name, then its sentence; empty lines left out."""
+    body = "".join(f"<tr><th>{escape(k)}</th><td>{escape(x)}</td></tr>" for k, x in rows if x)
+    return f'<table class="verdict">{body}</table>' if body else ""
+
+
+def details(question: str, body: str, open_: bool = False) -> str:
+    """A section a reader opens: its heading is the question its numbers answer."""
+    if not body:
+        return ""
+    return f"<details{' open' if open_ else ''}><summary><h3>{escape(question)}</h3></summary>{body}</details>"
+
+
+def frame(title: str, first: list[str], sections: list[str], css: str = "") -> str:
+    """Every product's page: the first screen (title, verdict, the lead figure), then the numbers behind it, each
+    in a ``<details>`` section under the question it answers."""
+    rest = [s for s in sections if s]
+    body = [f"<h1>{escape(title)}</h1>", *[x for x in first if x]]
+    if rest:
+        body.append('<h2 class="numbers">The numbers behind it</h2>')
+        body.extend(rest)
+    return (f"<!doctype html><html><head><meta charset='utf-8'><meta name='viewport' content='width=device-width'>"
+            f"<title>{escape(title)}</title><style>{CSS}{css}</style></head><body>{''.join(body)}</body></html>")
+
+
+def shape_words(shape: str, degraded: bool, start: float, floor: float, end: float) -> str:
+    """How the rate moved, in words its numbers bear out (``fell x5.75, then held at the floor``), never a bare
+    shape name that could contradict them (a run that fell x5.75 and then held is not "flat")."""
+    fell = f"fell {times(start / floor)}" if floor > 0 else "fell to no successful iteration"
+    if shape == "stalled":
+        return "stalled: no iteration succeeded at the end"
+    if degraded:
+        if shape == "still falling":
+            return f"{fell} and was still falling at the end"
+        if shape == "recovering":
+            return f"{fell}, then recovered to {times(end / floor)} the floor" if floor > 0 else f"{fell}, recovered"
+        return f"{fell}, then held at the floor"
+    if shape == "still falling":
+        return "fell at the end, though no segment was credibly below the start"
+    if shape == "rising":
+        return f"rose {times(end / start)}" if start > 0 else "rose"
+    return "within the noise: no segment is credibly below the start"
 
 
 def fmt(v: Any) -> str:

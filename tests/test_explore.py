@@ -160,3 +160,15 @@ def test_found_by_the_explorer_a_legacy_gsi_behind_is_waited_for(aws, sync):
     k = seq.index("Query GSI")
     s = replay(Schedule(target, op, k, len(seq), seq[k], "gsi-lag", None), lab)
     assert s.violations == 0, s.steps
+
+
+def test_the_page_is_the_shared_frame_verdict_first_then_violating_schedules_then_what_was_explored(tmp_path):
+    from reports.explore.page import write_page
+
+    bad = {"target": "t", "op": "sync", "boundary": 1, "requests": 3, "request": "PutItem", "disturbance": "freeze",
+           "violations": 1, "steps": ["A: sync, request 1 (PutItem): frozen"]}
+    result = {"explored": 2, "violating": 1, "seconds": 3.0, "quick": True, "schedules": [bad],
+              "totals": [{"target": "t", "op": "sync", "disturbance": "freeze", "schedules": 2, "violating": 1}]}
+    page = write_page(result, tmp_path).read_text()
+    assert page.index("class='verdict bad'") < page.index("Violating schedules") < page.index("What was explored")
+    assert "1 of 2 schedules violate" in page and "<details open>" in page and "frozen" in page

@@ -112,7 +112,7 @@ def test_the_hot_global_item_is_the_bound_and_its_forecast_is_on_the_page(tmp_pa
     assert hot["sentence"] in f["sentences"]
     out = build_report([run], tmp_path / "report")
     page = (out / "index.html").read_text()
-    assert "The next ceilings" in page and "SYNCSTATE#global" in page
+    assert "What reaches a limit next?" in page and "SYNCSTATE#global" in page
 
 
 def test_growth_that_levels_off_is_said_to_slow():

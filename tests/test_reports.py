@@ -182,7 +182,7 @@ def test_safety_incomplete_processes_and_stand_in_are_shown(tmp_path):
     f = summary["runs"][0]["findings"]
     assert f["safety"]["violations"] == 3 and f["safety"]["lost"] == 1
     html = (out / "index.html").read_text()
-    assert "<h3>Safety</h3>" in html and "worker-2 never delivered its final report (killed)" in html
+    assert "<h4>Safety</h4>" in html and "never delivered their final report: worker-2 (killed)" in html
     assert "dynalite 3.2.2" in html
     assert any("worker-2 (killed)" in s for s in f["sentences"])
 
@@ -327,8 +327,8 @@ def test_report_files_figures_and_legends(tmp_path, monkeypatch):
     out = build_report([run])
     summary = json.loads((out / "summary.json").read_text())
     html = (out / "index.html").read_text()
-    assert set(summary["figures"]) == {"rate.png", "failures.png", "step_time.png", "work_counts.png",
-                                       "lock_wait.png", "latency_percentiles.png", "causes.png"}
+    assert set(summary["figures"]) == {"rate.png", "bound.png", "grew.png", "failures.png", "step_time.png",
+                                       "work_counts.png", "lock_wait.png", "latency_percentiles.png", "causes.png"}
     for name in summary["figures"]:
         assert f'src="figures/{name}"' in html
         with Image.open(out / "figures" / name) as im:
@@ -344,7 +344,11 @@ def test_report_files_figures_and_legends(tmp_path, monkeypatch):
     # the page leads with the verdict: the bound, the rate and what grew come before the first table of numbers
     lead = html.index('<table class="verdict">')
     assert lead < html.index("<h3>") and escape(f["bottleneck"]["sentence"]) in html[lead:html.index("<h3>")]
-    for header in ("99.9 %", "first seen", "Scenario settings", "Versions", "time range", "Steps and the counts"):
+    # nothing said twice: the verdict's lines are not repeated below it, and no bullet list repeats the box
+    for line in f["verdict"].values():
+        assert line is None or html.count(escape(line)) == 1, line
+    assert "<ul>" not in html
+    for header in ("99.9 %", "first seen", "Scenario settings", "Versions", "time range", "Which step grew"):
         assert header in html
 
 

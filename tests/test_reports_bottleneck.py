@@ -272,4 +272,4 @@ def test_the_page_leads_with_the_bound_the_rate_and_what_grew(tmp_path):
     for part in ("Bound by", "Failures", "Rate"):
         assert f"<th>{part}</th>" in lead
     assert escape(f["bottleneck"]["sentence"]) in lead
-    assert "What the fleet is bound by: utilization of every shared resource" in html
+    assert escape("What binds the fleet? Every shared resource's utilization") in html

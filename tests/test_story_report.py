@@ -146,7 +146,8 @@ def test_closing_rows_name_each_runs_rate_bound_and_growth():
                              "label": "the lock dynamodb://t"}],
                "grew": [], "checks": [{"run": None, "shown": False, "sentence": "s on DynamoDB: too noisy"}]}
     (row,) = closing_rows([chapter])
-    assert row["rate"] == ["6 workers: 6.1 -> 3.4 it/s (flat)", "12 workers: 5 -> 3 it/s (flat)"]
+    assert row["rate"] == ["6 workers: 6.1 -> 3.4 it/s (within the noise: no segment is credibly below the start)",
+                           "12 workers: 5 -> 3 it/s (within the noise: no segment is credibly below the start)"]
     assert row["bound_by"][0] == "6 workers: a lock 100 % (dynamodb://t)"
     assert row["grew"] == ["6 workers: nothing credibly", "12 workers: nothing credibly"]
     assert row["verdict"] == "not shown: s on DynamoDB: too noisy"

@@ -84,6 +84,19 @@ def _n(x: float | None) -> str:
     return f"{x:,.0f}" if abs(x) >= 100 else f"{x:.3g}"
 
 
+MIN_CPU_SAMPLES = 5  # fewer CPU samples than this tell nothing about how often a process was at 90 %
+
+
+def _cpu_samples(e: dict[str, Any]) -> str:
+    """``>= 90 % in 12 % of its 40 samples``; said plainly when the samples are too few or none was at 90 %."""
+    n, share = int(e.get("samples") or 0), e.get("saturated_share") or 0.0
+    if n < MIN_CPU_SAMPLES:
+        return f"from {n} CPU sample{'' if n == 1 else 's'} only, too few to tell how often it was at 90 %"
+    if share <= 0:
+        return f"never at 90 % in its {n:,} samples"
+    return f">= 90 % in {_pct(share)} of its {n:,} samples"
+
+
 def busiest_shared(resources: list[Resource], but: Resource | None = None) -> Resource | None:
     """The busiest shared resource that could bind the fleet, other than ``but``."""
     others = [r for r in resources if r.kind != "step" and r.candidate and r is not but
@@ -124,8 +137,7 @@ def describe(r: Resource) -> str:
         return (f"the partition key {r.name!r}{where} on {e.get('table', '?')}: {_n(e.get('used_per_s'))} {unit}/s of "
                 f"the {_n(e.get('limit_per_s'))} a partition takes ({_pct(r.utilization)}{_iv(r.interval)})")
     if r.kind == "generator":
-        return (f"Locust process {r.name} at a mean {_pct(r.utilization)}{_iv(r.interval)} CPU "
-                f"(>= 90 % in {_pct(e.get('saturated_share'))} of its {e.get('samples', 0)} samples)")
+        return f"Locust process {r.name} at a mean {_pct(r.utilization)}{_iv(r.interval)} CPU ({_cpu_samples(e)})"
     if r.kind == "stand-in":
         return (f"the stand-in: its {e.get('op', 'probe')} probe took {_n(e.get('now_ms'))} ms against "
                 f"{_n(e.get('baseline_ms'))} ms at its quickest, a server about {_pct(r.utilization)} busy "

@@ -1,4 +1,5 @@
-"""``RUN_DIR/explore.html`` from ``explore.json`` alone: what violated, in its steps, then what was explored."""
+"""``RUN_DIR/explore.html`` from ``explore.json`` alone: what violated, in its steps, then what was explored (in
+``reports/show.py``'s frame: the verdict first, the tables in sections)."""
 
 from __future__ import annotations
 
@@ -6,11 +7,9 @@ import html
 from pathlib import Path
 from typing import Any
 
-STYLE = """body{font-family:system-ui,sans-serif;margin:2rem;max-width:1200px;color:#222}
-h1{font-size:1.5rem}table{border-collapse:collapse;margin:.5rem 0 1.5rem}td,th{border:1px solid #ccc;
-padding:.25rem .5rem;text-align:left;vertical-align:top;font-size:.9rem}th{background:#f4f4f4}
-.bad{color:#a00;font-weight:600}.ok{color:#060;font-weight:600}ol{margin:0;padding-left:1.2rem}
-.verdict{border:2px solid #999;padding:.75rem 1rem;margin-bottom:1.5rem;font-size:1.05rem}"""
+from reports.show import details, frame
+
+CSS = ".verdict.bad{color:#a00;font-weight:600}td.bad{color:#a00;font-weight:600}ol{margin:0;padding-left:1.2rem}"
 
 
 def verdict(result: dict[str, Any]) -> str:
@@ -30,14 +29,16 @@ def write_page(result: dict[str, Any], out: Path) -> Path:
     totals = "".join(
         f"<tr><td>{e(t['target'])}</td><td>{e(t['op'])}</td><td>{e(t['disturbance'])}</td><td>{t['schedules']}</td>"
         f"<td class='{'bad' if t['violating'] else 'ok'}'>{t['violating']}</td></tr>" for t in result["totals"])
-    violating = (f"<h2>Violating schedules ({len(bad)})</h2><table><tr><th>target</th><th>operation</th>"
-                 f"<th>boundary</th><th>disturbance</th><th>violations</th><th>steps</th></tr>{rows}</table>"
-                 if bad else "")
-    page = (f"<!doctype html><html><head><meta charset='utf-8'><title>harness explore</title>"
-            f"<style>{STYLE}</style></head><body><h1>harness explore{' (quick)' if result['quick'] else ''}</h1>"
-            f"<div class='verdict {'bad' if bad else 'ok'}'>{e(verdict(result))}</div>{violating}"
-            f"<h2>What was explored</h2><table><tr><th>target</th><th>operation</th><th>disturbance</th>"
-            f"<th>schedules</th><th>violating</th></tr>{totals}</table></body></html>")
+    violating = (f"<table><tr><th>target</th><th>operation</th><th>boundary</th><th>disturbance</th>"
+                 f"<th>violations</th><th>steps</th></tr>{rows}</table>" if bad else "")
+    explored = (f"<table><tr><th>target</th><th>operation</th><th>disturbance</th><th>schedules</th>"
+                f"<th>violating</th></tr>{totals}</table>")
+    first = [f"<div class='verdict {'bad' if bad else 'ok'}'>{e(verdict(result))}</div>"]
+    page = frame(f"harness explore{' (quick)' if result['quick'] else ''}", first,
+                 [details(f"Violating schedules ({len(bad)}): which disturbance breaks what, step by step?",
+                          violating, open_=True),
+                  details("What was explored? Schedules and violations per target, operation and disturbance",
+                          explored, open_=not bad)], CSS)
     path = out / "explore.html"
     path.write_text(page)
     return path

@@ -12,7 +12,7 @@ from typing import Any
 from reports.compare.compare import compare, overlay_series
 from reports.load import COUNT_COLUMNS, STEP_COLUMNS, Run, expand, open_run
 from reports.run import compute, figures, page
-from reports.run.causes import COUNT_LABELS, STEP_DRIVERS
+from reports.run.causes import COUNT_LABELS, STEP_DRIVERS, STEP_LABELS
 from reports.run.findings import findings
 from reports.series import count_means, rate_series, run_span, seconds_since, step_means, successes, with_windows
 from reports.show import json_safe
@@ -57,6 +57,16 @@ def run_figures(run: Run, f: dict[str, Any], fig_dir: Path, prefix: str = "") ->
                  out("rate.png", f"successful and failed iterations per second ({window:g} s windows, 95 % band), "
                                  f"the {len(fl['levels'])} segment levels with start, floor and end marked; "
                                  "users running; rate per user"))
+    b = compute.bound_series(f)
+    if b:
+        what = "what binds the fleet" if b["bound_binds"] else "the busiest resource (nothing binds the fleet)"
+        figures.bound(b, span.seconds, title, out("bound.png", f"utilization per segment of {what}, {b['bound']}, "
+                                                               "beside the next busiest shared resources (95 % band)"))
+    grew = _grew_points(rows, f, span)
+    if grew:
+        figures.causes(grew, span.seconds, title, out(
+            "grew.png", f"the step that grew most, {f['grew_most']}, against its driver, "
+                        f"{next(iter(grew.values()))[3]}: one dot per successful iteration (colour: time)"))
     fails = compute.failure_series(binned, span, window)
     if fails.shape[1] and fails.to_numpy().any():
         figures.failures(fails, span.seconds, title, out("failures.png", "failed iterations per second by kind"))
@@ -102,6 +112,21 @@ def run_figures(run: Run, f: dict[str, Any], fig_dir: Path, prefix: str = "") ->
     return made
 
 
+def _grew_points(rows, f: dict[str, Any], span) -> dict[str, tuple]:
+    """The step that grew most against the count that explains it (else its own driver), when that count varies."""
+    top = f.get("grew_most")
+    col = next((c for c, label in STEP_LABELS.items() if label == top), None) if top else None
+    drv = f.get("explained_by") or STEP_DRIVERS.get(col or "")
+    if col is None or not drv or drv not in rows.columns or col not in rows.columns:
+        return {}
+    ok = successes(rows, ["ts_end", col, drv]).dropna()
+    if ok[drv].nunique() < 2:
+        return {}
+    sample = ok.sample(SCATTER_POINTS, random_state=0) if len(ok) > SCATTER_POINTS else ok
+    return {col: (sample[drv].to_numpy(), sample[col].to_numpy(), seconds_since(sample["ts_end"], span.t0),
+                  COUNT_LABELS.get(drv, drv))}
+
+
 def _cause_points(ok_rows, span) -> dict[str, tuple]:
     sample = ok_rows.sample(SCATTER_POINTS, random_state=0) if len(ok_rows) > SCATTER_POINTS else ok_rows
     t = seconds_since(sample["ts_end"], span.t0)
@@ -136,13 +161,17 @@ def build_report(run_dirs: list[str | Path], out: str | Path | None = None) -> P
     for old in fig_dir.glob("*.png"):  # a rebuilt report shows only this build's figures
         old.unlink()
     summary: dict[str, Any] = {"runs": []}
-    sections = []
+    first: list[str] = []
+    sections: list[str] = []
     for i, run in enumerate(runs):
         f = findings_of(run)
         run.locks = None  # millions of events on a long run: nothing after the findings reads them
         prefix = "" if len(runs) == 1 else f"{i + 1}-{_slug(run.path.name)[:40]}-"
         figs = run_figures(run, f, fig_dir, prefix)
-        sections.append(page.run_section(run, f, figs))
+        if len(runs) == 1:
+            first, sections = page.first_screen(run, f, figs), page.sections(run, f, figs)
+        else:
+            sections.append(page.run_section(run, f, figs))
         summary["runs"].append({"run_dir": str(run.path), "label": run.label, "partial": run.partial,
                                 "scenario": run.info.get("scenario_name"), "backend": run.info.get("backend"),
                                 "endpoint_kind": run.info.get("endpoint_kind"), "findings": f,
@@ -160,8 +189,8 @@ def build_report(run_dirs: list[str | Path], out: str | Path | None = None) -> P
         summary["comparison"] = comparison
     summary["figures"] = sorted(p.name for p in fig_dir.glob("*.png"))
     title = runs[0].label if len(runs) == 1 else f"{len(runs)} runs compared"
-    (out_dir / "index.html").write_text(page.page(f"Sync-layer load test: {title}", sections, comparison, comp_figs,
-                                                  runs))
+    (out_dir / "index.html").write_text(page.page(f"Sync-layer load test: {title}", first, sections, comparison,
+                                                  comp_figs, runs))
     (out_dir / "summary.json").write_text(json.dumps(json_safe(summary), indent=2, allow_nan=False))
     return out_dir
 

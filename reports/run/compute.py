@@ -103,3 +103,33 @@ def lock_wait_histogram(rows: pd.DataFrame, bins: int = 50) -> tuple[np.ndarray,
     ok = rows["ok"].to_numpy(dtype=bool)
     edges = np.logspace(-1, np.log10(max(float(waits.max()), 1.0)) + 0.01, bins + 1)
     return edges, np.histogram(waits[ok], edges)[0], np.histogram(waits[~ok], edges)[0]
+
+
+def bound_series(f: dict[str, Any], others: int = 2) -> dict[str, Any] | None:
+    """The utilization per segment of what binds the fleet (else the busiest resource), with the ``others``
+    busiest shared resources beside it: ``{"segments": [(t0, t1)], "series": {label: [(u, lo, hi)]}, "bound":
+    label, "marks": {label: saturation}}`` from the findings' per-segment utilization tables."""
+    per = f.get("bottlenecks") or []
+    overall = f.get("utilization") or []
+    if not per or not overall:
+        return None
+    b = f.get("bottleneck") or {}
+    key = (b["kind"], b["name"]) if b.get("kind") else (overall[0]["kind"], overall[0]["name"])
+    shared = sorted((u for u in overall if u["kind"] != "step" and (u["kind"], u["name"]) != key),
+                    key=lambda u: (not u["can_bind"], -u["utilization"]))  # those that could bind first
+    keys = [key, *[(u["kind"], u["name"]) for u in shared[:others]]]
+    cannot = {(u["kind"], u["name"]) for u in overall if not u["can_bind"]}
+
+    def label(k: tuple[str, str]) -> str:
+        return f"{k[0]} {k[1]}".strip() + (" (cannot bind)" if k in cannot and k != key else "")
+
+    series: dict[str, list[tuple[float, float, float]]] = {label(k): [] for k in keys}
+    for d in per:
+        rows = {(u["kind"], u["name"]): u for u in d.get("utilization_table") or []}
+        for k in keys:
+            u = rows.get(k)
+            nan = float("nan")
+            iv = (u or {}).get("interval") or [nan, nan]
+            series[label(k)].append((u["utilization"], iv[0], iv[1]) if u else (nan, nan, nan))
+    return {"segments": [tuple(d["seconds"]) for d in per], "series": series, "bound": label(key),
+            "bound_binds": bool(b.get("kind")), "marks": {label(k): 0.9 if k[0] == "generator" else 0.8 for k in keys}}

@@ -67,8 +67,8 @@ def rate(series: pd.DataFrame, levels: list[dict[str, Any]], roles: dict[int, st
          warmup_s: float, stall: dict[str, Any] | None, span_s: float, window: float, title: str,
          path: Path) -> Path:
     """Fleet success rate per window with its interval, failures, the segment levels, users and per-user rate."""
-    fig, (top, mid, bottom) = _fig(3, 1, 12, 8.5, sharex=True, hspace=0.12,
-                                   gridspec_kw={"height_ratios": [3, 1.2, 1.6]})
+    fig, (top, mid, bottom) = _fig(3, 1, 12, 5.4, sharex=True, hspace=0.15,
+                                   gridspec_kw={"height_ratios": [3, 0.9, 1.1]})
     x = _x(series.index, span_s) + _x([window / 2], span_s)[0]
     top.fill_between(x, series["ok_lo"], series["ok_hi"], color="black", alpha=0.12, linewidth=0,
                      label="95 % interval per window")
@@ -93,17 +93,41 @@ def rate(series: pd.DataFrame, levels: list[dict[str, Any]], roles: dict[int, st
     top.set_title(f"{title}: iteration rate")
     _outside_legend(top)
     mid.step(x, users.to_numpy(), where="mid", color="#555555", label="users running")
-    mid.set_ylabel("users")
+    mid.set_ylabel("users", fontsize=8)
+    mid.yaxis.set_major_locator(plt.MaxNLocator(3, integer=True))
     _outside_legend(mid)
     per_user = series["ok_rate"] / users.replace(0, np.nan).to_numpy()
     bottom.plot(x, per_user, color="#1f77b4", linewidth=1.2, label="succeeded per user")
-    bottom.set_ylabel("iterations/s per user")
+    bottom.set_ylabel("it/s per user", fontsize=8)
+    bottom.yaxis.set_major_locator(plt.MaxNLocator(3))
     bottom.set_xlabel(_scale(span_s)[1])
     _outside_legend(bottom)
     for ax in (top, mid, bottom):
         ax.set_ylim(bottom=0)
         ax.set_xlim(0, _x([span_s], span_s)[0])
         ax.grid(alpha=0.3)
+    return save(fig, path)
+
+
+def bound(b: dict[str, Any], span_s: float, title: str, path: Path) -> Path:
+    """The utilization per segment of what binds the fleet (thick), the next busiest shared resources (thin),
+    each with its 95 % interval, and the saturation mark."""
+    fig, ax = _fig(1, 1, 7.4, 4.0)
+    edges = [a for a, _ in b["segments"]] + [b["segments"][-1][1]]
+    x = _x(edges, span_s)
+    cmap = plt.get_cmap("tab10")
+    for i, (name, vals) in enumerate(b["series"].items()):
+        u, lo, hi = (np.array([v[j] for v in vals] + [vals[-1][j]], dtype=float) * 100 for j in range(3))
+        main = name == b["bound"]
+        color = "#d62728" if main and b["bound_binds"] else cmap(i % 10)
+        ax.step(x, u, where="post", color=color, linewidth=2.6 if main else 1.2,
+                label=("binds: " if main and b["bound_binds"] else "") + name)
+        ax.fill_between(x, lo, hi, step="post", color=color, alpha=0.15 if main else 0.07, linewidth=0)
+    mark = b["marks"].get(b["bound"], 0.8) * 100
+    ax.axhline(mark, color="#555555", linestyle=":", linewidth=1, label=f"saturated ({mark:.0f} %)")
+    ax.set_xlim(0, _x([span_s], span_s)[0])
+    ax.set_ylim(0, 110)
+    _finish(ax, f"{title}: utilization per segment", "utilization %", span_s)
     return save(fig, path)
 
 

@@ -89,7 +89,8 @@ def findings(rows: pd.DataFrame, info: dict | None = None, *, probes: pd.DataFra
     out["limits"] = _limits(rows, t, ok_mask, info, out, span.seconds)
     out["failure_story"] = _failure_story(rows, ok_mask, out)
     _backend_evidence(out)
-    out["sentences"] = words.sentences(out) + [x["sentence"] for x in out["limits"] if _worth_saying(x)]
+    out["sentences"] = words.sentences(out) + [x["sentence"] for x in out["limits"]
+                                               if worth_saying(x, span.seconds - float(fleet["warmup_s"]))]
     out["verdict"] = words.verdict(out)
     return out
 
@@ -108,11 +109,23 @@ def _limits(rows: pd.DataFrame, t: np.ndarray, ok_mask: np.ndarray, info: dict, 
                             scale=float(ddb.get("scale", 1.0) or 1.0))
 
 
-def _worth_saying(x: dict[str, Any]) -> bool:
-    """A forecast for the page's lead: an item that grows, a key that throttles or takes half its limit."""
+LEAD_FLEET_MULTIPLE = 10  # a key forecast to throttle only past this many times the fleet stays in its table
+LEAD_MIN_S = 30.0  # a forecast from less of the load than this stays in its table
+
+
+def worth_saying(x: dict[str, Any], data_s: float) -> bool:
+    """A forecast for the findings' sentences: an item that grows, a key that throttles or takes half its limit;
+    never one from under 30 s of the load, nor a key that would throttle only past 10x this fleet."""
+    if x.get("within_run") and x["kind"] != "item size":
+        return True  # it throttled in this run: a fact, not a forecast
+    if data_s < LEAD_MIN_S:
+        return False
     if x["kind"] == "item size":
         return bool(x["growing"] and not x["slowing"])  # one that slowed may never get there: the table has it
-    return bool(x["within_run"] or (x["share_of_modelled"] or 0) >= 0.5)
+    m = x.get("fleet_multiple_to_limit")
+    if m is not None and m > LEAD_FLEET_MULTIPLE:
+        return False
+    return bool((x["share_of_modelled"] or 0) >= 0.5)
 
 
 def _bottlenecks(usage: Usage, fleet: dict[str, Any], end_s: float) -> dict[str, Any]:

@@ -1,4 +1,9 @@
-"""index.html: the findings in words, the numbers behind them in tables, every figure beside them.
+"""index.html: the answer on the first screen, the numbers behind it in sections a reader opens.
+
+At 1280 x 800 the first screen holds the title, the verdict (bound by, rate,
+what grew) and the rate over time with its start, floor and end levels; the
+next the bound and the step that grew, as pictures. Then one ``<details>``
+section per question, its sentences, tables and figures; each sentence once.
 
 Everything ``locust --html`` shows (request and percentile tables, failures
 with their messages, the time range, users over time in the rate figure), and
@@ -12,13 +17,17 @@ from html import escape
 from typing import Any
 
 from reports.load import Run
+from reports.run import words
 from reports.run.compute import PERCENTILES
-from reports.show import CSS, fmt, iv, table
+from reports.show import details, figure, fmt, frame, iv, shape_words, table, verdict_box
 
 
-def _figure(name: str, caption: str) -> str:
-    return (f'<figure><img src="figures/{escape(name)}" alt="{escape(caption)}">'
-            f"<figcaption>{escape(caption)}</figcaption></figure>")
+def _figure(name: str, caption: str, lead: bool = False) -> str:
+    return figure(f"figures/{name}", caption, lead)
+
+
+def _said(lines: list[str]) -> str:
+    return "".join(f"<p>{escape(x)}</p>" for x in lines)
 
 
 def flatten(d: Any, prefix: str = "") -> dict[str, Any]:
@@ -34,16 +43,19 @@ def flatten(d: Any, prefix: str = "") -> dict[str, Any]:
     return out
 
 
+def _alarms(f: dict[str, Any]) -> list[str]:
+    """The notes that change how every number reads, for the first screen: incomplete processes, the span's note,
+    lock safety when it was violated, failed checks (``words.other_sentences``; the rest stays in its section)."""
+    sf = f.get("safety") or {}
+    return [x for x in words.other_sentences(f) if not (x.startswith("Lock safety:") and not sf.get("violations"))]
+
+
 def _warnings(run: Run, f: dict[str, Any]) -> list[str]:
     out = []
     if run.partial:
         out.append("This run was still being written (or did not finish): the report covers the rows recorded "
                    f"so far ({f['rows']}).")
-    for p in f["incomplete"]:
-        out.append(f"Locust process {escape(str(p.get('process', '?')))} never delivered its final report "
-                   f"({escape(str(p.get('reason', 'no reason recorded')))}): the counts are a lower bound.")
-    if f["span"]["note"]:
-        out.append(escape(f["span"]["note"]))
+    out.extend(escape(x) for x in _alarms(f))
     return [f'<p class="warn">{w}</p>' for w in out]
 
 
@@ -55,10 +67,11 @@ def _levels(f: dict[str, Any]) -> str:
         role = " = ".join(n for n, j in (("start", 0), ("floor", fl["floor_index"]), ("end", last)) if j == i)
         rows.append([role, f"{x['t0']:.0f} - {x['t1']:.0f}", x["successes"], x["failures"], x["users"], x["rate"],
                      iv([x["lo"], x["hi"]]), x["per_user"]])
-    verdict = table(["", "start", "floor", "end", "degraded", "shape", "start / floor"], [[
+    verdict = table(["", "start", "floor", "end", "degraded", "how it moved", "start / floor"], [[
         "successful iterations/s", f"{fl['start_rate']:.3g} [{iv(fl['start_interval'])}]",
         f"{fl['floor_rate']:.3g} [{iv(fl['floor_interval'])}]", f"{fl['end_rate']:.3g} [{iv(fl['end_interval'])}]",
-        fl["degraded"], fl["shape"], fl["degradation_ratio"] if fl["degradation_ratio"] is not None
+        fl["degraded"], shape_words(fl["shape"], fl["degraded"], fl["start_rate"], fl["floor_rate"], fl["end_rate"]),
+        fl["degradation_ratio"] if fl["degradation_ratio"] is not None
         else fl["degradation_note"]]])
     segs = table(["segment", "seconds", "succeeded", "failed", "users", "it/s", "95 % interval", "it/s per user"],
                  rows)
@@ -113,33 +126,34 @@ def _locust(run: Run) -> str:
                         "Average Response Time", "Min Response Time", "Max Response Time", "Requests/s",
                         "Failures/s", "90%", "99%"] if c in st.columns]
     rows = [[None if v != v else v for v in r] for r in st[cols].itertuples(index=False)]  # NaN -> n/a
-    return "<h3>Locust's request statistics (locust_stats.csv)</h3>" + table(cols, rows)
+    return "<h4>Locust's request statistics (locust_stats.csv)</h4>" + table(cols, rows)
 
 
 def _checks(f: dict[str, Any]) -> str:
     if not f.get("checks"):
         return ""
     rows = [[c["name"], c["value"], c["limit"], "passed" if c["passed"] else "FAILED", c["line"]] for c in f["checks"]]
-    return "<h3>The scenario's checks</h3>" + table(["check", "measured", "limit", "result", ""], rows)
+    return table(["check", "measured", "limit", "result", ""], rows)
 
 
 def _probe_generator_safety(f: dict[str, Any]) -> str:
     parts = []
     p = f.get("probe")
     if p:
-        parts.append(f"<h3>The stand-in probe ({escape(p['op'])})</h3>" + table(
+        parts.append(f"<h4>The stand-in probe ({escape(p['op'])})</h4>" + table(
             ["samples", "first third, ms", "last third, ms", "growth", "95 % interval", "slowed"],
             [[p["samples"], p["first_ms"], p["last_ms"], p["growth"], iv(p["interval"]), p["slowed"]]]))
     gen = f.get("generator")
     if gen:
-        parts.append("<h3>The load generator</h3>" + table(
+        parts.append("<h4>The load generator</h4>" + table(
             ["Locust process", "samples", "median CPU %", "max CPU %", "share of samples >= 90 %", "sends load",
              "the ceiling"],
-            [[k, v["samples"], v["median"], v["max"], f"{v['saturated_share'] * 100:.0f} %", v["sends_load"],
+            [[k, v["samples"], v["median"], v["max"], f"{v['saturated_share'] * 100:.0f} %" if v["samples"] >= 5
+              else f"{v['samples']} sample(s): too few", v["sends_load"],
               v["saturated"]] for k, v in gen["processes"].items()]))
     sf = f.get("safety")
     if sf:
-        parts.append("<h3>Safety</h3>" + table(["acknowledged", "lost", "phantom", "overlaps", "violations"],
+        parts.append("<h4>Safety</h4>" + table(["acknowledged", "lost", "phantom", "overlaps", "violations"],
                                                 [[sf[k] for k in ("acknowledged", "lost", "phantom", "overlaps",
                                                                   "violations")]]))
         if sf["details"]:
@@ -169,19 +183,17 @@ def _settings(run: Run, f: dict[str, Any]) -> str:
                                                        f"{f['failures']} failed)"]]
     scen = flatten(info.get("scenario") or {})
     vers = info.get("versions") or {}
-    return ("<h3>Run</h3>" + table(["", ""], meta) +
-            ("<h3>Scenario settings</h3>" + table(["setting", "value"], [[k, v] for k, v in scen.items()])
+    return (table(["", ""], meta) +
+            ("<h4>Scenario settings</h4>" + table(["setting", "value"], [[k, v] for k, v in scen.items()])
              if scen else "") +
-            ("<h3>Versions</h3>" + table(["package", "version"], [[k, v] for k, v in vers.items()]) if vers else ""))
+            ("<h4>Versions</h4>" + table(["package", "version"], [[k, v] for k, v in vers.items()]) if vers else ""))
 
 
 def _verdict(f: dict[str, Any]) -> str:
     """The page's lead: what the fleet is bound by, the rate, what grew (before any table)."""
     v = f.get("verdict") or {}
-    items = [("Bound by", v.get("bound")), ("Failures", v.get("failures")), ("Rate", v.get("rate")),
-             ("What grew", v.get("grew"))]
-    body = "".join(f"<tr><th>{escape(k)}</th><td class='msg-plain'>{escape(x)}</td></tr>" for k, x in items if x)
-    return f'<table class="verdict">{body}</table>' if body else ""
+    return verdict_box([("Bound by", v.get("bound")), ("Failures", v.get("failures")), ("Rate", v.get("rate")),
+                        ("What grew", v.get("grew"))])
 
 
 def _utilization(f: dict[str, Any]) -> str:
@@ -198,7 +210,7 @@ def _utilization(f: dict[str, Any]) -> str:
                      + (f", {e.get('basis')}" if e.get("basis") else "")
                      + (f", {e['throttled']} throttled iterations" if e.get("throttled") else ""))
         elif u["kind"] == "generator":
-            extra = f"{e['samples']} samples, >= 90 % in {e['saturated_share'] * 100:.0f} %"
+            extra = words.cpu_samples(e["saturated_share"], e["samples"])
         elif u["kind"] == "stand-in":
             extra = f"probe {e['now_ms']:.3g} ms against {e['baseline_ms']:.3g} ms at its quickest"
         else:
@@ -233,8 +245,7 @@ def _limits(f: dict[str, Any]) -> str:
                          f"{(x['share_of_modelled'] or 0) * 100:.0f} % of the modelled "
                          f"{x['modelled_limit_per_s']:,.1f}",
                          "", "", x["within_run"], x["sentence"]])
-    return ("<h3>The next ceilings: item size and per-key throughput</h3>"
-            + table(["limit", "item or key", "now", "growth / share", "seconds to the limit", "95 % interval (s)",
+    return (table(["limit", "item or key", "now", "growth / share", "seconds to the limit", "95 % interval (s)",
                      "on course", "forecast"], rows))
 
 
@@ -256,23 +267,57 @@ def _requests(f: dict[str, Any]) -> str:
                   "what grew"], rows)
 
 
+FIGURES = ("rate.png", "bound.png", "grew.png", "failures.png", "step_time.png", "causes.png", "work_counts.png",
+           "lock_wait.png", "latency_percentiles.png", "probe.png", "generator.png")
+
+
+def _by_base(figures: list[tuple[str, str]]) -> dict[str, str]:
+    """Each figure's HTML by its name without the run's prefix (``1-run-a-rate.png`` -> ``rate.png``)."""
+    out = {}
+    for name, cap in figures:
+        base = next((b for b in FIGURES if name == b or name.endswith("-" + b)), name)
+        out[base] = _figure(name, cap, lead=base == "rate.png")
+    return out
+
+
+def first_screen(run: Run, f: dict[str, Any], figures: list[tuple[str, str]]) -> list[str]:
+    """The verdict and the rate over time; then the bound and the step that grew, as pictures."""
+    fig = _by_base(figures)
+    pair = [fig[b] for b in ("bound.png", "grew.png") if b in fig]
+    return [_verdict(f), *_warnings(run, f), fig.get("rate.png", ""),
+            f'<div class="pair">{"".join(pair)}</div>' if pair else ""]
+
+
+def sections(run: Run, f: dict[str, Any], figures: list[tuple[str, str]]) -> list[str]:
+    """The numbers behind the first screen, one ``<details>`` per question; each sentence said once."""
+    fig = _by_base(figures)
+    said = words.sections(f)
+    rest = [fig[n] for n in fig if n not in FIGURES]  # a figure no section names (none today) still shows
+    return [
+        details("What binds the fleet? Every shared resource's utilization, and the bound per segment",
+                _said(said["bound"][1:]) + _utilization(f) + fig.get("lock_wait.png", "")),
+        details("How did the rate move? The segments behind the start, floor and end",
+                _said(said["rate"]) + _levels(f)),
+        details("What failed, and when?", _said(said["failures"]) + _failures(f) + fig.get("failures.png", "")),
+        details("Which step grew, and what drives it? Steps, their counts and their requests",
+                _said(said["steps"]) + _steps(f) + "<h4>Each step's time: requests x time per request + time outside "
+                "them</h4>" + _requests(f) + fig.get("step_time.png", "") + fig.get("causes.png", "")),
+        details("What did each iteration do? Work counts", _counts(f) + fig.get("work_counts.png", "")),
+        details("How long did iterations take? Response times (ms)",
+                _percentiles(f) + fig.get("latency_percentiles.png", "") + _locust(run)),
+        details("What reaches a limit next? Item size and per-key throughput", _limits(f)),
+        details("Did the scenario's checks pass?", _checks(f)),
+        details("Was the load generator or the stand-in the limit? Lock safety and notes",
+                _said(said["generator"] + [x for x in said["other"] if x not in _alarms(f)])
+                + _probe_generator_safety(f) + fig.get("probe.png", "")
+                + fig.get("generator.png", "")),
+        details("What ran? The run, its scenario's settings and versions", _settings(run, f) + "".join(rest)),
+    ]
+
+
 def run_section(run: Run, f: dict[str, Any], figures: list[tuple[str, str]]) -> str:
-    parts = [f"<h2>{escape(run.label)}</h2>", _verdict(f), *_warnings(run, f)]
-    parts.append("<ul>" + "".join(f"<li>{escape(s)}</li>" for s in f["sentences"]) + "</ul>")
-    parts.append("<h3>What the fleet is bound by: utilization of every shared resource</h3>" + _utilization(f))
-    parts.append(_limits(f))
-    parts.append("<h3>Rate of successful iterations</h3>" + _levels(f))
-    parts.append(_checks(f))
-    parts.append("<h3>Steps and the counts that drive them</h3>" + _steps(f))
-    parts.append("<h3>Each step's time: requests x time per request + time outside them</h3>" + _requests(f))
-    parts.append("<h3>Work counts</h3>" + _counts(f))
-    parts.append("<h3>Response times (ms)</h3>" + _percentiles(f))
-    parts.append("<h3>Failures</h3>" + _failures(f))
-    parts.append(_locust(run))
-    parts.append(_probe_generator_safety(f))
-    parts.extend(_figure(name, cap) for name, cap in figures)
-    parts.append(_settings(run, f))
-    return "\n".join(p for p in parts if p)
+    """One run among several: its own first screen and sections under its label."""
+    return "\n".join([f"<h2>{escape(run.label)}</h2>", *first_screen(run, f, figures), *sections(run, f, figures)])
 
 
 def side_by_side(runs: list[Run]) -> str:
@@ -287,27 +332,29 @@ def side_by_side(runs: list[Run]) -> str:
     return out
 
 
-def page(title: str, sections: list[str], comparison: dict | None, comparison_figures: list[tuple[str, str]],
-         runs: list[Run] | None = None) -> str:
-    body = [f"<h1>{escape(title)}</h1>"]
-    if comparison:
-        body.append("<h2>Run against run</h2><ul>")
-        for s in comparison["fleet_scaling"] + comparison["backends"]:
-            body.append(f"<li>{escape(s['sentence'])}</li>")
-        body.append("</ul>")
-        body.append(table(["run", "workers", "steady rate, it/s", "95 % interval", "mean successful iteration, ms",
-                           "ms per request"],
-                          [[r["label"], r["workers"], r["steady"]["rate"], iv(r["steady"]["interval"]),
-                            r["mean_iteration_ms"], r["ms_per_request"]] for r in comparison["runs"]]))
-        if runs:
-            body.append(side_by_side(runs))
-        names = sorted({c["name"] for r in comparison["runs"] for c in r.get("checks") or []})
-        if names:
-            cells = [[n, *[next((f"{'passed' if c['passed'] else 'FAILED'}: {c['line']}"
-                                 for c in r.get("checks") or [] if c["name"] == n), "-")
-                           for r in comparison["runs"]]] for n in names]
-            body.append("<h3>Checks</h3>" + table(["check", *[r["label"] for r in comparison["runs"]]], cells))
-        body.extend(_figure(n, a) for n, a in comparison_figures)
-    body.extend(sections)
-    return (f"<!doctype html><html><head><meta charset='utf-8'><title>{escape(title)}</title>"
-            f"<style>{CSS}</style></head><body>{''.join(body)}</body></html>")
+CSS = ".pair{display:flex;gap:1em}.pair figure{flex:1;min-width:0}"
+
+
+def page(title: str, first: list[str], sections: list[str], comparison: dict | None = None,
+         comparison_figures: list[tuple[str, str]] | None = None, runs: list[Run] | None = None) -> str:
+    """One run: its first screen, then its sections. Several: the comparison first, then each run."""
+    if not comparison:
+        return frame(title, first, sections, CSS)
+    lead = [_figure(n, a, lead=i == 0) for i, (n, a) in enumerate(comparison_figures or [])]
+    said = verdict_box([("Scaling", s["sentence"]) for s in comparison["fleet_scaling"]]
+                       + [("Backends", s["sentence"]) for s in comparison["backends"]]
+                       or [("Runs", f"{len(comparison['runs'])} runs side by side")])
+    numbers = table(["run", "workers", "steady rate, it/s", "95 % interval", "mean successful iteration, ms",
+                     "ms per request"],
+                    [[r["label"], r["workers"], r["steady"]["rate"], iv(r["steady"]["interval"]),
+                      r["mean_iteration_ms"], r["ms_per_request"]] for r in comparison["runs"]])
+    names = sorted({c["name"] for r in comparison["runs"] for c in r.get("checks") or []})
+    checks = ""
+    if names:
+        cells = [[n, *[next((f"{'passed' if c['passed'] else 'FAILED'}: {c['line']}"
+                             for c in r.get("checks") or [] if c["name"] == n), "-")
+                       for r in comparison["runs"]]] for n in names]
+        checks = "<h3>Checks</h3>" + table(["check", *[r["label"] for r in comparison["runs"]]], cells)
+    cmp = details("Run against run: the steady rates, the settings that differ, the checks",
+                  numbers + (side_by_side(runs) if runs else "") + checks, open_=True)
+    return frame(title, [said, lead[0] if lead else ""], [cmp, *lead[1:], *sections], CSS)

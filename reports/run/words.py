@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from reports.run.verdict import MAX_SEGMENTS
-from reports.show import ci, g, pct, times
+from reports.show import ci, g, pct, shape_words, times
 from reports.stats import MATERIAL, successes_to_tell
 
 
@@ -76,7 +76,7 @@ def fleet_sentences(f: dict[str, Any]) -> list[str]:
             up = f" to {times(fl['end_over_floor'])} the floor" if fl["end_over_floor"] is not None else ""
             out.append(f"{fell}, then recovered{up} by the end ({_rate(end)}).")
         else:
-            out.append(f"{fell}; at the end it is flat: the last two segments ({g(prev['rate'])} and "
+            out.append(f"{fell}, then held at the floor: the last two segments ({g(prev['rate'])} and "
                        f"{g(end['rate'])} it/s) do not differ credibly.")
     elif shape == "still falling":
         out.append(f"At the end the rate is falling: {_falling(lv)}, though no segment is credibly below the start.")
@@ -199,6 +199,18 @@ def _probe_sentence(f: dict[str, Any], unexplained: bool) -> list[str]:
     return []
 
 
+MIN_CPU_SAMPLES = 5  # fewer CPU samples than this tell nothing about a share of them
+
+
+def cpu_samples(share: float, n: int) -> str:
+    """How often a process was at >= 90 % CPU, said plainly when its samples are too few to mean anything."""
+    if n < MIN_CPU_SAMPLES:
+        return f"from {n} CPU sample{'' if n == 1 else 's'} only, too few to tell how often it was at 90 %"
+    if share <= 0:
+        return f"never at 90 % in {n:,} samples"
+    return f">= 90 % in {pct(share)} of {n:,} samples"
+
+
 def generator_sentences(f: dict[str, Any]) -> list[str]:
     gen = f.get("generator")
     if not gen:
@@ -215,7 +227,7 @@ def generator_sentences(f: dict[str, Any]) -> list[str]:
     busiest = max(load, key=lambda k: load[k]["median"])
     p = load[busiest]
     return [f"The load generator had headroom: its busiest load process, {busiest}, ran at a median "
-            f"{p['median']:.0f} % CPU (>= 90 % in {pct(p['saturated_share'])} of {p['samples']:,} samples)."]
+            f"{p['median']:.0f} % CPU ({cpu_samples(p['saturated_share'], p['samples'])})."]
 
 
 def other_sentences(f: dict[str, Any]) -> list[str]:
@@ -308,17 +320,37 @@ def failure_story_sentences(f: dict[str, Any]) -> list[str]:
     return [s + "."]
 
 
+def rate_line(f: dict[str, Any]) -> str:
+    """The verdict's rate: the start, the lowest (when it is neither the start nor the end), the end, and how it
+    moved in words the numbers bear out."""
+    fl = f["fleet"]
+    lv, i = fl["levels"], fl["floor_index"]
+    parts = [f"{_rate(lv[0])} at the start"]
+    if 0 < i < len(lv) - 1:
+        parts.append(f"{_rate(lv[i])} at the lowest")
+    parts.append(f"{_rate(lv[-1])} at the end")
+    how = shape_words(fl["shape"], fl["degraded"], fl["start_rate"], fl["floor_rate"], fl["end_rate"])
+    return f"{' -> '.join(parts)}: {how}."
+
+
+def grew_line(f: dict[str, Any]) -> str | None:
+    return next((x for x in step_sentences(f) if " grew most " in x or x.startswith("No step's time grew")), None)
+
+
 def verdict(f: dict[str, Any]) -> dict[str, str | None]:
     """What the page leads with: the bound resource, the rate, what grew."""
-    fleet = fleet_sentences(f)
-    steps = step_sentences(f)
-    grew = next((x for x in steps if " grew most " in x or x.startswith("No step's time grew")), None)
     first = failure_story_sentences(f)
-    lv, fl = f["fleet"]["levels"], f["fleet"]
-    rate = (f"{_rate(lv[0])} at the start -> {_rate(lv[fl['floor_index']])} at the lowest -> {_rate(lv[-1])} at "
-            f"the end (shape: {fl['shape']}). " + " ".join(fleet[1:2]))
     return {"bound": (f.get("bottleneck") or {}).get("sentence"), "failures": first[0] if first else None,
-            "rate": rate.strip(), "grew": grew}
+            "rate": rate_line(f), "grew": grew_line(f)}
+
+
+def sections(f: dict[str, Any]) -> dict[str, list[str]]:
+    """The sentences by the question they answer, each once (the verdict's own lines left out of the rest)."""
+    grew = grew_line(f)
+    return {"failure story": failure_story_sentences(f), "bound": bottleneck_sentences(f),
+            "rate": fleet_sentences(f), "failures": failure_sentences(f),
+            "steps": [s for s in step_sentences(f) if s != grew], "generator": generator_sentences(f),
+            "other": other_sentences(f)}
 
 
 def sentences(f: dict[str, Any]) -> list[str]:

@@ -27,7 +27,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from reports.show import ci, g, pct, times
+from reports.show import ci, g, pct, shape_words, times
 
 SAME = 1.25  # per-iteration growth within x1.25 either way reads as the same curve
 FLAT_SLOPE = 0.02  # below this per iteration a count is flat
@@ -215,8 +215,8 @@ def rate_levels(fl: dict[str, Any]) -> str:
 def _rate(f: dict[str, Any], want: str, run: str) -> Check:
     fl = f["fleet"]
     falling = bool(fl["degraded"]) or fl["shape"] == "still falling"
-    shape = f"shape {fl['shape']}" + (", degraded" if fl["degraded"] else "")
-    nums = f"{rate_levels(fl)} ({shape})"
+    how = shape_words(fl["shape"], fl["degraded"], fl["start_rate"], fl["floor_rate"], fl["end_rate"])
+    nums = f"{rate_levels(fl)} ({how})"
     if want == "falling":
         if falling:
             return Check("rate", run, True, f"the rate fell: {nums}")

@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 
 from reports.series import count_means, pick_window, rate_series, run_span, step_means, with_windows
-from reports.show import g
+from reports.show import g, shape_words
 from reports.story import expect as ex
 
 GROWTH_COLUMNS = ("pull_items_read", "index_entries_written", "catalog_rows", "files_pushed", "lock_attempts",
@@ -133,7 +133,9 @@ def closing_rows(chapters: list[dict[str, Any]]) -> list[dict[str, Any]]:
         def lead(run: str, runs: list[dict[str, Any]] = runs, many: bool = many) -> str:
             return f"{_short(run, runs)}: " if many else ""
 
-        rate = [f"{lead(r['run'])}{g(r['start'])} -> {g(r['floor'])} it/s ({r['shape']})" for r in c["rates"]]
+        rate = [f"{lead(r['run'])}{g(r['start'])} -> {g(r['floor'])} it/s ("
+                f"{shape_words(r['shape'], bool(r.get('degraded')), r['start'], r['floor'], r.get('end', r['floor']))})"
+                for r in c["rates"]]
         bound = [f"{lead(b['run'])}{_bound_short(b)}" for b in c["bound_by"]]
         grew = []
         for r in runs:

@@ -1,4 +1,5 @@
-"""The story's page: chapter by chapter, the fix, what bound the fleet, the figure, the verdict; the closing table.
+"""The story's page: the verdict and its one time axis first, then the closing table and each chapter (the fix,
+what bound the fleet, the figure, the verdict) in sections a reader opens (``reports/show.py``'s frame).
 
 HTML only: every sentence here was computed (``reports/story/expect.py``, ``reports/story/numbers.py``) from the
 runs; this module lays them out. Long names (lock keys, run directories) wrap inside their cells, so no text
@@ -8,15 +9,13 @@ leaves its column on a narrow screen.
 from __future__ import annotations
 
 from html import escape
+from pathlib import Path
 from typing import Any
 
-CSS = """body{font-family:system-ui,sans-serif;max-width:1200px;margin:2em auto;padding:0 1em;color:#222;
-overflow-wrap:anywhere}h1{font-size:1.5em}h2{font-size:1.25em;border-bottom:1px solid #ddd;padding-bottom:.2em;
-margin-top:2em}table{border-collapse:collapse;margin:.5em 0;font-size:.9em;width:100%;table-layout:fixed}
-td,th{border:1px solid #ddd;padding:.3em .5em;text-align:left;vertical-align:top;overflow-wrap:anywhere;
-word-break:break-word}th{background:#f5f5f5}img{max-width:100%;height:auto;border:1px solid #eee;margin:.3em 0}
-figure{margin:1em 0}figcaption{font-size:.85em;color:#555}li{margin:.3em 0}code{background:#f5f5f5;padding:0 .2em}
-.good{background:#d4edda}.bad{background:#f8d7da}.warn{background:#fff3cd;padding:.6em}p.verdict{padding:.5em .7em}
+from reports.show import details, figure, frame, verdict_box
+
+CSS = """table.closing{width:100%;table-layout:fixed}table.closing td,table.closing th{text-align:left;
+overflow-wrap:anywhere;word-break:break-word;padding:.3em .5em}p.verdict{padding:.5em .7em}
 ul.checks{list-style:none;padding-left:.5em}ul.checks li::before{content:attr(data-mark);display:inline-block;
 width:1.4em;font-weight:bold}col.n{width:3em}col.fix{width:20%}col.rate{width:17%}col.bound{width:19%}
 col.grew{width:18%}col.verdict{width:auto}"""
@@ -26,9 +25,8 @@ def _lines(cells: list[str]) -> str:
     return "<br>".join(escape(c) for c in cells)
 
 
-def _figure(src: str, caption: str) -> str:
-    return (f'<figure><img src="{escape(src)}" alt="{escape(caption)}"><figcaption>{escape(caption)}</figcaption>'
-            "</figure>")
+def _figure(src: str, caption: str, lead: bool = False) -> str:
+    return figure(src, caption, lead)
 
 
 def _chapter(c: dict[str, Any], figure: str | None, links: list[tuple[str, str]]) -> str:
@@ -46,7 +44,7 @@ def _chapter(c: dict[str, Any], figure: str | None, links: list[tuple[str, str]]
     bounds = "".join(f"<li>{who(b['run'])}{escape(b['sentence'])}</li>" for b in c["bound_by"])
     runs = "".join(f"<li>{escape(r['line'])} (<code>{escape(r['run_dir'])}</code>)</li>" for r in c["runs"])
     compare = "".join(f"<li>{escape(s)}</li>" for s in [*c.get("scaling", []), *c.get("backends", [])])
-    parts = [f'<h2 id="chapter-{c["number"]}">{c["number"]}. {escape(c["name"])}</h2>']
+    parts = []
     if c.get("fix"):
         parts.append(f"<p><b>The fix:</b> {escape(c['fix'])}</p>")
     parts.append(f"<p><b>Runs:</b></p><ul>{runs}</ul>")
@@ -61,7 +59,8 @@ def _chapter(c: dict[str, Any], figure: str | None, links: list[tuple[str, str]]
         parts.append(_figure(figure, f"chapter {c['number']}: each run's rate and the counts its verdict rests on"))
     if links:
         parts.append("<p>Reports: " + ", ".join(f'<a href="{escape(h)}">{escape(t)}</a>' for t, h in links) + "</p>")
-    return "\n".join(parts)
+    return (f'<details id="chapter-{c["number"]}"><summary><h3>{c["number"]}. {escape(c["name"])}: what did it '
+            f'expect, and did its runs show it?</h3></summary>{"".join(parts)}</details>')
 
 
 def closing_table(rows: list[dict[str, Any]]) -> str:
@@ -75,26 +74,37 @@ def closing_table(rows: list[dict[str, Any]]) -> str:
     return f'<table class="closing">{head}{body}</table>'
 
 
+def _source(src: str) -> str:
+    """The ladder's file as the reader knows it: ``stories/migrating-bottleneck.toml``, not this machine's path."""
+    p = Path(src)
+    return "/".join(p.parts[-2:]) if p.is_absolute() else src
+
+
 def page(story: dict[str, Any], chapters: list[dict[str, Any]], rows: list[dict[str, Any]],
          figures: dict[str, str], chapter_figures: dict[int, str], links: dict[int, list[tuple[str, str]]]) -> str:
+    """The first screen: the verdict (chapters shown) and the one time axis of every run; then the bound across
+    the chapters, the closing table and each chapter, in sections."""
     lad = story["ladder"]
     shown = sum(1 for c in chapters if c["shown"])
-    head = [f"<h1>{escape(lad['title'])}</h1>"]
-    if lad.get("description"):
-        head.append(f"<p>{escape(lad['description'])}</p>")
     mode = "quick" if lad.get("quick") else "full"
-    head.append(f"<p><b>{shown} of {len(chapters)} chapters showed what they expected</b> ({mode} ladder "
-                f"<code>{escape(lad['source'])}</code>; every sentence below is computed from the runs).</p>")
+    each = "; ".join(f"{c['number']}. {c['name']}: {'shown' if c['shown'] else 'not shown'}" for c in chapters)
+    box = verdict_box([("Verdict", f"{shown} of {len(chapters)} chapters showed what they expected"),
+                       ("Chapters", each),
+                       ("Ladder", (f"{lad['description'].rstrip('.')}. " if lad.get("description") else "")
+                        + f"The {mode} ladder {_source(lad['source'])}; every sentence below is computed from the "
+                          "runs.")])
+    warn = ""
     if story.get("interrupted"):
         it = story["interrupted"]
-        head.append(f'<p class="warn">The story was interrupted ({escape(str(it.get("signal")))}) during chapter '
-                    f'{escape(str(it.get("chapter")))}: that chapter and the ones after it were not judged'
-                    + (f" ({escape(', '.join(story.get('not_run') or []))})" if story.get("not_run") else "")
-                    + ".</p>")
+        warn = (f'<p class="warn">The story was interrupted ({escape(str(it.get("signal")))}) during chapter '
+                f'{escape(str(it.get("chapter")))}: that chapter and the ones after it were not judged'
+                + (f" ({escape(', '.join(story.get('not_run') or []))})" if story.get("not_run") else "")
+                + ".</p>")
     elif story.get("not_run"):
-        head.append(f'<p class="warn">Not run yet: {escape(", ".join(story["not_run"]))}.</p>')
-    body = head + [_figure(src, cap) for src, cap in figures.items()]
-    body += [_chapter(c, chapter_figures.get(c["number"]), links.get(c["number"], [])) for c in chapters]
-    body.append("<h2 id='closing'>The climb, chapter by chapter</h2>" + closing_table(rows))
-    return (f"<!doctype html><html><head><meta charset='utf-8'><meta name='viewport' content='width=device-width'>"
-            f"<title>{escape(lad['title'])}</title><style>{CSS}</style></head><body>{''.join(body)}</body></html>")
+        warn = f'<p class="warn">Not run yet: {escape(", ".join(story["not_run"]))}.</p>'
+    figs = [_figure(src, cap, lead=i == 0) for i, (src, cap) in enumerate(figures.items())]
+    first = [box, warn, *figs]
+    sections = [details("The climb, chapter by chapter: what each fix did to the rate, the bound and the growth",
+                        "<div id='closing'>" + closing_table(rows) + "</div>", open_=True)]
+    sections += [_chapter(c, chapter_figures.get(c["number"]), links.get(c["number"], [])) for c in chapters]
+    return frame(lad["title"], first, sections, CSS)

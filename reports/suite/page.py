@@ -4,8 +4,9 @@ swamp's table shows avg (min-max) per phase; this one shows median, min,
 mean and max of the trials, and beside them what each phase did per trial
 (requests, bytes sent + received), every layout of a scenario under it, the
 layouts it does not apply to with why, and any scenario that failed. The page
-adds the scenario's note (what the harness does, where swamp's benchmark
-differs) and one figure of every scenario's total per layout.
+leads with its per-phase chart (every scenario's total per layout, and each
+phase's share of it), then each scenario's note (what the harness does, where
+swamp's benchmark differs) and table in a section a reader opens.
 """
 
 from __future__ import annotations
@@ -18,8 +19,10 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+from matplotlib.patches import Patch  # noqa: E402
 
-from reports.show import CSS, table  # noqa: E402
+from reports.show import details, frame, table, verdict_box  # noqa: E402
+from reports.show import figure as figure_html  # noqa: E402
 
 FIGURE = "suite_totals.png"
 
@@ -83,25 +86,42 @@ def text(doc: dict[str, Any]) -> str:
     return "\n".join(lines).rstrip() + "\n"
 
 
+OVERLAPPING = ("total", "lock.held")  # not one of the phases a trial's time is split into
+
+
 def figure(doc: dict[str, Any], path: Path) -> Path | None:
-    """Every scenario's total (median, with min-max) per layout, on a log scale."""
+    """Per scenario and layout: the total (median, with min-max, log scale) and where it goes, each phase's
+    median as a share of the phases' sum."""
     totals = [r for r in doc["results"] if r["phase"] == "total"]
     if not totals:
         return None
     layouts = [x for x in doc.get("layouts", []) if any(r["layout"] == x for r in totals)]
     numbers = sorted({int(r["number"]) for r in totals})
-    fig, ax = plt.subplots(figsize=(9, 0.45 * len(numbers) * max(1, len(layouts)) + 1.2))
+    phases = list(dict.fromkeys(r["phase"] for r in doc["results"] if r["phase"] not in OVERLAPPING))
+    bars = len(numbers) * max(1, len(layouts))
+    fig, (ax, share) = plt.subplots(1, 2, figsize=(12, min(0.14 * bars + 1.3, 5.6)), sharey=True,
+                                    gridspec_kw={"width_ratios": [1, 1.2]})
     h = 0.8 / max(1, len(layouts))
+    cmap = plt.get_cmap("tab20")
     for j, lay in enumerate(layouts):
         ys, xs, lo, hi = [], [], [], []
         for i, n in enumerate(numbers):
             r = next((r for r in totals if r["number"] == n and r["layout"] == lay), None)
             if r is None:
                 continue
-            ys.append(i + j * h)
+            y = i + j * h
+            ys.append(y)
             xs.append(max(r["median_ms"], 1e-3))
             lo.append(max(r["median_ms"] - r["min_ms"], 0))
             hi.append(max(r["max_ms"] - r["median_ms"], 0))
+            ms = {x["phase"]: x["median_ms"] for x in doc["results"]
+                  if x["number"] == n and x["layout"] == lay and x["phase"] in phases}
+            whole, left = sum(ms.values()), 0.0
+            for k, ph in enumerate(phases):
+                if whole > 0 and ms.get(ph):
+                    share.barh(y, ms[ph] / whole * 100, left=left, height=h, color=cmap(k % 20),
+                               edgecolor="white", linewidth=0.5)
+                    left += ms[ph] / whole * 100
         ax.barh(ys, xs, height=h, xerr=[lo, hi], label=lay, capsize=2)
     names = {int(r["number"]): r["scenario"] for r in totals}
     ax.set_yticks([i + h * (len(layouts) - 1) / 2 for i in range(len(numbers))])
@@ -109,31 +129,51 @@ def figure(doc: dict[str, Any], path: Path) -> Path | None:
     ax.invert_yaxis()
     ax.set_xscale("log")
     ax.set_xlabel("ms per trial (median; bars: min to max)")
-    ax.legend(loc="lower right", fontsize=8)
-    ax.set_title(f"{doc.get('suite')} on {doc.get('backend')}: each scenario's total per trial, by layout",
-                 fontsize=9)
+    ax.legend(loc="lower right", fontsize=8, title="layout", title_fontsize=8)
+    ax.set_title("each scenario's total per trial, by layout", fontsize=9)
+    handles = [Patch(color=cmap(k % 20), label=ph) for k, ph in enumerate(phases)]
+    share.set_xlim(0, 100)
+    share.set_xlabel("% of the phases' time (medians)")
+    share.set_title("where it goes: each phase's share (layouts in the left panel's order)", fontsize=9)
+    share.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=7, borderaxespad=0)
+    fig.suptitle(f"{doc.get('suite')} on {doc.get('backend')}: per scenario and phase", fontsize=10)
     fig.tight_layout()
     fig.savefig(path, dpi=100)
     plt.close(fig)
     return path
 
 
+def _slowest(doc: dict[str, Any]) -> str | None:
+    totals = [r for r in doc["results"] if r["phase"] == "total"]
+    if not totals:
+        return None
+    r = max(totals, key=lambda r: r["median_ms"])
+    fast = min(totals, key=lambda r: r["median_ms"])
+    return (f"{r['number']}. {r['scenario']} ({r['layout']}): a median {r['median_ms']:.1f} ms per trial; the "
+            f"quickest, {fast['number']}. {fast['scenario']} ({fast['layout']}), {fast['median_ms']:.1f} ms")
+
+
 def html(doc: dict[str, Any], has_figure: bool, compare_text: str | None = None) -> str:
+    """The first screen: what ran, the slowest scenario, the per-phase chart; then each scenario's table."""
     notes = {int(s["number"]): s.get("note", "") for s in doc.get("scenarios", [])}
-    parts = [f"<h1>{escape(header(doc))}</h1>",
-             "<p>ms per trial: median, min, mean and max over the trials; requests and bytes (sent + received) per "
-             "trial, the median. Phase names are swamp's trace names where the harness has the step "
-             "(<code>docs/suite.md</code> maps them); <code>lock</code>, <code>release</code> and "
-             "<code>lock.held</code> (grant to release, overlapping the phases inside the lock) are the harness's."
-             "</p>"]
+    failed = len(doc.get("errors", []))
+    box = verdict_box([("Suite", header(doc)), ("Slowest", _slowest(doc)),
+                       ("Failed", f"{failed} scenario-layout(s) failed: see their sections" if failed else None)])
+    first = [box]
     if has_figure:
-        parts.append(f'<figure><img src="{FIGURE}" alt="totals per scenario and layout"><figcaption>each '
-                     f"scenario's total per trial, median (bars: min to max), per layout; log scale"
-                     "</figcaption></figure>")
+        first.append(figure_html(FIGURE, "per scenario and layout: the total per trial, median (bars: min to max), "
+                                         "log scale; beside it each phase's share of the time", lead=True))
+    sections = [details("How are these numbers measured?",
+                        "<p>ms per trial: median, min, mean and max over the trials; requests and bytes (sent + "
+                        "received) per trial, the median. Phase names are swamp's trace names where the harness has "
+                        "the step (<code>docs/suite.md</code> maps them); <code>lock</code>, <code>release</code> "
+                        "and <code>lock.held</code> (grant to release, overlapping the phases inside the lock) are "
+                        "the harness's.</p>")]
     if compare_text:
-        parts.append(f"<h2>Compared with a baseline</h2><pre>{escape(compare_text)}</pre>")
+        sections.append(details("Compared with a baseline: is it slower or faster?",
+                                f"<pre>{escape(compare_text)}</pre>", open_=True))
     for number, name, rows, na, errors in _by_scenario(doc):
-        parts.append(f"<h2>{number}. {escape(name)}</h2>")
+        parts = []
         if notes.get(number):
             parts.append(f"<p>{escape(notes[number])}</p>")
         if rows:
@@ -148,12 +188,13 @@ def html(doc: dict[str, Any], has_figure: bool, compare_text: str | None = None)
         for x in errors:
             parts.append(f'<p class="bad"><b>{escape(x["layout"])}</b>: failed after {x["trials"]} trials: '
                          f"{escape(x['error'])}</p>")
+        sections.append(details(f"{number}. {name}: how long does each phase take?", "".join(parts)))
     v = doc.get("versions") or {}
-    parts.append("<h2>Run</h2>" + table(["", ""], [["started", doc.get("started_at")], ["ended", doc.get("ended_at")],
-                                                   ["stand-in", (doc.get("stand_in") or {}).get("services")],
-                                                   ["versions", ", ".join(f"{k} {x}" for k, x in v.items())]]))
-    return (f"<!doctype html><html><head><meta charset='utf-8'><title>{escape(str(doc.get('suite')))}</title>"
-            f"<style>{CSS}</style></head><body>{''.join(parts)}</body></html>")
+    sections.append(details("What ran?", table(["", ""], [
+        ["started", doc.get("started_at")], ["ended", doc.get("ended_at")],
+        ["stand-in", (doc.get("stand_in") or {}).get("services")],
+        ["versions", ", ".join(f"{k} {x}" for k, x in v.items())]])))
+    return frame(str(doc.get("suite")), first, sections)
 
 
 def build(run_dir: str | Path, compare_text: str | None = None) -> tuple[dict[str, Any], str]:

@@ -159,6 +159,15 @@ def test_run_json_and_summary_json_keep_every_key_they_had_before_the_run_plan(n
     assert plan["run_id"] == json.loads((namespaced_run / "run.json").read_text())["run_id"]
 
 
+def test_the_first_screen_of_a_real_run_is_the_verdict_and_the_rate(namespaced_run):
+    """At 1280 x 800 the verdict and the rate figure (loaded) are on the first screen, no table of numbers before."""
+    from tests.e2e.first_screen import assert_answer_first, first_screen
+
+    got = first_screen(namespaced_run / "report" / "index.html")
+    assert_answer_first(got)
+    assert got["text"].startswith("Bound by") and "Rate" in got["text"] and "shape:" not in got["text"]
+
+
 def test_report_of_a_directory_that_is_not_a_run(tmp_path):
     p = harness("report", str(tmp_path))
     assert p.returncode == 2 and "Traceback" not in p.stderr

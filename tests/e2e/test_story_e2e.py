@@ -156,6 +156,11 @@ def test_the_page_in_a_browser(told):
         assert "1 of 2 chapters showed what they expected" in page.locator("body").inner_text()
         page.screenshot(path=str(story_dir / "page-1280.png"), full_page=True)
         browser.close()
+    from tests.e2e.first_screen import assert_answer_first, first_screen
+
+    got = first_screen(story_dir / "index.html")  # at 1280 x 800: the verdict and the one time axis first
+    assert_answer_first(got)
+    assert "1 of 2 chapters showed what they expected" in got["text"]
 
 
 CTRL_C_LADDER = """

@@ -47,6 +47,13 @@ def test_quick_runs_every_scenario_on_every_layout_it_applies_to(quick, backend)
     assert "seaweedfs.log" not in {f.name for f in run_dir.iterdir()} or backend == "s3"  # no S3 server for DynamoDB
 
 
+def test_the_first_screen_of_a_real_quick_suite_is_what_ran_and_its_per_phase_chart(quick):
+    from tests.e2e.first_screen import assert_answer_first, first_screen
+
+    _, run_dir, _ = quick["s3"]
+    assert_answer_first(first_screen(run_dir / "suite.html"))
+
+
 @pytest.mark.parametrize("backend", ["dynamodb", "s3"])
 def test_the_phases_cost_what_the_design_says(quick, backend):
     _, run_dir, _ = quick[backend]
