@@ -52,6 +52,7 @@ ADDED = {
     "runs[].findings.failure_story", "runs[].findings.utilization", "runs[].findings.verdict",
     "notes",  # what the user need not act on (an endpoint without TTL), kept out of stderr (issue 26)
     "runs[].findings.limits",  # the next ceilings: item size and per-key throughput forecasts (issue 24)
+    "fidelity.gsi_lag",  # how long after its write an item shows in a GSI (issue 34)
 }
 
 
