@@ -281,7 +281,6 @@ class Datastore:
         costs one read.
         """
         start = now_ms(self.clock)
-        pulled = 0
         with recording(work):
             for attempt in range(CONTENT_TRIES):
                 res = self.backend.pull(self.ns, self.watermark_ms, partitions, work, lock_key=self.lock_key(),

@@ -20,7 +20,6 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from harness.datastore.model import MODEL_TYPE
 from harness.explore.faults import DISTURBANCES, Crash
 from harness.explore.world import LAYOUTS, LOCK, Lab, Target, World, new_world
 from harness.safety.checker import check
@@ -236,4 +235,4 @@ def targets(backend: str | None, sync: str | None, layout: str | None, fencing: 
     return out
 
 
-__all__ = ["MODEL_TYPE", "OPS", "Schedule", "learn", "replay", "schedules", "targets"]
+__all__ = ["OPS", "Schedule", "learn", "replay", "schedules", "targets"]
