@@ -44,8 +44,11 @@ LAYOUTS = (("dynamodb", "per-model"), ("dynamodb", "legacy"), ("s3", "sharded"),
 
 
 def budget(backend: str, entries: int, shards: int) -> int:
-    """The issue's bound for a fenced commit: 2 x ceil(N/25) + 3 on DynamoDB, shards touched + 3 on S3."""
-    return 2 * math.ceil(entries / 25) + 3 if backend == "dynamodb" else shards + 3
+    """The bound for a fenced commit of N entries that each replace one: on DynamoDB ceil(N/25) to write, and
+    ceil(2N/25) to delete what they superseded and its content (issue 19's bound was 2 x ceil(N/25) + 3, when
+    the content was left to the next push; issue 30 moved it under the commit's lock), + 3; shards touched + 3
+    on S3."""
+    return math.ceil(entries / 25) + math.ceil(2 * entries / 25) + 3 if backend == "dynamodb" else shards + 3
 
 
 def _stage(store: Datastore, rel: str, data: bytes) -> None:

@@ -79,8 +79,9 @@ def test_pacing_vs_adaptive_quick():
 
 
 def test_commit_cost_quick():
-    """The JSON lines hold the issue's bounds: a fenced DynamoDB commit costs at most 2 x ceil(N/25) + 3
-    requests, a fenced S3 one at most shards touched + 3, with at most twice the unfenced write units."""
+    """The JSON lines hold the bounds: a fenced DynamoDB commit costs at most ceil(N/25) + ceil(2N/25) + 3
+    requests (its versions; what they superseded and its content, deleted under the lock since issue 30), a fenced
+    S3 one at most shards touched + 3, with at most twice the unfenced write units."""
     import json
 
     rows = [json.loads(line) for line in _quick("commit_cost.py", "--json").splitlines() if line.startswith("{")]

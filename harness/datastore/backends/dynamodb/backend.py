@@ -167,20 +167,18 @@ class DynamoBackend(DynamoReads):
 
     def collect(self, cursor: DynamoCursor, work: Work, *, content: bool = False,
                 keep: set[tuple[str, str]] | frozenset = frozenset()) -> None:
-        """Delete the index items (and with ``content`` the chunks) the cursor knows are garbage, but ``keep``.
-
-        Best effort: what fails is kept for next time.
-        """
+        """Delete the index items (and with ``content`` the chunks) the cursor knows are garbage, but ``keep``,
+        in shared batches. Best effort: what fails is kept for next time."""
         index = DynamoCursor.take(cursor.garbage)
         chunks_ = [k for k in DynamoCursor.take(cursor.content_garbage) if (k["pk"]["S"], k["sk"]["S"]) not in keep] \
             if content else []
-        for bag, keys in ((cursor.garbage, index), (cursor.content_garbage, chunks_)):
-            if not keys:
-                continue
-            try:
-                self.batch_write([{"DeleteRequest": {"Key": k}} for k in keys], work)
-            except Exception:  # noqa: BLE001 - superseded items are invisible; they only take space until next time
-                DynamoCursor.add(bag, keys)
+        if not index and not chunks_:
+            return
+        try:
+            self.batch_write([{"DeleteRequest": {"Key": k}} for k in [*index, *chunks_]], work)
+        except Exception:  # noqa: BLE001 - superseded items are invisible; they only take space until next time
+            DynamoCursor.add(cursor.garbage, index)
+            DynamoCursor.add(cursor.content_garbage, chunks_)
 
     def fence_model(self, namespace: str | None, partition: str, grant: LockGrant, cursor: dict | None,
                     work: Work, *, lock_key: str | None = None) -> None:

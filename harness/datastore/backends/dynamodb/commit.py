@@ -16,10 +16,13 @@ when it was made (``pending`` on the lock item, see ``locks.py``):
    being the sequence this holder pulled at. Once a newer holder is granted the
    lock, nothing of an older holder's can ever seal: the lease is the fence;
 4. after the seal, the versions it superseded (known from the worker's cursor)
-   are deleted, BatchWriteItem again; content chunks it superseded are left to
-   the worker's next push (content is the push's business).
+   and the content chunks they pointed at are deleted, in shared
+   BatchWriteItems, under the lock (left for the next push, a chunk key could
+   be written again meanwhile by someone re-creating the file with the same
+   bytes, and then deleted: issue 30's hole 4).
 
-So 2 x ceil(N/25) + 2 requests, whatever the table holds. A prune (removals
+So ceil(N/25) + ceil(G/25) + 2 requests for G superseded items and chunks (2N
+when every entry replaced one), whatever the table holds. A prune (removals
 whose whole partitions go) first reads each of those partitions (one GSI
 Query each: every version, tombstone and leftover in it), writes tombstones,
 seals, removes the partitions from the registry, then deletes everything it
