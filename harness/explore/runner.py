@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import time
 from collections import Counter
 from collections.abc import Callable
@@ -12,22 +11,22 @@ from harness.explore.schedules import Schedule, learn, ops_for, replay, schedule
 from harness.explore.world import Lab, Target
 
 QUICK_OPS = ("sync", "model-run", "delete", "prune")
+REGION = "us-east-1"
 
 
 def explore(*, backend: str | None, sync: str | None, layout: str | None, fencing: bool,
             ops: list[str] | None, quick: bool, progress: Callable[[str], None] = lambda _m: None) -> dict[str, Any]:
-    """Explore in-process (moto's mock, fake credentials): the JSON of ``explore.json``."""
-    for var in ("AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_DYNAMODB", "AWS_ENDPOINT_URL_S3", "AWS_PROFILE"):
-        os.environ.pop(var, None)  # in-process only: never an endpoint, never a profile's credentials
-    os.environ.update(AWS_ACCESS_KEY_ID="explore", AWS_SECRET_ACCESS_KEY="explore",  # noqa: S105 - moto's
-                      AWS_DEFAULT_REGION=os.environ.get("AWS_DEFAULT_REGION", "us-east-1"))
+    """Explore in-process (moto's mock): the JSON of ``explore.json``. Nothing leaves the process: the clients
+    get fake credentials and AWS's own endpoint names explicitly (no profile, no endpoint variable applies),
+    which moto's mock answers."""
     import boto3
     from moto import mock_aws
 
     started = time.monotonic()
     done: list[Schedule] = []
     with mock_aws():
-        lab = Lab(boto3.Session(region_name=os.environ["AWS_DEFAULT_REGION"]))
+        lab = Lab(boto3.Session(aws_access_key_id="explore", aws_secret_access_key="explore",  # noqa: S106
+                                region_name=REGION))
         for target in targets(backend, sync, layout, fencing, quick):
             for op in [o for o in ops_for(target.sync) if (ops is None or o in ops)
                        and (not quick or o in QUICK_OPS)]:

@@ -85,7 +85,9 @@ class Lab:
         for service in ("dynamodb", "s3"):
             for who in ("a", "b"):
                 # no retries of botocore's own beyond the explorer's lost answers (which it retries at once)
-                c = instrument(session.client(service, config=Config(retries={"max_attempts": 1, "mode": "standard"})))
+                c = instrument(session.client(service, endpoint_url=f"https://{service}.{session.region_name}"
+                                              ".amazonaws.com",  # never a user's AWS_ENDPOINT_URL: moto's mock
+                                              config=Config(retries={"max_attempts": 1, "mode": "standard"})))
                 self.clients[(who, service)] = c
             self.tapes[service] = Tape(self.clients[("a", service)])
 
