@@ -100,6 +100,13 @@ def _every_worker_sent(run_dir: Path, test: int, processes: int) -> None:
                  lambda: senders(run_dir / "tests" / f"{test:03d}") == want, 90)
 
 
+def _generator_sampled(run_dir: Path, test: int) -> None:
+    """Before Stop: the test has run long enough for the load generator's first sample (every 3 s), which the
+    checks after it read (a test stopped within 3 s of its start has none: the page can show numbers sooner)."""
+    wait_for(f"test {test:03d}'s first generator sample",
+             lambda: (run_dir / "tests" / f"{test:03d}" / "generator.csv").exists(), 60)
+
+
 def _start_from_form(page, scenario: str, users: int) -> None:
     page.get_by_role("button", name=re.compile("^(new|start)$", re.I)).first.wait_for(timeout=30_000)
     new = page.get_by_role("button", name=re.compile("^new$", re.I))
@@ -161,6 +168,7 @@ def test_two_tests_from_the_browser_are_recorded_and_reported(tmp_path, processe
             header = page.locator("header").inner_text()
             assert "Iterations/s" in header and "Iteration failures" in header
             _every_worker_sent(run_dir, 1, processes)
+            _generator_sampled(run_dir, 1)
             stops.append(_stop_and_see_new(page, web, processes, late=True))
             wait_for("test 001 to be recorded", lambda: (web.test_entry(1) or {}).get("status") == "finished", 60)
             counted[1] = web.locust_iterations()
@@ -182,6 +190,7 @@ def test_two_tests_from_the_browser_are_recorded_and_reported(tmp_path, processe
             page.get_by_role("tab", name="Harness").click()
             _numbers_move(page)
             _every_worker_sent(run_dir, 2, processes)
+            _generator_sampled(run_dir, 2)
             stops.append(_stop_and_see_new(page, web, processes, late=False))
             wait_for("test 002 to be recorded", lambda: (web.test_entry(2) or {}).get("status") == "finished", 60)
             counted[2] = web.locust_iterations()
