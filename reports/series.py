@@ -69,6 +69,29 @@ def seconds_since(ts: pd.Series, t0: pd.Timestamp) -> np.ndarray:
     return ((ts - t0).dt.total_seconds()).to_numpy(dtype=float)
 
 
+MIN_COMPARED = 5  # successes on each side of an early / late comparison, at least
+
+
+def compared_windows(t_ok: np.ndarray, early: tuple[float, float], late: tuple[float, float],
+                     n: int = MIN_COMPARED) -> tuple[tuple[float, float], tuple[float, float]]:
+    """The start and end levels' windows, each stretched inwards until it holds ``n`` successes.
+
+    On a slow machine a level can hold one or two iterations, and one value compares with nothing: a count
+    that grew on every iteration would read "too few successful iterations to compare". With fewer than
+    ``2 n`` successes in all, each side takes half of them, so the two never share an iteration.
+    """
+    ts = np.sort(np.asarray(t_ok, dtype=float))
+    k = min(n, len(ts) // 2)
+    if k < 1:
+        return early, late
+    (a0, a1), (b0, b1) = early, late
+    if int(((ts >= a0) & (ts <= a1)).sum()) < k:
+        a1 = max(a1, float(ts[k - 1]))
+    if int(((ts >= b0) & (ts <= b1)).sum()) < k:
+        b0 = min(b0, float(ts[-k]))
+    return (a0, a1), (b0, b1)
+
+
 def pick_window(span_s: float, successes: int, per_window: float = 10.0) -> float:
     """A round window length for the time series: about ``per_window`` successes each, 12 to 150 windows."""
     want = span_s * per_window / max(successes, 1)

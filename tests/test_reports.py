@@ -421,3 +421,19 @@ def test_run_still_being_written_gets_a_partial_report(tmp_path, capsys):
     html = (out / "index.html").read_text()
     assert "still being written" in html and "ended_at" in html
     assert all(math.isfinite(x) for x in f["fleet"]["start_interval"])
+
+
+def test_compared_windows_stretch_a_level_of_one_iteration_to_five_without_overlapping():
+    """A slow machine's level can hold one iteration, which compares with nothing: each side takes five."""
+    from reports.series import compared_windows
+
+    t = np.arange(15, dtype=float)  # one success a second
+    # the start level holds only t=0, the end level only t=14: each stretched inwards to five successes
+    assert compared_windows(t, (0.0, 0.5), (13.5, 14.0)) == ((0.0, 4.0), (10.0, 14.0))
+    # levels that already hold five stay as they are
+    assert compared_windows(t, (0.0, 6.0), (8.0, 14.0)) == ((0.0, 6.0), (8.0, 14.0))
+    # six successes in all: three a side, never the same one on both
+    (a0, a1), (b0, b1) = compared_windows(t[:6], (0.0, 0.0), (5.0, 5.0))
+    assert (a1, b0) == (2.0, 3.0)
+    # one success: nothing to stretch to
+    assert compared_windows(t[:1], (0.0, 0.0), (0.0, 0.0)) == ((0.0, 0.0), (0.0, 0.0))

@@ -30,7 +30,8 @@ from harness.aws.fidelity.layer import FidelityConfig
 from harness.errors import HarnessError
 from harness.plan.endpoints import EMBEDDED, UNUSED, ServiceEndpoint
 from harness.plan.model import Connection, LocustPlan, Resources, RunPlan, StandInPlan
-from harness.plan.scenario import BACKENDS, DatastoreSpec, FidelitySpec, Scenario, _Reader
+from harness.plan.scenario import BACKENDS, DatastoreSpec, FidelitySpec, Scenario
+from harness.plan.toml_reader import TomlReader as _Reader
 
 OPS = ("push", "two-phase-push", "pull", "scoped-pull")
 PUSHES = ("push", "two-phase-push")

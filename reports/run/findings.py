@@ -24,7 +24,7 @@ from reports.run.causes import (
 from reports.run.compute import ERROR_KINDS, failure_table, percentile_table, step_shares
 from reports.run.utilization import Usage, table_rows
 from reports.run.verdict import Level, fleet_verdict
-from reports.series import pick_window, run_span, seconds_since, successes
+from reports.series import compared_windows, pick_window, run_span, seconds_since, successes
 from reports.stats import rate_interval, wilson_interval
 
 SAFETY_KEYS = ("acknowledged", "lost", "phantom", "overlaps", "violations")
@@ -50,9 +50,11 @@ def findings(rows: pd.DataFrame, info: dict | None = None, *, probes: pd.DataFra
     t = seconds_since(rows["ts_end"], span.t0)
     extra = [c for c in (*REQUEST_COLUMNS, *QUERY_COLUMNS) if c in rows.columns and rows[c].notna().any()]
     ok, t_ok = successes(rows, ["ts_end", *STEP_COLUMNS, *COUNT_COLUMNS, *extra, "total_ms"]), t[ok_mask]
-    early_rows = between(ok, t_ok, start.t0, start.t1)
-    end_rows = between(ok, t_ok, end.t0, end.t1)
-    cause = step_causes(Stretch(ok, t_ok, (start.t0, start.t1), (late.t0, late.t1)))
+    first, last = compared_windows(t_ok, (start.t0, start.t1), (late.t0, late.t1))
+    first, final = compared_windows(t_ok, (start.t0, start.t1), (end.t0, end.t1))
+    early_rows = between(ok, t_ok, *first)
+    end_rows = between(ok, t_ok, *final)
+    cause = step_causes(Stretch(ok, t_ok, first, last))
     s_first, s_last = step_shares(early_rows), step_shares(end_rows)
     failed = int((~ok_mask).sum())
     errors = rows.loc[~ok_mask, "error_kind"].value_counts()
@@ -71,12 +73,12 @@ def findings(rows: pd.DataFrame, info: dict | None = None, *, probes: pd.DataFra
         "errors": {k: int(errors.get(k, 0)) for k in [*ERROR_KINDS, *sorted(set(errors.index) - set(ERROR_KINDS))]},
         "failures_table": table, "failure_messages_left_out": left_out,
         "dominant_step": _dominant(s_first, s_last),
-        "compared": {"early_s": [start.t0, start.t1], "late_s": [late.t0, late.t1],
+        "compared": {"early_s": list(first), "late_s": list(last),
                      "late_is": "floor" if late is floor and late is not end else "end"},
         "steps": {STEP_LABELS[k]: v for k, v in cause["steps"].items()},
         "grew_most": STEP_LABELS[cause["grew_most"]] if cause["grew_most"] else None,
         "explained_by": cause["explained_by"],
-        "work_counts": count_changes(Stretch(ok, t_ok, (start.t0, start.t1), (end.t0, end.t1))),
+        "work_counts": count_changes(Stretch(ok, t_ok, first, final)),
         "percentiles": percentile_table(rows),
         "probe": probe_trend(probes, span),
         "generator": generator_load(generator, span),

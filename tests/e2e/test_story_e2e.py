@@ -75,7 +75,8 @@ def test_strict_exits_3_on_the_chapter_that_did_not_show_its_expectation(told):
                     ["harness: chapter 2/2 namespaced at two fleet sizes"] * 2
     assert any(x.startswith("harness: chapter 1/2 one lock, one worker: NOT SHOWN: Not shown: expected a lock, the "
                             "fleet was bound by") for x in lines), p.stdout
-    assert any(x.startswith("harness: chapter 2/2 namespaced at two fleet sizes: shown: Shown: ") for x in lines)
+    assert any(x.startswith("harness: chapter 2/2 namespaced at two fleet sizes: shown: Shown: ") for x in lines), \
+        p.stdout + p.stderr
     assert f"harness: story {story_dir / 'index.html'}" in lines
     assert "harness: 1 of 2 chapters showed what they expected" in lines
     err = [x for x in p.stderr.splitlines() if x.startswith("harness: not shown:")]
@@ -88,7 +89,7 @@ def test_story_json_has_each_chapter_with_its_run_directories_and_verdict(told):
     data = _data(story_dir)
     assert data["status"] == "finished" and data["ladder"]["name"] == "e2e"
     one, two = data["chapters"]
-    assert (one["shown"], two["shown"]) == (False, True)
+    assert (one["shown"], two["shown"]) == (False, True), (one["sentence"], two["sentence"])
     assert one["run_dirs"] == ["01-one-lock-one-worker/shared-lock-dynamodb-1w"]
     assert two["run_dirs"] == ["02-namespaced-at-two-fleet-sizes/namespaced-dynamodb-1w",
                                "02-namespaced-at-two-fleet-sizes/namespaced-dynamodb-2w"]
