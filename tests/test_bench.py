@@ -52,9 +52,17 @@ def test_harness_overhead_quick():
     ratio = _num(r"harness / boto3\s+:\s+" + NUM + "%", out)
     assert boto > 1.0 and harness > 0 and 0 < store < boto  # a pruning iteration is a dozen or more calls
     assert ratio == pytest.approx(100 * harness / boto, rel=0.05, abs=0.02)
-    rate = _num(r"instant backend: " + NUM + " iterations/s", out)
+    rate = _num(r"instant backend \(median of 1 x 5 s\): " + NUM + " iterations/s", out)
     cpu = _num(r"iterations/s at " + NUM + " CPU-s/s", out)
     assert rate > 0 and 0 < cpu < 2.5  # one Locust process: at most about one core
+    # side by side: all in, boto3's (the same figure as above), the rest and the ratio, consistent
+    all_in = _num(r"all in \(one Locust process\)\s+:\s+" + NUM + " ms", out)
+    assert _num(r"boto3 \(datastore steps\)\s+:\s+" + NUM + " ms", out) == boto
+    assert _num(r"while its users ran: " + NUM + " iterations", out) > 0
+    rest = _num(r"the rest \(harness, Locust...\) :\s+(-?[0-9.]+) ms", out)
+    assert rest == pytest.approx(all_in - boto, abs=0.002)
+    assert _num(r"all in / boto3 = " + NUM, out) == pytest.approx(all_in / boto, abs=0.002)
+    assert all_in > 1.0
 
 
 def test_fidelity_overhead_quick():
