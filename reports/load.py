@@ -119,11 +119,10 @@ def open_run(path: str | Path) -> Run:
         raise HarnessError(f"{info_path} is not valid JSON: the run directory is damaged") from None
     if not shard_paths(p):
         raise HarnessError(f"{p} has no iteration rows yet: wait for the run to record some, or check locust.log")
-    rows = read_rows(p, REPORT_COLUMNS)
+    # counts, ms sums, sizes: float32 (and a null), cast while still Arrow
+    rows = read_rows(p, REPORT_COLUMNS, float32=(*REQUEST_COLUMNS, *QUERY_COLUMNS, *SIZE_COLUMNS))
     if rows.empty:
         raise HarnessError(f"{p} has no iteration rows: the run recorded nothing, see locust.log")
-    for c in (*REQUEST_COLUMNS, *QUERY_COLUMNS, *SIZE_COLUMNS):  # counts, ms sums, sizes: float32 (and a null)
-        rows[c] = rows[c].astype("float32")
     rows["error"] = rows["error"].fillna("")
     rows["error_kind"] = rows["error_kind"].fillna("")
     partial = info.get("status") != "finished"
@@ -256,17 +255,20 @@ def lock_events(p: Path) -> pd.DataFrame | None:
     if not parts["type"]:
         return None
 
-    def cat(name: str) -> pd.Categorical:
-        names = list(vocab[name])
-        return pd.Categorical.from_codes(np.concatenate(parts[name]), categories=names)
-
+    # Each column is built while its parts are freed, and given its own block (a frame built from a dict
+    # stacks same-typed columns: one more copy of them all): the peak is the parts plus one column.
     nonce = pc.dictionary_encode(pa.chunked_array(nonces, pa.string()).combine_chunks()).indices
-    out = pd.DataFrame({"type": cat("type"), "key": cat("key"), "holder": cat("holder"),
-                        "nonce": nonce.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int64),
-                        "ok": np.concatenate(parts["ok"])})
+    del nonces
+    out = pd.DataFrame(index=pd.RangeIndex(len(nonce)))
+    for name in ("type", "key", "holder"):
+        out[name] = pd.Categorical.from_codes(np.concatenate(parts.pop(name)), categories=list(vocab[name]))
+    out["nonce"] = nonce.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int64)
+    del nonce
+    pa.default_memory_pool().release_unused()  # the parsed JSON's buffers: the pool keeps them otherwise
+    out["ok"] = np.concatenate(parts.pop("ok"))
     for c in EVENT_FIELDS:
         if c.endswith("_ms"):
-            out[c] = np.concatenate(parts[c])
+            out[c] = np.concatenate(parts.pop(c))
     return out
 
 
