@@ -209,6 +209,9 @@ def lock_events(p: Path) -> pd.DataFrame | None:
     schema = pa.schema([(f, pa.bool_() if f == "ok" else pa.float64() if f.endswith("_ms") else pa.string())
                         for f in EVENT_FIELDS])
     opts = pj.ParseOptions(explicit_schema=schema, unexpected_field_behavior="ignore")
+    # one thread: as fast here (the batches are small) and its buffers are freed where they were made
+    serial = pj.ReadOptions(use_threads=False)
+    pool = pa.default_memory_pool()
     wanted = pa.array(list(LOCK_EVENTS))
     vocab: dict[str, dict[str, int]] = {"type": {}, "key": {}, "holder": {}}
     parts: dict[str, list[np.ndarray]] = {c: [] for c in EVENT_FIELDS}
@@ -226,7 +229,7 @@ def lock_events(p: Path) -> pd.DataFrame | None:
         """One parse for many small files (a run flushes one every 5 s); file by file when that fails."""
         blob = b"".join(b if b.endswith(b"\n") or not b else b + b"\n" for b in (f.read_bytes() for f in batch))
         try:
-            return [pj.read_json(io.BytesIO(blob), parse_options=opts)] if blob.strip() else []
+            return [pj.read_json(io.BytesIO(blob), read_options=serial, parse_options=opts)] if blob.strip() else []
         except pa.ArrowInvalid:
             if len(batch) > 1:
                 return [t for f in batch for t in parse([f])]
@@ -252,6 +255,8 @@ def lock_events(p: Path) -> pd.DataFrame | None:
             if c.endswith("_ms"):
                 parts[c].append(t[c].to_numpy())
         parts["ok"].append(t["ok"].fill_null(False).to_numpy(zero_copy_only=False))
+        del t
+        pool.release_unused()  # each batch's parse in fresh pages otherwise: the pool would keep them all
     if not parts["type"]:
         return None
 
@@ -264,7 +269,7 @@ def lock_events(p: Path) -> pd.DataFrame | None:
         out[name] = pd.Categorical.from_codes(np.concatenate(parts.pop(name)), categories=list(vocab[name]))
     out["nonce"] = nonce.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int64)
     del nonce
-    pa.default_memory_pool().release_unused()  # the parsed JSON's buffers: the pool keeps them otherwise
+    pool.release_unused()  # the parsed JSON's buffers: the pool keeps them otherwise
     out["ok"] = np.concatenate(parts.pop("ok"))
     for c in EVENT_FIELDS:
         if c.endswith("_ms"):
