@@ -1,8 +1,9 @@
 """The Harness tab in a real browser (1400 x 1000, the issue's viewport) during a real `harness run --web` test.
 
-Its charts are drawn (the rate with its band, each step's share, the bound's utilization), and neither they
-nor the harness panel cover the table: the stand-in probe's row, the table's last, ends above both. On
-Locust's own tabs the panel stays fixed at the bottom of the window.
+Its charts are drawn (the rate with its band, each step's share, the bound's utilization) and come first: each
+chart's box lies above the table's (bounding boxes), so a reader sees the curves, then the numbers. The harness
+panel does not cover the table: the stand-in probe's row, the table's last, ends above it. On Locust's own tabs
+the panel stays fixed at the bottom of the window.
 """
 
 from __future__ import annotations
@@ -28,18 +29,22 @@ GEOMETRY = """() => {
   const rows = [...document.querySelectorAll('tr')];
   const box = (e) => {
     const r = e.getBoundingClientRect();
-    return {top: r.top + scrollY, bottom: r.bottom + scrollY};
+    return {top: r.top + scrollY, bottom: r.bottom + scrollY, right: r.right + scrollX};
   };
   const panel = document.getElementById('harness-panel');
+  const figs = [...document.querySelectorAll('#harness-charts figure')];
   return {last: rows[rows.length - 1].innerText, lastRow: box(rows[rows.length - 1]),
-          charts: box(document.getElementById('harness-charts')), panel: box(panel),
+          table: box(document.querySelector('#root table')), charts: box(document.getElementById('harness-charts')),
+          chartBoxes: figs.map((f) => ({...box(f), drawn: f.querySelectorAll('polyline, polygon').length,
+                                        width: f.querySelector('svg').getBoundingClientRect().width})),
+          panel: box(panel),
           panelPosition: getComputedStyle(panel).position,
-          figures: [...document.querySelectorAll('#harness-charts figure')].map((f) => f.dataset.chart),
+          figures: figs.map((f) => f.dataset.chart),
           lines: document.querySelectorAll('#harness-charts polyline, #harness-charts polygon').length};
 }"""
 
 
-def test_the_harness_tab_draws_its_charts_and_nothing_covers_the_table(tmp_path, capsys):
+def test_the_harness_tab_draws_its_charts_above_its_table_and_nothing_covers_it(tmp_path, capsys):
     web = WebRun(tmp_path / "session", "--workers", "2", "--duration", "60s", scenario="shared-lock")
     try:
         web.wait_ready()
@@ -53,7 +58,14 @@ def test_the_harness_tab_draws_its_charts_and_nothing_covers_the_table(tmp_path,
             geo = wait_for("three charts with data", lambda: (g := page.evaluate(GEOMETRY))["lines"] >= 4
                            and len(g["figures"]) == 3 and g, 90)
             assert geo["last"].startswith("Stand-in probe")
-            assert geo["lastRow"]["bottom"] <= geo["charts"]["top"] <= geo["panel"]["top"]
+            # the charts first: each one's top (indeed its whole box) above the table's top; each drawn
+            assert len(geo["chartBoxes"]) == 3
+            for c in geo["chartBoxes"]:
+                assert c["top"] < geo["table"]["top"] and c["bottom"] <= geo["table"]["top"], (c, geo["table"])
+                assert c["drawn"] >= 1 and c["width"] > 100
+                assert c["right"] <= 1400, c  # within the window: no sideways scrolling to see a chart
+            assert geo["charts"]["bottom"] <= geo["table"]["top"]
+            assert geo["lastRow"]["bottom"] <= geo["panel"]["top"]
             assert geo["panelPosition"] == "static"
             assert [f.split(":")[0] for f in geo["figures"]] == [
                 "Successful iterations / s (95 % band)", "Each step's share of a successful iteration",

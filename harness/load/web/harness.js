@@ -1,10 +1,12 @@
 // The harness panel under Locust's UI: what the chosen scenario does, and the session's tests
 // with links to their reports; on the Harness tab, live charts of the test so far (the iteration
 // rate with its 95 % band, each step's share, the bound resource's utilization), drawn as SVG from
-// the tab's own data (its first row's `charts`, the same numbers as its table). Plain DOM outside
-// Locust's React root (React never touches it); every value is set with textContent.
-// On the Harness tab the panel and the charts follow the table in the page's flow, so they never
-// cover its last rows; on Locust's own tabs the panel stays fixed at the bottom.
+// the tab's own data (its first row's `charts`, the same numbers as its table). Plain DOM that React
+// does not render; every value is set with textContent.
+// On the Harness tab the charts come first: they sit right before the tab's table (a sibling React
+// does not know of, placed again on every poll if a re-render took it away), so a reader sees the
+// curves, then the numbers; the panel follows the table in the page's flow, so nothing covers its last
+// rows. Off that tab the charts wait, hidden, outside Locust's root; the panel stays fixed at the bottom.
 // Inside Locust's UI it touches text only (the header's labels, and its status while Locust stops: see PASSING),
 // and it keeps that UI polling /stats/requests through a stop. It runs before Locust's own script (ui.py).
 (function () {
@@ -71,12 +73,12 @@
     body { padding-bottom: 40vh; }
     body.harness-tab { padding-bottom: 0; }
     body.harness-tab #harness-panel { position: static; max-height: none; box-shadow: none; }
-    #harness-charts { display: none; gap: 18px; flex-wrap: wrap; padding: 8px 24px 14px;
-      font: 12px/1.4 system-ui, sans-serif; color: #1d1d1f; }
+    #harness-charts { display: none; gap: 18px; flex-wrap: wrap; padding: 8px 0 14px; box-sizing: border-box;
+      width: 100%; font: 12px/1.4 system-ui, sans-serif; color: #1d1d1f; }
     body.harness-tab #harness-charts { display: flex; }
-    #harness-charts figure { margin: 0; flex: 1 1 380px; min-width: 320px; }
+    #harness-charts figure { margin: 0; flex: 1 1 380px; min-width: 320px; overflow: hidden; }
     #harness-charts figcaption { font-weight: 600; margin-bottom: 2px; }
-    #harness-charts .legend span { margin-right: 10px; white-space: nowrap; }
+    #harness-charts .legend span { margin-right: 10px; overflow-wrap: anywhere; }
     #harness-charts svg { width: 100%; height: 190px; background: #fff; border: 1px solid #ddd; }
   `;
   document.head.appendChild(css);
@@ -180,6 +182,19 @@
   function markTab() {
     const tab = new URLSearchParams(window.location.search).get("tab");
     document.body.classList.toggle("harness-tab", tab === "harness");
+    placeCharts();
+  }
+
+  // On the Harness tab: right before its table's container; elsewhere (or before the table is drawn):
+  // back beside the panel, outside Locust's root.
+  function placeCharts() {
+    const table = document.body.classList.contains("harness-tab") ? document.querySelector("#root table") : null;
+    const box = table && (table.closest(".MuiTableContainer-root, .MuiPaper-root") || table);
+    if (box && box.parentNode) {
+      if (charts.nextSibling !== box) box.parentNode.insertBefore(charts, box);
+    } else if (charts.parentNode !== document.body) {
+      document.body.insertBefore(charts, panel);
+    }
   }
 
   function svg(tag, attrs) {
@@ -265,6 +280,7 @@
       const tab = (data.extended_stats || []).find((x) => x.key === "harness");
       const first = tab && tab.data && tab.data[0];
       if (first && first.charts) renderCharts(first.charts);
+      placeCharts();
     } catch (e) { /* Locust is gone: keep the last charts */ }
   }
 
