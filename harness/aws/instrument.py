@@ -106,9 +106,16 @@ def _declared_length(headers: Any) -> int:
     return 0
 
 
-def _on_after_call(http_response: Any, parsed: Any, model: Any = None, **_: Any) -> None:
+def _on_after_call(http_response: Any, parsed: Any, model: Any = None, context: dict | None = None,
+                   **_: Any) -> None:
+    """The call is done: its time (as ``_on_call_done``) and the bytes it received, in one hook."""
     work = current_work()
-    if work is None or http_response is None:
+    if work is None:
+        return
+    t0 = context.pop(_T0, None) if context is not None else None
+    if t0 is not None:
+        work.request_ms += (time.perf_counter() - t0) * 1000
+    if http_response is None:
         return
     if model is not None and model.has_streaming_output:
         # the body is still unread; reading it here would consume it
@@ -157,9 +164,8 @@ def instrument(client: Any) -> Any:
         return client
     ev = client.meta.events
     ev.register("before-send", _on_send, unique_id="harness-count-send")
-    ev.register("after-call", _on_after_call, unique_id="harness-count-recv")
+    ev.register("after-call", _on_after_call, unique_id="harness-count-recv")  # the call's time too
     ev.register("before-call", _on_before_call, unique_id="harness-time-start")
-    ev.register("after-call", _on_call_done, unique_id="harness-time-done")
     ev.register("after-call-error", _on_call_done, unique_id="harness-time-error")
     if client.meta.service_model.service_name == "dynamodb":
         ev.register("before-parameter-build.dynamodb", _on_params, unique_id="harness-ddb-params")
