@@ -1,0 +1,55 @@
+"""The report's readers keep every value while they save memory (issue 39: a nine-hour report under 1 GB).
+
+``read_rows`` hands Arrow's columns to pandas as it frees them and casts its float32 columns in Arrow;
+``lock_events`` builds its frame column by column. Both must give exactly what the plain readings give:
+the rows as ``to_pandas`` then ``astype``, the lock's intervals as the line-by-line reading of the same
+history files. ``bench/report_same.py`` diffs a whole report's summary.json between two checkouts.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pyarrow.dataset as ds
+
+from bench.synthetic import make_run
+from harness.record import lockuse
+from harness.record.reader import read_rows, shard_paths
+from harness.record.schema import SCHEMA
+from reports import load
+
+
+def _run(tmp_path):
+    return make_run(tmp_path / "run", workers=6, duration_s=600.0, rate=lambda t: 0.5 + 0 * t, shard_rows=400,
+                    lock_history="shared", failure=lambda t: 0.05 + 0 * t, error_kinds=("lock_timeout", "other"))
+
+
+def test_read_rows_is_the_plain_reading_with_its_casts(tmp_path):
+    run = _run(tmp_path)
+    assert len(shard_paths(run)) > 1  # several shards: the column-by-column hand-over crosses them
+    f32 = (*load.REQUEST_COLUMNS, *load.QUERY_COLUMNS, *load.SIZE_COLUMNS)
+    got = read_rows(run, load.REPORT_COLUMNS, float32=f32)
+    plain = ds.dataset([str(p) for p in shard_paths(run)], format="parquet", schema=SCHEMA).to_table(
+        columns=load.REPORT_COLUMNS).to_pandas()
+    for c in f32:
+        plain[c] = plain[c].astype("float32")
+    assert len(got) > 1000 and list(got.columns) == load.REPORT_COLUMNS
+    pd.testing.assert_frame_equal(got, plain)
+
+
+def test_lock_events_give_the_line_by_line_intervals(tmp_path):
+    run = _run(tmp_path)
+    frame = load.lock_events(run)
+    lines = pd.concat([load._events_line_by_line(f) for f in sorted((run / "history").glob("*.jsonl"))],
+                      ignore_index=True)
+    assert len(frame) == len(lines) > 1000
+    fast, slow = lockuse.intervals(frame), lockuse.intervals(lines)
+    assert list(fast) == list(slow)
+    for key in fast:
+        a, b = fast[key], slow[key]
+        np.testing.assert_array_equal(a.held, b.held)
+        np.testing.assert_array_equal(a.waits, b.waits)
+        assert a.holders.tolist() == b.holders.tolist()
+        grants = lines[(lines["type"] == "grant") & (lines["key"] == key)]
+        assert sorted(set(a.holders.tolist())) == sorted(set(grants["holder"])) and len(grants["holder"].unique()) == 6
+        assert all(type(h) is str for h in a.holders)
