@@ -245,7 +245,9 @@ def lock_events(p: Path) -> pd.DataFrame | None:
     if batch:
         batches.append(batch)
     for t in (t for b in batches for t in parse(b)):
-        t = t.filter(pc.is_in(t["type"], value_set=wanted))
+        keep = pc.is_in(t["type"], value_set=wanted)
+        if not pc.all(keep).as_py():  # filtering copies every column (0.2 s a batch): only when it drops some
+            t = t.filter(keep)
         if t.num_rows == 0:
             continue
         for c in ("type", "key", "holder"):
