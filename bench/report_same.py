@@ -6,6 +6,8 @@ with another (``--base``: e.g. ``git worktree add /tmp/base main``), and compare
 files key by key (the run directory aside). Exit 1, with the first differences, when they differ.
 
 Usage: python bench/report_same.py --base /tmp/base [--rows 1000000]
+       python bench/report_same.py --quick   # 20,000 rows, this checkout against itself: the report is
+                                              # reproducible and the comparison runs (CI)
 """
 
 from __future__ import annotations
@@ -40,9 +42,14 @@ def differences(a, b, where: str = "") -> list[str]:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--base", required=True, help="another checkout of the project (the code before)")
+    ap.add_argument("--base", help="another checkout of the project (the code before)")
     ap.add_argument("--rows", type=int, default=1_000_000)
+    ap.add_argument("--quick", action="store_true", help="20,000 rows; without --base, this checkout twice")
     args = ap.parse_args()
+    if args.quick:
+        args.rows, args.base = 20_000, args.base or str(ROOT)
+    if not args.base:
+        sys.exit("harness: pass --base DIR, another checkout to compare with (git worktree add DIR main)")
     base = Path(args.base).resolve()
     if not (base / "harness" / "__main__.py").exists():
         sys.exit(f"harness: {base} is not a checkout of this project: pass --base a worktree (git worktree add)")

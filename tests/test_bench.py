@@ -65,6 +65,18 @@ def test_harness_overhead_quick():
     assert all_in > 1.0
 
 
+def test_report_same_quick_finds_a_report_identical_to_itself_and_names_a_difference():
+    out = _quick("report_same.py")
+    assert "summary.json identical (20,000 rows requested)" in out
+    sys.path.insert(0, str(ROOT))
+    from bench.report_same import differences
+
+    a = {"runs": [{"findings": {"rate": 1.0, "levels": [1, 2]}}]}
+    b = {"runs": [{"findings": {"rate": 1.0, "levels": [1, 3]}}]}
+    assert differences(a, a) == []
+    assert differences(a, b) == [".runs[0].findings.levels[1]: 2 != 3"]
+
+
 def test_fidelity_overhead_quick():
     out = _quick("fidelity_overhead.py")
     for op in ("PutItem", "GetItem", "Query", r"BatchWriteItem\(25\)"):
