@@ -84,7 +84,8 @@ class Factory:
         if sc.backend == "dynamodb":
             register_table(r.table, *TABLE_KEYS, GSI_KEYS)  # so write units count the GSI from the first call
             return DynamoBackend(clients.dynamodb, r.table, sc.datastore.gsi, tags=tags, create=create,
-                                 executor=self.executor, pull_concurrency=threads)
+                                 executor=self.executor, pull_concurrency=threads,
+                                 registry_adds=sc.datastore.registry_adds, retries=sc.datastore.retries)
         return S3Backend(clients.s3, r.bucket, sc.datastore.s3_index, prefix=r.prefix, tags=tags, create=create,
                          executor=self.executor, read_concurrency=threads)
 

@@ -27,10 +27,13 @@ from harness.aws.fidelity.latency import load_profile, parse_dist
 from harness.aws.fidelity.layer import FidelityConfig
 from harness.aws.fidelity.throttle import DynamoCapacity, S3Rates
 from harness.datastore.backends.dynamodb import GSI_LAYOUTS
+from harness.datastore.backends.dynamodb.bookkeeping import REGISTRY_ADDS
+from harness.datastore.backends.dynamodb.retry import RETRIES
 from harness.datastore.backends.s3 import INDEX_KINDS
 from harness.datastore.catalog import CATALOG_EXPORTS
 from harness.datastore.lock import BACKOFFS, LockConfig, swamp_backoff
 from harness.datastore.model import METHODS
+from harness.datastore.swamp_push import EXPORTS_AT, PUSH_SCOPES
 from harness.datastore.sync import BOOKKEEPING, GLOBAL_LOCKS, INDEX_COMMITS, LOCK_SCOPES, SYNC_MODES
 from harness.errors import HarnessError
 from harness.plan.sections import (  # noqa: F401  (re-exported: the scenario's types live with it)
@@ -168,6 +171,10 @@ def _datastore(d: _Reader, backend: str, workload: Workload, lock_backoff: Any) 
                        download_concurrency=d.integer_or_swamp("download_concurrency", 1, SWAMP_DOWNLOADS[backend],
                                                                1),
                        dirty_path_cap=d.integer_or_swamp("dirty_path_cap", 0, SWAMP_DIRTY_CAP[backend], 0),
+                       push_scope=d.choice("push_scope", "changed", PUSH_SCOPES),
+                       export_at=d.choice("export_at", "after-commit", EXPORTS_AT),
+                       registry_adds=d.choice("registry_adds", "one", REGISTRY_ADDS),
+                       retries=d.choice("retries", "harness", RETRIES),
                        swamp_values=tuple(k for k in ("upload_concurrency", "download_concurrency", "dirty_path_cap")
                                           if d.t.get(k) == "swamp")
                        + (("backoff",) if lock_backoff == "swamp" else ()))
@@ -182,6 +189,10 @@ def _datastore(d: _Reader, backend: str, workload: Workload, lock_backoff: Any) 
     if ds.sync == "two-phase" and ds.gsi == "legacy" and backend == "dynamodb":
         raise d.fail("gsi", "\"legacy\" cannot go with sync = \"two-phase\" on DynamoDB: the per-model partitions "
                             "that fence a model's commit are the per-model GSI's; use \"per-model\"")
+    if ds.registry_adds == "swamp" and ds.bookkeeping != "swamp":
+        raise d.fail("registry_adds", "is how swamp's bookkeeping writes its registry: needs bookkeeping = \"swamp\"")
+    if ds.export_at == "swamp" and ds.sync != "two-phase":
+        raise d.fail("export_at", "\"swamp\" is the export inside two-phase's commit: needs sync = \"two-phase\"")
     if ds.prune_every and workload.lifecycle != "disposable":
         raise d.fail("prune_every", "only makes sense with disposable models (nothing is orphaned otherwise)")
     return ds

@@ -58,6 +58,11 @@ class DatastoreSpec:
     upload_concurrency: int = 1  # content uploads at a time (swamp's S3: 25)
     download_concurrency: int = 1  # content downloads at a time (swamp's S3: 50; its DynamoDB: 1)
     dirty_path_cap: int = 0  # past this many dirty paths a push reads the whole index (swamp: S3 200, DynamoDB 1000)
+    # swamp's DynamoDB extension as its code reads (docs/swamp-today.md); each defaults to the harness's behaviour
+    push_scope: str = "changed"  # swamp: a push rewrites every version of the data name (core marks its directory)
+    export_at: str = "after-commit"  # swamp: DynamoDB writes the catalog export inside commitPush, under the lock
+    registry_adds: str = "one"  # swamp: one ADD per distinct GSI partition of a push's files, FILE#-prefixed
+    retries: str = "harness"  # swamp: retryable (3 tries, 500 ms x 3^n +- 25 %), unprocessed min(500 ms x 2^n, 5 s) x 8
     swamp_values: tuple[str, ...] = ()  # the keys given as "swamp": resolved again when --backend changes it
 
     def namespace_of(self, process: int, n: int) -> str | None:
