@@ -210,3 +210,59 @@ def test_summarize_reports_the_registry_size(aws):
     steps: list = []
     two_phase(be, bookkeeping="swamp").sync_run("m0", "get_uptime", 100, steps)
     assert summarize(steps)["registry_bytes"] > 0
+
+
+def commit_writes(store, runs: int) -> list[int]:
+    """Requests of each run's commit step (content, index, registry: all under the global lock on DynamoDB)."""
+    out = []
+    for _ in range(runs):
+        steps: list = []
+        store.sync_run("m0", "get_uptime", 100, steps)
+        out.append(sum(next(s for s in steps if s.name == "commit").work.requests.values()))
+    return out
+
+
+def test_swamps_push_rewrites_every_version_of_the_data_name(aws):
+    be = backend(aws, "per-model")
+    changed = commit_writes(two_phase(be, namespace="w1", upload_concurrency=10), 5)
+    swamp = commit_writes(two_phase(be, namespace="w2", upload_concurrency=10, push_scope="swamp"), 5)
+    assert changed[1:] == [changed[1]] * 4  # the changed files only: the same writes every push
+    # every earlier version's raw and metadata.yaml again: one content batch each (10 at a time), so 2 more a push
+    steps = [b - a for a, b in zip(swamp[1:], swamp[2:], strict=False)]
+    assert steps == [2, 2, 2] and swamp[-1] == changed[-1] + 2 * 4
+
+
+def test_a_rewrite_writes_what_the_worker_holds_and_readers_see_the_same_content(aws):
+    ddb, _ = aws
+    be = backend(aws, "per-model")
+    store = two_phase(be, push_scope="swamp")
+    for _ in range(3):
+        store.sync_run("m0", "get_uptime", 100, [])
+    snap = be.index_snapshot(Work())
+    assert all(e["content_digest"] == e["digest"] for e in snap["entries"])
+    raws = [e for e in snap["entries"] if e["path"].endswith("/1/raw")]
+    assert raws and raws[0]["version"] == 3  # version 1's raw written by each of the three pushes
+
+
+def test_swamps_dynamodb_writes_the_export_inside_the_commit_under_the_global_lock(aws):
+    ddb, _ = aws
+    be = backend(aws, "per-model")
+    store = two_phase(be, export_at="swamp")
+    held_at_export: list[bool] = []
+    key = store.lock_key()
+
+    def on_put(params, **_):
+        if params["Item"]["sk"]["S"] == "BLOB":
+            from harness.clock import now_ms
+            held_at_export.append(be.lock_store.inspect(key, now_ms(store.clock), Work()) is not None)
+
+    ddb.meta.events.register("before-parameter-build.dynamodb.PutItem", on_put)
+    steps: list = []
+    store.sync_run("m0", "get_uptime", 100, steps)
+    names = [s.name for s in steps]
+    assert names[names.index("commit"):] == ["commit", "export", "release", "release"]
+    assert held_at_export == [True]
+    after: list = []
+    held_at_export.clear()
+    two_phase(be, namespace="w2").sync_run("m0", "get_uptime", 100, after)
+    assert [s.name for s in after][-3:] == ["release", "export", "release"] and held_at_export == [False]

@@ -35,6 +35,7 @@ from harness.datastore.lock import Heartbeat, Lock, LockConfig, LockGrant, Recor
 from harness.datastore.model import MODEL_TYPE, run_method
 from harness.datastore.paths import Paths, model_of
 from harness.datastore.profiles import SYNC_MODES, profile
+from harness.datastore.swamp_push import EXPORTS_AT, PUSH_SCOPES, data_name_dir, rewritten
 from harness.work import Work, recording
 
 LOCK_SCOPES = ("datastore", "namespace")
@@ -61,6 +62,8 @@ class SyncConfig:
     download_concurrency: int = 1
     dirty_path_cap: int = 0
     catalog_export: str = "compact"
+    push_scope: str = "changed"  # swamp: a push writes every version of a changed data name again (DynamoDB)
+    export_at: str = "after-commit"  # swamp: the catalog export inside two-phase's commit, under the lock (DynamoDB)
     record_views: bool = False  # every pull's view in the history (the checker's torn-read test; safety runs)
     # where content is written: None = as swamp does it (two-phase on DynamoDB: at the commit, under the global
     # lock, its commitPush; else in the push's prepare); True / False to choose
@@ -79,6 +82,9 @@ class SyncConfig:
             raise ConfigError(f"unknown sync {self.sync!r}: choose one of {', '.join(SYNC_MODES)}")
         if self.global_lock not in GLOBAL_LOCKS:
             raise ConfigError(f"unknown global lock {self.global_lock!r}: choose one of {', '.join(GLOBAL_LOCKS)}")
+        if self.push_scope not in PUSH_SCOPES or self.export_at not in EXPORTS_AT:
+            raise ConfigError(f"unknown push_scope {self.push_scope!r} or export_at {self.export_at!r}: choose "
+                              f"{' / '.join(PUSH_SCOPES)} and {' / '.join(EXPORTS_AT)}")
         if self.bookkeeping not in BOOKKEEPING:
             raise ConfigError(f"unknown bookkeeping {self.bookkeeping!r}: choose one of {', '.join(BOOKKEEPING)}")
         if self.sync == "two-phase" and self.index_commit == "full":
@@ -115,6 +121,10 @@ class Datastore:
         self.pauses = pauses
         self.uploads_at_commit = cfg.uploads_at_commit if cfg.uploads_at_commit is not None else (
             cfg.sync == "two-phase" and backend.name == "dynamodb")
+        # swamp's DynamoDB extension (swamp_push.py): its push rewrites a data name's versions, its commit the export
+        self.rewrites = cfg.push_scope == "swamp" and backend.name == "dynamodb"
+        self.exports_in_commit = cfg.export_at == "swamp" and backend.name == "dynamodb"
+        self.kept: dict[str, bytes] = {}  # the bytes of this worker's data-name files, which a rewrite writes again
         self.paths = Paths(cfg.namespace)
         self.ns = self.paths.namespace
         self.local: dict[str, FileMeta] = {}
@@ -289,6 +299,16 @@ class Datastore:
         prev = self.staged.get(rel) or self.local.get(rel)
         self.staged[rel] = FileMeta(rel, len(data), FileMeta.digest_of(data), 0, (prev.version + 1) if prev else 1)
         self.dirty[rel] = data
+        if self.rewrites and data_name_dir(rel):
+            self.kept[rel] = data
+
+    def stage_rewrites(self) -> None:
+        """swamp's push of a data name's directory (``push_scope = "swamp"``): every file under it again, as this
+        worker holds it (files it holds no bytes of, or an older copy of, are left out)."""
+        for rel in rewritten(self.dirty, self.local):
+            data = self.kept.get(rel)
+            if data is not None and rel not in self.staged and FileMeta.digest_of(data) == self.local[rel].digest:
+                self.stage(rel, data)
 
     _stage = stage
 
@@ -375,6 +395,8 @@ class Datastore:
         self._stage(self.paths.output_record(model_type, model_id, run_id),
                     f"method: {method}\nstatus: succeeded\ndata: {raw_rel}\n".encode())
         self.catalog.add_data(self.ns, model_type, model_id, name, version, raw_rel, len(raw))
+        if self.rewrites:
+            self.stage_rewrites()
         work.catalog_rows = self.catalog.rows(self.ns)
 
     def prepare(self, work: Work) -> None:

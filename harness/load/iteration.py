@@ -99,7 +99,8 @@ class SwampWorker:
                          global_lock=ds.global_lock,
                          bookkeeping=ds.bookkeeping, upload_concurrency=ds.upload_concurrency,
                          download_concurrency=ds.download_concurrency, dirty_path_cap=ds.dirty_path_cap,
-                         catalog_export=scenario.workload.catalog_export, record_views=scenario.checks.safety)
+                         catalog_export=scenario.workload.catalog_export, push_scope=ds.push_scope,
+                         export_at=ds.export_at, record_views=scenario.checks.safety)
         self.rng = random.Random(rng_seed)
         self.pause_rng = random.Random(f"{rng_seed}-pauses") if rng_seed is not None else random.Random()
         self.events: list[dict] = []

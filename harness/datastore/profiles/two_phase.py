@@ -12,7 +12,9 @@ One ``swamp model method run`` (docs/swamp-today.md has each step's source):
    *push* (prepare: the uploads, outside any global lock);
 3. *commit_lock*: take the global lock (the provider's acquire); *commit*: the
    index commit under it; release it;
-4. *export* the catalog; release the per-model lock last.
+4. *export* the catalog; release the per-model lock last (``export_at =
+   "swamp"`` on DynamoDB: the export inside the commit, under the global lock,
+   where swamp's ``commitPush`` writes it).
 
 With fencing (beyond swamp) the per-model lock's grant fences the model's
 partition too (``backend.fence_model``): a commit is refused once a newer
@@ -82,5 +84,9 @@ def sync_run(store: Datastore, model_id: str, method: str, payload_bytes: int, s
         with store.hold(steps, glock, lock_step="commit_lock", on_grant=store.fence_hook()) as (g, _):
             with store.step(steps, "commit") as w:
                 store.commit(g, w)
-        with store.step(steps, "export") as w:
-            store.export_catalog(w)
+            if store.exports_in_commit:  # swamp's DynamoDB: commitPush writes the export, under the lock
+                with store.step(steps, "export") as w:
+                    store.export_catalog(w)
+        if not store.exports_in_commit:
+            with store.step(steps, "export") as w:
+                store.export_catalog(w)
