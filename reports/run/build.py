@@ -80,7 +80,7 @@ def run_figures(run: Run, f: dict[str, Any], fig_dir: Path, prefix: str = "") ->
     if counts.shape[1]:
         figures.work_counts(counts, span.seconds, title, out(
             "work_counts.png", "mean work counts of successful iterations (all-zero counts left out)"))
-    if rows["lock_wait_ms"].max() > 0:
+    if compute.lock_waits(rows).max() > 0:
         figures.lock_wait(*compute.lock_wait_histogram(rows), title,
                           out("lock_wait.png", "lock wait per iteration, succeeded and failed"))
     ok_rows = successes(rows, ["ts_end", "total_ms", *STEP_COLUMNS, *COUNT_COLUMNS])

@@ -21,7 +21,7 @@ from reports.run.causes import (
     probe_trend,
     step_causes,
 )
-from reports.run.compute import ERROR_KINDS, failure_table, percentile_table, step_shares
+from reports.run.compute import ERROR_KINDS, failure_table, lock_waits, percentile_table, step_shares
 from reports.run.utilization import Usage, table_rows
 from reports.run.verdict import Level, fleet_verdict
 from reports.series import compared_windows, pick_window, run_span, seconds_since, successes
@@ -167,9 +167,10 @@ def _failure_story(rows: pd.DataFrame, ok: np.ndarray, f: dict[str, Any]) -> dic
                              "share_of_failures": share, "kind_share_of_failures": kind_share,
                              "failure_ratio": f["failure_ratio"], "resource": None}
     if top["kind"] == "lock_timeout":
-        failed = rows.loc[~ok & (rows["error_kind"] == "lock_timeout").to_numpy(), "lock_wait_ms"]
+        waits = lock_waits(rows)  # the commit lock's wait too (two-phase): a timeout there waited there
+        failed = waits[~ok & (rows["error_kind"] == "lock_timeout").to_numpy()]
         story["failed_wait_ms"] = float(failed.median()) if len(failed) else None
-        good = rows.loc[ok, "lock_wait_ms"]
+        good = waits[ok]
         story["ok_wait_ms"] = float(good.median()) if len(good) else None
         key = top["message"].split(LOCK_KEY, 1)[1].strip() if LOCK_KEY in top["message"] else None
         locks = [u for u in f["utilization"] if u["kind"] == "lock"]
