@@ -48,3 +48,14 @@ def test_the_lock_wait_histogram_places_the_commit_lock_timeouts_at_their_wait()
     assert ok.sum() == 10 and failed.sum() == 10
     i = int(np.searchsorted(edges, 1002.0, side="right")) - 1
     assert failed[i] == 10 and edges[-1] > 1002.0
+
+
+def test_the_report_names_the_global_lock_a_two_phase_run_took():
+    from reports.run.words import global_lock_said
+
+    ns = {"sync": "two-phase", "lock_scope": "namespace", "namespaces": "per-worker"}
+    assert "one LOCK#.datastore.lock for every namespace" in global_lock_said(
+        {"datastore": {**ns, "global_lock": "swamp"}}, "dynamodb")
+    assert "core's intent" in global_lock_said({"datastore": {**ns, "global_lock": "per-namespace"}}, "dynamodb")
+    assert "<ns>/.datastore.lock" in global_lock_said({"datastore": {**ns, "global_lock": "swamp"}}, "s3")
+    assert global_lock_said({"datastore": {**ns, "sync": "one-lock"}}, "dynamodb") is None

@@ -181,6 +181,9 @@ def _settings(run: Run, f: dict[str, Any]) -> str:
             ["workers (users)", f["workers"]], ["Locust processes", (info.get("fleet") or {}).get("processes")],
             ["host", info.get("host")], ["iterations", f"{f['rows']} ({f['successes']} succeeded, "
                                                        f"{f['failures']} failed)"]]
+    glock = words.global_lock_said(info.get("scenario") or {}, info.get("backend"))
+    if glock:
+        meta.append(["global lock (two-phase)", glock])
     scen = flatten(info.get("scenario") or {})
     vers = info.get("versions") or {}
     return (table(["", ""], meta) +
