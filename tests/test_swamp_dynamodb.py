@@ -266,3 +266,22 @@ def test_swamps_dynamodb_writes_the_export_inside_the_commit_under_the_global_lo
     held_at_export.clear()
     two_phase(be, namespace="w2").sync_run("m0", "get_uptime", 100, after)
     assert [s.name for s in after][-3:] == ["release", "export", "release"] and held_at_export == [False]
+
+
+def test_swamps_retries_wrap_the_data_path_and_leave_lock_items_alone(aws):
+    clock = SleepLog()
+    be = backend(aws, "per-model", clock=clock, retries="swamp")
+    sent: list[str] = []
+
+    def throttle_all(params, **_):
+        sent.append(params["Key"]["pk"]["S"])
+        raise throttle()
+
+    aws[0].meta.events.register("before-parameter-build.dynamodb.GetItem", throttle_all)
+    with pytest.raises(ClientError):
+        be.client.get_item(TableName=TABLE, Key={"pk": {"S": "FILE#x"}, "sk": {"S": "META"}})
+    assert sent == ["FILE#x"] * 3 and len(clock.sleeps) == 2
+    sent.clear()
+    with pytest.raises(ClientError):
+        be.client.get_item(TableName=TABLE, Key={"pk": {"S": "LOCK#.datastore.lock"}, "sk": {"S": "LOCK"}})
+    assert sent == ["LOCK#.datastore.lock"] and len(clock.sleeps) == 2
