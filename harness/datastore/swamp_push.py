@@ -20,6 +20,12 @@ default writes it after the commit (``"after-commit"``).
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import TYPE_CHECKING
+
+from harness.datastore.backends.base import FileMeta
+
+if TYPE_CHECKING:
+    from harness.datastore.sync import Datastore
 
 PUSH_SCOPES = ("changed", "swamp")
 EXPORTS_AT = ("after-commit", "swamp")
@@ -40,3 +46,12 @@ def rewritten(dirty: Iterable[str], known: Iterable[str]) -> list[str]:
     dirty = set(dirty)
     dirs = {d for rel in dirty if (d := data_name_dir(rel))}
     return sorted(rel for rel in known if rel not in dirty and any(rel.startswith(d) for d in dirs))
+
+
+def stage_rewrites(store: Datastore) -> None:
+    """swamp's push of a data name's directory (``push_scope = "swamp"``): every file under it staged again, as
+    this worker holds it (``store.kept``; a file it holds no bytes of, or an older copy of, is left out)."""
+    for rel in rewritten(store.dirty, store.local):
+        data = store.kept.get(rel)
+        if data is not None and rel not in store.staged and FileMeta.digest_of(data) == store.local[rel].digest:
+            store.stage(rel, data)

@@ -35,7 +35,7 @@ from harness.datastore.lock import Heartbeat, Lock, LockConfig, LockGrant, Recor
 from harness.datastore.model import MODEL_TYPE, run_method
 from harness.datastore.paths import Paths, model_of
 from harness.datastore.profiles import SYNC_MODES, profile
-from harness.datastore.swamp_push import EXPORTS_AT, PUSH_SCOPES, data_name_dir, rewritten
+from harness.datastore.swamp_push import EXPORTS_AT, PUSH_SCOPES, data_name_dir, stage_rewrites
 from harness.work import Work, recording
 
 LOCK_SCOPES = ("datastore", "namespace")
@@ -302,14 +302,6 @@ class Datastore:
         if self.rewrites and data_name_dir(rel):
             self.kept[rel] = data
 
-    def stage_rewrites(self) -> None:
-        """swamp's push of a data name's directory (``push_scope = "swamp"``): every file under it again, as this
-        worker holds it (files it holds no bytes of, or an older copy of, are left out)."""
-        for rel in rewritten(self.dirty, self.local):
-            data = self.kept.get(rel)
-            if data is not None and rel not in self.staged and FileMeta.digest_of(data) == self.local[rel].digest:
-                self.stage(rel, data)
-
     _stage = stage
 
     # ---- steps ------------------------------------------------------------------
@@ -396,7 +388,7 @@ class Datastore:
                     f"method: {method}\nstatus: succeeded\ndata: {raw_rel}\n".encode())
         self.catalog.add_data(self.ns, model_type, model_id, name, version, raw_rel, len(raw))
         if self.rewrites:
-            self.stage_rewrites()
+            stage_rewrites(self)
         work.catalog_rows = self.catalog.rows(self.ns)
 
     def prepare(self, work: Work) -> None:
