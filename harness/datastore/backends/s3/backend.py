@@ -369,14 +369,17 @@ class S3Backend(S3Commits):
 
     def _monolith_fallback(self, namespace: str | None, work: Work) -> None:
         """swamp's pull when a model's data shard is missing: GET ``[<ns>/].datastore-index.json``; 404: LIST
-        the namespace (every object) and PUT the index it makes of them."""
+        the namespace (every object) and PUT the index it makes of what is not the index's or a lock's (none
+        when there is nothing)."""
         root = f"{namespace}/" if namespace else ""
         rel = f"{root}.datastore-index.json"
         if self.objects.get(rel, work) is not None:
             return
-        listing = self.objects.list(root, work)
-        doc = {"version": 1, "entries": {k[len(root):]: {"key": k[len(root):]} for k, _ in listing}}
-        self.objects.put(rel, json.dumps(doc).encode(), work)
+        keys = [k[len(root):] for k, _ in self.objects.list(root, work)]
+        keys = [k for k in keys if not k.startswith("_index/") and not k.endswith(".lock")]
+        if keys:
+            doc = {"version": 1, "entries": {k: {"key": k} for k in keys}}
+            self.objects.put(rel, json.dumps(doc).encode(), work)
 
     def prepare_reads(self, namespace: str | None, paths: Sequence[str], work: Work, *,
                       lock_key: str | None = None) -> int:

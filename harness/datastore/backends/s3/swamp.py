@@ -19,7 +19,7 @@ code reads (docs/swamp-today.md names the file and commit of each):
   model's three fixed shards by GET, and on a model's first pull (its
   ``data--`` shard missing) a GET of the monolith and, when that is missing
   too, a LIST of the namespace and a PUT of the monolith it builds.
-- ``retries``: ``sdk`` leaves retries to botocore; ``swamp`` is the
+- ``retries``: ``harness`` leaves retries to botocore; ``swamp`` is the
   extension's: the SDK makes one attempt (``maxAttempts: 1``), index and
   content requests are retried by the sync layer (``retry.py``), the lock's
   never.
@@ -35,7 +35,7 @@ SHARDS = ("model", "swamp")
 COMMITS = ("harness", "swamp")
 PREPARE_READS = ("none", "all", "dirty")
 COMMAND_REQUESTS = ("none", "swamp")
-RETRIES = ("sdk", "swamp")
+RETRIES = ("harness", "swamp")
 ROOT = "_root"
 PREPARE_BATCH = 10  # assembleIndexFromShards reads this many shards at a time
 PER_MODEL = ("data", "outputs", "models")  # subdirectories keyed per model (swamp's definitions-evaluated: models)
@@ -49,7 +49,7 @@ class S3Swamp:
     commit: str = "harness"
     prepare_read: str = "none"
     command_requests: str = "none"
-    retries: str = "sdk"
+    retries: str = "harness"
 
     def __post_init__(self) -> None:
         for name, allowed in (("shards", SHARDS), ("commit", COMMITS), ("prepare_read", PREPARE_READS),
