@@ -4,7 +4,8 @@
 
 For each run directory (``harness run ... --run-dir``), from its iterations:
 the successful iterations a second; per push the median requests in the
-commit step (held under the global lock: ``commit_requests``) and its median
+commit step (held under the global lock: ``commit_requests``; apart, a
+model's first run, which reads no shard, and its later runs) and its median
 time; the median wait for the global lock (``commit_lock_ms``) and for the
 model lock (``lock_wait_ms``); the prepare's and the pull's requests; and the
 ceiling one global lock allows, 1,000 / the median commit time (commits a
@@ -26,11 +27,16 @@ def figures(run_dir: str) -> dict:
     ok = df[df["ok"]]
     span_s = max(1e-9, (df["ts_end"].max() - df["ts_start"].min()).total_seconds()) if len(df) else 1e-9
     commit_ms = float(ok["commit_ms"].median()) if len(ok) else float("nan")
+    ok = ok.sort_values("ts_start")
+    again = ok[ok.duplicated("model_id")]  # a model's later runs (its first creates its shards: no GETs)
     return {
         "run": Path(run_dir).name,
         "ok": len(ok), "failed": int((~df["ok"]).sum()),
         "ok/s": len(ok) / span_s,
         "held requests": float(ok["commit_requests"].median()),
+        "held (first run)": float(ok.drop_duplicates("model_id")["commit_requests"].median()),
+        "held (again)": float(again["commit_requests"].median()) if len(again) else float("nan"),
+        "again runs": len(again),
         "commit ms": commit_ms,
         "commit_lock ms": float(ok["commit_lock_ms"].median()),
         "lock_wait ms": float(ok["lock_wait_ms"].median()),
