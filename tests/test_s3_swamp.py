@@ -273,3 +273,19 @@ def test_the_factory_gives_the_s3_client_one_attempt_and_the_backend_swamps_choi
 def test_bad_choices_say_what_to_choose():
     with pytest.raises(ConfigError, match="unknown S3 prepare_read 'some'.*none, all, dirty"):
         S3Swamp(prepare_read="some")
+
+
+def test_the_scenario_keys_read_swamps_values_and_refuse_what_cannot_go_together():
+    from harness.errors import HarnessError
+    from harness.plan.scenario import load, parse
+
+    ds = load("two-phase-namespaced").datastore
+    assert (ds.global_poll_s, ds.s3_shards, ds.s3_commit, ds.prepare_index_read, ds.s3_command_requests,
+            ds.retries) == (1.0, "swamp", "swamp", "all", "swamp", "swamp")
+    plain = parse({"name": "x", "backend": "s3", "datastore": {"sync": "two-phase"}}).datastore
+    assert (plain.s3_shards, plain.s3_commit, plain.prepare_index_read, plain.s3_command_requests,
+            plain.retries) == ("model", "harness", "none", "none", "harness")
+    with pytest.raises(HarnessError, match="s3_shards.*needs s3_index = \"sharded\""):
+        parse({"name": "x", "backend": "s3", "datastore": {"s3_index": "monolith", "s3_shards": "swamp"}})
+    with pytest.raises(HarnessError, match="prepare_index_read.*none, all, dirty"):
+        parse({"name": "x", "backend": "s3", "datastore": {"prepare_index_read": "most"}})
