@@ -145,10 +145,10 @@ def _seed(be, models: int) -> Datastore:
     return store
 
 
-@pytest.mark.parametrize("mode, shard_gets", [("none", 0), ("all", 12 * 4), ("dirty", 4)])
+@pytest.mark.parametrize("mode, shard_gets", [("none", 0), ("all", 3 * 4), ("dirty", 4)])
 def test_the_prepare_reads_the_meta_and_every_shard_or_only_the_dirty_ones(aws, mode, shard_gets):
     be = backend(aws, S3Swamp(shards="swamp", prepare_read=mode))
-    seed = _seed(be, 12)  # 12 models: 48 shards in the namespace's head
+    seed = _seed(be, 3)  # 3 models: 12 shards in the namespace's head
     store = two_phase(be, holder="w")
     store.run_method_locally(T, "m0", "get_uptime", 100, Work())
     calls = Calls(aws[1])
