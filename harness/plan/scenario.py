@@ -28,6 +28,7 @@ from harness.aws.fidelity.layer import FidelityConfig
 from harness.aws.fidelity.throttle import DynamoCapacity, S3Rates
 from harness.datastore.backends.dynamodb import GSI_LAYOUTS
 from harness.datastore.backends.s3 import INDEX_KINDS
+from harness.datastore.backends.s3.swamp import COMMAND_REQUESTS, COMMITS, PREPARE_READS, RETRIES, SHARDS
 from harness.datastore.catalog import CATALOG_EXPORTS
 from harness.datastore.lock import BACKOFFS, LockConfig, swamp_backoff
 from harness.datastore.model import METHODS
@@ -40,6 +41,7 @@ from harness.plan.sections import (  # noqa: F401  (re-exported: the scenario's 
     NAMESPACES,
     SWAMP_DIRTY_CAP,
     SWAMP_DOWNLOADS,
+    SWAMP_GLOBAL_POLL_S,
     SWAMP_UPLOADS,
     Background,
     Checks,
@@ -161,13 +163,20 @@ def _datastore(d: _Reader, backend: str, workload: Workload, lock_backoff: Any) 
                        index_commit=d.choice("index_commit", "delta", INDEX_COMMITS),
                        prune_every=d.integer("prune_every", 0, 0), fencing=d.boolean("fencing", True),
                        sync=d.choice("sync", "one-lock", SYNC_MODES),
-                       global_poll_s=d.duration("global_poll", 1.0),
+                       global_poll_s=SWAMP_GLOBAL_POLL_S if d.get("global_poll", None) == "swamp"
+                       else d.duration("global_poll", SWAMP_GLOBAL_POLL_S),
                        global_lock=d.choice("global_lock", "swamp", GLOBAL_LOCKS),
                        bookkeeping=d.choice("bookkeeping", "harness", BOOKKEEPING),
                        upload_concurrency=d.integer_or_swamp("upload_concurrency", 1, SWAMP_UPLOADS[backend], 1),
                        download_concurrency=d.integer_or_swamp("download_concurrency", 1, SWAMP_DOWNLOADS[backend],
                                                                1),
                        dirty_path_cap=d.integer_or_swamp("dirty_path_cap", 0, SWAMP_DIRTY_CAP[backend], 0),
+                       s3_shards=d.choice("s3_shards", "model", SHARDS),
+                       s3_commit=d.choice("s3_commit", "harness", COMMITS),
+                       prepare_index_read="all" if d.get("prepare_index_read", None) == "swamp"
+                       else d.choice("prepare_index_read", "none", PREPARE_READS),
+                       s3_command_requests=d.choice("s3_command_requests", "none", COMMAND_REQUESTS),
+                       retries=d.choice("retries", "harness", RETRIES),
                        swamp_values=tuple(k for k in ("upload_concurrency", "download_concurrency", "dirty_path_cap")
                                           if d.t.get(k) == "swamp")
                        + (("backoff",) if lock_backoff == "swamp" else ()))
@@ -182,6 +191,8 @@ def _datastore(d: _Reader, backend: str, workload: Workload, lock_backoff: Any) 
     if ds.sync == "two-phase" and ds.gsi == "legacy" and backend == "dynamodb":
         raise d.fail("gsi", "\"legacy\" cannot go with sync = \"two-phase\" on DynamoDB: the per-model partitions "
                             "that fence a model's commit are the per-model GSI's; use \"per-model\"")
+    if ds.s3_shards == "swamp" and ds.s3_index != "sharded":
+        raise d.fail("s3_shards", "\"swamp\" is the keys of swamp's shards: needs s3_index = \"sharded\"")
     if ds.prune_every and workload.lifecycle != "disposable":
         raise d.fail("prune_every", "only makes sense with disposable models (nothing is orphaned otherwise)")
     return ds

@@ -58,6 +58,12 @@ class DatastoreSpec:
     upload_concurrency: int = 1  # content uploads at a time (swamp's S3: 25)
     download_concurrency: int = 1  # content downloads at a time (swamp's S3: 50; its DynamoDB: 1)
     dirty_path_cap: int = 0  # past this many dirty paths a push reads the whole index (swamp: S3 200, DynamoDB 1000)
+    # swamp's S3 extension as its code reads (docs/swamp-today.md); each defaults to the harness's behaviour
+    s3_shards: str = "model"  # swamp: partitionKeyFromPath's keys (a run touches data, latest, outputs, _root)
+    s3_commit: str = "harness"  # swamp: _meta.json and each dirty shard read again under the lock, GET + PUT in turn
+    prepare_index_read: str = "none"  # all (swamp: the meta and every shard, on every push) | dirty (a fork's)
+    s3_command_requests: str = "none"  # swamp: HeadBucket, the scoped pull's 3 shard GETs, a new model's LIST + PUT
+    retries: str = "harness"  # swamp: S3's SDK at one attempt, its sync layer's 3 tries at 500 ms x 3^n +- 25 %
     swamp_values: tuple[str, ...] = ()  # the keys given as "swamp": resolved again when --backend changes it
 
     def namespace_of(self, process: int, n: int) -> str | None:
@@ -187,6 +193,7 @@ class Scenario:
 SWAMP_UPLOADS = {"s3": 25, "dynamodb": 10}  # files written at a time (docs/swamp-today.md)
 SWAMP_DOWNLOADS = {"s3": 50, "dynamodb": 1}
 SWAMP_DIRTY_CAP = {"s3": 200, "dynamodb": 1000}
+SWAMP_GLOBAL_POLL_S = 1.0  # acquireModelLocks sleeps a fixed 1,000 ms between looks at the global lock
 
 
 def swamp_for_backend(sc: Scenario) -> Scenario:
