@@ -71,17 +71,17 @@ def queued_series(rows: pd.DataFrame, span: Span, fleet: dict[str, Any], window:
     start the rows know nothing (those arrivals were still queued at the end), so the asked arrivals since
     are added.
     """
-    ti = seconds_since(_intended(rows), span.t0)
+    ti = seconds_since(intended(rows), span.t0)
     ts = seconds_since(rows["ts_start"], span.t0)
     last = float(ti.max()) if len(ti) else 0.0
     t = np.arange(window, span.seconds + window, window)
     t[-1] = min(t[-1], span.seconds)
     counted = np.array([int(((ti <= x) & (ts > x)).sum()) for x in t])
     tail = np.array([asked_between(fleet, last, x) if x > last else 0.0 for x in t])
-    return pd.DataFrame({"t": t, "queued": counted + tail})
+    return pd.DataFrame({"t": t, "queued": counted + np.round(tail)})
 
 
-def _intended(rows: pd.DataFrame) -> pd.Series:
+def intended(rows: pd.DataFrame) -> pd.Series:
     if "ts_intended" not in rows.columns:
         return rows["ts_start"]
     return rows["ts_intended"].fillna(rows["ts_start"])
@@ -134,7 +134,7 @@ def stage_rows(rows: pd.DataFrame, info: dict, span: Span) -> list[dict[str, Any
     (growing or bounded), from the arrivals that started in it."""
     fleet = fleet_of(info)
     out, t0 = [], 0.0
-    ti = seconds_since(_intended(rows), span.t0)
+    ti = seconds_since(intended(rows), span.t0)
     t_end = seconds_since(rows["ts_end"], span.t0)
     w = waits(rows).to_numpy()
     for i, st in enumerate(fleet.get("stages") or []):
