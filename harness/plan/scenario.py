@@ -124,7 +124,7 @@ def _fleet(f: _Reader) -> Fleet:
     if ramp and "spawn_rate" in f.t:
         raise f.fail("ramp", "and fleet.spawn_rate both set how fast users start: give one of them")
     arrival = f.choice("arrival", "closed", ARRIVALS)
-    rate = _rate(f, "rate") if "rate" in f.t else 0.0
+    rate = _rate(f, "rate")
     if arrival == "open" and not rate and not f.t.get("stages"):
         raise f.fail("arrival", "= \"open\" needs fleet.rate, e.g. rate = \"2/s\" or \"120/min\"")
     for key in ("rate", "process"):
@@ -142,8 +142,12 @@ def _fleet(f: _Reader) -> Fleet:
 
 
 def _rate(r: _Reader, key: str) -> float:
+    """A rate key's arrivals per second; 0.0 when it is not given."""
+    value = r.get(key, None)
+    if value is None:
+        return 0.0
     try:
-        return parse_rate(r.get(key, 0))
+        return parse_rate(value)
     except ValueError as e:
         raise r.fail(key, f"must be a rate like \"2/s\" or \"120/min\": {e}") from None
 
@@ -156,7 +160,7 @@ def _stages(f: _Reader, arrival: str) -> tuple[Stage, ...]:
     out = []
     for i, t in enumerate(table):
         r = _Reader(t, f"fleet.stages[{i}]", f.source)
-        workers, rate = r.integer("workers", 0, 0), _rate(r, "rate") if "rate" in r.t else 0.0
+        workers, rate = r.integer("workers", 0, 0), _rate(r, "rate")
         stage = Stage(duration_s=r.duration("duration", 0.0), workers=workers, rate_per_s=rate)
         r.done()
         if not workers and not rate:
