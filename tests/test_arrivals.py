@@ -164,7 +164,7 @@ def test_open_fleet_keys_and_their_errors():
                       ({"arrival": "open", "rate": "fast"}, "must be a rate like"),
                       ({"arrival": "open", "rate": "2/s", "process": "bursty"}, "must be one of poisson, uniform"),
                       ({"stages": [{"duration": "10s", "rate": "2/s"}]}, "needs fleet.arrival = \"open\""),
-                      ({"stages": [{"duration": "10s"}]}, "needs workers or rate")]:
+                      ({"stages": [{"workers": 3}]}, "stages.0.?.duration must be a positive duration")]:
         with pytest.raises(HarnessError, match=says):
             scenarios.parse({"fleet": bad})
     assert parse_rate("2/s") == 2.0 and parse_rate("300/h") == pytest.approx(1 / 12)

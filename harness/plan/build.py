@@ -126,7 +126,7 @@ def plan_run(opts: RunOptions, env: UserEnvironment, *, password: str = "",
         run_id=run_id, run_dir=str(run_dir), scenario=sc, connection=connection,
         resources=Resources.for_run(run_id, opts.table, opts.bucket, allow_foreign=opts.allow_foreign,
                                     cleanup=opts.cleanup),
-        locust=LocustPlan(users=fleet.workers, spawn_rate=fleet.spawn_rate, run_time_s=fleet.duration_s,
+        locust=LocustPlan(users=fleet.peak_workers, spawn_rate=fleet.spawn_rate, run_time_s=fleet.duration_s,
                           processes=opts.processes, web=web, master=master, report=opts.report),
         stand_in=stand_in, seeding=seeding, latency=opts.latency or None, scenario_dirs=extra)
 

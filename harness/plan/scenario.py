@@ -130,9 +130,10 @@ def _fleet(f: _Reader) -> Fleet:
     for key in ("rate", "process"):
         if arrival == "closed" and key in f.t:
             raise f.fail(key, "only applies to arrival = \"open\" (a closed fleet starts each sync after its last)")
-    stages = _stages(f, arrival)
+    stages = _stages(f, arrival, workers)
     fleet = Fleet(workers=workers, spawn_rate=workers / ramp if ramp else f.number("spawn_rate", 4.0, 0.01),
-                  duration_s=f.duration("duration", 60.0), max_iterations=f.integer("max_iterations", 100_000, 1),
+                  duration_s=f.duration("duration", sum(st.duration_s for st in stages) or 60.0),
+                  max_iterations=f.integer("max_iterations", 100_000, 1),
                   ramp_s=ramp, arrival=arrival, rate_per_s=rate, process=f.choice("process", "poisson", PROCESSES),
                   stages=stages)
     f.done()
@@ -152,8 +153,12 @@ def _rate(r: _Reader, key: str) -> float:
         raise r.fail(key, f"must be a rate like \"2/s\" or \"120/min\": {e}") from None
 
 
-def _stages(f: _Reader, arrival: str) -> tuple[Stage, ...]:
-    """``[[fleet.stages]]``: each a duration and the users (closed or open) or the arrival rate (open) to hold."""
+def _stages(f: _Reader, arrival: str, workers_before: int) -> tuple[Stage, ...]:
+    """``[[fleet.stages]]``: each a duration and the users (closed or open) or the arrival rate (open) to hold.
+
+    A stage that gives no users keeps the last stage's (the fleet's for the first): resolved here, so a test's
+    user count (Locust's -u, the stages' peak) never stands in for it.
+    """
     table = f.get("stages", [])
     if not isinstance(table, list):
         raise f.fail("stages", "must be an array of tables: [[fleet.stages]] with duration and workers or rate")
@@ -163,11 +168,10 @@ def _stages(f: _Reader, arrival: str) -> tuple[Stage, ...]:
         workers, rate = r.integer("workers", 0, 0), _rate(r, "rate")
         stage = Stage(duration_s=r.duration("duration", 0.0), workers=workers, rate_per_s=rate)
         r.done()
-        if not workers and not rate:
-            raise r.fail("duration", "needs workers or rate beside it (what the stage holds for that long)")
         if rate and arrival != "open":
             raise r.fail("rate", "needs fleet.arrival = \"open\" (a closed fleet has no arrival rate)")
-        out.append(stage)
+        workers_before = workers or workers_before
+        out.append(Stage(stage.duration_s, workers_before, stage.rate_per_s))
     return tuple(out)
 
 

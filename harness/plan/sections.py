@@ -46,6 +46,21 @@ class Fleet:
     process: str = "poisson"  # open: poisson (exponential gaps) | uniform (even gaps)
     stages: tuple[Stage, ...] = ()  # a load shape (Locust's LoadTestShape): run only when given
 
+    @property
+    def peak_workers(self) -> int:
+        """The most users any stage runs (Locust's -u with stages, so each process sizes its clients for it)."""
+        return max([self.workers, *(st.workers for st in self.stages)])
+
+    def users_at(self, elapsed_s: float) -> int:
+        """The stage's users ``elapsed_s`` into the test (the load shape's); past the last stage, the last's."""
+        users, t = self.workers, 0.0
+        for st in self.stages:
+            users = st.workers or users
+            t += st.duration_s
+            if elapsed_s < t:
+                break
+        return users
+
     def rate_at(self, elapsed_s: float) -> float:
         """The fleet's arrival rate ``elapsed_s`` into the test: the stage's, or the fleet's own."""
         rate, t = self.rate_per_s, 0.0
