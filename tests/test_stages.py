@@ -51,3 +51,14 @@ def test_rate_and_check_flags_reach_the_plan():
     assert (sc.checks.max_p99_wait_s, sc.checks.max_failure_ratio) == (5.0, 0.1)
     test = plan.for_test(1, users=3, spawn_rate=3.0, run_time_s=None, latency=None)
     assert test.scenario.fleet.arrival == "open"  # every worker's copy carries it
+
+
+def test_each_of_n_processes_arrives_at_rate_over_n():
+    from harness.load.process import open_arrivals
+
+    plan = make_plan("namespaced", rate_per_s=12.0)
+    assert open_arrivals(make_plan("namespaced")) is None  # a closed fleet has no arrivals
+    for share, rate in ((1.0, 12.0), (0.25, 3.0)):
+        q = open_arrivals(plan.for_test(1, users=4, spawn_rate=4.0, run_time_s=None, latency=None,
+                                        capacity_share=share))
+        assert q is not None and q.schedule.rate_at(0.0) == rate and q.schedule.process == "poisson"
