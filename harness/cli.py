@@ -253,6 +253,10 @@ def _cmd_run(args: argparse.Namespace, env: UserEnvironment) -> int:
     from harness.plan.build import PASSWORD_ENV, plan_run
 
     _check_seed_dir(args)
+    if cli_open.climbs(args):  # --rate LO..HI: a closed run, then a run per rate
+        from harness.commands.saturation import climb
+
+        return climb(run_options(args), env, args.rate, args.steps)
     plan = plan_run(run_options(args), env, password=secret(PASSWORD_ENV) if args.web_login else "")
     res = run(plan)
     print(f"harness: {res.rows} iterations recorded in {res.run_dir}")

@@ -13,11 +13,17 @@ from harness.durations import parse_duration
 from harness.rates import parse_rate
 
 
-def _rate(text: str) -> float:
+def _rate(text: str) -> float | tuple[float, float]:
+    """A rate, or a range ``LO..HI`` (``1/s..8/s``) the saturation climb steps through."""
     try:
-        return parse_rate(text)
+        if ".." not in text:
+            return parse_rate(text)
+        lo, hi = (parse_rate(part) for part in text.split("..", 1))
     except ValueError as e:
         raise argparse.ArgumentTypeError(str(e)) from None
+    if hi <= lo:
+        raise argparse.ArgumentTypeError(f"a rate range climbs: {text} has its high end at or below its low end")
+    return lo, hi
 
 
 def _duration(text: str) -> float:
@@ -50,7 +56,10 @@ def _positive(text: str) -> float:
 def add_arguments(r: argparse.ArgumentParser) -> None:
     o = r.add_argument_group("open arrivals and checks", "syncs that arrive at a rate, and the run's gates (exit 3)")
     o.add_argument("--rate", type=_rate, metavar="RATE", help="open arrivals at this rate (2/s, 120/min) whatever "
-                   "the scenario's fleet; --workers then caps the users running at once")
+                   "the scenario's fleet; --workers then caps the users running at once; LO..HI (1/s..8/s): climb "
+                   "from LO to HI in --steps runs, after a closed one, and find where the wait grows without bound")
+    o.add_argument("--steps", type=int, default=5, metavar="N", help="with --rate LO..HI: this many rates, LO and HI "
+                   "included (default 5), each run for --duration")
     o.add_argument("--max-p99-wait", type=_duration, metavar="DURATION", help="fail (exit 3) when the wait's 99th "
                    "percentile (intended start to end) is above this, e.g. 30s; overrides [checks] max_p99_wait")
     o.add_argument("--max-failure-ratio", type=_ratio, metavar="RATIO",
@@ -59,8 +68,13 @@ def add_arguments(r: argparse.ArgumentParser) -> None:
                    "[checks] window is below this many iterations a second; overrides min_rate_last_window")
 
 
+def climbs(args: argparse.Namespace) -> bool:
+    """``--rate LO..HI``: a saturation climb (harness.commands.saturation), not one run."""
+    return isinstance(args.rate, tuple)
+
+
 def options(args: argparse.Namespace) -> dict[str, Any]:
-    """The RunOptions fields these arguments set."""
-    return {"rate_per_s": args.rate, "checks": {"max_p99_wait_s": args.max_p99_wait,
+    """The RunOptions fields these arguments set (a climb sets each step's rate itself)."""
+    return {"rate_per_s": None if climbs(args) else args.rate, "checks": {"max_p99_wait_s": args.max_p99_wait,
                                                 "max_failure_ratio": args.max_failure_ratio,
                                                 "min_rate_last_window": args.min_rate}}

@@ -200,3 +200,32 @@ def test_an_iteration_records_its_intended_start_and_wait(aws, clock):
     late = sw.run_once(intended=closed["ts_end"] - 2.0).row  # arrived 2 s before the user was free
     assert late["ok"] and late["wait_ms"] == pytest.approx((late["ts_end"] - late["ts_intended"]) * 1000)
     assert late["wait_ms"] >= 2000 + late["total_ms"] - 1
+
+
+def test_the_saturation_point_is_the_first_rate_whose_queue_grows():
+    from reports.run.wait import saturation
+
+    def step(rate: float, growing: bool, served: float) -> dict:
+        return {"rate_per_s": rate, "wait": {"growing": growing, "served_per_s": served,
+                                             "queue_growth_per_s": rate - served if growing else 0.0}}
+
+    point = saturation([step(6.0, True, 4.2), step(2.0, False, 2.0), step(4.0, False, 4.0), step(8.0, True, 4.1)],
+                       4.3)
+    assert (point["bounded_up_to_per_s"], point["grows_from_per_s"]) == (4.0, 6.0)
+    assert point["sentence"] == ("the wait grows without bound from 6.00/s (served 4.20/s, the queue grows 1.80 a "
+                                 "second); bounded up to 4.00/s; the closed fleet's rate 4.30/s.")
+    never = saturation([step(1.0, False, 1.0), step(2.0, False, 2.0)], None)
+    assert never["grows_from_per_s"] is None and "climb higher" in never["sentence"]
+
+
+def test_a_rate_range_climbs_in_steps():
+    from harness.cli import build_parser
+    from harness.cli_open import climbs
+    from harness.commands.saturation import rates
+
+    args = build_parser().parse_args(["run", "namespaced", "--rate", "1/s..8/s", "--steps", "8"])
+    assert climbs(args) and args.rate == (1.0, 8.0)
+    assert rates(*args.rate, args.steps) == [1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0]
+    assert not climbs(build_parser().parse_args(["run", "namespaced", "--rate", "120/min"]))
+    with pytest.raises(HarnessError, match="--steps must be at least 2"):
+        rates(1.0, 2.0, 1)

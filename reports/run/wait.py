@@ -153,3 +153,27 @@ def stage_rows(rows: pd.DataFrame, info: dict, span: Span) -> list[dict[str, Any
         out.append(row)
         t0 = t1
     return out
+
+
+def saturation(steps: list[dict[str, Any]], closed_per_s: float | None) -> dict[str, Any]:
+    """Where the wait starts growing without bound, from a climb's steps (each ``rate_per_s`` and its run's
+    ``findings.wait``), beside the closed fleet's rate: the last bounded rate, the first growing one."""
+    ordered = sorted(steps, key=lambda s: s["rate_per_s"])
+    growing = [s for s in ordered if s["wait"] and s["wait"]["growing"]]
+    first = growing[0] if growing else None
+    bounded = [s for s in ordered if s["wait"] and not s["wait"]["growing"]
+               and (first is None or s["rate_per_s"] < first["rate_per_s"])]
+    last = bounded[-1] if bounded else None
+    closed = f"; the closed fleet's rate {closed_per_s:.2f}/s" if closed_per_s is not None else ""
+    if first is None:
+        said = f"the queue stayed bounded up to {ordered[-1]['rate_per_s']:.2f}/s{closed}: climb higher to find " \
+               "where it grows"
+    else:
+        served = first["wait"]["served_per_s"]
+        below = f"bounded up to {last['rate_per_s']:.2f}/s, " if last else "already at the lowest rate: "
+        said = (f"the wait grows without bound from {first['rate_per_s']:.2f}/s (served {served:.2f}/s, the queue "
+                f"grows {first['wait']['queue_growth_per_s']:.2f} a second); {below.rstrip(', ')}{closed}")
+    return {"bounded_up_to_per_s": last["rate_per_s"] if last else None,
+            "grows_from_per_s": first["rate_per_s"] if first else None,
+            "served_at_saturation_per_s": first["wait"]["served_per_s"] if first else None,
+            "closed_per_s": closed_per_s, "sentence": said + "."}
