@@ -300,7 +300,9 @@ def first_screen(run: Run, f: dict[str, Any], figures: list[tuple[str, str]]) ->
     """The verdict and the rate over time; then the bound and the step that grew, as pictures."""
     fig = _by_base(figures)
     pair = [fig[b] for b in ("bound.png", "grew.png") if b in fig]
-    return [_verdict(f), *_warnings(run, f), fig.get("rate.png", ""),
+    w = f.get("wait")
+    queue = [f'<p class="{"warn" if w["growing"] else "ok"}">{escape(w["sentence"])}</p>'] if w else []
+    return [_verdict(f), *queue, *_warnings(run, f), fig.get("rate.png", ""),
             f'<div class="pair">{"".join(pair)}</div>' if pair else ""]
 
 
