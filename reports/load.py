@@ -26,7 +26,8 @@ COUNT_COLUMNS = ["pull_items_read", "index_entries_written", "catalog_rows", "fi
                  "read_units", "write_units"]
 # per step: requests made and ms inside them (null in runs recorded before the rows had them); index reads per pull
 REQUEST_COLUMNS = [c for step, pair in STEP_REQUEST_COLUMNS.items() for c in pair if step != "release"]
-REPORT_COLUMNS = ["ts_start", "ts_end", "user", "ok", "error_kind", "error", "total_ms", "requests", *STEP_COLUMNS,
+REPORT_COLUMNS = ["ts_start", "ts_end", "ts_intended", "wait_ms", "user", "ok",
+                  "error_kind", "error", "total_ms", "requests", *STEP_COLUMNS,
                   *COUNT_COLUMNS, *REQUEST_COLUMNS, *QUERY_COLUMNS, *SIZE_COLUMNS]
 READ_BATCH_BYTES = 16 << 20  # history files parsed together, up to this many bytes at once
 SKIP_DIRS = {"report", "iterations", "history", "figures", "jobs", "seed-state", ".ipynb_checkpoints"}

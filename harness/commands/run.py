@@ -38,6 +38,7 @@ from harness.safety import audit
 from reports.run import checks as run_checks
 
 LOCUSTFILE = Path(__file__).parents[1] / "load" / "locustfile.py"
+SHAPEFILE = Path(__file__).parents[1] / "load" / "shape.py"  # a scenario's [[fleet.stages]], only when it has them
 EXIT_CHECKS_FAILED = 3
 
 
@@ -181,7 +182,8 @@ def _time_limit(plan: RunPlan) -> float | None:
 def locust_command(plan: RunPlan, plan_path: Path) -> list[str]:
     """The Locust command line: the harness's settings as one option (the plan), Locust's own as its own."""
     run_dir, loc = Path(plan.run_dir), plan.locust
-    cmd = [sys.executable, "-m", "locust", "-f", str(LOCUSTFILE), "--harness-plan", str(plan_path),
+    files = f"{LOCUSTFILE},{SHAPEFILE}" if plan.scenario.fleet.stages else str(LOCUSTFILE)
+    cmd = [sys.executable, "-m", "locust", "-f", files, "--harness-plan", str(plan_path),
            "-u", str(loc.users), "-r", f"{loc.spawn_rate:g}",
            "-t", f"{max(1, int(round(loc.run_time_s or 1)))}s",  # headless: the bound; web: the form's prefill
            "--csv", str(run_dir / "locust"), "--csv-full-history", "--exit-code-on-error", "0",

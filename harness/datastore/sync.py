@@ -401,6 +401,9 @@ class Datastore:
         """
         paths = list(self.dirty)
         with recording(work):
+            index_read = getattr(self.backend, "prepare_reads", None)  # S3: swamp's prepare reads its index first
+            if index_read is not None:
+                index_read(self.ns, paths, work, lock_key=self.lock_key())
             cap = self.cfg.dirty_path_cap
             if cap and len(paths) > cap:  # swamp's dirty-path cap: past it the push walks the whole index
                 self.backend.read_index(self.ns, work, lock_key=self.lock_key())

@@ -11,7 +11,7 @@ from typing import Any
 
 from reports.compare.compare import compare, overlay_series
 from reports.load import COUNT_COLUMNS, STEP_COLUMNS, Run, expand, open_run
-from reports.run import compute, figures, page
+from reports.run import compute, figures, page, wait, wait_figure
 from reports.run.causes import COUNT_LABELS, STEP_DRIVERS, STEP_LABELS
 from reports.run.findings import findings
 from reports.series import count_means, rate_series, run_span, seconds_since, step_means, successes, with_windows
@@ -109,6 +109,13 @@ def run_figures(run: Run, f: dict[str, Any], fig_dir: Path, prefix: str = "") ->
                                 g["cpu_percent"].to_numpy()[keep & (g["process"] == name).to_numpy()])
                     for name in sorted(g["process"].unique())}
         figures.generator(series_g, span.seconds, title, out("generator.png", "load generator CPU per Locust process"))
+    if f.get("wait") or f.get("stages"):
+        fleet = (run.info.get("scenario") or {}).get("fleet") or {}
+        ti = seconds_since(wait.intended(rows), span.t0)
+        wait_figure.queue_and_wait(wait.queued_series(rows, span, fleet, window), ti, wait.waits(rows).to_numpy(),
+                                   window, f.get("stages") or [], span.seconds, title,
+                                   out("wait.png", "arrivals queued (arrived, not yet started) and the wait's p50 / "
+                                                   "p99 by intended start; each stage's start dotted"))
     return made
 
 

@@ -24,6 +24,7 @@ from reports.run.causes import (
 from reports.run.compute import ERROR_KINDS, failure_table, lock_waits, percentile_table, step_shares
 from reports.run.utilization import Usage, table_rows
 from reports.run.verdict import Level, fleet_verdict
+from reports.run.wait import stage_rows, wait_findings
 from reports.series import compared_windows, pick_window, run_span, seconds_since, successes
 from reports.stats import rate_interval, wilson_interval
 
@@ -88,11 +89,13 @@ def findings(rows: pd.DataFrame, info: dict | None = None, *, probes: pd.DataFra
         "checks": _checks(rows, info),
     }
     out.update(bound)
+    out["wait"], out["stages"] = wait_findings(rows, info, span, window), stage_rows(rows, info, span)
     out["limits"] = _limits(rows, t, ok_mask, info, out, span.seconds)
     out["failure_story"] = _failure_story(rows, ok_mask, out)
     _backend_evidence(out)
-    out["sentences"] = words.sentences(out) + [x["sentence"] for x in out["limits"]
-                                               if worth_saying(x, span.seconds - float(fleet["warmup_s"]))]
+    queue = [out["wait"]["sentence"]] if out["wait"] else []
+    out["sentences"] = words.sentences(out) + queue + [x["sentence"] for x in out["limits"]
+                                                       if worth_saying(x, span.seconds - float(fleet["warmup_s"]))]
     out["verdict"] = words.verdict(out)
     return out
 
