@@ -70,5 +70,6 @@ def test_swamps_dynamodb_keys_default_to_the_harness_and_the_two_phase_scenarios
     for name in ("two-phase-namespaced", "two-phase-shared-lock", "hot-global-item", "registry-growth"):
         ds = scenarios.load(name).datastore
         assert (ds.gsi, ds.push_scope, ds.export_at, ds.registry_adds, ds.retries) == ("swamp",) * 5, name
+        assert ds.global_poll_s == 1.0, name  # swamp's fixed poll of the global lock
     ds = scenarios.load("two-phase-safety").datastore  # no swamp bookkeeping there: no registry to add to
     assert (ds.gsi, ds.push_scope, ds.export_at, ds.retries, ds.registry_adds) == ("swamp",) * 4 + ("one",)
