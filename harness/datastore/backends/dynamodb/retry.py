@@ -18,19 +18,15 @@ unprocessed items resent without a bound after ``U(0, min(5 s, 50 ms x 2^n))``.
 
 from __future__ import annotations
 
-import math
 import random
-from collections.abc import Callable
 from typing import Any, TypeVar
 
 from botocore.exceptions import ClientError
 
 from harness.clock import Clock
+from harness.datastore.backends.swamp_retry import BASE_S, SwampRetry, delay_s
 
 RETRIES = ("harness", "swamp")
-TRIES = 3  # retryable's maxAttempts
-BASE_S = 0.5  # retryable's baseDelayMs
-JITTER = 0.25
 UNPROCESSED_TRIES = 8  # sendBatchWrite's and querySpecificPaths' loops
 UNPROCESSED_CAP_S = 5.0
 RETRYABLE = frozenset({"ProvisionedThroughputExceededException", "ThrottlingException", "RequestLimitExceeded",
@@ -43,10 +39,7 @@ class UnprocessedError(Exception):
     """A batch's items still unprocessed after swamp's 8 tries (its ``sendBatchWrite`` throws)."""
 
 
-def retryable_delay(attempt: int, rng: random.Random) -> float:
-    """The sleep after failed try ``attempt`` (0-based): 500 ms x 3^n, +- 25 %, floored to a millisecond."""
-    raw = BASE_S * 1000 * 3 ** attempt
-    return max(0, math.floor(raw + raw * JITTER * (rng.random() * 2 - 1))) / 1000
+retryable_delay = delay_s  # swamp's retryable: the schedule both extensions share
 
 
 def unprocessed_delay(attempt: int) -> float:
@@ -58,22 +51,11 @@ def is_retryable(e: BaseException) -> bool:
     return isinstance(e, ClientError) and e.response.get("Error", {}).get("Code") in RETRYABLE
 
 
-class Retryable:
-    """``retryable`` on a clock: ``call(op)`` tries ``op`` up to 3 times, sleeping between."""
+class Retryable(SwampRetry):
+    """``retryable`` on a clock: ``call(op)`` tries ``op`` up to 3 times, again on DynamoDB's retryable codes."""
 
     def __init__(self, clock: Clock, rng: random.Random | None = None) -> None:
-        self.clock, self.rng = clock, rng or random.Random()
-
-    def call(self, op: Callable[[], T]) -> T:
-        attempt = 0
-        while True:
-            try:
-                return op()
-            except ClientError as e:
-                if attempt == TRIES - 1 or not is_retryable(e):
-                    raise
-                self.clock.sleep(retryable_delay(attempt, self.rng))
-                attempt += 1
+        super().__init__(clock, rng, retryable=is_retryable)
 
 
 class RetryingClient:
