@@ -2,7 +2,9 @@
 
 Both of swamp's datastore extensions retry a request at their own layer the same way (DynamoDB's
 ``_lib/retry.ts`` around every data-path request; S3's ``retryWithBackoff`` in its cache sync, with the SDK
-at one attempt); they differ only in what they call retryable, which each backend passes in. Time is the
+at one attempt, on a throttle, a 5xx, a timeout or a dropped connection, never a refused condition or a 404);
+they differ only in what they call retryable, which each backend passes in. Neither wraps its lock's
+requests (S3's are then never retried; DynamoDB's get the SDK's own retries). Time is the
 backend's injected clock, so a test on a FakeClock reads the requested sleeps.
 """
 
