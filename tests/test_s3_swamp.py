@@ -15,8 +15,8 @@ from botocore.exceptions import ClientError, ReadTimeoutError
 
 from harness.clock import FakeClock
 from harness.datastore.backends.s3 import S3Backend
-from harness.datastore.backends.swamp_retry import SwampRetry, delay_s
 from harness.datastore.backends.s3.swamp import S3Swamp, model_shards, swamp_shard
+from harness.datastore.backends.swamp_retry import SwampRetry, delay_s
 from harness.datastore.catalog import Catalog
 from harness.datastore.errors import ConfigError
 from harness.datastore.paths import Paths

@@ -51,8 +51,8 @@ from harness.datastore.backends.s3.index import (
 )
 from harness.datastore.backends.s3.locks import S3LockStore
 from harness.datastore.backends.s3.objects import S3Objects
-from harness.datastore.backends.swamp_retry import SwampRetry
 from harness.datastore.backends.s3.swamp import PREPARE_BATCH, S3Swamp, model_shards, of_model
+from harness.datastore.backends.swamp_retry import SwampRetry
 from harness.datastore.errors import ConfigError, ContentMissingError, FencedError
 from harness.datastore.lock import LockGrant
 from harness.datastore.paths import check_bucket_name
