@@ -17,7 +17,8 @@ BOOT = 80
 def _sweep(lam: float, sigma: float, kappa: float, seed: int, workers=WORKERS) -> list[usl.Size]:
     rng = np.random.default_rng(seed)
     true = usl.usl(np.array(workers, dtype=float), lam, sigma, kappa)
-    return [usl.Size(n, tuple(x * (1 + NOISE * rng.standard_normal(SEGMENTS)))) for n, x in zip(workers, true)]
+    return [usl.Size(n, tuple(x * (1 + NOISE * rng.standard_normal(SEGMENTS))))
+            for n, x in zip(workers, true, strict=True)]
 
 
 def _inside(iv, v) -> bool:

@@ -48,10 +48,17 @@ def fit_sizes(records: list[dict[str, Any]]) -> list[usl.Size]:
     return [usl.Size(n, tuple(v)) for n, v in sorted(by.items())]
 
 
-def bound_label(b: dict[str, Any]) -> str:
+SHORT_NAME = 28
+
+
+def bound_label(b: dict[str, Any], short: bool = False) -> str:
+    """``lock dynamodb://... (100 %)``; ``short``: a long name (a lock's table URL) cut for a table's cell."""
     if not b or not b.get("kind"):
         return "nothing (think time)"
-    name = f" {b['name']}" if b.get("name") else ""
+    name = str(b.get("name") or "")
+    if short and len(name) > SHORT_NAME:
+        name = name[:SHORT_NAME - 1] + "…"
+    name = f" {name}" if name else ""
     u = b.get("utilization")
     return f"{b['kind']}{name}" + (f" ({u * 100:.0f} %)" if u is not None else "")
 
@@ -61,7 +68,8 @@ def headline(fit: dict[str, Any], records: list[dict[str, Any]]) -> str:
     if not records:
         return "No run of the sweep recorded an iteration."
     best = max(records, key=lambda r: r["rate"])
-    s = f"The best measured size was {best['workers']} workers at {best['rate']:.3g} iterations/s"
+    n = best["workers"]
+    s = f"The best measured size was {n} worker{'' if n == 1 else 's'} at {best['rate']:.3g} iterations/s"
     if fit.get("sigma") is None:
         return s + "."
     return s + ". " + " ".join(usl.words(fit)[:3])

@@ -10,7 +10,7 @@ from reports.show import details, figure, frame, iv, table, verdict_box
 from reports.sweep import usl
 from reports.sweep.numbers import LATENCY, bound_label, headline
 
-CSS = "div.sweep-note{color:#555;font-size:.9em}"
+CSS = "th{white-space:nowrap}"
 
 
 def _fit_rows(fit: dict[str, Any]) -> list[list[Any]]:
@@ -21,9 +21,14 @@ def _fit_rows(fit: dict[str, Any]) -> list[list[Any]]:
     out = []
     for label, key in names:
         v = ivs.get(key)
-        shown = "" if not v else f"{iv([x if x is not None else float('inf') for x in v])}"
+        shown = "" if not v or fit.get(key) is None else \
+            f"{'n/a' if v[0] is None else f'{v[0]:.3g}'} - {'unbounded' if v[1] is None else f'{v[1]:.3g}'}"
         out.append([label, fit.get(key), shown])
     return out
+
+
+def _workers(n: int) -> str:
+    return f"{n} worker{'' if n == 1 else 's'}"
 
 
 def page(data: dict[str, Any], figs: dict[str, str], links: dict[str, str]) -> str:
@@ -47,14 +52,14 @@ def page(data: dict[str, Any], figs: dict[str, str], links: dict[str, str]) -> s
         link = links.get(s["run_dir"])
         cell = f'<a href="{escape(link)}">{escape(s["run_dir"])}</a>' if link else escape(s["run_dir"])
         rows.append([s["workers"], s.get("trial", 1), s["rate"], iv(s["interval"]),
-                     *[lat.get(q) for q in LATENCY], escape(bound_label(s["bottleneck"])), cell])
+                     *[lat.get(q) for q in LATENCY], escape(bound_label(s["bottleneck"], short=True)), cell])
     size_table = table(["workers", "trial", "it/s", "95 % interval", *[f"{q} ms" for q in LATENCY], "bound", "run"],
                        rows, raw_cols=(7, 8))
     lat = figure(figs["latency.png"], "latency percentiles of a successful iteration at each fleet size") \
         if "latency.png" in figs else ""
     bnd = figure(figs["bound.png"], "what bound each run (its report's findings.bottleneck) and how busy it was") \
         if "bound.png" in figs else ""
-    sentences = "".join(f"<li><b>{s['workers']} workers</b>: {escape(s['bottleneck'].get('sentence') or '')}</li>"
+    sentences = "".join(f"<li><b>{_workers(s['workers'])}</b>: {escape(s['bottleneck'].get('sentence') or '')}</li>"
                         for s in sizes)
     sections = [
         details("What do σ, κ and the peak say?", fit_body, open_=True),

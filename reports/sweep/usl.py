@@ -24,7 +24,7 @@ import numpy as np
 
 from reports.stats import Z95, t_quantile
 
-SIGMA_MAX = 1.5  # a retrograde fleet can fit σ past 1 (more workers, less throughput from the start)
+SIGMA_MAX = 4.0  # a retrograde fleet fits σ past 1 (two workers do less than one: worse than serial)
 KAPPA_MIN, KAPPA_MAX = 1e-7, 1.0
 GRID = 31
 ZOOMS = 4
@@ -194,12 +194,17 @@ def words(f: dict[str, Any]) -> list[str]:
         return [f.get("note") or "no fit"]
     iv = f["intervals"]
     s, k = f["sigma"], f["kappa"]
-    out = [f"σ {s:.2f}{_range(iv['sigma'])}: contention serializes {s * 100:.0f} % of an iteration (the part "
-           "one worker at a time can do, such as holding a shared lock)."]
+    if s >= 1:
+        out = [f"σ {s:.2f}{_range(iv['sigma'])}: worse than serial: contention serializes all of an iteration and "
+               "every worker added lowers the rate (its waits and retries on what one worker at a time can do, "
+               "such as a shared lock, cost more than its work adds)."]
+    else:
+        out = [f"σ {s:.2f}{_range(iv['sigma'])}: contention serializes {s * 100:.0f} % of an iteration (the part "
+               "one worker at a time can do, such as holding a shared lock)."]
     if f["kappa_zero"]:
         head = (f"κ {k:.2g}{_range(iv['kappa'])} is indistinguishable from 0: no coherency cost is seen, so the rate "
                 "levels off rather than falls")
-        if f.get("amdahl_ceiling"):
+        if f.get("amdahl_ceiling") and s < 1:
             head += (f"; Amdahl's ceiling λ/σ = {_g(f['amdahl_ceiling'])}{_range(iv['amdahl_ceiling'])} iterations/s, "
                      "which no fleet size passes")
         out.append(head + ".")
