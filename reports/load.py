@@ -45,6 +45,7 @@ class Run:
     locust_stats: pd.DataFrame | None = None  # Locust's own request table
     locks: pd.DataFrame | None = None  # lock events from history/*.jsonl (grant, release, lock_timeout, renew)
     keys: pd.DataFrame | None = None  # keys.csv: capacity units per partition key per interval
+    processes: pd.DataFrame | None = None  # processes.csv: the harness's processes and the machine, by CPU
 
     @property
     def label(self) -> str:
@@ -128,7 +129,8 @@ def open_run(path: str | Path) -> Run:
     rows["error_kind"] = rows["error_kind"].fillna("")
     partial = info.get("status") != "finished"
     return Run(p, info, rows, partial, probes=_probes(p), generator=_generator(p), users=_users(p),
-               safety=_safety(p), locust_stats=_locust_stats(p), locks=lock_events(p), keys=_keys(p))
+               safety=_safety(p), locust_stats=_locust_stats(p), locks=lock_events(p), keys=_keys(p),
+               processes=_processes(p))
 
 
 def _csv(path: Path, need: set[str]) -> pd.DataFrame | None:
@@ -160,6 +162,16 @@ def _generator(p: Path) -> pd.DataFrame | None:
         return None
     df["ts"] = pd.to_datetime(df["ts"], unit="s", utc=True)
     df["process"] = df["process"].astype(str)
+    df["cpu_percent"] = pd.to_numeric(df["cpu_percent"], errors="coerce")
+    return df.dropna(subset=["cpu_percent"])
+
+
+def _processes(p: Path) -> pd.DataFrame | None:
+    df = _csv(p / "processes.csv", {"ts", "process", "role", "cpu_percent", "cores"})
+    if df is None:
+        return None
+    df["ts"] = pd.to_datetime(df["ts"], unit="s", utc=True)
+    df["process"], df["role"] = df["process"].astype(str), df["role"].astype(str)
     df["cpu_percent"] = pd.to_numeric(df["cpu_percent"], errors="coerce")
     return df.dropna(subset=["cpu_percent"])
 
