@@ -69,3 +69,45 @@ def test_two_sizes_fit_sigma_only_and_one_size_fits_nothing():
     assert "κ is taken as 0" in two["note"]
     one = usl.fit(_sweep(10.0, 0.5, 0.0, 2, workers=(4,)))
     assert one["sigma"] is None and "at least two" in usl.words(one)[0]
+
+
+# ---- the command's inputs and a run's entry in sweep.json ------------------------------------------------------
+
+
+def test_workers_lists_are_sorted_sizes_or_one_line_errors():
+    from harness.commands.sweep import parse_workers
+    from harness.errors import HarnessError
+
+    assert parse_workers("8, 1,2,4") == (1, 2, 4, 8)
+    for bad, says in [("", "separated by commas"), ("1,-2", "'-2' is not a fleet size"), ("1.5", "'1.5'"),
+                      ("4,4", "given twice"), ("1,20000", "at most 10,000"), (",".join(map(str, range(1, 14))),
+                                                                           "at most 12 sizes")]:
+        with pytest.raises(HarnessError, match=says) as e:
+            parse_workers(bad)
+        assert "\n" not in str(e.value)
+
+
+def test_processes_auto_adds_a_locust_process_per_50_workers_up_to_the_cores():
+    from harness.commands.sweep import processes_for
+    from harness.errors import HarnessError
+
+    assert [processes_for("auto", n, cores=4) for n in (1, 50, 51, 100, 150, 1000)] == [0, 0, 2, 2, 3, 4]
+    assert processes_for("3", 1) == 3
+    with pytest.raises(HarnessError, match="give auto or a number"):
+        processes_for("many", 4)
+
+
+def test_a_runs_entry_is_its_rate_after_the_warm_up_with_its_segments():
+    from reports.sweep.numbers import fit_sizes, size_record
+
+    levels = [{"t0": 0.0, "t1": 5.0, "successes": 10, "rate": 2.0}, {"t0": 5.0, "t1": 10.0, "successes": 50,
+                                                                      "rate": 10.0},
+              {"t0": 10.0, "t1": 15.0, "successes": 40, "rate": 8.0}]
+    f = {"fleet": {"warmup_s": 5.0, "levels": levels, "dispersion": 1.0}, "failures": 0, "failure_ratio": 0.0,
+         "percentiles": [{"name": "iteration (succeeded)", "p50": 10.0, "p95": 20.0, "p99": 30.0}],
+         "bottleneck": {"kind": "lock", "name": "k", "utilization": 0.99, "interval": None, "sentence": "s"}}
+    r = size_record(4, 1, "w004", f)
+    assert r["rate"] == pytest.approx(9.0) and r["segments"] == [10.0, 8.0] and r["seconds"] == 10.0
+    assert r["interval"][0] < 9.0 < r["interval"][1] and r["latency_ms"] == {"p50": 10.0, "p95": 20.0, "p99": 30.0}
+    two = size_record(4, 2, "w004-t2", f)
+    assert fit_sizes([r, two]) == [usl.Size(4, (10.0, 8.0, 10.0, 8.0))]
