@@ -39,8 +39,12 @@ def _samples(seed: int, shares: dict[str, tuple[str, float]], machine_total: flo
 FULL = {"locust": ("locust", 88.0), "dynalite": ("stand-in", 86.0), "harness": ("harness", 8.0)}
 
 
+def _epoch(ts: pd.Series) -> np.ndarray:
+    return np.array([x.timestamp() for x in ts])
+
+
 def _resources(df: pd.DataFrame) -> list[bound.Resource]:
-    return machine.resources(df["ts"].astype("int64").to_numpy() / 1e9, df["process"].to_numpy(),
+    return machine.resources(_epoch(df["ts"]), df["process"].to_numpy(),
                              df["role"].to_numpy(), df["cpu_percent"].to_numpy(), int(df["cores"].max()))
 
 
@@ -123,3 +127,25 @@ def test_the_sampler_names_each_process_the_harness_started(tmp_path):
     assert (df.loc[df["process"] == "locust", "pid"] == spin.pid).all()
     assert df.loc[df["process"] == "locust", "cpu_percent"].max() > 0  # it spins: some CPU on any machine
     assert df.groupby("ts").size().min() == 4  # every tick: each process and the machine
+
+
+def test_the_harness_tab_names_the_machine_from_the_same_samples_as_the_report(tmp_path):
+    from harness.load.web.live import Live
+    from harness.record.processes import ProcessesTail
+
+    df = _samples(6, FULL, 190.0, seconds=40)
+    writer = ProcessSampler(tmp_path)
+    tail = ProcessesTail(tmp_path)
+    live = Live()
+    t = _epoch(df["ts"])
+    for i, ts in enumerate(sorted(set(t))):
+        tick = df[t == ts]
+        writer.write(ts, [(r.process, r.role, int(r.pid), float(r.cpu_percent)) for r in tick.itertuples()])
+        if i % 10 == 9:  # the tab reads every few seconds, whole lines only
+            live.add_processes(tail.read())
+    live.add_processes(tail.read())
+    assert len(live.processes) == len(df)
+    report = bound.choose(_resources(_processes(tmp_path)))
+    tab = bound.choose(live.resources(T0, T0 + 40.0, T0 + 40.0))
+    assert report.kind == tab.kind == "machine"
+    assert tab.utilization == pytest.approx(report.utilization, abs=1e-3)

@@ -120,7 +120,7 @@ def cmd_sweep(opts: SweepOptions, env: UserEnvironment, say: Callable[[str], Non
     with signals_raise():
         try:
             for (n, k, p), plan in zip(runs, plans, strict=True):
-                say(f"harness:   {n} workers" + (f", trial {k}" if opts.trials > 1 else "")
+                say(f"harness:   {n} worker{'' if n == 1 else 's'}" + (f", trial {k}" if opts.trials > 1 else "")
                     + (f", {p} Locust processes" if p else "") + f" -> {plan.run_dir}")
                 res = run(plan, quiet=True)
                 if res.rows:

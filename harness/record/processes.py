@@ -133,3 +133,35 @@ class ProcessSampler:
         self._stop.set()
         if self._thread is not None:
             self._thread.join(timeout=5)
+
+
+class ProcessesTail:
+    """The rows ``processes.csv`` gained since the last read (the Harness tab's machine, live).
+
+    The sampler runs in the harness process and appends a tick at a time; a reader in the Locust master reads
+    from where it stopped, whole lines only. Rows: (ts, process, role, cpu_percent, cores).
+    """
+
+    def __init__(self, run_dir: str | Path) -> None:
+        self.path = Path(run_dir) / PROCESSES_CSV
+        self.offset = 0
+
+    def read(self) -> list[tuple[float, str, str, float, int]]:
+        try:
+            with self.path.open("rb") as f:
+                f.seek(self.offset)
+                data = f.read()
+        except OSError:
+            return []
+        end = data.rfind(b"\n") + 1
+        self.offset += end
+        out = []
+        for line in data[:end].decode(errors="replace").splitlines():
+            parts = line.split(",")
+            if len(parts) != len(COLUMNS) or parts[0] == COLUMNS[0]:
+                continue
+            try:
+                out.append((float(parts[0]), parts[1], parts[2], float(parts[4]), int(parts[5])))
+            except ValueError:
+                continue
+        return out

@@ -266,8 +266,9 @@ class Usage:
         """The machine and each stand-in by its own CPU (``processes.csv``; ``harness/record/machine.py``)."""
         if self.procs is None or self.procs_t is None:
             return []
-        p = self.procs[(self.procs_t >= a) & (self.procs_t <= b)]
-        return machine.resources(p["ts"].astype("int64").to_numpy() / 1e9, p["process"].to_numpy(),
+        inside = (self.procs_t >= a) & (self.procs_t <= b)
+        p = self.procs[inside]
+        return machine.resources(np.asarray(self.procs_t)[inside], p["process"].to_numpy(),
                                  p["role"].to_numpy(), p["cpu_percent"].to_numpy(), int(p["cores"].max() or 1)
                                  if len(p) else 1)
 

@@ -39,6 +39,9 @@ def test_each_size_is_a_run_of_its_own_with_its_rate_interval_and_bound(swept):
         assert info["scenario_name"] == "shared-lock"
         tables.add(info.get("table") or json.loads((run_dir / "plan.json").read_text())["resources"]["table"])
         assert (run_dir / "report" / "index.html").is_file()
+        procs = (run_dir / "processes.csv").read_text().splitlines()
+        assert procs[0] == "ts,process,role,pid,cpu_percent,cores"
+        assert {line.split(",")[2] for line in procs[1:]} >= {"locust", "stand-in", "harness", "machine"}
         assert s["rate"] > 0 and s["interval"][0] <= s["rate"] <= s["interval"][1]
         assert len(s["segments"]) >= 3 and s["latency_ms"]["p50"] > 0
         assert s["bottleneck"]["sentence"]
