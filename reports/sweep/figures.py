@@ -43,7 +43,7 @@ def throughput(sizes: list[dict[str, Any]], fit: dict[str, Any], title: str, pat
         cn, cx = usl.curve(fit, top)
         ax.plot(cn, cx, color="#d62728", label=f"USL fit: σ {fit['sigma']:.2f}, κ {fit['kappa']:.2g}, "
                                                f"λ {fit['lambda']:.3g}/s")
-        if fit.get("peak_workers") and not fit.get("kappa_zero"):
+        if fit.get("peak_workers") and fit["peak_workers"] <= usl.REACH * max(float(n.max()), 1.0):
             ax.axvline(fit["peak_workers"], color="#d62728", ls=":", label=f"peak N* {fit['peak_workers']:.3g}")
         if fit.get("kappa_zero") and fit.get("amdahl_ceiling"):
             ax.axhline(fit["amdahl_ceiling"], color="#7f7f7f", ls="--",

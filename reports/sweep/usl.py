@@ -29,6 +29,7 @@ KAPPA_MIN, KAPPA_MAX = 1e-7, 1.0
 GRID = 31
 ZOOMS = 4
 BOOTSTRAP = 200
+REACH = 2.0  # a fitted peak within this many times the largest size measured is said as a peak
 MIN_REL_SE = 0.01  # a size's mean rate is never weighted as if known better than 1 %
 
 
@@ -152,7 +153,7 @@ def fit(sizes: list[Size], bootstrap: int = BOOTSTRAP, seed: int = 0) -> dict[st
         "amdahl_ceiling": amdahl, "kappa_zero": bool(kappa_zero), "kappa_fitted": fit_kappa,
         "intervals": {"lambda": _pctl(bl), "sigma": _pctl(bs), "kappa": kappa_iv, "peak_workers": _pctl(peaks),
                       "peak_rate": _pctl(peak_rates), "amdahl_ceiling": amdahl_iv},
-        "sizes_fitted": len(sizes), "bootstrap": bootstrap,
+        "sizes_fitted": len(sizes), "bootstrap": bootstrap, "max_workers": int(n.max()),
         "note": None if fit_kappa else "two fleet sizes fit σ and λ only: κ is taken as 0 (give three or more)",
     }
 
@@ -201,18 +202,27 @@ def words(f: dict[str, Any]) -> list[str]:
     else:
         out = [f"σ {s:.2f}{_range(iv['sigma'])}: contention serializes {s * 100:.0f} % of an iteration (the part "
                "one worker at a time can do, such as holding a shared lock)."]
-    if f["kappa_zero"]:
+    # a peak past twice the largest size measured is an extrapolation: said as levelling off, not as a peak
+    has_peak = bool(f.get("peak_workers")) and k > 0 and f["peak_workers"] <= REACH * f.get("max_workers", 0)
+    if f["kappa_zero"] and not has_peak:
         head = (f"κ {k:.2g}{_range(iv['kappa'])} is indistinguishable from 0: no coherency cost is seen, so the rate "
                 "levels off rather than falls")
         if f.get("amdahl_ceiling") and s < 1:
             head += (f"; Amdahl's ceiling λ/σ = {_g(f['amdahl_ceiling'])}{_range(iv['amdahl_ceiling'])} iterations/s, "
                      "which no fleet size passes")
         out.append(head + ".")
+    elif f["kappa_zero"]:
+        amdahl = (f", at Amdahl's ceiling λ/σ = {_g(f['amdahl_ceiling'])}{_range(iv['amdahl_ceiling'])} "
+                  "iterations/s" if f.get("amdahl_ceiling") and s < 1 else "")
+        out.append(f"κ {k:.2g}{_range(iv['kappa'])}: a coherency cost these runs cannot tell from 0: the fitted "
+                   f"curve turns down past its peak, but a fleet whose rate only levels off{amdahl} fits them too "
+                   "(more segments, longer runs or --trials narrow it).")
     else:
         out.append(f"κ {k:.2g}{_range(iv['kappa'])}: each pair of workers adds a coherency cost (what every worker "
                    "must read of the others' work), so past a peak more workers lower the rate.")
-    if f.get("peak_workers") and not f["kappa_zero"]:
-        out.append(f"The fleet peaks at {_workers_range(iv['peak_workers'])} workers (N* {_g(f['peak_workers'])}), at "
+    if has_peak:
+        fitted = "The fitted fleet peaks" if f["kappa_zero"] else "The fleet peaks"
+        out.append(f"{fitted} at {_workers_range(iv['peak_workers'])} workers (N* {_g(f['peak_workers'])}), at "
                    f"{_g(f['peak_rate'])}{_range(iv['peak_rate'])} iterations/s; more workers past N* lower the rate.")
     out.append(f"One worker alone: λ {_g(f['lambda'])}{_range(iv['lambda'])} iterations/s.")
     if f.get("note"):
