@@ -38,6 +38,13 @@ def _is_locust(p: psutil.Process) -> bool:
         return False
 
 
+def _ppid(p: psutil.Process) -> int | None:
+    try:
+        return p.ppid()
+    except psutil.Error:
+        return None
+
+
 class ProcessSampler:
     """Samples the harness's process tree and the machine into ``RUN_DIR/processes.csv`` until stopped.
 
@@ -65,7 +72,8 @@ class ProcessSampler:
             kids = []
         out: list[tuple[str, str, psutil.Process]] = [("harness", "harness", self.root)]
         locust = sorted((p for p in kids if _is_locust(p)), key=lambda p: p.pid)
-        top = [p for p in locust if p.ppid() not in {q.pid for q in locust}]
+        pids = {q.pid for q in locust}
+        top = [p for p in locust if _ppid(p) not in pids]
         for p in top:
             out.append(("locust", "locust", p))
         for i, p in enumerate(q for q in locust if q not in top):
