@@ -25,7 +25,7 @@ import numpy as np
 from reports.stats import Z95, t_quantile
 
 SIGMA_MAX = 4.0  # a retrograde fleet fits σ past 1 (two workers do less than one: worse than serial)
-KAPPA_MIN, KAPPA_MAX = 1e-7, 1.0
+KAPPA_MIN, KAPPA_MAX = 1e-7, 10.0  # a fleet that falls from its second worker fits κ near 1
 GRID = 31
 ZOOMS = 4
 BOOTSTRAP = 200
