@@ -15,6 +15,7 @@ from pathlib import Path
 import pandas as pd
 
 from harness.errors import HarnessError
+from harness.record import runinfo
 from harness.record.keys import KEYS_CSV
 from harness.record.lockuse import EVENT_FIELDS, LOCK_EVENTS
 from harness.record.reader import read_rows, shard_paths
@@ -167,7 +168,11 @@ def _generator(p: Path) -> pd.DataFrame | None:
 
 
 def _processes(p: Path) -> pd.DataFrame | None:
-    df = _csv(p / "processes.csv", {"ts", "process", "role", "cpu_percent", "cores"})
+    """processes.csv; a web session's test (``tests/NNN/``) reads its session's, over the test's own span."""
+    need = {"ts", "process", "role", "cpu_percent", "cores"}
+    df = _csv(p / "processes.csv", need)
+    if df is None and p.parent.name == runinfo.TESTS_DIR:
+        df = _csv(p.parent.parent / "processes.csv", need)
     if df is None:
         return None
     df["ts"] = pd.to_datetime(df["ts"], unit="s", utc=True)

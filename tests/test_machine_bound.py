@@ -149,3 +149,14 @@ def test_the_harness_tab_names_the_machine_from_the_same_samples_as_the_report(t
     tab = bound.choose(live.resources(T0, T0 + 40.0, T0 + 40.0))
     assert report.kind == tab.kind == "machine"
     assert tab.utilization == pytest.approx(report.utilization, abs=1e-3)
+
+
+def test_a_web_sessions_test_reads_its_sessions_processes_csv(tmp_path):
+    session = tmp_path / "session"
+    test_dir = session / "tests" / "001"
+    test_dir.mkdir(parents=True)
+    _samples(7, FULL, 190.0, seconds=10).assign(ts=lambda d: _epoch(d["ts"])).to_csv(session / "processes.csv",
+                                                                                     index=False)
+    df = _processes(test_dir)
+    assert df is not None and set(df["process"]) == {"locust", "dynalite", "harness", "machine"}
+    assert _processes(tmp_path / "elsewhere") is None
