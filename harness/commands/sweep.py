@@ -126,6 +126,8 @@ def cmd_sweep(opts: SweepOptions, env: UserEnvironment, say: Callable[[str], Non
                 if res.rows:
                     build_report([res.run_dir])
                     sweeps.add_run(sweep_dir, n, k, p)
+                elif not res.signal:
+                    say(f"harness:   {plan.run_dir} recorded no iteration: left out of the fit (see its locust.log)")
                 for line in res.failed_checks:
                     say(f"harness:   check failed: {line}")
                 if res.signal:
