@@ -33,6 +33,7 @@ from harness.plan.factory import Factory
 from harness.plan.model import RunPlan
 from harness.plan.preflight import check_reachable
 from harness.record import runinfo
+from harness.record.processes import ProcessSampler
 from harness.record.reader import read_rows
 from harness.safety import audit
 from reports.run import checks as run_checks
@@ -79,10 +80,12 @@ def _run(plan: RunPlan, say: Callable[[str], None], quiet: bool) -> RunResult:
     if uneven:
         say(f"harness: warning: {uneven}")
     local: Any = None
+    sampler: ProcessSampler | None = None
     signalled: str | None = None
     notes = RunNotes(run_dir)
     try:
         local, plan = start_stand_in(plan, say, run_dir)
+        sampler = ProcessSampler(run_dir, getattr(local, "pids", None)).start()  # this machine's share, each second
         plan_path = plan.write(run_dir)  # complete now: the stand-in's URLs are in it
         sessions = Sessions(plan.connection.region)
         factory = Factory(plan, sessions=sessions)
@@ -106,6 +109,8 @@ def _run(plan: RunPlan, say: Callable[[str], None], quiet: bool) -> RunResult:
             removed = factory.teardown(clients, backend)
             say(f"harness: {'removed' if removed else 'left'} {backend.name} resource of this run")
     finally:
+        if sampler:
+            sampler.stop()
         if local:
             local.stop()
     if not (run_dir / runinfo.RUN_JSON).exists():

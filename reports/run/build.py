@@ -26,7 +26,7 @@ def _slug(text: str) -> str:
 
 def findings_of(run: Run) -> dict[str, Any]:
     return findings(run.rows, run.info, probes=run.probes, generator=run.generator, safety=run.safety,
-                    locks=run.locks, keys=run.keys)
+                    locks=run.locks, keys=run.keys, processes=run.processes)
 
 
 def roles(f: dict[str, Any]) -> dict[int, str]:

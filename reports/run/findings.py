@@ -34,7 +34,7 @@ SAFETY_KEYS = ("acknowledged", "lost", "phantom", "overlaps", "violations")
 def findings(rows: pd.DataFrame, info: dict | None = None, *, probes: pd.DataFrame | None = None,
              generator: pd.DataFrame | None = None, safety: dict | None = None,
              window: float | None = None, locks: pd.DataFrame | None = None,
-             keys: pd.DataFrame | None = None) -> dict[str, Any]:
+             keys: pd.DataFrame | None = None, processes: pd.DataFrame | None = None) -> dict[str, Any]:
     """The findings of one run from its rows and side files (all optional but the rows)."""
     info = info or {}
     span = run_span(info, rows)
@@ -47,7 +47,7 @@ def findings(rows: pd.DataFrame, info: dict | None = None, *, probes: pd.DataFra
     late = floor if fleet["degraded"] and fleet["floor_index"] != 0 and floor.successes >= 2 else end
     # the resources first: their lock timelines are let go before the successful rows are copied below
     bound = _bottlenecks(Usage(rows, info, span, window, locks=locks, keys=keys, generator=generator,
-                               probes=probes), fleet, span.seconds)
+                               probes=probes, processes=processes), fleet, span.seconds)
     t = seconds_since(rows["ts_end"], span.t0)
     extra = [c for c in (*REQUEST_COLUMNS, *QUERY_COLUMNS) if c in rows.columns and rows[c].notna().any()]
     ok, t_ok = successes(rows, ["ts_end", *STEP_COLUMNS, *COUNT_COLUMNS, *extra, "total_ms"]), t[ok_mask]

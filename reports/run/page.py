@@ -228,8 +228,11 @@ def _utilization(f: dict[str, Any]) -> str:
             extra = (f"{e['used_per_s']:.4g} of {e['limit_per_s']:.4g} {'RCU' if e['units'] == 'read' else 'WCU'}/s"
                      + (f", {e.get('basis')}" if e.get("basis") else "")
                      + (f", {e['throttled']} throttled iterations" if e.get("throttled") else ""))
-        elif u["kind"] == "generator":
+        elif u["kind"] == "generator" or e.get("basis") == "cpu":
             extra = words.cpu_samples(e["saturated_share"], e["samples"])
+            if e.get("shares"):  # the machine: each process's share, and the machine's own total
+                extra += "; " + ", ".join(f"{n} {v * 100:.0f} %" for n, v in e["shares"].items()) + (
+                    f"; the machine {e['machine_busy'] * 100:.0f} % busy in all" if e.get("machine_busy") else "")
         elif u["kind"] == "stand-in":
             extra = f"probe {e['now_ms']:.3g} ms against {e['baseline_ms']:.3g} ms at its quickest"
         else:
