@@ -95,3 +95,14 @@ def test_a_second_worker_of_the_namespace_overwrites_the_export_without_failing_
     blind = [{k: v for k, v in e.items() if k != "overwrites"} for e in events]
     b_over_a = check(blind, state)["details"]["lost"]  # the one rule the export is kept out of
     assert [(x["path"], x["expected"][0]) for x in b_over_a] == [("w1/.catalog-export.json", 2)]
+
+
+def test_the_two_phase_scenarios_put_the_export_in_the_push_on_s3_and_in_the_commit_on_dynamodb(aws):
+    from harness.plan.scenario import load, parse
+
+    for name in ("two-phase-namespaced", "two-phase-shared-lock", "two-phase-safety"):
+        assert load(name).datastore.export_at == "swamp", name
+    ds = parse({"name": "x", "backend": "s3", "datastore": {"sync": "two-phase", "export_at": "swamp"}}).datastore
+    assert ds.export_at == "swamp"  # (the parser takes it for S3 as for DynamoDB)
+    s3 = exporting(backend(aws, PLAIN), holder="w")
+    assert (s3.exports_in_push, s3.exports_in_commit, s3.overwrites) == (True, False, {"w1/.catalog-export.json"})
