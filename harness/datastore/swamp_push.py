@@ -15,6 +15,28 @@ swamp writes the catalog export before ``preparePush`` and marks it dirty; on
 DynamoDB ``preparePush`` only diffs, so the export's chunks are written by
 ``commitPush``, under the global lock (``export_at = "swamp"``). The harness's
 default writes it after the commit (``"after-commit"``).
+
+On S3 (``export_at = "swamp"``, ``stage_export``) the export is a dirty file of
+the push, as swamp's is: its content is uploaded by the prepare with the run's
+files (outside the global lock) and its entry committed under the lock in the
+``_root`` shard (with ``s3_shards = "swamp"``; so a namespaced run's commit
+reads and writes 4 shards). The design is the simplest that keeps the index
+checkable: the export is an ordinary tracked entry (its content immutable under
+its version and digest like any file's, so a pull never reads a half-written
+one), with one exception, that it is an *overwrite*. Every worker of a
+namespace writes the one path, each from its own catalog, and swamp's push takes
+the last writer's ("a later concurrent writer simply overwrites", core's
+``flushTwoPhasePush``); the workers hold different model locks and their scoped
+pulls never read ``_root``, so each numbers its versions from its own last one.
+So the export is kept out of the two checks that assume one writer of a path at
+a time: the unfenced prepare's "remote version newer than ours" conflict (S3's
+looks nothing up anyway), and the safety checker's lost update (a write
+replaced by a commit whose view never saw it): the commit's history event names
+it in ``overwrites`` and the checker skips that rule for it, and counts an
+indeterminate export that may have landed last as possibly the final one. The
+rest still holds for it: the final entry must be the last acknowledged
+export's, its content present and matching. Fencing is untouched: the entry is
+sealed by the same head swap as the run's other entries.
 """
 
 from __future__ import annotations
@@ -23,12 +45,22 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from harness.datastore.backends.base import FileMeta
+from harness.work import Work
 
 if TYPE_CHECKING:
     from harness.datastore.sync import Datastore
 
 PUSH_SCOPES = ("changed", "swamp")
 EXPORTS_AT = ("after-commit", "swamp")
+
+
+def stage_export(store: Datastore, work: Work) -> None:
+    """swamp's S3 push with ``export_at = "swamp"``: the namespace's catalog export written and marked dirty
+    before the prepare, so the prepare uploads it and the commit indexes it (nothing without a namespace, as
+    core writes none)."""
+    if store.ns:
+        store.stage(store.paths.catalog_export(), store.catalog.export(store.ns, store.cfg.catalog_export))
+    work.catalog_rows = store.catalog.rows(store.ns)
 
 
 def data_name_dir(rel_path: str) -> str | None:

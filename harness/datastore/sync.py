@@ -63,7 +63,7 @@ class SyncConfig:
     dirty_path_cap: int = 0
     catalog_export: str = "compact"
     push_scope: str = "changed"  # swamp: a push writes every version of a changed data name again (DynamoDB)
-    export_at: str = "after-commit"  # swamp: the catalog export inside two-phase's commit, under the lock (DynamoDB)
+    export_at: str = "after-commit"  # swamp: in two-phase's commit, under the lock (DynamoDB), or the push (S3)
     record_views: bool = False  # every pull's view in the history (the checker's torn-read test; safety runs)
     # where content is written: None = as swamp does it (two-phase on DynamoDB: at the commit, under the global
     # lock, its commitPush; else in the push's prepare); True / False to choose
@@ -124,6 +124,9 @@ class Datastore:
         # swamp's DynamoDB extension (swamp_push.py): its push rewrites a data name's versions, its commit the export
         self.rewrites = cfg.push_scope == "swamp" and backend.name == "dynamodb"
         self.exports_in_commit = cfg.export_at == "swamp" and backend.name == "dynamodb"
+        self.exports_in_push = cfg.export_at == "swamp" and backend.name == "s3"  # swamp's S3: a file of the push
+        # paths every worker of the namespace writes, the last writer's kept (swamp_push.py): no version conflict
+        self.overwrites = {Paths(cfg.namespace).catalog_export()} if self.exports_in_push else set()
         self.kept: dict[str, bytes] = {}  # the bytes of this worker's data-name files, which a rewrite writes again
         self.paths = Paths(cfg.namespace)
         self.ns = self.paths.namespace
@@ -268,6 +271,8 @@ class Datastore:
                  "view_seq": self._base if grant is self._grant else self._model_view, "invoke_ms": now_ms(self.clock),
                  "writes": [[m.rel_path, m.version, m.digest, m.size] for m in writes],
                  "deletes": [[m.rel_path, m.version, m.digest] for m in deletes]}
+        if self.overwrites & {m.rel_path for m in writes}:  # blind overwrites: no lost update (checker.py)
+            event["overwrites"] = sorted(self.overwrites & {m.rel_path for m in writes})
         if self._model_view is not None and grant is not self._grant:  # two-phase: the view is its model's only
             event["view_scope"] = "model"
         model = self._model_grant
@@ -412,7 +417,8 @@ class Datastore:
                 for rel in paths:
                     base = self.local[rel].version if rel in self.local else 0
                     r = remote.get(rel)
-                    if r is not None and r.version > base and r.digest != self.staged[rel].digest:
+                    if r is not None and r.version > base and r.digest != self.staged[rel].digest and (
+                            rel not in self.overwrites):
                         raise ConflictError(
                             f"conflict on {rel}: remote version {r.version} is newer than ours ({base})")
             if not self.uploads_at_commit:

@@ -14,7 +14,9 @@ One ``swamp model method run`` (docs/swamp-today.md has each step's source):
    index commit under it; release it;
 4. *export* the catalog; release the per-model lock last (``export_at =
    "swamp"`` on DynamoDB: the export inside the commit, under the global lock,
-   where swamp's ``commitPush`` writes it).
+   where swamp's ``commitPush`` writes it; on S3: a file of the push, uploaded
+   by the prepare and indexed by the commit in the ``_root`` shard, as swamp's
+   S3 extension does, see ``swamp_push.py``).
 
 With fencing (beyond swamp) the per-model lock's grant fences the model's
 partition too (``backend.fence_model``): a commit is refused once a newer
@@ -30,6 +32,7 @@ from harness.clock import now_ms
 from harness.datastore.backends.base import partition_of
 from harness.datastore.errors import LockTimeoutError
 from harness.datastore.lock import Lock, LockGrant
+from harness.datastore.swamp_push import stage_export
 from harness.work import Work, recording
 
 if TYPE_CHECKING:
@@ -78,6 +81,8 @@ def sync_run(store: Datastore, model_id: str, method: str, payload_bytes: int, s
         with store.step(steps, "method") as w:
             store.run_method_locally(model_type, model_id, method, payload_bytes, w)
         with store.step(steps, "push") as w:
+            if store.exports_in_push:  # swamp's S3: the export written and marked dirty before the prepare
+                stage_export(store, w)
             store.prepare(w)
         store.pause("commit")  # frozen with the model lock held, before the global one: it may expire
         glock = store.new_lock(store.lock_key())
@@ -87,6 +92,6 @@ def sync_run(store: Datastore, model_id: str, method: str, payload_bytes: int, s
             if store.exports_in_commit:  # swamp's DynamoDB: commitPush writes the export, under the lock
                 with store.step(steps, "export") as w:
                     store.export_catalog(w)
-        if not store.exports_in_commit:
+        if not (store.exports_in_commit or store.exports_in_push):
             with store.step(steps, "export") as w:
                 store.export_catalog(w)
