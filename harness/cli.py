@@ -17,6 +17,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn
 
+from harness import cli_open
 from harness.durations import parse_duration
 from harness.edge import UserEnvironment
 from harness.errors import HarnessError
@@ -73,6 +74,7 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--stand-in", help="embedded stand-in when no endpoint is set: dynalite (default), "
                    "dynalite-memory, moto, moto-indexed, dynamodb-local (AWS's DynamoDB Local, on Java: "
                    "`bash .ci/install dynamodb-local`)")
+    cli_open.add_arguments(r)
     d = r.add_argument_group("beyond one machine", "a Locust master for workers started elsewhere "
                              "(`harness worker`), and a web UI others can reach")
     d.add_argument("--master", action="store_true", help="run the Locust master only; workers join with "
@@ -144,6 +146,18 @@ def build_parser() -> argparse.ArgumentParser:
     st.add_argument("--strict", action="store_true", help="exit 3 when a chapter did not show what it expected")
     st.add_argument("--run-dir", help="the story directory (default runs/story-<ladder>-<time>)")
     st.add_argument("--list", action="store_true", help="list the shipped ladders and their chapters")
+
+    sw = sub.add_parser("sweep", help="one run per fleet size (and trial), each on a fresh table or bucket, and the "
+                        "Universal Scalability Law fitted to their rates: contention, coherency, the peak")
+    sw.add_argument("scenario", help="scenario name (see `harness scenarios`) or a .toml path")
+    sw.add_argument("--workers", metavar="LIST", help="fleet sizes, comma-separated (default 1,2,4,8,16; --quick 1,2)")
+    sw.add_argument("--duration", type=_duration, help="each run's time, e.g. 60s (default the scenario's; --quick 8s)")
+    sw.add_argument("--backend", choices=["dynamodb", "s3"], help="override the scenario's backend")
+    sw.add_argument("--processes", default="0", metavar="auto|N", help="Locust worker processes per run: N, or auto "
+                    "(one more per 50 workers, up to the cores; default 0: one process)")
+    sw.add_argument("--trials", type=int, default=1, help="runs per fleet size (default 1)")
+    sw.add_argument("--quick", action="store_true", help="sizes 1,2 and 8 s runs unless given (CI: about a minute)")
+    sw.add_argument("--run-dir", help="the sweep directory (default runs/sweep-<scenario>-<time>)")
 
     ck = sub.add_parser("check", help="check a run's history against its final remote state (exit 3 on a violation)")
     ck.add_argument("run_dir", metavar="RUN_DIR")
@@ -242,7 +256,7 @@ def run_options(args: argparse.Namespace) -> RunOptions:
         seed_dir=args.seed_dir, stand_in=args.stand_in, s3_stand_in=args.s3_stand_in,
         web_host=args.web_host, web_login=args.web_login, master=args.master, expect_workers=args.expect_workers,
         expect_workers_max_wait_s=args.expect_workers_max_wait, master_bind_host=args.master_bind_host,
-        master_bind_port=args.master_bind_port)
+        master_bind_port=args.master_bind_port, **cli_open.options(args))
 
 
 def _cmd_run(args: argparse.Namespace, env: UserEnvironment) -> int:
@@ -251,6 +265,10 @@ def _cmd_run(args: argparse.Namespace, env: UserEnvironment) -> int:
     from harness.plan.build import PASSWORD_ENV, plan_run
 
     _check_seed_dir(args)
+    if cli_open.climbs(args):  # --rate LO..HI: a closed run, then a run per rate
+        from harness.commands.saturation import climb
+
+        return climb(run_options(args), env, args.rate, args.steps)
     plan = plan_run(run_options(args), env, password=secret(PASSWORD_ENV) if args.web_login else "")
     res = run(plan)
     print(f"harness: {res.rows} iterations recorded in {res.run_dir}")
@@ -278,6 +296,14 @@ def _cmd_story(args: argparse.Namespace, env: UserEnvironment) -> int:
                                   run_dir=args.run_dir), env)
 
 
+def _cmd_sweep(args: argparse.Namespace, env: UserEnvironment) -> int:
+    from harness.commands.sweep import SweepOptions, cmd_sweep
+
+    return cmd_sweep(SweepOptions(scenario=args.scenario, workers=args.workers, duration_s=args.duration,
+                                  backend=args.backend, processes=args.processes, trials=args.trials,
+                                  quick=args.quick, run_dir=args.run_dir), env)
+
+
 def _cmd_report(args: argparse.Namespace) -> int:
     from harness.record.runinfo import expand_runs, is_session
     from reports.run.build import build_report
@@ -299,6 +325,13 @@ def _cmd_report(args: argparse.Namespace) -> int:
     if len(args.run_dirs) == 1 and story.is_story(args.run_dirs[0]):  # a story: every chapter judged again
         out = story.build(args.run_dirs[0], args.out)
         print(f"harness: story {out / 'index.html'}")
+        return 0
+
+    from reports.sweep import sweep
+
+    if len(args.run_dirs) == 1 and sweep.is_sweep(args.run_dirs[0]):  # a sweep: every size's run and the fit
+        out = sweep.build(args.run_dirs[0], args.out)
+        print(f"harness: sweep {out / 'index.html'}")
         return 0
 
     sessions = [d for d in args.run_dirs if is_session(d)]  # a web session: each of its tests is a run
@@ -367,6 +400,8 @@ def main(argv: list[str] | None = None) -> int:
             return _cmd_run(args, env)
         if args.command == "story":
             return _cmd_story(args, env)
+        if args.command == "sweep":
+            return _cmd_sweep(args, env)
         if args.command == "report":
             return _cmd_report(args)
         if args.command == "notebook":

@@ -15,6 +15,7 @@ from pathlib import Path
 import pandas as pd
 
 from harness.errors import HarnessError
+from harness.record import runinfo
 from harness.record.keys import KEYS_CSV
 from harness.record.lockuse import EVENT_FIELDS, LOCK_EVENTS
 from harness.record.reader import read_rows, shard_paths
@@ -26,7 +27,8 @@ COUNT_COLUMNS = ["pull_items_read", "index_entries_written", "catalog_rows", "fi
                  "read_units", "write_units"]
 # per step: requests made and ms inside them (null in runs recorded before the rows had them); index reads per pull
 REQUEST_COLUMNS = [c for step, pair in STEP_REQUEST_COLUMNS.items() for c in pair if step != "release"]
-REPORT_COLUMNS = ["ts_start", "ts_end", "user", "ok", "error_kind", "error", "total_ms", "requests", *STEP_COLUMNS,
+REPORT_COLUMNS = ["ts_start", "ts_end", "ts_intended", "wait_ms", "user", "ok",
+                  "error_kind", "error", "total_ms", "requests", *STEP_COLUMNS,
                   *COUNT_COLUMNS, *REQUEST_COLUMNS, *QUERY_COLUMNS, *SIZE_COLUMNS]
 READ_BATCH_BYTES = 16 << 20  # history files parsed together, up to this many bytes at once
 SKIP_DIRS = {"report", "iterations", "history", "figures", "jobs", "seed-state", ".ipynb_checkpoints"}
@@ -45,6 +47,7 @@ class Run:
     locust_stats: pd.DataFrame | None = None  # Locust's own request table
     locks: pd.DataFrame | None = None  # lock events from history/*.jsonl (grant, release, lock_timeout, renew)
     keys: pd.DataFrame | None = None  # keys.csv: capacity units per partition key per interval
+    processes: pd.DataFrame | None = None  # processes.csv: the harness's processes and the machine, by CPU
 
     @property
     def label(self) -> str:
@@ -127,7 +130,8 @@ def open_run(path: str | Path) -> Run:
     rows["error_kind"] = rows["error_kind"].fillna("")
     partial = info.get("status") != "finished"
     return Run(p, info, rows, partial, probes=_probes(p), generator=_generator(p), users=_users(p),
-               safety=_safety(p), locust_stats=_locust_stats(p), locks=lock_events(p), keys=_keys(p))
+               safety=_safety(p), locust_stats=_locust_stats(p), locks=lock_events(p), keys=_keys(p),
+               processes=_processes(p))
 
 
 def _csv(path: Path, need: set[str]) -> pd.DataFrame | None:
@@ -159,6 +163,20 @@ def _generator(p: Path) -> pd.DataFrame | None:
         return None
     df["ts"] = pd.to_datetime(df["ts"], unit="s", utc=True)
     df["process"] = df["process"].astype(str)
+    df["cpu_percent"] = pd.to_numeric(df["cpu_percent"], errors="coerce")
+    return df.dropna(subset=["cpu_percent"])
+
+
+def _processes(p: Path) -> pd.DataFrame | None:
+    """processes.csv; a web session's test (``tests/NNN/``) reads its session's, over the test's own span."""
+    need = {"ts", "process", "role", "cpu_percent", "cores"}
+    df = _csv(p / "processes.csv", need)
+    if df is None and p.parent.name == runinfo.TESTS_DIR:
+        df = _csv(p.parent.parent / "processes.csv", need)
+    if df is None:
+        return None
+    df["ts"] = pd.to_datetime(df["ts"], unit="s", utc=True)
+    df["process"], df["role"] = df["process"].astype(str), df["role"].astype(str)
     df["cpu_percent"] = pd.to_numeric(df["cpu_percent"], errors="coerce")
     return df.dropna(subset=["cpu_percent"])
 

@@ -223,3 +223,18 @@ def _ranks(v: np.ndarray) -> np.ndarray:
     avg = (starts + ends - 1) / 2.0
     ranks[order] = np.repeat(avg, ends - starts)
     return ranks
+
+
+def quantile_interval(values: np.ndarray, p: float, z: float = Z95) -> tuple[float, float]:
+    """A distribution-free interval on the ``p`` quantile: the order statistics at ranks n p -+ z sqrt(n p (1-p)).
+
+    It assumes independent values; the waits of a queue are correlated (one slow sync delays the next few),
+    so read it as a lower bound on the uncertainty.
+    """
+    v = np.sort(np.asarray(values, dtype=float))
+    n = len(v)
+    if n == 0:
+        return math.nan, math.nan
+    half = z * math.sqrt(n * p * (1 - p))
+    lo, hi = int(math.floor(n * p - half)), int(math.ceil(n * p + half))
+    return float(v[max(0, min(n - 1, lo))]), float(v[max(0, min(n - 1, hi))])

@@ -53,6 +53,7 @@ ADDED = {
     "notes",  # what the user need not act on (an endpoint without TTL), kept out of stderr (issue 26)
     "runs[].findings.limits",  # the next ceilings: item size and per-key throughput forecasts (issue 24)
     "fidelity.gsi_lag",  # how long after its write an item shows in a GSI (issue 34)
+    "runs[].findings.wait", "runs[].findings.stages",  # an open fleet's wait and queue; a load shape's stages (36)
 }
 
 

@@ -7,7 +7,9 @@ from dataclasses import replace
 
 import pytest
 
+from harness.datastore.catalog import Catalog
 from harness.datastore.lock import LockConfig
+from harness.datastore.sync import Datastore
 from harness.record.writer import HistoryWriter
 from harness.safety.checker import check
 from harness.safety.history import read_events
@@ -321,10 +323,8 @@ def _two_phase_writers(aws, clock, kind, fencing):
     events: list[dict] = []
     stores = []
     for who in ("a", "b"):
-        s = make_store(be, "w1", clock=clock, holder=who, lock=LOCK)
-        s.cfg = replace(s.cfg, fencing=fencing, sync="two-phase")
-        s.record = events.append
-        stores.append(s)
+        cfg = replace(make_store(be, "w1", lock=LOCK).cfg, fencing=fencing, sync="two-phase")
+        stores.append(Datastore(be, Catalog(), cfg, clock=clock, holder=who, recorder=events.append))
     return be, events, stores[0], stores[1]
 
 

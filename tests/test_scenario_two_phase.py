@@ -46,6 +46,11 @@ def test_one_lock_is_the_default():
     ("upload_concurrency = 0", "", "upload_concurrency"),
     ('dirty_path_cap = "lots"', "", "dirty_path_cap"),
     ("", 'backoff = "linear"', "backoff"),
+    ('push_scope = "all"', "", "push_scope"),
+    ('sync = "two-phase"\nexport_at = "before"', "", "export_at"),
+    ('export_at = "swamp"', "", "export_at"),  # the export inside two-phase's commit: one-lock has none
+    ('registry_adds = "swamp"', "", "registry_adds"),  # swamp's registry needs swamp's bookkeeping
+    ('retries = "many"', "", "retries"),
 ])
 def test_bad_values_are_one_line_errors_naming_the_key(tmp_path, datastore, lock, says):
     with pytest.raises(HarnessError) as e:
@@ -56,3 +61,15 @@ def test_bad_values_are_one_line_errors_naming_the_key(tmp_path, datastore, lock
 
 def test_legacy_gsi_is_fine_for_two_phase_on_s3(tmp_path):
     assert _load(tmp_path, 'sync = "two-phase"\ngsi = "legacy"', backend="s3").datastore.sync == "two-phase"
+
+
+def test_swamps_dynamodb_keys_default_to_the_harness_and_the_two_phase_scenarios_set_swamp():
+    ds = scenarios.load("namespaced").datastore
+    assert (ds.gsi, ds.push_scope, ds.export_at, ds.registry_adds, ds.retries) == (
+        "per-model", "changed", "after-commit", "one", "harness")
+    for name in ("two-phase-namespaced", "two-phase-shared-lock", "hot-global-item", "registry-growth"):
+        ds = scenarios.load(name).datastore
+        assert (ds.gsi, ds.push_scope, ds.export_at, ds.registry_adds, ds.retries) == ("swamp",) * 5, name
+        assert ds.global_poll_s == 1.0, name  # swamp's fixed poll of the global lock
+    ds = scenarios.load("two-phase-safety").datastore  # no swamp bookkeeping there: no registry to add to
+    assert (ds.gsi, ds.push_scope, ds.export_at, ds.retries, ds.registry_adds) == ("swamp",) * 4 + ("one",)

@@ -101,11 +101,15 @@ def _item_writes(shape: TableShape, item: Mapping[str, Any], factor: float = 1.0
     return out
 
 
-def _update_writes(shape: TableShape, p: Mapping[str, Any], factor: float = 1.0) -> list[Charge]:
-    """UpdateItem: billed on the item's size, which the request alone does not tell; key + new values."""
+def _update_writes(shape: TableShape, p: Mapping[str, Any], factor: float = 1.0,
+                   known: Mapping[tuple[str, str, str], int] | None = None) -> list[Charge]:
+    """UpdateItem: billed on the item's size, which the request alone does not tell: key + new values, or
+    the item's size as an earlier update of it returned it (``known``: an item that only grows, the registry)."""
     key = p.get("Key", {})
     values = p.get("ExpressionAttributeValues", {})
     size = item_size(key) + sum(value_size(v) + 8 for v in values.values())
+    if known:
+        size = max(size, known.get(item_id(shape, p.get("TableName", shape.name), key), 0))
     units = write_units_for_size(size) * factor
     out = [Charge(shape.name, None, _key_value(key.get(shape.pk)), "write", units)]
     expr = p.get("UpdateExpression", "")
@@ -117,15 +121,21 @@ def _update_writes(shape: TableShape, p: Mapping[str, Any], factor: float = 1.0)
     return out
 
 
-def write_charges(op: str, p: Mapping[str, Any], shapes: Mapping[str, TableShape]) -> list[Charge]:
-    """What a write costs, known before it is sent (from the request alone)."""
+def item_id(shape: TableShape, table: str, key: Mapping[str, Any]) -> tuple[str, str, str]:
+    """(table, partition key, sort key) of an item, as strings."""
+    return table, _key_value(key.get(shape.pk)), _key_value(key.get(shape.sk)) if shape.sk else ""
+
+
+def write_charges(op: str, p: Mapping[str, Any], shapes: Mapping[str, TableShape],
+                  known: Mapping[tuple[str, str, str], int] | None = None) -> list[Charge]:
+    """What a write costs, known before it is sent (from the request, and the sizes of items updated before)."""
     def shape(name: str) -> TableShape:
         return shapes.get(name) or TableShape(name)
 
     if op == "PutItem":
         return _item_writes(shape(p["TableName"]), p["Item"])
     if op == "UpdateItem":
-        return _update_writes(shape(p["TableName"]), p)
+        return _update_writes(shape(p["TableName"]), p, known=known)
     if op == "DeleteItem":
         s = shape(p["TableName"])
         return [Charge(s.name, None, _key_value(p["Key"].get(s.pk)), "write", 1.0)]

@@ -64,26 +64,28 @@ def make_clients(endpoints: Endpoints, *, pool: int = 64, region: str | None = N
                  connect_timeout: float = 5.0, read_timeout: float = 30.0,
                  total_attempts: int = 4, session: boto3.session.Session | None = None,
                  sessions: Mapping[str, boto3.session.Session] | None = None,
-                 services: Iterable[str] = SERVICES) -> Clients:
-    """``total_attempts`` counts the first try (botocore's own ``max_attempts`` counts retries).
+                 services: Iterable[str] = SERVICES, attempts: Mapping[str, int] | None = None) -> Clients:
+    """``total_attempts`` counts the first try (botocore's own ``max_attempts`` counts retries); ``attempts``
+    overrides it per service (swamp's S3 client makes one).
 
     ``sessions`` gives each service its session (its credentials); ``session`` is the one for the rest
     (pass the process's own to make more clients cheaply: its service models are loaded once). A service
     not in ``services`` gets no client.
     """
-    cfg = Config(
-        max_pool_connections=pool,
-        connect_timeout=connect_timeout,
-        read_timeout=read_timeout,
-        retries={"mode": "standard", "total_max_attempts": total_attempts},
-        tcp_keepalive=True,
-        s3={"addressing_style": "path"},
-        ignore_configured_endpoint_urls=True,  # the plan's URL, or AWS: never an AWS_ENDPOINT_URL* boto3 finds
-        # botocore checks every request's parameters against the service model before sending (a fifth of its
-        # serializing CPU on a DynamoDB call); the harness's requests are built by its own code, and a bad one
-        # is still refused by the service (or its stand-in) as a ValidationException
-        parameter_validation=False,
-    )
+    def cfg(service: str) -> Config:
+        return Config(
+            max_pool_connections=pool,
+            connect_timeout=connect_timeout,
+            read_timeout=read_timeout,
+            retries={"mode": "standard", "total_max_attempts": (attempts or {}).get(service, total_attempts)},
+            tcp_keepalive=True,
+            s3={"addressing_style": "path"},
+            ignore_configured_endpoint_urls=True,  # the plan's URL, or AWS: never an AWS_ENDPOINT_URL* boto3 finds
+            # botocore checks every request's parameters against the service model before sending (a fifth of
+            # its serializing CPU on a DynamoDB call); the harness's requests are built by its own code, and a bad
+            # one is still refused by the service (or its stand-in) as a ValidationException
+            parameter_validation=False,
+        )
     wanted = set(services)
     made: dict[str, Any] = {}
     for service in SERVICES:
@@ -95,5 +97,5 @@ def make_clients(endpoints: Endpoints, *, pool: int = 64, region: str | None = N
             s = session = boto3.session.Session()
         url = endpoints.dynamodb if service == "dynamodb" else endpoints.s3
         made[service] = instrument(s.client(service, region_name=region or s.region_name or DEFAULT_REGION,
-                                            endpoint_url=url, config=cfg))
+                                            endpoint_url=url, config=cfg(service)))
     return Clients(dynamodb=made["dynamodb"], s3=made["s3"], endpoints=endpoints)

@@ -18,11 +18,24 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from harness.aws.capacity import Charge, Index, TableShape, conditional_failure_charges, read_charges, write_charges
+from harness.aws.capacity import (
+    KB,
+    Charge,
+    Index,
+    TableShape,
+    conditional_failure_charges,
+    item_id,
+    read_charges,
+    write_charges,
+)
+from harness.item_size import item_size
 from harness.work import current_work, note_send, recording
 
 __all__ = ["recording", "instrument", "register_shape", "register_table", "current_call", "SHAPES"]
 SHAPES: dict[str, TableShape] = {}  # table name -> keys and GSIs, learned from Create/DescribeTable or registered
+# (table, pk, sk) -> the size of an item over 1 KB as an UpdateItem returned it (ReturnValues=ALL_NEW): the next
+# update of that item is priced by it, before it is sent (the throttling model) and after (the accounting)
+SIZES: dict[tuple[str, str, str], int] = {}
 
 
 @dataclass
@@ -130,7 +143,20 @@ WRITE_OPS = frozenset({"PutItem", "UpdateItem", "DeleteItem", "BatchWriteItem", 
 
 def _on_params(params: dict, model: Any, **_: Any) -> None:
     op = model.name
-    _call.set(CallInfo(op, params, write_charges(op, params, SHAPES) if op in WRITE_OPS else []))
+    _call.set(CallInfo(op, params, write_charges(op, params, SHAPES, SIZES) if op in WRITE_OPS else []))
+
+
+def _learn_size(info: CallInfo, parsed: dict) -> None:
+    """An update that returned its whole item: bill it by that item's size (DynamoDB bills the larger of the
+    item before and after; an ADD only grows it), and remember the size for the item's next update."""
+    attrs = parsed.get("Attributes")
+    if info.op != "UpdateItem" or not attrs or info.params.get("ReturnValues") != "ALL_NEW":
+        return
+    shape = SHAPES.get(info.params["TableName"]) or TableShape(info.params["TableName"])
+    size = item_size(attrs)
+    if size > KB:
+        SIZES[item_id(shape, shape.name, info.params.get("Key", {}))] = size
+        info.writes = write_charges(info.op, info.params, SHAPES, SIZES)
 
 
 def _on_ddb_after_call(parsed: Any, model: Any, **_: Any) -> None:
@@ -146,6 +172,7 @@ def _on_ddb_after_call(parsed: Any, model: Any, **_: Any) -> None:
         return
     code = parsed.get("Error", {}).get("Code")
     if code is None:
+        _learn_size(info, parsed)
         charges = info.writes + info.reads(parsed)
     elif code in ("ConditionalCheckFailedException", "TransactionCanceledException"):
         charges = conditional_failure_charges(info.op, info.params, SHAPES)

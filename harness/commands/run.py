@@ -33,11 +33,13 @@ from harness.plan.factory import Factory
 from harness.plan.model import RunPlan
 from harness.plan.preflight import check_reachable
 from harness.record import runinfo
+from harness.record.processes import ProcessSampler
 from harness.record.reader import read_rows
 from harness.safety import audit
 from reports.run import checks as run_checks
 
 LOCUSTFILE = Path(__file__).parents[1] / "load" / "locustfile.py"
+SHAPEFILE = Path(__file__).parents[1] / "load" / "shape.py"  # a scenario's [[fleet.stages]], only when it has them
 EXIT_CHECKS_FAILED = 3
 
 
@@ -78,10 +80,12 @@ def _run(plan: RunPlan, say: Callable[[str], None], quiet: bool) -> RunResult:
     if uneven:
         say(f"harness: warning: {uneven}")
     local: Any = None
+    sampler: ProcessSampler | None = None
     signalled: str | None = None
     notes = RunNotes(run_dir)
     try:
         local, plan = start_stand_in(plan, say, run_dir)
+        sampler = ProcessSampler(run_dir, getattr(local, "pids", None)).start()  # this machine's share, each second
         plan_path = plan.write(run_dir)  # complete now: the stand-in's URLs are in it
         sessions = Sessions(plan.connection.region)
         factory = Factory(plan, sessions=sessions)
@@ -105,6 +109,8 @@ def _run(plan: RunPlan, say: Callable[[str], None], quiet: bool) -> RunResult:
             removed = factory.teardown(clients, backend)
             say(f"harness: {'removed' if removed else 'left'} {backend.name} resource of this run")
     finally:
+        if sampler:
+            sampler.stop()
         if local:
             local.stop()
     if not (run_dir / runinfo.RUN_JSON).exists():
@@ -181,7 +187,8 @@ def _time_limit(plan: RunPlan) -> float | None:
 def locust_command(plan: RunPlan, plan_path: Path) -> list[str]:
     """The Locust command line: the harness's settings as one option (the plan), Locust's own as its own."""
     run_dir, loc = Path(plan.run_dir), plan.locust
-    cmd = [sys.executable, "-m", "locust", "-f", str(LOCUSTFILE), "--harness-plan", str(plan_path),
+    files = f"{LOCUSTFILE},{SHAPEFILE}" if plan.scenario.fleet.stages else str(LOCUSTFILE)
+    cmd = [sys.executable, "-m", "locust", "-f", files, "--harness-plan", str(plan_path),
            "-u", str(loc.users), "-r", f"{loc.spawn_rate:g}",
            "-t", f"{max(1, int(round(loc.run_time_s or 1)))}s",  # headless: the bound; web: the form's prefill
            "--csv", str(run_dir / "locust"), "--csv-full-history", "--exit-code-on-error", "0",

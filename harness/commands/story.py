@@ -175,7 +175,7 @@ def _chapter(ch: ladders.Chapter, total: int, story_dir: Path, env: UserEnvironm
     static = static_record(ch, story_dir)
     record = stories.judge_chapter(story_dir, static)
     stories.save_chapter(story_dir, record)
-    say(f"{head}: {'shown' if record['shown'] else 'NOT SHOWN'}: {record['sentence']}")
+    say(f"{head}: {record['sentence']}")  # the sentence opens with its verdict: "Shown: …" or "Not shown: …"
     return None
 
 

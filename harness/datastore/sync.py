@@ -2,10 +2,11 @@
 
 ``one-lock`` (the seed's loop): lock -> pull changed -> run the method
 locally -> push (prepare) -> commit the index update (fenced) -> export the
-catalog -> release. ``two-phase`` is swamp's sync today (``two_phase.py``): a
-per-model lock around a scoped pull, the method and the upload, the global
-lock only for the commit. Model delete and prune are separate commands that
-take the (global) lock themselves.
+catalog -> release. ``two-phase`` is swamp's sync today: a per-model lock
+around a scoped pull, the method and the upload, the global lock only for the
+commit. Each is a profile in ``profiles/`` that drives this module's public
+steps; ``cfg.sync`` names the one a worker runs. Model delete and prune are
+separate commands that take the (global) lock themselves.
 
 Every step appends a ``Step`` (name, milliseconds, Work) to the caller's list,
 also when it fails, so a failed iteration still says where its time went.
@@ -33,11 +34,12 @@ from harness.datastore.errors import ConfigError, ConflictError, ContentMissingE
 from harness.datastore.lock import Heartbeat, Lock, LockConfig, LockGrant, Recorder
 from harness.datastore.model import MODEL_TYPE, run_method
 from harness.datastore.paths import Paths, model_of
+from harness.datastore.profiles import SYNC_MODES, profile
+from harness.datastore.swamp_push import EXPORTS_AT, PUSH_SCOPES, data_name_dir, stage_rewrites
 from harness.work import Work, recording
 
 LOCK_SCOPES = ("datastore", "namespace")
 INDEX_COMMITS = ("full", "delta")
-SYNC_MODES = ("one-lock", "two-phase")
 BOOKKEEPING = ("harness", "swamp")
 GLOBAL_LOCKS = ("swamp", "per-namespace")
 CONTENT_TRIES = 3  # pulls in a row whose content went missing under them before the pull fails
@@ -60,6 +62,8 @@ class SyncConfig:
     download_concurrency: int = 1
     dirty_path_cap: int = 0
     catalog_export: str = "compact"
+    push_scope: str = "changed"  # swamp: a push writes every version of a changed data name again (DynamoDB)
+    export_at: str = "after-commit"  # swamp: in two-phase's commit, under the lock (DynamoDB), or the push (S3)
     record_views: bool = False  # every pull's view in the history (the checker's torn-read test; safety runs)
     # where content is written: None = as swamp does it (two-phase on DynamoDB: at the commit, under the global
     # lock, its commitPush; else in the push's prepare); True / False to choose
@@ -78,6 +82,9 @@ class SyncConfig:
             raise ConfigError(f"unknown sync {self.sync!r}: choose one of {', '.join(SYNC_MODES)}")
         if self.global_lock not in GLOBAL_LOCKS:
             raise ConfigError(f"unknown global lock {self.global_lock!r}: choose one of {', '.join(GLOBAL_LOCKS)}")
+        if self.push_scope not in PUSH_SCOPES or self.export_at not in EXPORTS_AT:
+            raise ConfigError(f"unknown push_scope {self.push_scope!r} or export_at {self.export_at!r}: choose "
+                              f"{' / '.join(PUSH_SCOPES)} and {' / '.join(EXPORTS_AT)}")
         if self.bookkeeping not in BOOKKEEPING:
             raise ConfigError(f"unknown bookkeeping {self.bookkeeping!r}: choose one of {', '.join(BOOKKEEPING)}")
         if self.sync == "two-phase" and self.index_commit == "full":
@@ -114,6 +121,13 @@ class Datastore:
         self.pauses = pauses
         self.uploads_at_commit = cfg.uploads_at_commit if cfg.uploads_at_commit is not None else (
             cfg.sync == "two-phase" and backend.name == "dynamodb")
+        # swamp's DynamoDB extension (swamp_push.py): its push rewrites a data name's versions, its commit the export
+        self.rewrites = cfg.push_scope == "swamp" and backend.name == "dynamodb"
+        self.exports_in_commit = cfg.export_at == "swamp" and backend.name == "dynamodb"
+        self.exports_in_push = cfg.export_at == "swamp" and backend.name == "s3"  # swamp's S3: a file of the push
+        # paths every worker of the namespace writes, the last writer's kept (swamp_push.py): no version conflict
+        self.overwrites = {Paths(cfg.namespace).catalog_export()} if self.exports_in_push else set()
+        self.kept: dict[str, bytes] = {}  # the bytes of this worker's data-name files, which a rewrite writes again
         self.paths = Paths(cfg.namespace)
         self.ns = self.paths.namespace
         self.local: dict[str, FileMeta] = {}
@@ -128,10 +142,12 @@ class Datastore:
         self._model_view: int | None = None  # two-phase: the sequence the section's scoped pull saw (its model's)
         self._model_grant: LockGrant | None = None  # two-phase: the per-model lock held for the section
         self._model_part: str | None = None  # ... and its model's partition
+        self._profile = profile(cfg.sync)  # how sync_run drives the steps below (harness/datastore/profiles/)
 
     # ---- plumbing ----------------------------------------------------------------
     @contextmanager
-    def _step(self, steps: list[Step], name: str) -> Iterator[Work]:
+    def step(self, steps: list[Step], name: str) -> Iterator[Work]:
+        """One named step: its Work is recorded into, its time and Work appended to ``steps`` (on failure too)."""
         work = Work()
         t0 = time.perf_counter()
         try:
@@ -165,7 +181,7 @@ class Datastore:
     def hold(self, steps: list[Step], lock: Lock, *, lock_step: str = "lock",
              on_grant: Callable[[LockGrant, Work], None] | None = None) -> Iterator[tuple[LockGrant, Heartbeat | None]]:
         """Take ``lock`` (its wait is step ``lock_step``), heartbeat it, release it as step ``release``."""
-        with self._step(steps, lock_step) as w:
+        with self.step(steps, lock_step) as w:
             grant = lock.acquire(w, on_grant)
         with self.hold_granted(steps, lock, grant) as beat:
             yield grant, beat
@@ -181,7 +197,7 @@ class Datastore:
                 yield beat
             ok = True
         finally:
-            with self._step(steps, "release") as w:
+            with self.step(steps, "release") as w:
                 w.add(beat_work)
                 try:
                     lock.release(grant, w)
@@ -207,7 +223,24 @@ class Datastore:
             finally:
                 self._grant, self._beat, self._base = None, None, None
 
-    def _pause(self, point: str) -> None:
+    def model_fence_hook(self, part: str | None) -> Callable[[LockGrant, Work], None] | None:
+        """What a fenced grant of a model's lock tells the backend: its partition is fenced by this grant."""
+        if not (self.cfg.fencing and part):
+            return None
+        return lambda g, w: self.backend.fence_model(self.ns, part, g, self._cursor, w, lock_key=self.lock_key())
+
+    @contextmanager
+    def model_held(self, steps: list[Step], lock: Lock, grant: LockGrant, part: str | None) -> Iterator[None]:
+        """A model's lock held for a section (two-phase): its pull is the model's view, its commit fenced by it."""
+        self._model_grant, self._model_part, self._model_view = grant, part, None
+        try:
+            with self.hold_granted(steps, lock, grant) as beat:
+                self._beat = beat
+                yield
+        finally:
+            self._model_grant, self._model_part, self._model_view, self._beat = None, None, None, None
+
+    def pause(self, point: str) -> None:
         """A stop-the-world pause of this holder, if the fault-injection layer asks for one here."""
         seconds = self.pauses(point) if self.pauses else 0.0
         if seconds <= 0:
@@ -238,6 +271,8 @@ class Datastore:
                  "view_seq": self._base if grant is self._grant else self._model_view, "invoke_ms": now_ms(self.clock),
                  "writes": [[m.rel_path, m.version, m.digest, m.size] for m in writes],
                  "deletes": [[m.rel_path, m.version, m.digest] for m in deletes]}
+        if self.overwrites & {m.rel_path for m in writes}:  # blind overwrites: no lost update (checker.py)
+            event["overwrites"] = sorted(self.overwrites & {m.rel_path for m in writes})
         if self._model_view is not None and grant is not self._grant:  # two-phase: the view is its model's only
             event["view_scope"] = "model"
         model = self._model_grant
@@ -269,6 +304,8 @@ class Datastore:
         prev = self.staged.get(rel) or self.local.get(rel)
         self.staged[rel] = FileMeta(rel, len(data), FileMeta.digest_of(data), 0, (prev.version + 1) if prev else 1)
         self.dirty[rel] = data
+        if self.rewrites and data_name_dir(rel):
+            self.kept[rel] = data
 
     _stage = stage
 
@@ -355,6 +392,8 @@ class Datastore:
         self._stage(self.paths.output_record(model_type, model_id, run_id),
                     f"method: {method}\nstatus: succeeded\ndata: {raw_rel}\n".encode())
         self.catalog.add_data(self.ns, model_type, model_id, name, version, raw_rel, len(raw))
+        if self.rewrites:
+            stage_rewrites(self)
         work.catalog_rows = self.catalog.rows(self.ns)
 
     def prepare(self, work: Work) -> None:
@@ -367,6 +406,9 @@ class Datastore:
         """
         paths = list(self.dirty)
         with recording(work):
+            index_read = getattr(self.backend, "prepare_reads", None)  # S3: swamp's prepare reads its index first
+            if index_read is not None:
+                index_read(self.ns, paths, work, lock_key=self.lock_key())
             cap = self.cfg.dirty_path_cap
             if cap and len(paths) > cap:  # swamp's dirty-path cap: past it the push walks the whole index
                 self.backend.read_index(self.ns, work, lock_key=self.lock_key())
@@ -375,7 +417,8 @@ class Datastore:
                 for rel in paths:
                     base = self.local[rel].version if rel in self.local else 0
                     r = remote.get(rel)
-                    if r is not None and r.version > base and r.digest != self.staged[rel].digest:
+                    if r is not None and r.version > base and r.digest != self.staged[rel].digest and (
+                            rel not in self.overwrites):
                         raise ConflictError(
                             f"conflict on {rel}: remote version {r.version} is newer than ours ({base})")
             if not self.uploads_at_commit:
@@ -443,24 +486,8 @@ class Datastore:
     # ---- commands ---------------------------------------------------------------
     def sync_run(self, model_id: str, method: str, payload_bytes: int, steps: list[Step],
                  model_type: str = MODEL_TYPE) -> None:
-        """One ``swamp model method run`` with sync around it (the seed's loop, or swamp's two-phase sync)."""
-        if self.cfg.sync == "two-phase":
-            from harness.datastore.two_phase import sync_run_two_phase
-
-            sync_run_two_phase(self, model_id, method, payload_bytes, steps, model_type)
-            return
-        with self.locked(steps) as grant:
-            with self._step(steps, "pull") as w:
-                self.pull(w)
-            with self._step(steps, "method") as w:
-                self.run_method_locally(model_type, model_id, method, payload_bytes, w)
-            with self._step(steps, "push") as w:
-                self.prepare(w)
-            with self._step(steps, "commit") as w:
-                self._pause("commit")
-                self.commit(grant, w)
-            with self._step(steps, "export") as w:
-                self.export_catalog(w)
+        """One ``swamp model method run`` with sync around it, as the scenario's profile runs it."""
+        self._profile(self, model_id, method, payload_bytes, steps, model_type)
 
     def delete_model(self, model_id: str, steps: list[Step], model_type: str = MODEL_TYPE) -> None:
         """``swamp model delete --force``: the definition goes, the data and catalog rows stay.
@@ -469,7 +496,7 @@ class Datastore:
         has it, committing against that view: a delete from a stale view (one
         that missed a re-creation of the model) would remove what it never saw.
         """
-        with self.locked(steps) as grant, self._step(steps, "delete") as w:
+        with self.locked(steps) as grant, self.step(steps, "delete") as w:
             self.pull(w)
             rel = self.paths.definition(model_type, model_id)
             self.staged.pop(rel, None)
@@ -497,7 +524,7 @@ class Datastore:
             files = [m for r, m in self.local.items() if model_of(r, self.ns) in set(orphans)]
             rows = sum(self.catalog.rows(self.ns, model) for model in orphans)
             return PruneReport(orphans, len(files), rows, dry_run)
-        with self.locked(steps) as grant, self._step(steps, "prune") as w:
+        with self.locked(steps) as grant, self.step(steps, "prune") as w:
             self.pull(w)
             orphans = self._orphans()
             owners = set(orphans)

@@ -99,7 +99,8 @@ class SwampWorker:
                          global_lock=ds.global_lock,
                          bookkeeping=ds.bookkeeping, upload_concurrency=ds.upload_concurrency,
                          download_concurrency=ds.download_concurrency, dirty_path_cap=ds.dirty_path_cap,
-                         catalog_export=scenario.workload.catalog_export, record_views=scenario.checks.safety)
+                         catalog_export=scenario.workload.catalog_export, push_scope=ds.push_scope,
+                         export_at=ds.export_at, record_views=scenario.checks.safety)
         self.rng = random.Random(rng_seed)
         self.pause_rng = random.Random(f"{rng_seed}-pauses") if rng_seed is not None else random.Random()
         self.events: list[dict] = []
@@ -132,7 +133,8 @@ class SwampWorker:
             model = f"{self.user}-m{i % w.models_per_worker}"
         return model, method, payload
 
-    def run_once(self) -> IterationOutcome:
+    def run_once(self, intended: float | None = None) -> IterationOutcome:
+        """One iteration; ``intended``: an open fleet's arrival, its intended start (epoch seconds)."""
         i = self.iteration
         self.iteration += 1
         model, method, payload = self.plan(i)
@@ -167,6 +169,8 @@ class SwampWorker:
             "user": self.user, "scenario": self.scenario.name, "backend": self.backend.name, "iteration": i,
             "model_id": model, "ok": error is None, "error_kind": classify(error) if error else "",
             "error": message[:500], "total_ms": total_ms,
+            "ts_intended": t_start if intended is None else intended,
+            "wait_ms": total_ms if intended is None else (t_start - intended) * 1000 + total_ms,
         }
         row.update(summarize(steps))
         row["catalog_rows"] = self.store.catalog.rows(self.store.ns)

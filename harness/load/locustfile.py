@@ -224,6 +224,8 @@ class SwampWorkerUser(User):
 
     def wait_time(self) -> float:
         load = self.environment.harness.load
+        if load is not None and load.arrivals is not None:
+            return 0.0  # an open fleet: the next arrival decides when (ArrivalQueue.take)
         return load.scenario.workload.think_time_s if load else 0.0
 
     def on_start(self) -> None:
@@ -253,7 +255,8 @@ class SwampWorkerUser(User):
     def iterate(self) -> None:
         if self.swamp_worker.iteration >= self.max_iterations:
             raise StopUser()
-        out = self.swamp_worker.run_once()
+        arrivals = self.environment.harness.load.arrivals if self.environment.harness.load else None
+        out = self.swamp_worker.run_once(arrivals.take() if arrivals is not None else None)
         fire = self.environment.events.request.fire
         backend = out.row["backend"]
         failed_step = next((s.name for s in reversed(out.steps) if s.name != "release"), None)

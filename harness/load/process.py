@@ -31,7 +31,9 @@ from harness.aws.clients import Clients, Sessions
 from harness.aws.fidelity.layer import FidelityLayer
 from harness.aws.keyload import KeyLoad
 from harness.aws.keyload import install as install_keyload
+from harness.clock import SystemClock
 from harness.datastore.backends.base import Backend
+from harness.load.arrivals import ArrivalQueue, ArrivalSchedule
 from harness.load.greenlets import executor_for_this_process, pool_size
 from harness.load.iteration import IterationOutcome
 from harness.plan.factory import Factory
@@ -53,6 +55,17 @@ def throttle_count(layer: FidelityLayer | None) -> int:
     return n + (layer.s3.throttles if layer.s3 is not None else 0)
 
 
+def open_arrivals(plan: RunPlan) -> ArrivalQueue | None:
+    """An open fleet's arrivals in this process, from now: rate / N in each of N load-sending processes."""
+    fleet = plan.scenario.fleet
+    if fleet.arrival != "open":
+        return None
+    share = plan.test.capacity_share if plan.test is not None else 1.0
+    clock = SystemClock()  # under Locust, its sleep yields to the other users (time is patched by gevent)
+    schedule = ArrivalSchedule(lambda elapsed: fleet.rate_at(elapsed) * share, fleet.process, clock.now())
+    return ArrivalQueue(schedule, clock)
+
+
 @dataclass
 class LoadSide:
     """What a load-sending process needs for one test."""
@@ -63,6 +76,7 @@ class LoadSide:
     layer: FidelityLayer | None
     users: int = 0
     keyload: KeyLoad = field(default_factory=KeyLoad)  # units per partition key (keys.csv)
+    arrivals: ArrivalQueue | None = None  # an open fleet's: this process's share of the arrivals
 
     @property
     def test(self) -> int:
@@ -189,7 +203,7 @@ class HarnessProcess:
     def setup_load(self, plan: RunPlan, clients: Clients, backend: Backend) -> LoadSide:
         """Install this test's fidelity layer on its clients; users started from now on run ``plan``."""
         layer = self.factory(plan).fidelity(clients)
-        self.load = LoadSide(plan, backend, clients, layer)
+        self.load = LoadSide(plan, backend, clients, layer, arrivals=open_arrivals(plan))
         if clients.dynamodb is not None:
             install_keyload(clients.dynamodb, self.load.keyload)
         return self.load

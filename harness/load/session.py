@@ -38,6 +38,7 @@ from harness.plan.model import RunPlan
 from harness.record import runinfo
 from harness.record.generator import GeneratorLog
 from harness.record.keys import KeysLog
+from harness.record.processes import ProcessesTail
 from harness.record.writer import HistoryWriter, ShardWriter
 
 log = logging.getLogger("harness")
@@ -58,6 +59,7 @@ class Session:
         self.runner = self.env.runner
         self.web = self.env.web_ui is not None
         self.root = Path(plan.run_dir).resolve()
+        self.processes_tail = ProcessesTail(self.root)
         self.distributed = isinstance(self.runner, MasterRunner)
         self.record_files = RunRecord(plan, self.web)
         self.current: ActiveTest | None = None
@@ -241,6 +243,7 @@ class Session:
             except OSError:
                 log.exception("harness: cannot write %s", t.generator.path)
             t.live.add_generator(time.time(), cpu)
+            t.live.add_processes(self.processes_tail.read())  # the harness's sampler: the machine, each second
             if self.process.sends_load:  # this process's own per-key units (a master's arrive with reports)
                 try:
                     t.keys.add(self.process.name, self.process.keys())

@@ -11,7 +11,7 @@ starts it and returns the plan with its URLs.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -73,6 +73,8 @@ class RunOptions:
     expect_workers_max_wait_s: float = 600.0  # ... or give up after this long
     master_bind_host: str = "*"
     master_bind_port: int = MASTER_PORT
+    rate_per_s: float | None = None  # --rate: open arrivals, whatever the scenario's fleet
+    checks: dict[str, float | None] = field(default_factory=dict)  # --max-p99-wait, ...: the scenario's [checks]
 
 
 def plan_run(opts: RunOptions, env: UserEnvironment, *, password: str = "",
@@ -84,6 +86,7 @@ def plan_run(opts: RunOptions, env: UserEnvironment, *, password: str = "",
     """
     extra = (env.scenarios_dir,) if env.scenarios_dir else ()
     sc = scenario if scenario is not None else scenarios.load(opts.scenario, extra)
+    sc = sc.with_overrides(rate_per_s=opts.rate_per_s).with_checks(**opts.checks)
     if opts.web:  # the fleet options are the form's prefill; each test's plan applies what the form asked
         sc = sc.with_overrides(backend=opts.backend)
         fleet = sc.with_overrides(workers=opts.workers, duration_s=opts.duration_s, spawn_rate=opts.spawn_rate).fleet
@@ -123,7 +126,7 @@ def plan_run(opts: RunOptions, env: UserEnvironment, *, password: str = "",
         run_id=run_id, run_dir=str(run_dir), scenario=sc, connection=connection,
         resources=Resources.for_run(run_id, opts.table, opts.bucket, allow_foreign=opts.allow_foreign,
                                     cleanup=opts.cleanup),
-        locust=LocustPlan(users=fleet.workers, spawn_rate=fleet.spawn_rate, run_time_s=fleet.duration_s,
+        locust=LocustPlan(users=fleet.peak_workers, spawn_rate=fleet.spawn_rate, run_time_s=fleet.duration_s,
                           processes=opts.processes, web=web, master=master, report=opts.report),
         stand_in=stand_in, seeding=seeding, latency=opts.latency or None, scenario_dirs=extra)
 

@@ -24,6 +24,7 @@ from harness.aws.instrument import register_table
 from harness.datastore.backends.base import Backend
 from harness.datastore.backends.dynamodb import GSI_KEYS, TABLE_KEYS, DynamoBackend
 from harness.datastore.backends.s3 import S3Backend
+from harness.datastore.backends.s3.swamp import S3Swamp
 from harness.errors import HarnessError
 from harness.plan.endpoints import SERVICES
 from harness.plan.model import RunPlan
@@ -59,6 +60,8 @@ class Factory:
         c = self.plan.connection
         wanted = list(services) if services is not None else self.services()
         sessions = {s: self.sessions.get(c.service(s).credentials) for s in wanted}
+        if self.plan.scenario.datastore.retries == "swamp":  # swamp's S3 client: maxAttempts 1 (its sync layer retries)
+            kw.setdefault("attempts", {"s3": 1})
         return self._make_clients(self.plan.endpoints, pool=pool, region=c.region, total_attempts=total_attempts,
                                   sessions=sessions, services=wanted, **kw)
 
@@ -84,9 +87,13 @@ class Factory:
         if sc.backend == "dynamodb":
             register_table(r.table, *TABLE_KEYS, GSI_KEYS)  # so write units count the GSI from the first call
             return DynamoBackend(clients.dynamodb, r.table, sc.datastore.gsi, tags=tags, create=create,
-                                 executor=self.executor, pull_concurrency=threads)
-        return S3Backend(clients.s3, r.bucket, sc.datastore.s3_index, prefix=r.prefix, tags=tags, create=create,
-                         executor=self.executor, read_concurrency=threads)
+                                 executor=self.executor, pull_concurrency=threads,
+                                 registry_adds=sc.datastore.registry_adds, retries=sc.datastore.retries)
+        ds = sc.datastore
+        swamp = S3Swamp(shards=ds.s3_shards, commit=ds.s3_commit, prepare_read=ds.prepare_index_read,
+                        command_requests=ds.s3_command_requests, retries=ds.retries)
+        return S3Backend(clients.s3, r.bucket, ds.s3_index, prefix=r.prefix, tags=tags, create=create,
+                         executor=self.executor, read_concurrency=threads, swamp=swamp)
 
     # ---- provisioning and teardown ------------------------------------------------------------
 

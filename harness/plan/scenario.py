@@ -27,19 +27,25 @@ from harness.aws.fidelity.latency import load_profile, parse_dist
 from harness.aws.fidelity.layer import FidelityConfig
 from harness.aws.fidelity.throttle import DynamoCapacity, S3Rates
 from harness.datastore.backends.dynamodb import GSI_LAYOUTS
+from harness.datastore.backends.dynamodb.bookkeeping import REGISTRY_ADDS
 from harness.datastore.backends.s3 import INDEX_KINDS
+from harness.datastore.backends.s3.swamp import COMMAND_REQUESTS, COMMITS, PREPARE_READS, RETRIES, SHARDS
 from harness.datastore.catalog import CATALOG_EXPORTS
 from harness.datastore.lock import BACKOFFS, LockConfig, swamp_backoff
 from harness.datastore.model import METHODS
+from harness.datastore.swamp_push import EXPORTS_AT, PUSH_SCOPES
 from harness.datastore.sync import BOOKKEEPING, GLOBAL_LOCKS, INDEX_COMMITS, LOCK_SCOPES, SYNC_MODES
 from harness.errors import HarnessError
 from harness.plan.sections import (  # noqa: F401  (re-exported: the scenario's types live with it)
+    ARRIVALS,
     BACKENDS,
     KINDS,
     LIFECYCLES,
     NAMESPACES,
+    PROCESSES,
     SWAMP_DIRTY_CAP,
     SWAMP_DOWNLOADS,
+    SWAMP_GLOBAL_POLL_S,
     SWAMP_UPLOADS,
     Background,
     Checks,
@@ -48,10 +54,12 @@ from harness.plan.sections import (  # noqa: F401  (re-exported: the scenario's 
     Fleet,
     Pauses,
     Scenario,
+    Stage,
     Workload,
     swamp_for_backend,
 )
 from harness.plan.toml_reader import TomlReader as _Reader
+from harness.rates import parse_rate
 
 # ---- loading ----------------------------------------------------------------------
 
@@ -119,11 +127,56 @@ def _fleet(f: _Reader) -> Fleet:
     workers, ramp = f.integer("workers", 4, 1), f.duration("ramp", 0.0, positive=False)
     if ramp and "spawn_rate" in f.t:
         raise f.fail("ramp", "and fleet.spawn_rate both set how fast users start: give one of them")
+    arrival = f.choice("arrival", "closed", ARRIVALS)
+    rate = _rate(f, "rate")
+    if arrival == "open" and not rate and not f.t.get("stages"):
+        raise f.fail("arrival", "= \"open\" needs fleet.rate, e.g. rate = \"2/s\" or \"120/min\"")
+    for key in ("rate", "process"):
+        if arrival == "closed" and key in f.t:
+            raise f.fail(key, "only applies to arrival = \"open\" (a closed fleet starts each sync after its last)")
+    stages = _stages(f, arrival, workers)
     fleet = Fleet(workers=workers, spawn_rate=workers / ramp if ramp else f.number("spawn_rate", 4.0, 0.01),
-                  duration_s=f.duration("duration", 60.0), max_iterations=f.integer("max_iterations", 100_000, 1),
-                  ramp_s=ramp)
+                  duration_s=f.duration("duration", sum(st.duration_s for st in stages) or 60.0),
+                  max_iterations=f.integer("max_iterations", 100_000, 1),
+                  ramp_s=ramp, arrival=arrival, rate_per_s=rate, process=f.choice("process", "poisson", PROCESSES),
+                  stages=stages)
     f.done()
+    if arrival == "open" and not fleet.rate_at(0.0):
+        raise f.fail("rate", "is needed: the first stage gives no rate, so the open fleet would start with none")
     return fleet
+
+
+def _rate(r: _Reader, key: str) -> float:
+    """A rate key's arrivals per second; 0.0 when it is not given."""
+    value = r.get(key, None)
+    if value is None:
+        return 0.0
+    try:
+        return parse_rate(value)
+    except ValueError as e:
+        raise r.fail(key, f"must be a rate like \"2/s\" or \"120/min\": {e}") from None
+
+
+def _stages(f: _Reader, arrival: str, workers_before: int) -> tuple[Stage, ...]:
+    """``[[fleet.stages]]``: each a duration and the users (closed or open) or the arrival rate (open) to hold.
+
+    A stage that gives no users keeps the last stage's (the fleet's for the first): resolved here, so a test's
+    user count (Locust's -u, the stages' peak) never stands in for it.
+    """
+    table = f.get("stages", [])
+    if not isinstance(table, list):
+        raise f.fail("stages", "must be an array of tables: [[fleet.stages]] with duration and workers or rate")
+    out = []
+    for i, t in enumerate(table):
+        r = _Reader(t, f"fleet.stages[{i}]", f.source)
+        workers, rate = r.integer("workers", 0, 0), _rate(r, "rate")
+        stage = Stage(duration_s=r.duration("duration", 0.0), workers=workers, rate_per_s=rate)
+        r.done()
+        if rate and arrival != "open":
+            raise r.fail("rate", "needs fleet.arrival = \"open\" (a closed fleet has no arrival rate)")
+        workers_before = workers or workers_before
+        out.append(Stage(stage.duration_s, workers_before, stage.rate_per_s))
+    return tuple(out)
 
 
 def _workload(w: _Reader) -> Workload:
@@ -161,13 +214,23 @@ def _datastore(d: _Reader, backend: str, workload: Workload, lock_backoff: Any) 
                        index_commit=d.choice("index_commit", "delta", INDEX_COMMITS),
                        prune_every=d.integer("prune_every", 0, 0), fencing=d.boolean("fencing", True),
                        sync=d.choice("sync", "one-lock", SYNC_MODES),
-                       global_poll_s=d.duration("global_poll", 1.0),
+                       global_poll_s=SWAMP_GLOBAL_POLL_S if d.get("global_poll", None) == "swamp"
+                       else d.duration("global_poll", SWAMP_GLOBAL_POLL_S),
                        global_lock=d.choice("global_lock", "swamp", GLOBAL_LOCKS),
                        bookkeeping=d.choice("bookkeeping", "harness", BOOKKEEPING),
                        upload_concurrency=d.integer_or_swamp("upload_concurrency", 1, SWAMP_UPLOADS[backend], 1),
                        download_concurrency=d.integer_or_swamp("download_concurrency", 1, SWAMP_DOWNLOADS[backend],
                                                                1),
                        dirty_path_cap=d.integer_or_swamp("dirty_path_cap", 0, SWAMP_DIRTY_CAP[backend], 0),
+                       push_scope=d.choice("push_scope", "changed", PUSH_SCOPES),
+                       export_at=d.choice("export_at", "after-commit", EXPORTS_AT),
+                       registry_adds=d.choice("registry_adds", "one", REGISTRY_ADDS),
+                       s3_shards=d.choice("s3_shards", "model", SHARDS),
+                       s3_commit=d.choice("s3_commit", "harness", COMMITS),
+                       prepare_index_read="all" if d.get("prepare_index_read", None) == "swamp"
+                       else d.choice("prepare_index_read", "none", PREPARE_READS),
+                       s3_command_requests=d.choice("s3_command_requests", "none", COMMAND_REQUESTS),
+                       retries=d.choice("retries", "harness", RETRIES),
                        swamp_values=tuple(k for k in ("upload_concurrency", "download_concurrency", "dirty_path_cap")
                                           if d.t.get(k) == "swamp")
                        + (("backoff",) if lock_backoff == "swamp" else ()))
@@ -182,6 +245,12 @@ def _datastore(d: _Reader, backend: str, workload: Workload, lock_backoff: Any) 
     if ds.sync == "two-phase" and ds.gsi == "legacy" and backend == "dynamodb":
         raise d.fail("gsi", "\"legacy\" cannot go with sync = \"two-phase\" on DynamoDB: the per-model partitions "
                             "that fence a model's commit are the per-model GSI's; use \"per-model\"")
+    if ds.registry_adds == "swamp" and ds.bookkeeping != "swamp":
+        raise d.fail("registry_adds", "is how swamp's bookkeeping writes its registry: needs bookkeeping = \"swamp\"")
+    if ds.export_at == "swamp" and ds.sync != "two-phase":
+        raise d.fail("export_at", "\"swamp\" is the export inside two-phase's commit: needs sync = \"two-phase\"")
+    if ds.s3_shards == "swamp" and ds.s3_index != "sharded":
+        raise d.fail("s3_shards", "\"swamp\" is the keys of swamp's shards: needs s3_index = \"sharded\"")
     if ds.prune_every and workload.lifecycle != "disposable":
         raise d.fail("prune_every", "only makes sense with disposable models (nothing is orphaned otherwise)")
     return ds
@@ -205,7 +274,8 @@ def _checks(c: _Reader) -> Checks:
     if ratio > 1:
         raise c.fail("max_failure_ratio", f"must be between 0 and 1, got {ratio}")
     checks = Checks(max_failure_ratio=ratio, min_rate_last_window=c.number("min_rate_last_window", 0.0),
-                    window_s=c.duration("window", 30.0), safety=c.boolean("safety", False))
+                    window_s=c.duration("window", 30.0), max_p99_wait_s=c.duration("max_p99_wait", 0.0, False),
+                    safety=c.boolean("safety", False))
     c.done()
     return checks
 

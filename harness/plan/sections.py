@@ -18,6 +18,20 @@ BACKENDS = ("dynamodb", "s3")
 KINDS = ("throughput", "write-stress", "disposable")
 LIFECYCLES = ("long-lived", "disposable")
 NAMESPACES = ("shared", "per-worker")
+ARRIVALS = ("closed", "open")
+PROCESSES = ("poisson", "uniform")
+
+
+@dataclass(frozen=True)
+class Stage:
+    """One stage of a load shape (``[[fleet.stages]]``): for ``duration_s``, this many users or this arrival rate.
+
+    0 keeps the previous stage's value (the fleet's own for the first stage).
+    """
+
+    duration_s: float
+    workers: int = 0
+    rate_per_s: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -27,6 +41,35 @@ class Fleet:
     duration_s: float = 60.0
     max_iterations: int = 100_000  # per worker: every loop is bounded in count as well as time
     ramp_s: float = 0.0  # users start evenly over this long (spawn rate = workers / ramp); 0: spawn_rate decides
+    arrival: str = "closed"  # closed: each user starts its next sync when its last ends; open: syncs arrive at a rate
+    rate_per_s: float = 0.0  # open: arrivals per second over the whole fleet (each of N processes takes rate / N)
+    process: str = "poisson"  # open: poisson (exponential gaps) | uniform (even gaps)
+    stages: tuple[Stage, ...] = ()  # a load shape (Locust's LoadTestShape): run only when given
+
+    @property
+    def peak_workers(self) -> int:
+        """The most users any stage runs (Locust's -u with stages, so each process sizes its clients for it)."""
+        return max([self.workers, *(st.workers for st in self.stages)])
+
+    def users_at(self, elapsed_s: float) -> int:
+        """The stage's users ``elapsed_s`` into the test (the load shape's); past the last stage, the last's."""
+        users, t = self.workers, 0.0
+        for st in self.stages:
+            users = st.workers or users
+            t += st.duration_s
+            if elapsed_s < t:
+                break
+        return users
+
+    def rate_at(self, elapsed_s: float) -> float:
+        """The fleet's arrival rate ``elapsed_s`` into the test: the stage's, or the fleet's own."""
+        rate, t = self.rate_per_s, 0.0
+        for st in self.stages:
+            rate = st.rate_per_s or rate
+            t += st.duration_s
+            if elapsed_s < t:
+                return rate
+        return rate
 
 
 @dataclass(frozen=True)
@@ -58,6 +101,18 @@ class DatastoreSpec:
     upload_concurrency: int = 1  # content uploads at a time (swamp's S3: 25)
     download_concurrency: int = 1  # content downloads at a time (swamp's S3: 50; its DynamoDB: 1)
     dirty_path_cap: int = 0  # past this many dirty paths a push reads the whole index (swamp: S3 200, DynamoDB 1000)
+    # swamp's DynamoDB extension as its code reads (docs/swamp-today.md); each defaults to the harness's behaviour
+    push_scope: str = "changed"  # swamp: a push rewrites every version of the data name (core marks its directory)
+    export_at: str = "after-commit"  # swamp: DynamoDB writes the catalog export inside commitPush, under the lock
+    registry_adds: str = "one"  # swamp: one ADD per distinct GSI partition of a push's files, FILE#-prefixed
+    # swamp's S3 extension as its code reads (docs/swamp-today.md); each defaults to the harness's behaviour
+    s3_shards: str = "model"  # swamp: partitionKeyFromPath's keys (a run touches data, latest, outputs, _root)
+    s3_commit: str = "harness"  # swamp: _meta.json and each dirty shard read again under the lock, GET + PUT in turn
+    prepare_index_read: str = "none"  # all (swamp: the meta and every shard, on every push) | dirty (a fork's)
+    s3_command_requests: str = "none"  # swamp: HeadBucket, the scoped pull's 3 shard GETs, a new model's LIST + PUT
+    # retries, both backends: swamp: 3 tries at 500 ms x 3^n +- 25 % (S3: its SDK at one attempt; DynamoDB: around
+    # each data-path request, the SDK's kept, unprocessed batch items min(500 ms x 2^n, 5 s) x 8)
+    retries: str = "harness"
     swamp_values: tuple[str, ...] = ()  # the keys given as "swamp": resolved again when --backend changes it
 
     def namespace_of(self, process: int, n: int) -> str | None:
@@ -95,6 +150,7 @@ class Checks:
     max_failure_ratio: float = 1.0
     min_rate_last_window: float = 0.0
     window_s: float = 30.0
+    max_p99_wait_s: float = 0.0  # 0: off; else the 99th percentile of the wait (intended start to end) at most this
     safety: bool = False  # check the run's history against the final remote state; a violation fails the run
 
 
@@ -159,10 +215,15 @@ class Scenario:
         return asdict(self)
 
     def with_overrides(self, *, backend: str | None = None, workers: int | None = None,
-                       duration_s: float | None = None, spawn_rate: float | None = None) -> Scenario:
+                       duration_s: float | None = None, spawn_rate: float | None = None,
+                       rate_per_s: float | None = None) -> Scenario:
         from dataclasses import replace
 
         fleet = self.fleet
+        if rate_per_s is not None:  # --rate: any scenario, open
+            if rate_per_s <= 0:
+                raise HarnessError(f"--rate must be positive, got {rate_per_s:g}/s")
+            fleet = replace(fleet, arrival="open", rate_per_s=rate_per_s)
         if workers is not None:
             if workers < 1:
                 raise HarnessError(f"--workers must be at least 1, got {workers}")
@@ -184,9 +245,20 @@ class Scenario:
         return swamp_for_backend(out) if out.backend != self.backend else out
 
 
+    def with_checks(self, **limits: float | None) -> Scenario:
+        """The scenario with the command line's check limits (``None``: the scenario's own)."""
+        from dataclasses import replace
+
+        given = {k: v for k, v in limits.items() if v is not None}
+        if given.get("max_failure_ratio", 0) > 1 or any(v < 0 for v in given.values()):
+            raise HarnessError(f"check limits must be 0 or more (a failure ratio at most 1), got {given}")
+        return replace(self, checks=replace(self.checks, **given)) if given else self
+
+
 SWAMP_UPLOADS = {"s3": 25, "dynamodb": 10}  # files written at a time (docs/swamp-today.md)
 SWAMP_DOWNLOADS = {"s3": 50, "dynamodb": 1}
 SWAMP_DIRTY_CAP = {"s3": 200, "dynamodb": 1000}
+SWAMP_GLOBAL_POLL_S = 1.0  # acquireModelLocks sleeps a fixed 1,000 ms between looks at the global lock
 
 
 def swamp_for_backend(sc: Scenario) -> Scenario:

@@ -2,14 +2,19 @@
 
 A performance engineer asks first "what is saturated". The candidates are the
 shared resources (each lock key, the table's and each GSI's capacity, the
-hottest partition key, each load-generating Locust process, the stand-in) and
+hottest partition key, each load-generating Locust process, the stand-in, the
+machine's cores: ``harness/record/machine.py``) and
 the workers themselves (``step``: every worker inside an iteration all the time,
 most of it in one step, with no shared resource saturated: the fleet is bound
 by its own iteration time). The rule, in order:
 
 1. a shared resource at or above its saturation mark (80 %; a load generator
-   90 %, Locust's own mark) is the bound; of several, the generator first (when
-   it is saturated every other number measures it), then the busiest;
+   90 %, Locust's own mark; a stand-in by its own CPU 90 % of a core; the
+   machine 90 % of its cores used by the harness's own processes) is the bound;
+   of several, the generator first (when it is saturated every other number
+   measures it), then the busiest, the machine only when nothing else is
+   saturated (a lock, a key or a stand-in that is saturated is the more
+   specific bound); other load on the machine is a note, never the bound;
 2. else, when the workers are busy at least half the time, the step they spend
    it in;
 3. else the busiest resource above 50 %;
@@ -25,8 +30,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-KINDS = ("lock", "step", "capacity", "partition", "generator", "stand-in")
-SATURATED = {"generator": 0.9}
+KINDS = ("lock", "step", "capacity", "partition", "generator", "stand-in", "machine")
+SATURATED = {"generator": 0.9, "machine": 0.9}
 SATURATED_DEFAULT = 0.8
 BUSY = 0.5  # below this nothing binds the fleet
 
@@ -41,10 +46,12 @@ class Resource:
     interval: tuple[float, float] | None = None  # 95 % interval on the utilization
     evidence: dict[str, Any] = field(default_factory=dict)
     candidate: bool = True  # False: shown, but cannot bind the fleet (a lock with one holder, no hard limit)
+    mark: float | None = None  # its own saturation mark (a stand-in's CPU: 90 % of a core), else its kind's
 
     @property
     def saturated(self) -> bool:
-        return self.utilization >= SATURATED.get(self.kind, SATURATED_DEFAULT)
+        return self.utilization >= (self.mark if self.mark is not None else
+                                    SATURATED.get(self.kind, SATURATED_DEFAULT))
 
     def label(self) -> str:
         return LABELS.get(self.kind, self.kind) + (f" {self.name}" if self.name else "")
@@ -60,9 +67,10 @@ def choose(resources: list[Resource]) -> Resource | None:
     pool = [r for r in resources if r.candidate and r.utilization == r.utilization]
     shared = [r for r in pool if r.kind != "step"]
     saturated = [r for r in shared if r.saturated]
-    if saturated:
+    if saturated:  # the generator first; the machine only when nothing of its own (a lock, a key, ...) is
         gen = [r for r in saturated if r.kind == "generator"]
-        return max(gen or saturated, key=lambda r: r.utilization)
+        own = [r for r in saturated if r.kind != "machine"]
+        return max(gen or own or saturated, key=lambda r: r.utilization)
     steps = [r for r in pool if r.kind == "step" and r.utilization >= BUSY]
     if steps:
         return max(steps, key=lambda r: r.utilization)
@@ -138,6 +146,10 @@ def describe(r: Resource) -> str:
                 f"the {_n(e.get('limit_per_s'))} a partition takes ({_pct(r.utilization)}{_iv(r.interval)})")
     if r.kind == "generator":
         return f"Locust process {r.name} at a mean {_pct(r.utilization)}{_iv(r.interval)} CPU ({_cpu_samples(e)})"
+    if r.kind == "stand-in" and e.get("basis") == "cpu":
+        return f"the stand-in {r.name} at a mean {_pct(r.utilization)}{_iv(r.interval)} of a core ({_cpu_samples(e)})"
+    if r.kind == "machine":
+        return machine_words(r)
     if r.kind == "stand-in":
         return (f"the stand-in: its {e.get('op', 'probe')} probe took {_n(e.get('now_ms'))} ms against "
                 f"{_n(e.get('baseline_ms'))} ms at its quickest, a server about {_pct(r.utilization)} busy "
@@ -148,8 +160,36 @@ def describe(r: Resource) -> str:
     return f"{r.kind} {r.name}: {_pct(r.utilization)}"
 
 
+def machine_words(r: Resource) -> str:
+    """``the machine: 2 cores 97 % busy with the harness's own processes — locust 85 %, dynalite 80 %``."""
+    e = r.evidence
+    shares = ", ".join(f"{n} {_pct(v)}" for n, v in (e.get("shares") or {}).items() if v >= 0.05)
+    s = (f"the machine: {e.get('cores', '?')} cores {_pct(r.utilization)}{_iv(r.interval)} busy with the harness's "
+         f"own processes" + (f" — {shares}" if shares else ""))
+    return s + (f" ({_cpu_samples(e)})" if e.get("samples") is not None else "")
+
+
+OTHER_LOAD = 0.25  # other work on the machine worth a note: a quarter of its cores
+
+
+def other_load_note(resources: list[Resource]) -> str:
+    """A note when other work shared the machine (it counts for nothing toward the bound)."""
+    m = next((r for r in resources if r.kind == "machine"), None)
+    other = (m.evidence.get("other") or 0.0) if m else 0.0
+    if other < OTHER_LOAD:
+        return ""
+    return (f" (a note: other work on this machine took {_pct(other)} of its cores beside the harness's "
+            f"{_pct(m.utilization)}; it is not the bound, but it slows what it shares)")
+
+
 def sentence(bound: Resource | None, resources: list[Resource], where: str = "") -> str:
     """One sentence: what binds the fleet and the numbers that show it (or that nothing does)."""
+    s = _sentence(bound, resources, where)
+    note = other_load_note(resources)
+    return s[:-1] + note + "." if note and s.endswith(".") else s
+
+
+def _sentence(bound: Resource | None, resources: list[Resource], where: str = "") -> str:
     where = f" {where}" if where else ""
     other = busiest_shared(resources, bound)
     tail = f"; the busiest shared resource was {describe(other)}" if other is not None else ""
@@ -162,6 +202,9 @@ def sentence(bound: Resource | None, resources: list[Resource], where: str = "")
         sat = SATURATED_DEFAULT * 100
         return (f"The fleet is bound by its own iteration time{where}: {describe(bound)}, and no shared resource "
                 f"was {sat:.0f} % busy{tail}.")
+    if bound.kind == "machine":
+        return (f"The fleet is bound by {describe(bound)}{where}: every number measures this machine, not the "
+                f"datastore.")
     if bound.kind == "generator":
         return (f"The fleet is bound by the load generator{where}: {describe(bound)}; every other number measures "
                 f"the generator, not the datastore.")

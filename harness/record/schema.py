@@ -48,5 +48,9 @@ SCHEMA = pa.schema(
     + [col for n, ms in STEP_REQUEST_COLUMNS.values() for col in ((n, pa.int64()), (ms, pa.float64()))]
     + [(c, pa.int64()) for c in QUERY_COLUMNS]
     + [(c, pa.int64()) for c in SIZE_COLUMNS]
+    # The open fleet's (harness.load.arrivals): when the sync was meant to start, and its wait from then to its
+    # end. A closed fleet's rows carry intended = actual start and wait = total_ms; rows written before these
+    # columns read as nulls.
+    + [("ts_intended", pa.timestamp("us", tz="UTC")), ("wait_ms", pa.float64())]
 )
 COLUMNS = tuple(SCHEMA.names)

@@ -32,8 +32,9 @@ ITERATIONS_DIR = "iterations"
 def to_table(rows: list[dict]) -> pa.Table:
     """Rows carry epoch-second floats (they cross Locust's msgpack channel); store UTC timestamps."""
     cols = {name: [r.get(name) for r in rows] for name in SCHEMA.names}
-    for ts in ("ts_start", "ts_end"):
-        cols[ts] = pa.array([int(v * 1_000_000) for v in cols[ts]], pa.int64()).cast(SCHEMA.field(ts).type)
+    for ts in ("ts_start", "ts_end", "ts_intended"):
+        cols[ts] = pa.array([None if v is None else int(v * 1_000_000) for v in cols[ts]],
+                            pa.int64()).cast(SCHEMA.field(ts).type)
     return pa.table(cols, schema=SCHEMA)
 
 

@@ -10,7 +10,10 @@ Definitions (these are what ``safety.json`` counts):
   or an older or foreign version replaced it), or an acknowledged delete was
   undone, or an acknowledged write was overwritten by a later commit whose
   holder had never seen it (a lost update). A write superseded by a later
-  acknowledged commit that saw it is not lost.
+  acknowledged commit that saw it is not lost. A path a commit names in
+  ``overwrites`` (swamp's S3 catalog export: every worker of a namespace
+  writes it from its own catalog, the last writer's kept) has no lost
+  update, and a commit of it whose outcome is unknown may be the last.
 - **phantom**: readers see a version of a path that no acknowledged commit
   wrote: one from a commit that failed, or from nowhere in the history. A
   commit whose outcome is unknown (cut short by the end of the run, or its
@@ -71,6 +74,7 @@ class _Op:
     digest: str
     cid: str
     view: int | None  # the sequence its commit's holder had seen (its pull, else its commit's start)
+    blind: bool = False  # an overwrite: its holder claims no view of the path (the last writer's is kept)
 
 
 @dataclass
@@ -184,12 +188,14 @@ def _entry_findings(commits: list[dict], state: dict, untracked_ok: bool) -> tup
     failed_versions: dict[str, set] = defaultdict(set)
     maybe_versions: dict[str, dict] = defaultdict(dict)  # from indeterminate commits: version -> the view it had
     maybe_deleted: dict[str, float] = {}  # from indeterminate deletes: path -> when the latest one started
+    blind = {p for c in commits for p in c.get("overwrites", ())}
     for c in commits:
         if c.get("ok"):
             view = _view(c)
             at, cid = c.get("complete_ms", 0), c.get("cid", "")
             for path, version, digest, *_ in c.get("writes", []):
-                ops[path].append(_Op(c["seq"], at, "write", version, digest, cid, view))
+                ops[path].append(_Op(c["seq"], at, "write", version, digest, cid, view,
+                                     path in c.get("overwrites", ())))
                 acked_versions[path].add((version, digest))
             for path, version, digest in c.get("deletes", []):
                 ops[path].append(_Op(c["seq"], at, "delete", version, digest, cid, view))
@@ -210,15 +216,16 @@ def _entry_findings(commits: list[dict], state: dict, untracked_ok: bool) -> tup
         got = (seen["version"], seen["digest"]) if seen else None
         history = sorted(ops.get(path, []), key=lambda o: (o.seq, o.at))
         for earlier, later in zip(history, history[1:], strict=False):
-            if later.view is not None and later.view < earlier.seq and (later.version, later.digest) != (
-                    earlier.version, earlier.digest):
+            if not later.blind and later.view is not None and later.view < earlier.seq and (
+                    later.version, later.digest) != (earlier.version, earlier.digest):
                 lost.append({"path": path, "expected": [earlier.version, earlier.digest],
                              "found": list(got) if got else None, "seq": earlier.seq, "cid": earlier.cid,
                              "why": f"overwritten by commit {later.cid}, whose view (sequence {later.view}) "
                                     f"never saw it"})
         last = history[-1] if history else None
         expected = (last.version, last.digest) if last and last.kind == "write" else None
-        superseded = got in maybe_versions[path] and maybe_versions[path][got] >= (last.seq if last else 0)
+        superseded = got in maybe_versions[path] and (path in blind  # (an overwrite's view says nothing)
+                                                      or maybe_versions[path][got] >= (last.seq if last else 0))
         # a delete cut short after the last acknowledged write may have landed: the entry may be gone
         maybe_gone = got is None and last is not None and maybe_deleted.get(path, -1) >= last.at
         if last is not None and last.kind == "write" and got != expected and not superseded and not maybe_gone:

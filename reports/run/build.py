@@ -11,7 +11,7 @@ from typing import Any
 
 from reports.compare.compare import compare, overlay_series
 from reports.load import COUNT_COLUMNS, STEP_COLUMNS, Run, expand, open_run
-from reports.run import compute, figures, page
+from reports.run import compute, figures, page, wait, wait_figure
 from reports.run.causes import COUNT_LABELS, STEP_DRIVERS, STEP_LABELS
 from reports.run.findings import findings
 from reports.series import count_means, rate_series, run_span, seconds_since, step_means, successes, with_windows
@@ -26,7 +26,7 @@ def _slug(text: str) -> str:
 
 def findings_of(run: Run) -> dict[str, Any]:
     return findings(run.rows, run.info, probes=run.probes, generator=run.generator, safety=run.safety,
-                    locks=run.locks, keys=run.keys)
+                    locks=run.locks, keys=run.keys, processes=run.processes)
 
 
 def roles(f: dict[str, Any]) -> dict[int, str]:
@@ -80,7 +80,7 @@ def run_figures(run: Run, f: dict[str, Any], fig_dir: Path, prefix: str = "") ->
     if counts.shape[1]:
         figures.work_counts(counts, span.seconds, title, out(
             "work_counts.png", "mean work counts of successful iterations (all-zero counts left out)"))
-    if rows["lock_wait_ms"].max() > 0:
+    if compute.lock_waits(rows).max() > 0:
         figures.lock_wait(*compute.lock_wait_histogram(rows), title,
                           out("lock_wait.png", "lock wait per iteration, succeeded and failed"))
     ok_rows = successes(rows, ["ts_end", "total_ms", *STEP_COLUMNS, *COUNT_COLUMNS])
@@ -109,6 +109,13 @@ def run_figures(run: Run, f: dict[str, Any], fig_dir: Path, prefix: str = "") ->
                                 g["cpu_percent"].to_numpy()[keep & (g["process"] == name).to_numpy()])
                     for name in sorted(g["process"].unique())}
         figures.generator(series_g, span.seconds, title, out("generator.png", "load generator CPU per Locust process"))
+    if f.get("wait") or f.get("stages"):
+        fleet = (run.info.get("scenario") or {}).get("fleet") or {}
+        ti = seconds_since(wait.intended(rows), span.t0)
+        wait_figure.queue_and_wait(wait.queued_series(rows, span, fleet, window), ti, wait.waits(rows).to_numpy(),
+                                   window, f.get("stages") or [], span.seconds, title,
+                                   out("wait.png", "arrivals queued (arrived, not yet started) and the wait's p50 / "
+                                                   "p99 by intended start; each stage's start dotted"))
     return made
 
 

@@ -14,9 +14,9 @@ import pandas as pd
 
 from reports.run.verdict import find_stall, rate_between
 from reports.series import run_span
-from reports.stats import rate_interval, wilson_interval
+from reports.stats import quantile_interval, rate_interval, wilson_interval
 
-COLUMNS = ["ts_start", "ts_end", "user", "ok", "error_kind", "total_ms"]  # what the checks read
+COLUMNS = ["ts_start", "ts_end", "user", "ok", "error_kind", "total_ms", "wait_ms"]  # what the checks read
 
 
 @dataclass(frozen=True)
@@ -66,7 +66,23 @@ def results(rows: pd.DataFrame, checks: Any, info: dict | None = None) -> list[C
                 "stalled", False, 0.0, min_rate,
                 f"no successful iteration in the last {stalled['gap_s']:.0f}s of the run (stalled; 95 % interval "
                 f"on the rate there {lo0:.3g}-{hi0:.3g} it/s)"))
+    max_wait = _get(checks, "max_p99_wait_s", 0.0)
+    if max_wait > 0:
+        out.append(_p99_wait(rows, max_wait))
     return out
+
+
+def _p99_wait(rows: pd.DataFrame, limit_s: float) -> CheckResult:
+    """The wait's 99th percentile (every arrival, failed ones too) against ``max_p99_wait``, with its interval."""
+    from reports.run.wait import waits
+
+    w = waits(rows)
+    p99 = float(w.quantile(0.99)) / 1000
+    lo, hi = quantile_interval(w.to_numpy() / 1000, 0.99)
+    above = p99 > limit_s
+    return CheckResult("max_p99_wait", not above, p99, limit_s,
+                       f"max_p99_wait: the wait's p99 {p99:.3g}s ({len(w)} arrivals; 95 % interval {lo:.3g}-"
+                       f"{hi:.3g}s) is {'above' if above else 'within'} the allowed {limit_s:g}s")
 
 
 def evaluate(rows: pd.DataFrame, checks: Any, info: dict | None = None) -> list[str]:

@@ -97,9 +97,19 @@ def step_shares(ok: pd.DataFrame) -> pd.Series:
     return means / total if total > 0 else means
 
 
+LOCK_WAIT_COLUMNS = ("lock_wait_ms", "commit_lock_ms")  # two-phase waits twice: the model lock, the global one
+
+
+def lock_waits(rows: pd.DataFrame) -> pd.Series:
+    """Each iteration's time waiting for locks, every lock it took: the lock step and (two-phase) the commit
+    lock's, so both profiles are measured alike (a two-phase timeout of the commit acquire waited there)."""
+    cols = [c for c in LOCK_WAIT_COLUMNS if c in rows.columns]
+    return rows[cols].fillna(0.0).sum(axis=1) if cols else pd.Series(0.0, index=rows.index)
+
+
 def lock_wait_histogram(rows: pd.DataFrame, bins: int = 50) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Log-spaced bin edges (ms) and the counts of succeeded and failed iterations' lock waits in them."""
-    waits = np.clip(rows["lock_wait_ms"].to_numpy(dtype=float), 0.1, None)
+    waits = np.clip(lock_waits(rows).to_numpy(dtype=float), 0.1, None)
     ok = rows["ok"].to_numpy(dtype=bool)
     edges = np.logspace(-1, np.log10(max(float(waits.max()), 1.0)) + 0.01, bins + 1)
     return edges, np.histogram(waits[ok], edges)[0], np.histogram(waits[~ok], edges)[0]

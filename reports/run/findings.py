@@ -21,9 +21,10 @@ from reports.run.causes import (
     probe_trend,
     step_causes,
 )
-from reports.run.compute import ERROR_KINDS, failure_table, percentile_table, step_shares
+from reports.run.compute import ERROR_KINDS, failure_table, lock_waits, percentile_table, step_shares
 from reports.run.utilization import Usage, table_rows
 from reports.run.verdict import Level, fleet_verdict
+from reports.run.wait import stage_rows, wait_findings
 from reports.series import compared_windows, pick_window, run_span, seconds_since, successes
 from reports.stats import rate_interval, wilson_interval
 
@@ -33,7 +34,7 @@ SAFETY_KEYS = ("acknowledged", "lost", "phantom", "overlaps", "violations")
 def findings(rows: pd.DataFrame, info: dict | None = None, *, probes: pd.DataFrame | None = None,
              generator: pd.DataFrame | None = None, safety: dict | None = None,
              window: float | None = None, locks: pd.DataFrame | None = None,
-             keys: pd.DataFrame | None = None) -> dict[str, Any]:
+             keys: pd.DataFrame | None = None, processes: pd.DataFrame | None = None) -> dict[str, Any]:
     """The findings of one run from its rows and side files (all optional but the rows)."""
     info = info or {}
     span = run_span(info, rows)
@@ -46,7 +47,7 @@ def findings(rows: pd.DataFrame, info: dict | None = None, *, probes: pd.DataFra
     late = floor if fleet["degraded"] and fleet["floor_index"] != 0 and floor.successes >= 2 else end
     # the resources first: their lock timelines are let go before the successful rows are copied below
     bound = _bottlenecks(Usage(rows, info, span, window, locks=locks, keys=keys, generator=generator,
-                               probes=probes), fleet, span.seconds)
+                               probes=probes, processes=processes), fleet, span.seconds)
     t = seconds_since(rows["ts_end"], span.t0)
     extra = [c for c in (*REQUEST_COLUMNS, *QUERY_COLUMNS) if c in rows.columns and rows[c].notna().any()]
     ok, t_ok = successes(rows, ["ts_end", *STEP_COLUMNS, *COUNT_COLUMNS, *extra, "total_ms"]), t[ok_mask]
@@ -88,11 +89,13 @@ def findings(rows: pd.DataFrame, info: dict | None = None, *, probes: pd.DataFra
         "checks": _checks(rows, info),
     }
     out.update(bound)
+    out["wait"], out["stages"] = wait_findings(rows, info, span, window), stage_rows(rows, info, span)
     out["limits"] = _limits(rows, t, ok_mask, info, out, span.seconds)
     out["failure_story"] = _failure_story(rows, ok_mask, out)
     _backend_evidence(out)
-    out["sentences"] = words.sentences(out) + [x["sentence"] for x in out["limits"]
-                                               if worth_saying(x, span.seconds - float(fleet["warmup_s"]))]
+    queue = [out["wait"]["sentence"]] if out["wait"] else []
+    out["sentences"] = words.sentences(out) + queue + [x["sentence"] for x in out["limits"]
+                                                       if worth_saying(x, span.seconds - float(fleet["warmup_s"]))]
     out["verdict"] = words.verdict(out)
     return out
 
@@ -167,9 +170,10 @@ def _failure_story(rows: pd.DataFrame, ok: np.ndarray, f: dict[str, Any]) -> dic
                              "share_of_failures": share, "kind_share_of_failures": kind_share,
                              "failure_ratio": f["failure_ratio"], "resource": None}
     if top["kind"] == "lock_timeout":
-        failed = rows.loc[~ok & (rows["error_kind"] == "lock_timeout").to_numpy(), "lock_wait_ms"]
+        waits = lock_waits(rows)  # the commit lock's wait too (two-phase): a timeout there waited there
+        failed = waits[~ok & (rows["error_kind"] == "lock_timeout").to_numpy()]
         story["failed_wait_ms"] = float(failed.median()) if len(failed) else None
-        good = rows.loc[ok, "lock_wait_ms"]
+        good = waits[ok]
         story["ok_wait_ms"] = float(good.median()) if len(good) else None
         key = top["message"].split(LOCK_KEY, 1)[1].strip() if LOCK_KEY in top["message"] else None
         locks = [u for u in f["utilization"] if u["kind"] == "lock"]

@@ -108,6 +108,22 @@ def _percentiles(f: dict[str, Any]) -> str:
     return table(["ms", "count", "mean", "min", *[k.removeprefix("p") + " %" for k in keys], "max"], rows)
 
 
+def _wait(f: dict[str, Any]) -> str:
+    """The open fleet's wait (percentiles with their intervals), its sentence, and each stage's row."""
+    out, w = "", f.get("wait")
+    if w:
+        rows = [[k.removesuffix("_ms"), w[k], *w["intervals"][k]] for k in ("p50_ms", "p95_ms", "p99_ms")]
+        out += (f"<p>{escape(w['sentence'])}</p>" + table(["wait (ms)", "value", "95 % low", "95 % high"], rows)
+                + table(["arrivals / s", "served / s", "queue growth / s", "queued at the end"],
+                        [[w["arrivals_per_s"], w["served_per_s"], w["queue_growth_per_s"], w["queued_end"]]]))
+    if f.get("stages"):
+        rows = [[s["stage"], s["t0"], s["t1"], s["workers"], s["rate_per_s"], s["served_per_s"], s["p50_ms"],
+                 s["p99_ms"], s["bound"]] for s in f["stages"]]
+        out += "<h4>Stages</h4>" + table(["stage", "from s", "to s", "users", "rate asked / s", "served / s",
+                                          "wait p50 ms", "wait p99 ms", "queue"], rows)
+    return out
+
+
 def _failures(f: dict[str, Any]) -> str:
     if not f["failures_table"]:
         return "<p>No iteration failed.</p>"
@@ -181,6 +197,9 @@ def _settings(run: Run, f: dict[str, Any]) -> str:
             ["workers (users)", f["workers"]], ["Locust processes", (info.get("fleet") or {}).get("processes")],
             ["host", info.get("host")], ["iterations", f"{f['rows']} ({f['successes']} succeeded, "
                                                        f"{f['failures']} failed)"]]
+    glock = words.global_lock_said(info.get("scenario") or {}, info.get("backend"))
+    if glock:
+        meta.append(["global lock (two-phase)", glock])
     scen = flatten(info.get("scenario") or {})
     vers = info.get("versions") or {}
     return (table(["", ""], meta) +
@@ -209,8 +228,11 @@ def _utilization(f: dict[str, Any]) -> str:
             extra = (f"{e['used_per_s']:.4g} of {e['limit_per_s']:.4g} {'RCU' if e['units'] == 'read' else 'WCU'}/s"
                      + (f", {e.get('basis')}" if e.get("basis") else "")
                      + (f", {e['throttled']} throttled iterations" if e.get("throttled") else ""))
-        elif u["kind"] == "generator":
+        elif u["kind"] == "generator" or e.get("basis") == "cpu":
             extra = words.cpu_samples(e["saturated_share"], e["samples"])
+            if e.get("shares"):  # the machine: each process's share, and the machine's own total
+                extra += "; " + ", ".join(f"{n} {v * 100:.0f} %" for n, v in e["shares"].items()) + (
+                    f"; the machine {e['machine_busy'] * 100:.0f} % busy in all" if e.get("machine_busy") else "")
         elif u["kind"] == "stand-in":
             extra = f"probe {e['now_ms']:.3g} ms against {e['baseline_ms']:.3g} ms at its quickest"
         else:
@@ -268,7 +290,7 @@ def _requests(f: dict[str, Any]) -> str:
 
 
 FIGURES = ("rate.png", "bound.png", "grew.png", "failures.png", "step_time.png", "causes.png", "work_counts.png",
-           "lock_wait.png", "latency_percentiles.png", "probe.png", "generator.png")
+           "lock_wait.png", "latency_percentiles.png", "probe.png", "generator.png", "wait.png")
 
 
 def _by_base(figures: list[tuple[str, str]]) -> dict[str, str]:
@@ -284,7 +306,9 @@ def first_screen(run: Run, f: dict[str, Any], figures: list[tuple[str, str]]) ->
     """The verdict and the rate over time; then the bound and the step that grew, as pictures."""
     fig = _by_base(figures)
     pair = [fig[b] for b in ("bound.png", "grew.png") if b in fig]
-    return [_verdict(f), *_warnings(run, f), fig.get("rate.png", ""),
+    w = f.get("wait")
+    queue = [f'<p class="{"warn" if w["growing"] else "ok"}">{escape(w["sentence"])}</p>'] if w else []
+    return [_verdict(f), *queue, *_warnings(run, f), fig.get("rate.png", ""),
             f'<div class="pair">{"".join(pair)}</div>' if pair else ""]
 
 
@@ -303,6 +327,8 @@ def sections(run: Run, f: dict[str, Any], figures: list[tuple[str, str]]) -> lis
                 _said(said["steps"]) + _steps(f) + "<h4>Each step's time: requests x time per request + time outside "
                 "them</h4>" + _requests(f) + fig.get("step_time.png", "") + fig.get("causes.png", "")),
         details("What did each iteration do? Work counts", _counts(f) + fig.get("work_counts.png", "")),
+        *([details("How long did arrivals wait? The wait from each intended start, and the queue",
+                   _wait(f) + fig.get("wait.png", ""))] if f.get("wait") or f.get("stages") else []),
         details("How long did iterations take? Response times (ms)",
                 _percentiles(f) + fig.get("latency_percentiles.png", "") + _locust(run)),
         details("What reaches a limit next? Item size and per-key throughput", _limits(f)),

@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from harness.record import machine
 from harness.record.bound import Resource
 from harness.record.lockuse import Timeline, mean_interval, timelines
 from reports.load import STEP_COLUMNS
@@ -89,7 +90,8 @@ class Usage:
 
     def __init__(self, rows: pd.DataFrame, info: dict, span: Span, window: float, *,
                  locks: pd.DataFrame | None = None, keys: pd.DataFrame | None = None,
-                 generator: pd.DataFrame | None = None, probes: pd.DataFrame | None = None) -> None:
+                 generator: pd.DataFrame | None = None, probes: pd.DataFrame | None = None,
+                 processes: pd.DataFrame | None = None) -> None:
         self.span, self.window, self.info = span, window, info
         self.t0 = span.t0.timestamp()
         self.start = seconds_since(rows["ts_start"], span.t0)
@@ -108,6 +110,8 @@ class Usage:
         self.gen_t = seconds_since(generator["ts"], span.t0) if generator is not None else None
         self.probes = probes
         self.probe = self._probe(probes)
+        self.procs = processes
+        self.procs_t = seconds_since(processes["ts"], span.t0) if processes is not None else None
 
     # ---- preparation ------------------------------------------------------------------------------
 
@@ -258,12 +262,22 @@ class Usage:
         return [Resource("stand-in", op, rho, mean_interval(np.array(per)),
                          {"op": op, "now_ms": now, "baseline_ms": base, "samples": int(inside.sum())})]
 
+    def machine(self, a: float, b: float) -> list[Resource]:
+        """The machine and each stand-in by its own CPU (``processes.csv``; ``harness/record/machine.py``)."""
+        if self.procs is None or self.procs_t is None:
+            return []
+        inside = (self.procs_t >= a) & (self.procs_t <= b)
+        p = self.procs[inside]
+        return machine.resources(np.asarray(self.procs_t)[inside], p["process"].to_numpy(),
+                                 p["role"].to_numpy(), p["cpu_percent"].to_numpy(), int(p["cores"].max() or 1)
+                                 if len(p) else 1)
+
     def resources(self, a: float, b: float) -> list[Resource]:
         """Every resource over ``[a, b]`` (seconds since the load's start)."""
         out = [self.step(a, b)]
         out += [self.lock(k, tl, a, b) for k, tl in sorted(self.locks.items())]
         out += self.capacity(a, b) + self.partitions(a, b) + self.generator(a, b) + self.stand_in(a, b)
-        return out
+        return out + self.machine(a, b)
 
 
 def table_rows(resources: list[Resource]) -> list[dict[str, Any]]:

@@ -356,3 +356,19 @@ def sections(f: dict[str, Any]) -> dict[str, list[str]]:
 def sentences(f: dict[str, Any]) -> list[str]:
     return (failure_story_sentences(f) + bottleneck_sentences(f) + fleet_sentences(f) + failure_sentences(f)
             + step_sentences(f) + generator_sentences(f) + other_sentences(f))
+
+
+def global_lock_said(scenario: dict[str, Any], backend: str | None) -> str | None:
+    """Which global lock a two-phase run took, named for what it does (swamp's DynamoDB extension and core's
+    intent differ: docs/swamp-today.md)."""
+    ds = scenario.get("datastore") or {}
+    if ds.get("sync") != "two-phase":
+        return None
+    if ds.get("lock_scope") != "namespace" or ds.get("namespaces") == "shared":
+        return "one datastore lock (no namespace)"
+    if ds.get("global_lock") == "per-namespace":
+        return "per-namespace: <ns>/.datastore.lock, core's intent (datastoreGlobalLockOptions)"
+    if backend == "dynamodb":
+        return ("swamp: one LOCK#.datastore.lock for every namespace (the DynamoDB extension drops core's "
+                "namespace option)")
+    return "swamp: <ns>/.datastore.lock (the S3 extension keys it under the namespace)"

@@ -62,7 +62,7 @@ def bound_label(kind: str | None, name: str | None) -> str:
         return str(name)
     return {"lock": f"the lock {name}", "capacity": f"the modelled capacity of {name}",
             "partition": f"the hot partition key {name}", "generator": f"the load generator ({name})",
-            "stand-in": "the stand-in"}.get(kind, f"{kind} {name}")
+            "stand-in": "the stand-in", "machine": "the machine"}.get(kind, f"{kind} {name}")
 
 
 def expected_bound(x: str) -> str:
@@ -72,7 +72,7 @@ def expected_bound(x: str) -> str:
     if kind == "step":
         return name or "one step of its own"
     what = {"lock": "a lock", "capacity": "the modelled capacity", "partition": "a hot partition key",
-            "generator": "the load generator", "stand-in": "the stand-in"}.get(kind, kind)
+            "generator": "the load generator", "stand-in": "the stand-in", "machine": "the machine"}.get(kind, kind)
     return what + (f" {name}" if name else "")
 
 

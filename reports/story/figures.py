@@ -18,7 +18,8 @@ from reports.show import MARK_COLORS, save  # noqa: E402
 from reports.story.expect import COUNT_LABELS  # noqa: E402
 
 KIND_COLORS = {"lock": "#d62728", "step": "#1f77b4", "capacity": "#ff7f0e", "partition": "#ff7f0e",
-               "generator": "#7f7f7f", "stand-in": "#9467bd", None: "#bbbbbb"}
+               "generator": "#7f7f7f", "stand-in": "#9467bd", "machine": "#000000",
+               None: "#bbbbbb"}
 GAP = 0.04  # of the whole axis, between chapters
 WIDTH = 12.0
 

@@ -41,7 +41,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from harness.aws.standin.dynalite import PROJECT_ROOT
-from harness.aws.standin.processes import die_with_parent, end_group, free_ports
+from harness.aws.standin.processes import OneService, die_with_parent, end_group, free_ports
 from harness.edge import child_environment
 from harness.errors import HarnessError
 
@@ -100,10 +100,10 @@ def server(name: str, where: Where) -> EmbeddedDynamoDBLocal:
     return EmbeddedDynamoDBLocal(log_path=where.log(f"{NAME}.log"), node_modules=where.node_modules)
 
 
-class EmbeddedDynamoDBLocal:
+class EmbeddedDynamoDBLocal(OneService):
     """DynamoDB Local on a free port; ``urls["dynamodb"]`` is its endpoint; ``stop()`` ends it."""
 
-    name = NAME
+    SERVICE, name = "dynamodb", NAME
 
     def __init__(self, host: str = "127.0.0.1", log_path: str | None = None,
                  node_modules: str | Path | None = None) -> None:
@@ -125,18 +125,6 @@ class EmbeddedDynamoDBLocal:
     @property
     def url(self) -> str:
         return f"http://{self.host}:{self.port}" if self.port else ""
-
-    @property
-    def urls(self) -> dict[str, str]:
-        return {"dynamodb": self.url}
-
-    @property
-    def services(self) -> dict[str, str]:
-        return {"dynamodb": f"{NAME} {self.version}"}
-
-    @property
-    def pids(self) -> dict[str, int]:
-        return {NAME: self.proc.pid} if self.proc else {}
 
     # ---- start ------------------------------------------------------------------------------------
     def command(self, folder: Path) -> list[str]:

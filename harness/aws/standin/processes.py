@@ -51,3 +51,29 @@ def end_group(proc: subprocess.Popen, deadline_s: float) -> None:
         pass
     if proc.poll() is None:
         proc.wait(5)
+
+
+class OneService:
+    """The stand-in protocol's maps for a launcher whose one process serves one AWS service.
+
+    A launcher sets ``SERVICE`` ("dynamodb" or "s3") and ``name`` (its server's) and has ``url``,
+    ``version`` and ``proc`` (the child, None before it starts).
+    """
+
+    SERVICE: str
+    name: str
+    url: str
+    version: str
+    proc: subprocess.Popen | None
+
+    @property
+    def urls(self) -> dict[str, str]:
+        return {self.SERVICE: self.url}
+
+    @property
+    def services(self) -> dict[str, str]:
+        return {self.SERVICE: f"{self.name} {self.version}"}
+
+    @property
+    def pids(self) -> dict[str, int]:
+        return {self.name: self.proc.pid} if self.proc else {}

@@ -49,7 +49,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from harness.aws.standin.processes import die_with_parent, end_group, free_ports
+from harness.aws.standin.processes import OneService, die_with_parent, end_group, free_ports
 from harness.edge import child_environment
 from harness.errors import HarnessError
 
@@ -127,10 +127,10 @@ def weed_version(binary: Path) -> str:
     return m[1] if m else "unknown"
 
 
-class EmbeddedSeaweedFS:
+class EmbeddedSeaweedFS(OneService):
     """``weed mini`` on free loopback ports; ``urls["s3"]`` is the S3 endpoint; ``stop()`` ends it."""
 
-    name = NAME
+    SERVICE, name = "s3", NAME
 
     def __init__(self, host: str = "127.0.0.1", data_dir: str | Path | None = None, log_path: str | None = None,
                  keep_data: bool = False, weed: str | Path | None = None) -> None:
@@ -158,18 +158,6 @@ class EmbeddedSeaweedFS:
     @property
     def master_url(self) -> str:
         return f"http://{self.host}:{self.ports['master.port']}" if self.ports else ""
-
-    @property
-    def urls(self) -> dict[str, str]:
-        return {"s3": self.url}
-
-    @property
-    def services(self) -> dict[str, str]:
-        return {"s3": f"{NAME} {self.version}"}
-
-    @property
-    def pids(self) -> dict[str, int]:
-        return {NAME: self.proc.pid} if self.proc else {}
 
     # ---- start ------------------------------------------------------------------------------------
     def command(self, binary: Path) -> list[str]:

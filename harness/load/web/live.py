@@ -30,6 +30,7 @@ from typing import Any
 import numpy as np
 
 from harness.record import bound as bounds
+from harness.record import machine
 from harness.record.bound import Resource
 from harness.record.lockuse import LOCK_EVENTS, Timeline, mean_interval, timelines
 from harness.record.schema import STEP_COLUMNS, STEP_LABELS
@@ -182,6 +183,7 @@ class Live:
         self.lock_folded: dict[str, dict[int, tuple[float, float]]] = {}  # key -> bin -> (busy, held)
         self.lock_holders: dict[str, set[str]] = {}
         self.generator: deque[tuple[float, str, float]] = deque(maxlen=100_000)
+        self.processes: deque[tuple[float, str, str, float, int]] = deque(maxlen=100_000)  # processes.csv's
         self._timelines: tuple[tuple[int, int], dict[str, Timeline]] | None = None
 
     def add(self, rows: list[dict]) -> None:
@@ -227,6 +229,10 @@ class Live:
         """One sample of the load generator's CPU per Locust process (``generator.csv``'s numbers)."""
         for proc, cpu in cpu_by_process.items():
             self.generator.append((float(ts), str(proc), float(cpu)))
+
+    def add_processes(self, rows: list[tuple[float, str, str, float, int]]) -> None:
+        """``processes.csv``'s new rows (ts, process, role, cpu %, cores): the machine and the stand-in's CPU."""
+        self.processes.extend(rows)
 
     def _fold(self) -> None:
         """Freeze the lock figures of bins older than the newest events' last minute, and drop their events.
@@ -338,6 +344,10 @@ class Live:
             out.append(Resource("generator", proc, float(v.mean()), mean_interval(v),
                                 {"samples": len(v), "saturated_share": float((v >= 0.9).mean())},
                                 candidate=proc != "master"))
+        p = [r for r in self.processes if a <= r[0] <= b]
+        if p:  # the report's machine and stand-in CPU, from the same samples (harness/record/machine.py)
+            ts, proc, role, cpu, cores = zip(*p, strict=True)
+            out += machine.resources(np.array(ts), np.array(proc), np.array(role), np.array(cpu), max(cores))
         return out
 
     # ---- charts --------------------------------------------------------------------------------------------

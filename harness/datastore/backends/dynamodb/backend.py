@@ -18,7 +18,7 @@ from botocore.exceptions import ClientError
 from harness.aws_errors import is_condition_failed
 from harness.clock import Clock, SystemClock, now_ms
 from harness.datastore.backends.base import CommitResult, FileMeta, partition_of
-from harness.datastore.backends.dynamodb.bookkeeping import SwampBookkeeping
+from harness.datastore.backends.dynamodb.bookkeeping import REGISTRY_ADDS, SwampBookkeeping
 from harness.datastore.backends.dynamodb.commit import Claims, FencedCommit, registry_update, unfenced_commit
 from harness.datastore.backends.dynamodb.cursor import DynamoCursor
 from harness.datastore.backends.dynamodb.items import (
@@ -28,6 +28,7 @@ from harness.datastore.backends.dynamodb.items import (
     GSI_LAYOUTS,
     META_SK,
     MODEL_FENCE,
+    PER_MODEL,
     DomainState,
     blob_chunk_sk,
     chunk_count,
@@ -44,6 +45,14 @@ from harness.datastore.backends.dynamodb.items import (
 )
 from harness.datastore.backends.dynamodb.locks import DynamoLockStore
 from harness.datastore.backends.dynamodb.pull import DynamoReads
+from harness.datastore.backends.dynamodb.retry import (
+    RETRIES,
+    UNPROCESSED_TRIES,
+    Retryable,
+    RetryingClient,
+    UnprocessedError,
+    unprocessed_delay,
+)
 from harness.datastore.backends.dynamodb.table import DynamoTable
 from harness.datastore.errors import ConfigError, ContentMissingError, FencedError
 from harness.datastore.lock import LockGrant
@@ -57,11 +66,19 @@ class DynamoBackend(DynamoReads):
     def __init__(self, client: Any, table: str, gsi_layout: str = "per-model", *,
                  clock: Clock | None = None, billing: str = "on-demand",
                  provisioned: tuple[int, int] = (1000, 1000), tags: dict[str, str] | None = None,
-                 create: bool = True, pull_concurrency: int = 8, executor: Executor | None = None) -> None:
+                 create: bool = True, pull_concurrency: int = 8, executor: Executor | None = None,
+                 registry_adds: str = "one", retries: str = "harness") -> None:
         if gsi_layout not in GSI_LAYOUTS:
             raise ConfigError(f"unknown GSI layout {gsi_layout!r}: choose one of {', '.join(GSI_LAYOUTS)}")
-        self.client, self.table, self.gsi_layout = client, check_table_name(table), gsi_layout
+        if registry_adds not in REGISTRY_ADDS or retries not in RETRIES:
+            raise ConfigError(f"unknown registry_adds {registry_adds!r} or retries {retries!r}: choose "
+                              f"{' / '.join(REGISTRY_ADDS)} and {' / '.join(RETRIES)}")
+        self.table, self.gsi_layout = check_table_name(table), gsi_layout
+        self.registry_adds, self.retries = registry_adds, retries
         self.clock = clock or SystemClock()
+        self._rng = random.Random()
+        # swamp's retryable wraps its data path; its lock calls the client directly (retry.py)
+        self.client = RetryingClient(client, Retryable(self.clock, self._rng)) if retries == "swamp" else client
         self.provisioning = DynamoTable(client, table, billing=billing, provisioned=provisioned, tags=tags,
                                         create=create)
         self.lock_store = DynamoLockStore(client, table)
@@ -71,7 +88,6 @@ class DynamoBackend(DynamoReads):
         # Concurrent reads and writes run on ``executor``: threads by default; the caller passes a greenlet pool
         # where threads are gevent's (a killed Locust user must not corrupt a thread pool's locks).
         self._pool = executor or ThreadPoolExecutor(max_workers=pull_concurrency, thread_name_prefix="ddb-pool")
-        self._rng = random.Random()
 
     # ---- the table (provisioning lives in table.py) ----------------------------
     @property
@@ -103,8 +119,16 @@ class DynamoBackend(DynamoReads):
         return f".locks/{namespace}.lock" if namespace else self.datastore_lock_key()
 
     # ---- request helpers ---------------------------------------------------------
-    def _backoff(self, attempt: int) -> None:
-        self.clock.sleep(self._rng.uniform(0, min(5.0, 0.05 * 2 ** attempt)))
+    def _backoff(self, attempt: int, left: int) -> None:
+        """Before resending a batch's unprocessed items: the harness's jittered schedule, or swamp's (no jitter,
+        8 tries in all, then the batch fails with ``left`` items unsent)."""
+        if self.retries != "swamp":
+            self.clock.sleep(self._rng.uniform(0, min(5.0, 0.05 * 2 ** attempt)))
+        elif attempt >= UNPROCESSED_TRIES:
+            raise UnprocessedError(f"BatchWriteItem / BatchGetItem left {left} unprocessed item(s) after "
+                                   f"{UNPROCESSED_TRIES} tries")
+        else:
+            self.clock.sleep(unprocessed_delay(attempt))
 
     def batch_write(self, requests: list[dict], work: Work) -> None:
         """BatchWriteItem, 25 a call; unprocessed items are sent again after a jittered backoff."""
@@ -117,7 +141,7 @@ class DynamoBackend(DynamoReads):
                 pending = out.get("UnprocessedItems") or {}
                 if pending:
                     attempt += 1
-                    self._backoff(attempt)
+                    self._backoff(attempt, len(pending.get(self.table, [])))
 
     def batch_get(self, keys: list[dict], work: Work) -> list[dict]:
         """BatchGetItem, 100 keys a call, strongly consistent."""
@@ -134,7 +158,7 @@ class DynamoBackend(DynamoReads):
                 pending = out.get("UnprocessedKeys") or {}
                 if pending:
                     attempt += 1
-                    self._backoff(attempt)
+                    self._backoff(attempt, len(pending.get(self.table, {}).get("Keys", [])))
         return found
 
     def parallel(self, fn: Callable[[Any, Work], Any], items: Sequence[Any], work: Work) -> list[Any]:
@@ -209,10 +233,8 @@ class DynamoBackend(DynamoReads):
         """
         if not partitions:
             return []
-        if self.gsi_layout == "per-model":
-            got = self.parallel(lambda p, w: self._query({"KeyConditionExpression": "gsi1pk = :p",
-                                                          "ExpressionAttributeValues": {":p": s_(f"FILE#{p}")}}, w),
-                                list(partitions), work)
+        if self.gsi_layout in PER_MODEL:
+            got = self.parallel(lambda p, w: self._query_partition(p, -1, True, w), list(partitions), work)
         else:  # the pruned paths, and each model's definition (its tombstone is left from the model's delete)
             gone = set(partitions)
             rels = {m.rel_path for m in removals if partition_of(m.rel_path, namespace) in gone}
@@ -222,7 +244,7 @@ class DynamoBackend(DynamoReads):
 
     def forget(self, namespace: str | None, partitions: Sequence[str], seq: int, work: Work) -> bool:
         """Remove pruned partitions from the registry (after their prune sealed); False if that failed."""
-        if self.gsi_layout != "per-model":
+        if self.gsi_layout not in PER_MODEL:
             return True  # legacy readers read everything: a path they knew that is gone is gone
         try:
             for update, cond, names, values in registry_update(set(), partitions, seq, conditional=True):

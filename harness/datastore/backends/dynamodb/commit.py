@@ -61,6 +61,7 @@ from harness.datastore.backends.dynamodb.items import (
     META_SK,
     MODEL_FENCE,
     NEWEST,
+    PER_MODEL,
     VERSION_PREFIX,
     chunk_keys,
     claim_id,
@@ -240,7 +241,7 @@ class FencedCommit:
     def _register(self, upserts: Sequence[FileMeta], removals: Sequence[FileMeta], forget: Sequence[str],
                   seq: int) -> None:
         """Touched partitions, before anything is written (pruned ones are removed after the seal)."""
-        if self.be.gsi_layout != "per-model":
+        if self.be.gsi_layout not in PER_MODEL:
             return
         count: dict[str, int] = {}
         first: dict[str, str] = {}
@@ -386,7 +387,7 @@ def unfenced_commit(be: DynamoBackend, namespace: str | None, upserts: Sequence[
             UpdateExpression="SET #s = if_not_exists(#s, :zero) + :one", ExpressionAttributeNames={"#s": "seq"},
             ExpressionAttributeValues={":zero": n_(0), ":one": n_(1)}, ReturnValues="UPDATED_NEW")
     seq = int(out["Attributes"]["seq"]["N"])
-    if be.gsi_layout == "per-model":
+    if be.gsi_layout in PER_MODEL:
         touched = {p for m in [*upserts, *removals] if (p := partition_of(m.rel_path, namespace)) and p not in forget}
         for update, _, names, values in registry_update(touched, forget, seq, conditional=False):
             be.client.update_item(TableName=be.table, Key=registry_key(namespace), UpdateExpression=update,

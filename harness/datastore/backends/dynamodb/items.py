@@ -36,7 +36,14 @@ Items (pk / sk):
 GSI ``gsi1``: ``legacy`` puts every entry under ``gsi1pk = "FILE"`` (sort key
 the path); ``per-model`` under ``FILE#<partition>``, sorted by the version's
 sequence (fenced) or by ``updatedAt`` (unfenced, swamp's key), so "changed
-since" is a key condition.
+since" is a key condition. ``swamp`` is per-model as swamp's extension keys it
+(``gsiFilePartition`` in its ``keys.ts``): ``FILE#<type>/<id>`` for
+``data/<type>/<id>/...`` and ``FILE#_system/<first segment>`` for anything else,
+so a namespaced path (``<ns>/data/...``) lands on ``FILE#_system/<ns>``: every
+file of a namespace on one GSI key. A reader of a harness partition queries
+the keys its files land on (``gsi_keys``) and keeps its own items (swamp's own
+scoped pull queries ``FILE#<type>/<id>`` and finds nothing; the harness reads
+what is there, so its checks still hold).
 """
 
 from __future__ import annotations
@@ -46,7 +53,8 @@ from dataclasses import dataclass, field
 
 from harness.datastore.backends.base import FileMeta, partition_of
 
-GSI_LAYOUTS = ("legacy", "per-model")
+GSI_LAYOUTS = ("legacy", "per-model", "swamp")
+PER_MODEL = ("per-model", "swamp")  # the layouts with a partition per model (and a registry of them)
 GSI_NAME = "gsi1"
 TABLE_KEYS = ("pk", "sk")
 GSI_KEYS = {GSI_NAME: ("gsi1pk", "gsi1sk")}  # plain names: the load layer registers them for unit accounting
@@ -123,11 +131,44 @@ def seq_sk(seq: int) -> str:
     return f"{seq:0{SEQ_DIGITS}d}"
 
 
+def swamp_partition(rel_path: str) -> str:
+    """swamp's GSI partition of a path (its ``gsiFilePartition``, without ``FILE#``): blind to a namespace."""
+    parts = rel_path.split("/")
+    if parts[0] == "data" and len(parts) >= 3:
+        return f"{parts[1]}/{parts[2]}"
+    return f"_system/{parts[0]}"
+
+
+def gsi_partition(layout: str, namespace: str | None, rel_path: str) -> str:
+    """The GSI partition (``gsi1pk`` without ``FILE#``) a path's entries land on, per-model layouts."""
+    if layout == "swamp":
+        return swamp_partition(rel_path)
+    return partition_of(rel_path, namespace) or "_"
+
+
+def gsi_keys(layout: str, part: str) -> list[str]:
+    """The GSI partitions holding harness partition ``part``'s entries (``[<ns>/]<type>/<id>``): itself, or
+    with ``swamp`` those of its definition, data and outputs (one ``_system/<ns>`` with a namespace)."""
+    if layout != "swamp":
+        return [part]
+    segs = part.split("/")
+    if len(segs) == 3:
+        return [f"_system/{segs[0]}"]
+    return [part, "_system/models", "_system/outputs"]
+
+
+def in_partition(item: dict, part: str) -> bool:
+    """Whether a GSI item of a shared key belongs to harness partition ``part``."""
+    segs = part.split("/")
+    ns = segs[0] if len(segs) == 3 else None
+    return partition_of(item["relPath"]["S"], ns) == part
+
+
 def gsi_attrs(layout: str, namespace: str | None, meta: FileMeta, seq: int | None) -> dict:
     """The entry's place in the GSI: by path (legacy), by sequence (fenced) or time (unfenced) in its partition."""
     if layout == "legacy":
         return {"gsi1pk": s_("FILE"), "gsi1sk": s_(meta.rel_path)}
-    part = partition_of(meta.rel_path, namespace) or "_"
+    part = gsi_partition(layout, namespace, meta.rel_path)
     order = seq_sk(seq) if seq is not None else f"{meta.updated_at_ms:013d}"
     return {"gsi1pk": s_(f"FILE#{part}"), "gsi1sk": s_(f"{order}|{meta.rel_path}")}
 

@@ -47,6 +47,8 @@ from harness.datastore.backends.dynamodb.items import (
     DomainState,
     Resolved,
     file_key,
+    gsi_keys,
+    in_partition,
     registry_key,
     resolve,
     s_,
@@ -120,8 +122,11 @@ class DynamoReads:
     def _query_partition(self, part: str, after: int, by_seq: bool, work: Work) -> list[dict]:
         """A partition's index items past ``after``: a sequence (fenced) or a time in ms (swamp's unfenced key)."""
         low = seq_sk(after + 1) if by_seq else f"{after + 1:013d}"
-        return self._query({"KeyConditionExpression": "gsi1pk = :p AND gsi1sk >= :s",
-                            "ExpressionAttributeValues": {":p": s_(f"FILE#{part}"), ":s": s_(low)}}, work)
+        keys = gsi_keys(self.gsi_layout, part)
+        got = [i for k in keys for i in self._query({"KeyConditionExpression": "gsi1pk = :p AND gsi1sk >= :s",
+                                                     "ExpressionAttributeValues": {":p": s_(f"FILE#{k}"),
+                                                                                   ":s": s_(low)}}, work)]
+        return got if keys == [part] else [i for i in got if in_partition(i, part)]
 
     def pull(self, namespace: str | None, since_ms: int, partitions: Iterable[str] | None, work: Work, *,
              lock_key: str | None = None, cursor: dict | None = None, fencing: bool = True,

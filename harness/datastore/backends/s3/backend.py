@@ -23,58 +23,58 @@ from __future__ import annotations
 import contextvars
 import json
 import threading
-import uuid
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import Executor, ThreadPoolExecutor
 from typing import Any
 
 from botocore.exceptions import ClientError
 
-from harness.aws_errors import error_code, is_condition_failed, outcome_unknown
-from harness.clock import Clock, SystemClock, now_ms
-from harness.datastore.backends.base import CommitResult, FileMeta, PullResult, partition_of
+from harness.aws_errors import error_code, is_condition_failed
+from harness.clock import Clock, SystemClock
+from harness.datastore.backends.base import FileMeta, PullResult, partition_of
+from harness.datastore.backends.s3.commit import S3Commits
 from harness.datastore.backends.s3.index import (
     ALL,
     DATASTORE_LOCK,
     INDEX_KINDS,
+    META_RETRIES,
     S3Cursor,
     Shard,
+    StaleHead,
     content_rel,
     entries_of,
     head_rel,
     in_scope,
-    shard_doc,
     shard_of,
     shard_rel,
 )
 from harness.datastore.backends.s3.locks import S3LockStore
 from harness.datastore.backends.s3.objects import S3Objects
-from harness.datastore.errors import ConfigError, ContentMissingError, FencedError, LockLostError
+from harness.datastore.backends.s3.swamp import PREPARE_BATCH, S3Swamp, model_shards, of_model
+from harness.datastore.backends.swamp_retry import SwampRetry
+from harness.datastore.errors import ConfigError, ContentMissingError, FencedError
 from harness.datastore.lock import LockGrant
 from harness.datastore.paths import check_bucket_name
-from harness.work import Sends, Work, recording, sending
-
-META_RETRIES = 3
+from harness.work import Work, recording
 
 
-class _StaleHead(Exception):
-    """The head this commit started from is no longer current (a shard it names is gone): read it again."""
-
-
-class S3Backend:
+class S3Backend(S3Commits):
     name = "s3"
 
     def __init__(self, client: Any, bucket: str, index: str = "sharded", *, prefix: str = "",
                  clock: Clock | None = None, tags: dict[str, str] | None = None, create: bool = True,
-                 read_concurrency: int = 8, executor: Executor | None = None) -> None:
+                 read_concurrency: int = 8, executor: Executor | None = None, swamp: S3Swamp | None = None) -> None:
         if index not in INDEX_KINDS:
             raise ConfigError(f"unknown S3 index kind {index!r}: choose one of {', '.join(INDEX_KINDS)}")
         self.client, self.bucket, self.index = client, check_bucket_name(bucket), index
         self.clock = clock or SystemClock()
         self.tags, self.create = tags or {}, create
-        self.objects = S3Objects(client, bucket, prefix)
-        self.lock_store = S3LockStore(self.objects)
+        self.swamp = swamp or S3Swamp()
+        # swamp's retries: its sync layer's around index and content requests; none around the lock's
+        retry = SwampRetry(self.clock) if self.swamp.retries == "swamp" else None
+        self.objects = S3Objects(client, bucket, prefix, retry=retry)
+        self.lock_store = S3LockStore(S3Objects(client, bucket, prefix))
         # threads by default; a greenlet pool where threads are gevent's (see DynamoBackend)
         self._pool = executor or ThreadPoolExecutor(max_workers=read_concurrency, thread_name_prefix="s3-pool")
         self._guard = threading.Lock()
@@ -257,7 +257,7 @@ class S3Backend:
             return have.entries
         got = self.objects.get_json(ref, work)
         if got is None:
-            raise _StaleHead(ref)
+            raise StaleHead(ref)
         entries = entries_of(got[0])
         work.items_read += len(entries)
         work.queries += 1
@@ -277,7 +277,7 @@ class S3Backend:
                 cur = S3Cursor(self._head_rel(None, ns))
                 self._read_head(cur, work)
                 shards = (cur.head or {}).get("shards", {})
-                for part in {shard_of(self.index, r, ns) for r in rels}:
+                for part in {self.shard_of(r, ns) for r in rels}:
                     if part in shards:
                         entries = self._shard_entries(cur, part, shards[part], work)
                         out.update({r: entries[r] for r in rels if r in entries})
@@ -287,23 +287,30 @@ class S3Backend:
              lock_key: str | None = None, cursor: dict | None = None, fencing: bool = True,
              grant: LockGrant | None = None) -> PullResult:
         """What changed since the worker's cursor: the head (unless its own fence write is current) and the
-        shards whose keys moved; their entries against what the cursor read before give changes and removals."""
+        shards whose keys moved; their entries against what the cursor read before give changes and removals.
+
+        A scoped pull (``partitions``: the harness's model partitions) reads the shards of those models;
+        with ``command_requests = "swamp"`` it makes swamp's requests too (``_command_reads``)."""
         cur = S3Cursor.of(cursor, self._head_rel(lock_key, namespace))
         wanted = set(partitions) if partitions is not None else None
         root = f"{namespace}/" if namespace else ""
+        swamp_scoped = wanted is not None and self.swamp.command_requests == "swamp"
         with recording(work):
+            if swamp_scoped:
+                self.objects.head_bucket(work)  # swamp's credential preflight: once per command
             for _ in range(META_RETRIES):
                 if not (grant is not None and cur.fresh_for == grant.nonce and cur.etag):
-                    self._read_head(cur, work)
+                    self._read_head(cur, work)  # (swamp's scoped pull: its _meta.json probe)
                 doc = cur.head or {}
                 seq = int(doc.get("commitSeq", 0))
                 if wanted is None and cur.seq is not None and seq == cur.seq:
                     return PullResult([], seq, short_cut=True)
-                shards = {p: r for p, r in doc.get("shards", {}).items()
-                          if in_scope(p, namespace) and (wanted is None or p in wanted or p == ALL)}
+                want = self._wants(wanted, namespace)
+                shards = {p: r for p, r in doc.get("shards", {}).items() if in_scope(p, namespace) and want(p)}
                 try:
-                    read = {p: self._shard_entries(cur, p, r, work) for p, r in shards.items()}
-                except _StaleHead:
+                    pre = self._command_reads(cur, shards, wanted or set(), namespace, work) if swamp_scoped else {}
+                    read = {p: pre[p] if p in pre else self._shard_entries(cur, p, r, work) for p, r in shards.items()}
+                except StaleHead:
                     cur.fresh_for = None  # a shard was superseded (and deleted) after the head was read
                     continue
                 changed: list[FileMeta] = []
@@ -321,13 +328,83 @@ class S3Backend:
                     changed += [m for r, m in entries.items() if mine(r) and old.get(r) != m]
                     removed += [r for r in old if mine(r) and r not in entries]
                     cur.shards[p] = Shard(shards[p], entries)
-                for p in [p for p in cur.shards if p not in shards and in_scope(p, namespace)
-                          and (wanted is None or p in wanted or p == ALL)]:
+                for p in [p for p in cur.shards if p not in shards and in_scope(p, namespace) and want(p)]:
                     removed += [r for r in cur.shards.pop(p).entries if mine(r)]
                 if wanted is None:
                     cur.seq = seq
                 return PullResult(changed, seq, removed=removed, full=full)
             raise FencedError(f"index of {namespace or 'the datastore'} kept changing during the pull")
+
+    def shard_of(self, rel: str, namespace: str | None) -> str:
+        return shard_of(self.index, rel, namespace, self.swamp.shards)
+
+    def _wants(self, wanted: set[str] | None, namespace: str | None) -> Callable[[str], bool]:
+        """Which shards a pull of ``wanted`` models reads (every one when unscoped)."""
+        if wanted is None:
+            return lambda p: True
+        if self.swamp.shards == "swamp" and self.index == "sharded":
+            return lambda p: any(of_model(p, w, namespace) for w in wanted)
+        return lambda p: p in wanted or p == ALL
+
+    def _command_reads(self, cur: S3Cursor, shards: dict[str, str], wanted: set[str], namespace: str | None,
+                       work: Work) -> dict[str, dict[str, FileMeta]]:
+        """swamp's scoped pull: each model's three shards by GET, whatever this worker holds (a missing one
+        answers 404, as swamp's does); its ``data--`` shard missing (a new model): the monolith's GET, and
+        when that is missing too, a LIST of the namespace and a PUT of the monolith built from it. Returns the
+        entries of the shards read."""
+        out: dict[str, dict[str, FileMeta]] = {}
+        for w in sorted(wanted):
+            keys = model_shards(w, namespace) if self.swamp.shards == "swamp" else (w,)
+            for i, part in enumerate(keys):
+                ref = shards.get(part)
+                got = self.objects.get_json(ref or shard_rel(cur.head_rel or "", part, "absent"), work)
+                if ref is not None and got is None:
+                    raise StaleHead(ref)
+                if got is not None:
+                    out[part] = entries_of(got[0])
+                    work.items_read += len(out[part])
+                elif i == 0:
+                    self._monolith_fallback(namespace, work)
+        return out
+
+    def _monolith_fallback(self, namespace: str | None, work: Work) -> None:
+        """swamp's pull when a model's data shard is missing: GET ``[<ns>/].datastore-index.json``; 404: LIST
+        the namespace (every object) and PUT the index it makes of what is not the index's or a lock's (none
+        when there is nothing)."""
+        root = f"{namespace}/" if namespace else ""
+        rel = f"{root}.datastore-index.json"
+        if self.objects.get(rel, work) is not None:
+            return
+        keys = [k[len(root):] for k, _ in self.objects.list(root, work)]
+        keys = [k for k in keys if not k.startswith("_index/") and not k.endswith(".lock")]
+        if keys:
+            doc = {"version": 1, "entries": {k: {"key": k} for k in keys}}
+            self.objects.put(rel, json.dumps(doc).encode(), work)
+
+    def prepare_reads(self, namespace: str | None, paths: Sequence[str], work: Work, *,
+                      lock_key: str | None = None) -> int:
+        """The push's prepare reading the index (``prepare_read``): ``all``, swamp's ``assembleIndexFromShards``
+        (the head, then every shard of the namespace, ``PREPARE_BATCH`` at a time, on every push); ``dirty``
+        (a fork's: the head and the shards of the dirty paths); ``none``. Requests made, returns entries read."""
+        mode = self.swamp.prepare_read
+        if mode == "none":
+            return 0
+        cur = S3Cursor(self._head_rel(lock_key, namespace))
+        with recording(work):
+            self._read_head(cur, work)
+            shards = {p: r for p, r in (cur.head or {}).get("shards", {}).items() if in_scope(p, namespace)}
+            if mode == "dirty":
+                dirty = {self.shard_of(r, namespace) for r in paths}
+                shards = {p: r for p, r in shards.items() if p in dirty}
+            counts: list[int] = []
+
+            def read(ref: str, w: Work) -> None:
+                got = self.objects.get_json(ref, w)
+                counts.append(len(entries_of(got[0])) if got else 0)
+
+            self._batches(read, sorted(shards.values()), work, PREPARE_BATCH)
+        work.items_read += sum(counts)
+        return sum(counts)
 
     def index_snapshot(self, work: Work) -> dict:
         """Every entry the heads reference, with the digest of its content object (GETs run concurrently)."""
@@ -362,155 +439,3 @@ class S3Backend:
                         "content_digest": content})
         return {"backend": self.name, "bucket": self.bucket, "domains": domains, "entries": out,
                 "missing_shards": missing}
-
-    # ---- writing the index ----------------------------------------------------------
-    def commit(self, namespace: str | None, entries: Sequence[FileMeta], grant: LockGrant, work: Work, *,
-               base_seq: int | None = None, fencing: bool = True, cid: str | None = None,
-               cursor: dict | None = None, model_fence: tuple[str, int] | None = None,
-               bookkeeping: str = "harness") -> CommitResult:
-        """(``bookkeeping``: swamp's S3 keeps its sequence in the head already; nothing more to write.)"""
-        with recording(work):
-            return self._apply(namespace, {e.rel_path: e for e in entries}, set(), grant, work, base_seq, fencing,
-                               cid or uuid.uuid4().hex[:16], cursor, model_fence)
-
-    def delete_files(self, namespace: str | None, metas: Sequence[FileMeta], grant: LockGrant, work: Work, *,
-                     fencing: bool = True, cid: str | None = None, cursor: dict | None = None,
-                     base_seq: int | None = None, forget: Sequence[str] = (),
-                     bookkeeping: str = "harness") -> CommitResult:
-        """The index first (a commit of removals, fenced), the content only once that is sealed.
-
-        A partition whose shard empties leaves the head with it (``forget`` needs nothing more)."""
-        with recording(work):
-            return self._apply(namespace, {}, {m.rel_path for m in metas}, grant, work, base_seq, fencing,
-                               cid or uuid.uuid4().hex[:16], cursor)
-
-    def _fenced(self, grant: LockGrant, why: str) -> FencedError:
-        return FencedError(f"commit rejected: lock {grant.key} (fence {grant.fence}) {why}")
-
-    def _apply(self, namespace: str | None, upserts: dict[str, FileMeta], removals: set[str], grant: LockGrant,
-               work: Work, base_seq: int | None, fencing: bool, cid: str, cursor: dict | None,
-               model_fence: tuple[str, int] | None = None) -> CommitResult:
-        cur = S3Cursor.of(cursor, self._head_rel(grant.key, namespace))
-        with self._mutex_of(grant):
-            for attempt in range(META_RETRIES):
-                try:
-                    return self._apply_once(namespace, upserts, removals, grant, work, base_seq, fencing, cid, cur,
-                                            model_fence)
-                except _StaleHead:
-                    cur.head = cur.etag = None
-                    if attempt == META_RETRIES - 1:
-                        raise self._fenced(grant, "lost the race: the index kept changing under the commit") from None
-        raise AssertionError("unreachable")
-
-    def _apply_once(self, namespace: str | None, upserts: dict[str, FileMeta], removals: set[str],
-                    grant: LockGrant, work: Work, base_seq: int | None, fencing: bool, cid: str,
-                    cur: S3Cursor, model_fence: tuple[str, int] | None = None) -> CommitResult:
-        if fencing and grant.lost:
-            raise LockLostError(f"commit refused: lock {grant.key} (fence {grant.fence}) was lost")
-        if cur.head is None or not fencing:  # unfenced (swamp's): nothing conditions the swap, so read it now
-            self._read_head(cur, work)
-        doc, etag = cur.head or {}, cur.etag
-        seq = int(doc.get("commitSeq", 0))
-        if fencing:
-            if int(doc.get("fence", 0)) > grant.fence:
-                raise self._fenced(grant, f"is stale: fence {doc['fence']} already holds the index")
-            if base_seq is not None and seq != base_seq:
-                raise self._fenced(grant, f"was held, but the index moved since this holder pulled it "
-                                          f"(sequence {seq}, pulled at {base_seq})")
-            if model_fence is not None and int(doc.get("modelFences", {}).get(model_fence[0], 0)) > model_fence[1]:
-                raise self._fenced(grant, f"commits model {model_fence[0]} under a stale lock (fence "
-                                          f"{model_fence[1]}): a newer holder of the model was granted")
-        shards = dict(doc.get("shards", {}))
-        by_part: dict[str, tuple[dict[str, FileMeta], set[str]]] = defaultdict(lambda: ({}, set()))
-        for rel, m in upserts.items():
-            by_part[shard_of(self.index, rel, namespace)][0][rel] = m
-        for rel in removals:
-            by_part[shard_of(self.index, rel, namespace)][1].add(rel)
-        written: list[str] = []  # our new shard objects: deleted again if the swap fails
-        superseded: list[str] = []  # shards and content the swap replaces: deleted after it
-        new_shards: dict[str, Shard | None] = {}
-        try:
-            for part, (ups, rems) in by_part.items():
-                old_ref = shards.get(part)
-                old = self._shard_entries(cur, part, old_ref, work, trust=fencing) if old_ref else {}
-                entries = {r: m for r, m in old.items() if r not in rems}
-                entries.update(ups)
-                superseded += [content_rel(m) for r, m in old.items()
-                               if r in rems or (r in ups and (m.version, m.digest) != (ups[r].version, ups[r].digest))]
-                if old_ref:
-                    superseded.append(old_ref)
-                if entries:
-                    ref = shard_rel(cur.head_rel or "", part, cid)
-                    written.append(ref)
-                    self.objects.put(ref, shard_doc(entries, fence=grant.fence, cid=cid), work)
-                    shards[part] = ref
-                    new_shards[part] = Shard(ref, entries)
-                    work.index_entries_written += len(entries)
-                else:
-                    shards.pop(part, None)
-                    new_shards[part] = None
-                work.items_written += 1
-            if fencing and grant.lost:
-                raise LockLostError(f"commit refused: lock {grant.key} (fence {grant.fence}) was lost")
-        except BaseException:
-            self._discard(written, work)
-            raise
-        head = {**doc, "commitSeq": seq + 1, "fence": max(int(doc.get("fence", 0)), grant.fence), "cid": cid,
-                "shards": shards}
-        sent = Sends(lambda: now_ms(self.clock))
-        try:
-            with sending(self.clock) as sent:
-                new_etag = self.objects.put(cur.head_rel or "", json.dumps(head).encode(), work,
-                                            if_match=etag if fencing else None,
-                                            if_none_match=fencing and etag is None)
-        except BaseException as e:
-            refused = isinstance(e, ClientError) and is_condition_failed(e)
-            if refused and self._landed(cur, cid, written, work):
-                # a seal whose answer was lost and which botocore sent again: the first attempt landed (the
-                # retry's 412 is against its own write); the commit is sealed, its shards are the index now
-                new_etag = cur.etag
-            else:
-                if isinstance(e, Exception) and not outcome_unknown(e):  # known not swapped: our shards are garbage
-                    self._discard(written if not refused else self._unreferenced(cur, written), work)
-                if refused:
-                    raise self._refusal(grant, cur) from e
-                cur.head = cur.etag = None
-                raise  # (a swap that may have landed references them: they stay)
-        current = cur.seq is not None and cur.seq == seq
-        cur.know(head, new_etag)
-        cur.fresh_for = grant.nonce
-        for part, shard in new_shards.items():
-            if shard is None:
-                cur.shards.pop(part, None)
-            else:
-                cur.shards[part] = shard
-        if current:
-            cur.seq = seq + 1
-        self._discard(superseded, work)
-        return CommitResult(seq + 1, seq, cid, cur.head_rel or "", seal_ms=sent.first, sent_ms=sent.last)
-
-    def _landed(self, cur: S3Cursor, cid: str, written: list[str], work: Work) -> bool:
-        """After a refused seal: is the head this commit's own (its id), or built on it (it names our shards)?"""
-        self._read_head(cur, work)
-        doc = cur.head or {}
-        return doc.get("cid") == cid or bool(set(doc.get("shards", {}).values()) & set(written))
-
-    @staticmethod
-    def _unreferenced(cur: S3Cursor, written: list[str]) -> list[str]:
-        """Of our new shards, those the current head (just read) does not name: only they may go."""
-        named = set((cur.head or {}).get("shards", {}).values())
-        return [r for r in written if r not in named]
-
-    def _refusal(self, grant: LockGrant, cur: S3Cursor) -> FencedError:
-        """Why the head swap was refused (the head as just read): a newer holder's fence, or the index moved."""
-        doc = cur.head or {}
-        cur.head = cur.etag = None
-        if int(doc.get("fence", 0)) > grant.fence:
-            return self._fenced(grant, f"is no longer held: fence {doc['fence']} was granted since")
-        return self._fenced(grant, "lost the race: the index changed under the commit")
-
-    def _discard(self, rels: list[str], work: Work) -> None:
-        try:
-            self.objects.delete(rels, work)
-        except Exception:  # noqa: BLE001 - unreferenced shards are invisible; only space is lost
-            pass

@@ -17,10 +17,16 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from harness.datastore.backends.base import FileMeta, partition_of
+from harness.datastore.backends.s3.swamp import ROOT, swamp_shard
 
 INDEX_KINDS = ("monolith", "sharded")
+META_RETRIES = 3
 ALL = "_all"  # the monolith's one shard
 DATASTORE_LOCK = ".datastore.lock"
+
+
+class StaleHead(Exception):
+    """The head a reader or commit started from is no longer current (a shard it names is gone): read it again."""
 
 
 def head_rel(kind: str, lock_key: str | None, namespace: str | None) -> str:
@@ -39,13 +45,18 @@ def shard_rel(head: str, part: str, cid: str) -> str:
     return f"{base}{local}.{cid}.json"
 
 
-def shard_of(kind: str, rel: str, namespace: str | None) -> str:
-    return ALL if kind == "monolith" else (partition_of(rel, namespace) or "_root")
+def shard_of(kind: str, rel: str, namespace: str | None, shards: str = "model") -> str:
+    """The shard holding ``rel``'s entry: the monolith's one, the model's, or swamp's key for it (``swamp.py``)."""
+    if kind == "monolith":
+        return ALL
+    if shards == "swamp":
+        return swamp_shard(rel, namespace)
+    return partition_of(rel, namespace) or ROOT
 
 
 def in_scope(part: str, namespace: str | None) -> bool:
     """Is this shard any of ``namespace``'s business (a datastore head holds every namespace's)?"""
-    return part in (ALL, "_root") or not namespace or part.startswith(f"{namespace}/")
+    return part in (ALL, ROOT) or not namespace or part.startswith(f"{namespace}/")
 
 
 def entries_of(doc: dict) -> dict[str, FileMeta]:

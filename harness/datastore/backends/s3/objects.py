@@ -1,20 +1,29 @@
-"""Small JSON/bytes object helpers on one bucket (and key prefix) that count their work."""
+"""Small JSON/bytes object helpers on one bucket (and key prefix) that count their work.
+
+``retry`` wraps each request (swamp's sync-layer retry, ``retry.py``); None sends each once more
+only as the client's own retries do."""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
-from typing import Any
+from collections.abc import Callable, Iterable
+from typing import Any, TypeVar
 
 from botocore.exceptions import ClientError
 
 from harness.aws_errors import is_not_found
 from harness.work import Work, recording
 
+T = TypeVar("T")
+
 
 class S3Objects:
-    def __init__(self, client: Any, bucket: str, prefix: str) -> None:
-        self.client, self.bucket, self.prefix = client, bucket, prefix
+    def __init__(self, client: Any, bucket: str, prefix: str,
+                 retry: Callable[[Callable[[], Any]], Any] | None = None) -> None:
+        self.client, self.bucket, self.prefix, self.retry = client, bucket, prefix, retry
+
+    def _send(self, op: Callable[[], T]) -> T:
+        return self.retry(op) if self.retry is not None else op()
 
     def key(self, rel: str) -> str:
         return self.prefix + rel
@@ -22,13 +31,16 @@ class S3Objects:
     def get(self, rel: str, work: Work) -> tuple[bytes, str] | None:
         try:
             with recording(work):
-                out = self.client.get_object(Bucket=self.bucket, Key=self.key(rel))
-                body = out["Body"].read()
+                out, body = self._send(lambda: self._get(rel))
         except ClientError as e:
             if is_not_found(e):
                 return None
             raise
         return body, out["ETag"]
+
+    def _get(self, rel: str) -> tuple[dict, bytes]:
+        out = self.client.get_object(Bucket=self.bucket, Key=self.key(rel))
+        return out, out["Body"].read()
 
     def get_json(self, rel: str, work: Work) -> tuple[dict, str] | None:
         got = self.get(rel, work)
@@ -42,14 +54,21 @@ class S3Objects:
         if if_none_match:
             kwargs["IfNoneMatch"] = "*"
         with recording(work):
-            out = self.client.put_object(**kwargs)
+            out = self._send(lambda: self.client.put_object(**kwargs))
         return out["ETag"]
+
+    def head_bucket(self, work: Work) -> None:
+        """swamp's credential preflight: one HeadBucket."""
+        with recording(work):
+            self._send(lambda: self.client.head_bucket(Bucket=self.bucket))
 
     def delete(self, rels: Iterable[str], work: Work) -> None:
         keys = [{"Key": self.key(r)} for r in rels]
         for i in range(0, len(keys), 1000):
             with recording(work):
-                self.client.delete_objects(Bucket=self.bucket, Delete={"Objects": keys[i:i + 1000], "Quiet": True})
+                batch = keys[i:i + 1000]
+                self._send(lambda b=batch: self.client.delete_objects(Bucket=self.bucket,
+                                                                     Delete={"Objects": b, "Quiet": True}))
 
     def list(self, rel_prefix: str, work: Work) -> list[tuple[str, str]]:
         """(relative key, ETag) of every object under ``rel_prefix``."""
@@ -59,7 +78,7 @@ class S3Objects:
             if token:
                 kwargs["ContinuationToken"] = token
             with recording(work):
-                out = self.client.list_objects_v2(**kwargs)
+                out = self._send(lambda kw=kwargs: self.client.list_objects_v2(**kw))
             found += [(o["Key"][len(self.prefix):], o["ETag"]) for o in out.get("Contents", [])]
             if not out.get("IsTruncated"):
                 return found

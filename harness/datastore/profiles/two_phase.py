@@ -12,7 +12,11 @@ One ``swamp model method run`` (docs/swamp-today.md has each step's source):
    *push* (prepare: the uploads, outside any global lock);
 3. *commit_lock*: take the global lock (the provider's acquire); *commit*: the
    index commit under it; release it;
-4. *export* the catalog; release the per-model lock last.
+4. *export* the catalog; release the per-model lock last (``export_at =
+   "swamp"`` on DynamoDB: the export inside the commit, under the global lock,
+   where swamp's ``commitPush`` writes it; on S3: a file of the push, uploaded
+   by the prepare and indexed by the commit in the ``_root`` shard, as swamp's
+   S3 extension does, see ``swamp_push.py``).
 
 With fencing (beyond swamp) the per-model lock's grant fences the model's
 partition too (``backend.fence_model``): a commit is refused once a newer
@@ -28,6 +32,7 @@ from harness.clock import now_ms
 from harness.datastore.backends.base import partition_of
 from harness.datastore.errors import LockTimeoutError
 from harness.datastore.lock import Lock, LockGrant
+from harness.datastore.swamp_push import stage_export
 from harness.work import Work, recording
 
 if TYPE_CHECKING:
@@ -55,9 +60,8 @@ def model_lock(store: Datastore, steps: list[Step], model_type: str, model_id: s
     """The per-model lock, taken the way swamp takes it (the global lock polled before and looked at after)."""
     lock = store.new_lock(store.paths.model_lock(model_type, model_id))
     part = partition_of(store.paths.definition(model_type, model_id), store.ns)
-    fence = (lambda g, w: store.backend.fence_model(store.ns, part, g, store._cursor, w, lock_key=store.lock_key())) \
-        if store.cfg.fencing and part else None
-    with store._step(steps, "lock") as w:
+    fence = store.model_fence_hook(part)
+    with store.step(steps, "lock") as w:
         while True:
             await_global(store, w)
             grant = lock.acquire(w, fence)
@@ -67,26 +71,27 @@ def model_lock(store: Datastore, steps: list[Step], model_type: str, model_id: s
             store.backend.release_grant(grant)
 
 
-def sync_run_two_phase(store: Datastore, model_id: str, method: str, payload_bytes: int, steps: list[Step],
-                       model_type: str) -> None:
+def sync_run(store: Datastore, model_id: str, method: str, payload_bytes: int, steps: list[Step],
+             model_type: str) -> None:
     lock, grant = model_lock(store, steps, model_type, model_id)
     part = partition_of(store.paths.definition(model_type, model_id), store.ns)
-    store._model_grant, store._model_part, store._model_view = grant, part, None
-    try:
-        with store.hold_granted(steps, lock, grant) as beat:
-            store._beat = beat
-            with store._step(steps, "pull") as w:
-                store.pull(w, partitions=[part] if part else None)
-            with store._step(steps, "method") as w:
-                store.run_method_locally(model_type, model_id, method, payload_bytes, w)
-            with store._step(steps, "push") as w:
-                store.prepare(w)
-            store._pause("commit")  # frozen with the model lock held, before the global one: it may expire
-            glock = store.new_lock(store.lock_key())
-            with store.hold(steps, glock, lock_step="commit_lock", on_grant=store.fence_hook()) as (g, _):
-                with store._step(steps, "commit") as w:
-                    store.commit(g, w)
-            with store._step(steps, "export") as w:
+    with store.model_held(steps, lock, grant, part):
+        with store.step(steps, "pull") as w:
+            store.pull(w, partitions=[part] if part else None)
+        with store.step(steps, "method") as w:
+            store.run_method_locally(model_type, model_id, method, payload_bytes, w)
+        with store.step(steps, "push") as w:
+            if store.exports_in_push:  # swamp's S3: the export written and marked dirty before the prepare
+                stage_export(store, w)
+            store.prepare(w)
+        store.pause("commit")  # frozen with the model lock held, before the global one: it may expire
+        glock = store.new_lock(store.lock_key())
+        with store.hold(steps, glock, lock_step="commit_lock", on_grant=store.fence_hook()) as (g, _):
+            with store.step(steps, "commit") as w:
+                store.commit(g, w)
+            if store.exports_in_commit:  # swamp's DynamoDB: commitPush writes the export, under the lock
+                with store.step(steps, "export") as w:
+                    store.export_catalog(w)
+        if not (store.exports_in_commit or store.exports_in_push):
+            with store.step(steps, "export") as w:
                 store.export_catalog(w)
-    finally:
-        store._model_grant, store._model_part, store._model_view, store._beat = None, None, None, None

@@ -1,0 +1,196 @@
+"""The S3 commit: copy-on-write shards, then the head swapped with ``If-Match`` (see ``backend.py``).
+
+Per commit: the shards it changes are written under new keys, one after
+another, then the head is swapped, then the shards and content it superseded
+are deleted (one DeleteObjects): shards + 2 requests under the lock, or with
+``commit = "swamp"`` (``swamp.py``) the head and each dirty shard read first,
+as swamp's ``commitPushShardFirst`` reads them: 2 x shards + 3.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections import defaultdict
+from collections.abc import Sequence
+
+from botocore.exceptions import ClientError
+
+from harness.aws_errors import is_condition_failed, outcome_unknown
+from harness.clock import Clock, now_ms
+from harness.datastore.backends.base import CommitResult, FileMeta
+from harness.datastore.backends.s3.index import (
+    META_RETRIES,
+    S3Cursor,
+    Shard,
+    StaleHead,
+    content_rel,
+    shard_doc,
+    shard_rel,
+)
+from harness.datastore.backends.s3.objects import S3Objects
+from harness.datastore.backends.s3.swamp import S3Swamp
+from harness.datastore.errors import FencedError, LockLostError
+from harness.datastore.lock import LockGrant
+from harness.work import Sends, Work, recording, sending
+
+
+class S3Commits:
+    """The commit half of ``S3Backend`` (a mixin: it uses the backend's objects, cursor reads and mutexes)."""
+
+    objects: S3Objects
+    clock: Clock
+    swamp: S3Swamp
+
+    def commit(self, namespace: str | None, entries: Sequence[FileMeta], grant: LockGrant, work: Work, *,
+               base_seq: int | None = None, fencing: bool = True, cid: str | None = None,
+               cursor: dict | None = None, model_fence: tuple[str, int] | None = None,
+               bookkeeping: str = "harness") -> CommitResult:
+        """(``bookkeeping``: swamp's S3 keeps its sequence in the head already; nothing more to write.)"""
+        with recording(work):
+            return self._apply(namespace, {e.rel_path: e for e in entries}, set(), grant, work, base_seq, fencing,
+                               cid or uuid.uuid4().hex[:16], cursor, model_fence)
+
+    def delete_files(self, namespace: str | None, metas: Sequence[FileMeta], grant: LockGrant, work: Work, *,
+                     fencing: bool = True, cid: str | None = None, cursor: dict | None = None,
+                     base_seq: int | None = None, forget: Sequence[str] = (),
+                     bookkeeping: str = "harness") -> CommitResult:
+        """The index first (a commit of removals, fenced), the content only once that is sealed.
+
+        A partition whose shard empties leaves the head with it (``forget`` needs nothing more)."""
+        with recording(work):
+            return self._apply(namespace, {}, {m.rel_path for m in metas}, grant, work, base_seq, fencing,
+                               cid or uuid.uuid4().hex[:16], cursor)
+
+    def _fenced(self, grant: LockGrant, why: str) -> FencedError:
+        return FencedError(f"commit rejected: lock {grant.key} (fence {grant.fence}) {why}")
+
+    def _apply(self, namespace: str | None, upserts: dict[str, FileMeta], removals: set[str], grant: LockGrant,
+               work: Work, base_seq: int | None, fencing: bool, cid: str, cursor: dict | None,
+               model_fence: tuple[str, int] | None = None) -> CommitResult:
+        cur = S3Cursor.of(cursor, self._head_rel(grant.key, namespace))
+        with self._mutex_of(grant):
+            for attempt in range(META_RETRIES):
+                try:
+                    return self._apply_once(namespace, upserts, removals, grant, work, base_seq, fencing, cid, cur,
+                                            model_fence)
+                except StaleHead:
+                    cur.head = cur.etag = None
+                    if attempt == META_RETRIES - 1:
+                        raise self._fenced(grant, "lost the race: the index kept changing under the commit") from None
+        raise AssertionError("unreachable")
+
+    def _apply_once(self, namespace: str | None, upserts: dict[str, FileMeta], removals: set[str],
+                    grant: LockGrant, work: Work, base_seq: int | None, fencing: bool, cid: str,
+                    cur: S3Cursor, model_fence: tuple[str, int] | None = None) -> CommitResult:
+        if fencing and grant.lost:
+            raise LockLostError(f"commit refused: lock {grant.key} (fence {grant.fence}) was lost")
+        swamp = self.swamp.commit == "swamp"
+        if cur.head is None or not fencing or swamp:  # unfenced: nothing conditions the swap, so read it now;
+            self._read_head(cur, work)  # swamp's commit reads _meta.json first whatever it holds
+        doc, etag = cur.head or {}, cur.etag
+        seq = int(doc.get("commitSeq", 0))
+        if fencing:
+            if int(doc.get("fence", 0)) > grant.fence:
+                raise self._fenced(grant, f"is stale: fence {doc['fence']} already holds the index")
+            if base_seq is not None and seq != base_seq:
+                raise self._fenced(grant, f"was held, but the index moved since this holder pulled it "
+                                          f"(sequence {seq}, pulled at {base_seq})")
+            if model_fence is not None and int(doc.get("modelFences", {}).get(model_fence[0], 0)) > model_fence[1]:
+                raise self._fenced(grant, f"commits model {model_fence[0]} under a stale lock (fence "
+                                          f"{model_fence[1]}): a newer holder of the model was granted")
+        shards = dict(doc.get("shards", {}))
+        by_part: dict[str, tuple[dict[str, FileMeta], set[str]]] = defaultdict(lambda: ({}, set()))
+        for rel, m in upserts.items():
+            by_part[self.shard_of(rel, namespace)][0][rel] = m
+        for rel in removals:
+            by_part[self.shard_of(rel, namespace)][1].add(rel)
+        written: list[str] = []  # our new shard objects: deleted again if the swap fails
+        superseded: list[str] = []  # shards and content the swap replaces: deleted after it
+        new_shards: dict[str, Shard | None] = {}
+        try:
+            for part, (ups, rems) in by_part.items():
+                old_ref = shards.get(part)
+                # (swamp's GETs each dirty shard before its PUT, one shard after another, cached or not)
+                old = self._shard_entries(cur, part, old_ref, work, trust=fencing and not swamp) if old_ref else {}
+                entries = {r: m for r, m in old.items() if r not in rems}
+                entries.update(ups)
+                superseded += [content_rel(m) for r, m in old.items()
+                               if r in rems or (r in ups and (m.version, m.digest) != (ups[r].version, ups[r].digest))]
+                if old_ref:
+                    superseded.append(old_ref)
+                if entries:
+                    ref = shard_rel(cur.head_rel or "", part, cid)
+                    written.append(ref)
+                    self.objects.put(ref, shard_doc(entries, fence=grant.fence, cid=cid), work)
+                    shards[part] = ref
+                    new_shards[part] = Shard(ref, entries)
+                    work.index_entries_written += len(entries)
+                else:
+                    shards.pop(part, None)
+                    new_shards[part] = None
+                work.items_written += 1
+            if fencing and grant.lost:
+                raise LockLostError(f"commit refused: lock {grant.key} (fence {grant.fence}) was lost")
+        except BaseException:
+            self._discard(written, work)
+            raise
+        head = {**doc, "commitSeq": seq + 1, "fence": max(int(doc.get("fence", 0)), grant.fence), "cid": cid,
+                "shards": shards}
+        sent = Sends(lambda: now_ms(self.clock))
+        try:
+            with sending(self.clock) as sent:
+                new_etag = self.objects.put(cur.head_rel or "", json.dumps(head).encode(), work,
+                                            if_match=etag if fencing else None,
+                                            if_none_match=fencing and etag is None)
+        except BaseException as e:
+            refused = isinstance(e, ClientError) and is_condition_failed(e)
+            if refused and self._landed(cur, cid, written, work):
+                # a seal whose answer was lost and which botocore sent again: the first attempt landed (the
+                # retry's 412 is against its own write); the commit is sealed, its shards are the index now
+                new_etag = cur.etag
+            else:
+                if isinstance(e, Exception) and not outcome_unknown(e):  # known not swapped: our shards are garbage
+                    self._discard(written if not refused else self._unreferenced(cur, written), work)
+                if refused:
+                    raise self._refusal(grant, cur) from e
+                cur.head = cur.etag = None
+                raise  # (a swap that may have landed references them: they stay)
+        current = cur.seq is not None and cur.seq == seq
+        cur.know(head, new_etag)
+        cur.fresh_for = grant.nonce
+        for part, shard in new_shards.items():
+            if shard is None:
+                cur.shards.pop(part, None)
+            else:
+                cur.shards[part] = shard
+        if current:
+            cur.seq = seq + 1
+        self._discard(superseded, work)
+        return CommitResult(seq + 1, seq, cid, cur.head_rel or "", seal_ms=sent.first, sent_ms=sent.last)
+
+    def _landed(self, cur: S3Cursor, cid: str, written: list[str], work: Work) -> bool:
+        """After a refused seal: is the head this commit's own (its id), or built on it (it names our shards)?"""
+        self._read_head(cur, work)
+        doc = cur.head or {}
+        return doc.get("cid") == cid or bool(set(doc.get("shards", {}).values()) & set(written))
+
+    @staticmethod
+    def _unreferenced(cur: S3Cursor, written: list[str]) -> list[str]:
+        """Of our new shards, those the current head (just read) does not name: only they may go."""
+        named = set((cur.head or {}).get("shards", {}).values())
+        return [r for r in written if r not in named]
+
+    def _refusal(self, grant: LockGrant, cur: S3Cursor) -> FencedError:
+        """Why the head swap was refused (the head as just read): a newer holder's fence, or the index moved."""
+        doc = cur.head or {}
+        cur.head = cur.etag = None
+        if int(doc.get("fence", 0)) > grant.fence:
+            return self._fenced(grant, f"is no longer held: fence {doc['fence']} was granted since")
+        return self._fenced(grant, "lost the race: the index changed under the commit")
+
+    def _discard(self, rels: list[str], work: Work) -> None:
+        try:
+            self.objects.delete(rels, work)
+        except Exception:  # noqa: BLE001 - unreferenced shards are invisible; only space is lost
+            pass

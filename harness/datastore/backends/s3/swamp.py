@@ -1,0 +1,91 @@
+"""What swamp's S3 extension does that the harness's own S3 index need not: the choices, and its shard keys (pure).
+
+Each choice is a scenario key (``[datastore]``, scenarios/README.md); the
+default is the harness's own behaviour, ``"swamp"`` the extension's as its
+code reads (docs/swamp-today.md names the file and commit of each):
+
+- ``shards``: which shard a path's entry lives in. ``model``: one per model
+  (``[<ns>/]<type>/<id>``). ``swamp``: ``partitionKeyFromPath``'s, so one run
+  touches ``data--<type>--<id>`` (raw and metadata), ``data--<type>--<id>--<name>``
+  (the ``latest`` pointer), ``outputs--<type>--<id>`` and ``_root`` (the export).
+- ``commit``: ``swamp`` reads ``_meta.json`` and every dirty shard again under
+  the lock (``commitPushShardFirst``: GET meta, then GET + PUT per shard in
+  turn, then PUT meta), even where this worker's cursor holds them.
+- ``prepare_read``: what the push's prepare reads of the index. ``none``;
+  ``all`` (``assembleIndexFromShards``: the meta and every shard, 10 at a
+  time); ``dirty`` (a fork's: the meta and the dirty shards only).
+- ``command_requests``: ``swamp`` adds the requests every command makes: a
+  HeadBucket (the credential preflight), the scoped pull's reads of the
+  model's three fixed shards by GET, and on a model's first pull (its
+  ``data--`` shard missing) a GET of the monolith and, when that is missing
+  too, a LIST of the namespace and a PUT of the monolith it builds.
+- ``retries``: ``harness`` leaves retries to botocore; ``swamp`` is the
+  extension's: the SDK makes one attempt (``maxAttempts: 1``), index and
+  content requests are retried by the sync layer (``retry.py``), the lock's
+  never.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from harness.datastore.errors import ConfigError
+
+SHARDS = ("model", "swamp")
+COMMITS = ("harness", "swamp")
+PREPARE_READS = ("none", "all", "dirty")
+COMMAND_REQUESTS = ("none", "swamp")
+RETRIES = ("harness", "swamp")
+ROOT = "_root"
+PREPARE_BATCH = 10  # assembleIndexFromShards reads this many shards at a time
+PER_MODEL = ("data", "outputs", "models")  # subdirectories keyed per model (swamp's definitions-evaluated: models)
+
+
+@dataclass(frozen=True)
+class S3Swamp:
+    """Which of swamp's S3 behaviours a backend models (every default: the harness's own)."""
+
+    shards: str = "model"
+    commit: str = "harness"
+    prepare_read: str = "none"
+    command_requests: str = "none"
+    retries: str = "harness"
+
+    def __post_init__(self) -> None:
+        for name, allowed in (("shards", SHARDS), ("commit", COMMITS), ("prepare_read", PREPARE_READS),
+                              ("command_requests", COMMAND_REQUESTS), ("retries", RETRIES)):
+            if getattr(self, name) not in allowed:
+                raise ConfigError(f"unknown S3 {name} {getattr(self, name)!r}: choose one of {', '.join(allowed)}")
+
+
+def swamp_shard(rel: str, namespace: str | None) -> str:
+    """swamp's shard of a path (``partitionKeyFromPath`` on the path without its namespace), namespaced.
+
+    ``data/<t>/<i>/<name>/<v>/raw`` -> ``data--<t>--<i>``; ``data/<t>/<i>/<name>/latest`` ->
+    ``data--<t>--<i>--<name>``; ``outputs/<t>/<i>/<run>.yaml`` -> ``outputs--<t>--<i>``; a file at the
+    root (the catalog export) -> ``_root``. swamp has no case for ``models/`` (its definitions live in
+    the repository; ``definitions-evaluated/<t>/<i>/...`` is keyed per model): the harness keys its
+    definitions the same way, ``models--<t>--<i>``. Anything else falls to ``_root``.
+    """
+    root = f"{namespace}/" if namespace else ""
+    bare = rel[len(root):] if root and rel.startswith(root) else rel
+    segs = bare.split("/")
+    key = ROOT
+    if len(segs) >= 4 and segs[0] in PER_MODEL:
+        key = "--".join(segs[:len(segs) - 3 if len(segs) >= 6 else len(segs) - 1])
+    return root + key
+
+
+def model_shards(partition: str, namespace: str | None) -> tuple[str, ...]:
+    """The three shards swamp's scoped pull reads for a model (``partitionKeysFromModel``), namespaced.
+
+    ``partition`` is the harness's ``[<ns>/]<type>/<id>``."""
+    root = f"{namespace}/" if namespace else ""
+    t, i = partition[len(root):].split("/", 1)
+    return tuple(f"{root}{sub}--{t}--{i}" for sub in PER_MODEL)
+
+
+def of_model(shard: str, partition: str, namespace: str | None) -> bool:
+    """Is ``shard`` (a swamp key) one of the model's: its three, or a ``latest`` shard ``data--<t>--<i>--<name>``?"""
+    data = model_shards(partition, namespace)[0]
+    return shard in model_shards(partition, namespace) or shard.startswith(data + "--")

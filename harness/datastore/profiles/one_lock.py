@@ -1,0 +1,29 @@
+"""The seed's loop: one lock, the commit domain's, held around the whole sync.
+
+lock -> pull changed -> run the method locally -> push (prepare) -> commit the index update (fenced) ->
+export the catalog -> release. The holder may be frozen (fault injection) between push and commit, its
+heartbeat stopped with it: the moment a stale commit would land.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from harness.datastore.sync import Datastore, Step
+
+
+def sync_run(store: Datastore, model_id: str, method: str, payload_bytes: int, steps: list[Step],
+             model_type: str) -> None:
+    with store.locked(steps) as grant:
+        with store.step(steps, "pull") as w:
+            store.pull(w)
+        with store.step(steps, "method") as w:
+            store.run_method_locally(model_type, model_id, method, payload_bytes, w)
+        with store.step(steps, "push") as w:
+            store.prepare(w)
+        with store.step(steps, "commit") as w:
+            store.pause("commit")
+            store.commit(grant, w)
+        with store.step(steps, "export") as w:
+            store.export_catalog(w)

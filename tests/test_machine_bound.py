@@ -1,0 +1,162 @@
+"""The machine as a resource (harness/record/machine.py, the rule in harness/record/bound.py), on generated
+processes.csv samples, and the sampler that writes processes.csv (harness/record/processes.py) on real child
+processes."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pandas as pd
+import psutil
+import pytest
+
+from bench.synthetic import T0, make_rows, run_info
+from harness.record import bound, machine
+from harness.record.processes import ProcessSampler
+from reports.load import _processes
+from reports.run.findings import findings
+
+
+def _samples(seed: int, shares: dict[str, tuple[str, float]], machine_total: float, seconds: int = 600,
+             cores: int = 2) -> pd.DataFrame:
+    """processes.csv's rows: one per process per second, each at its mean CPU (% of a core) with noise."""
+    rng = np.random.default_rng(seed)
+    ts = T0 + np.arange(1.0, seconds, 1.0)
+    parts = [pd.DataFrame({"ts": ts, "process": name, "role": role, "pid": i + 100,
+                           "cpu_percent": np.clip(cpu + rng.normal(0, 3, len(ts)), 0, 100), "cores": cores})
+             for i, (name, (role, cpu)) in enumerate(shares.items())]
+    parts.append(pd.DataFrame({"ts": ts, "process": "machine", "role": "machine", "pid": 0,
+                               "cpu_percent": np.clip(machine_total + rng.normal(0, 3, len(ts)), 0, cores * 100),
+                               "cores": cores}))
+    df = pd.concat(parts, ignore_index=True)
+    df["ts"] = pd.to_datetime(df["ts"], unit="s", utc=True)
+    return df
+
+
+FULL = {"locust": ("locust", 88.0), "dynalite": ("stand-in", 86.0), "harness": ("harness", 8.0)}
+
+
+def _epoch(ts: pd.Series) -> np.ndarray:
+    return np.array([x.timestamp() for x in ts])
+
+
+def _resources(df: pd.DataFrame) -> list[bound.Resource]:
+    return machine.resources(_epoch(df["ts"]), df["process"].to_numpy(),
+                             df["role"].to_numpy(), df["cpu_percent"].to_numpy(), int(df["cores"].max()))
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_the_harness_filling_the_cores_binds_the_machine_never_its_own_iteration_time(seed):
+    kw = dict(workers=20, duration_s=600.0, rate=lambda t: np.full_like(t, 1.0), steps={"pull_ms": lambda t:
+                                                                                       np.full_like(t, 900.0)})
+    rows = make_rows(seed=seed, **kw)
+    info = run_info(workers=20, duration_s=600.0)
+    without = findings(rows, info)["bottleneck"]
+    assert without["kind"] == "step" and "its own iteration time" in without["sentence"]  # what it said before
+    b = findings(rows, info, processes=_samples(seed, FULL, 190.0))["bottleneck"]
+    assert b["kind"] == "machine" and b["utilization"] == pytest.approx(0.91, abs=0.02)
+    s = b["sentence"]
+    assert "its own iteration time" not in s
+    assert s.startswith("The fleet is bound by the machine: 2 cores 91 %") or s.startswith(
+        "The fleet is bound by the machine: 2 cores 90 %") or s.startswith("The fleet is bound by the machine: "
+                                                                          "2 cores 92 %"), s
+    assert "locust 88 %" in s and "dynalite 86 %" in s and "every number measures this machine, not the datastore" in s
+
+
+def test_a_saturated_lock_binds_before_the_machine():
+    lock = bound.Resource("lock", "ns/.lock", 0.97)
+    res = _resources(_samples(1, FULL, 190.0))
+    assert bound.choose([*res, lock]) is lock
+    assert bound.choose(res).kind == "machine"
+
+
+def test_a_stand_in_at_90_percent_of_a_core_binds_by_its_own_cpu():
+    res = _resources(_samples(2, {"locust": ("locust", 30.0), "dynalite": ("stand-in", 95.0)}, 130.0))
+    b = bound.choose(res)
+    assert b.kind == "stand-in" and b.name == "dynalite" and b.utilization == pytest.approx(0.95, abs=0.02)
+    assert bound.sentence(b, res).startswith("The fleet is bound by the stand-in dynalite at a mean 95 %")
+    machine_r = next(r for r in res if r.kind == "machine")
+    assert not machine_r.saturated  # 125 % of 200: the machine is not full
+
+
+def test_other_load_on_the_machine_is_a_note_never_the_bound():
+    res = _resources(_samples(3, {"locust": ("locust", 40.0), "dynalite": ("stand-in", 20.0)}, 195.0))
+    m = next(r for r in res if r.kind == "machine")
+    assert m.utilization == pytest.approx(0.30, abs=0.02) and m.evidence["other"] == pytest.approx(0.675, abs=0.03)
+    step = bound.Resource("step", "pull", 0.95, evidence={"share": 0.9})
+    b = bound.choose([step, *res])
+    assert b is step
+    s = bound.sentence(b, [step, *res])
+    assert "a note: other work on this machine took 6" in s and "it is not the bound" in s
+
+
+def test_a_saturated_locust_process_is_the_bound_before_the_machine():
+    gen = bound.Resource("generator", "local", 0.95, evidence={"samples": 100, "saturated_share": 0.7})
+    res = _resources(_samples(4, FULL, 190.0))
+    assert bound.choose([*res, gen]) is gen
+
+
+def test_too_few_samples_make_no_machine_resource():
+    df = _samples(5, FULL, 190.0, seconds=3)
+    assert _resources(df) == []
+
+
+def test_the_sampler_names_each_process_the_harness_started(tmp_path):
+    spin = subprocess.Popen([sys.executable, "-c", "import time\nt = time.time() + 20  # locust\n"
+                             "while time.time() < t: pass"])
+    server = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(20)"])
+    try:
+        s = ProcessSampler(tmp_path, {"dynalite": server.pid}, interval_s=0.2).start()
+        deadline = time.monotonic() + 15
+        while s.samples < 4 and time.monotonic() < deadline:
+            time.sleep(0.1)
+        s.stop()
+    finally:
+        for p in (spin, server):
+            p.kill()
+            p.wait()
+    df = _processes(tmp_path)
+    assert df is not None and s.samples >= 4
+    by = df.groupby("process")["role"].first().to_dict()
+    assert by["locust"] == "locust" and by["dynalite"] == "stand-in" and by["harness"] == "harness"
+    assert by["machine"] == "machine"
+    assert set(df["cores"]) == {psutil.cpu_count()}
+    assert (df.loc[df["process"] == "locust", "pid"] == spin.pid).all()
+    assert df.loc[df["process"] == "locust", "cpu_percent"].max() > 0  # it spins: some CPU on any machine
+    assert df.groupby("ts").size().min() == 4  # every tick: each process and the machine
+
+
+def test_the_harness_tab_names_the_machine_from_the_same_samples_as_the_report(tmp_path):
+    from harness.load.web.live import Live
+    from harness.record.processes import ProcessesTail
+
+    df = _samples(6, FULL, 190.0, seconds=40)
+    writer = ProcessSampler(tmp_path)
+    tail = ProcessesTail(tmp_path)
+    live = Live()
+    t = _epoch(df["ts"])
+    for i, ts in enumerate(sorted(set(t))):
+        tick = df[t == ts]
+        writer.write(ts, [(r.process, r.role, int(r.pid), float(r.cpu_percent)) for r in tick.itertuples()])
+        if i % 10 == 9:  # the tab reads every few seconds, whole lines only
+            live.add_processes(tail.read())
+    live.add_processes(tail.read())
+    assert len(live.processes) == len(df)
+    report = bound.choose(_resources(_processes(tmp_path)))
+    tab = bound.choose(live.resources(T0, T0 + 40.0, T0 + 40.0))
+    assert report.kind == tab.kind == "machine"
+    assert tab.utilization == pytest.approx(report.utilization, abs=1e-3)
+
+
+def test_a_web_sessions_test_reads_its_sessions_processes_csv(tmp_path):
+    session = tmp_path / "session"
+    test_dir = session / "tests" / "001"
+    test_dir.mkdir(parents=True)
+    _samples(7, FULL, 190.0, seconds=10).assign(ts=lambda d: _epoch(d["ts"])).to_csv(session / "processes.csv",
+                                                                                     index=False)
+    df = _processes(test_dir)
+    assert df is not None and set(df["process"]) == {"locust", "dynalite", "harness", "machine"}
+    assert _processes(tmp_path / "elsewhere") is None

@@ -1,0 +1,61 @@
+"""The report measures both profiles' lock waits alike: two-phase's commit-lock wait (and a timeout there)
+counts with the lock step's, in the failure story and the lock-wait histogram."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from reports.run.compute import lock_wait_histogram, lock_waits
+from reports.run.findings import _failure_story
+
+KEY = ".datastore.lock"
+
+
+def two_phase_rows() -> pd.DataFrame:
+    """Ten successes that waited 5 ms for the model lock and 40 ms for the global one; ten timeouts of the
+    global (commit) acquire after 2 ms at the model lock and 1,000 ms at the commit lock."""
+    ok = pd.DataFrame({"ok": True, "error_kind": "", "lock_wait_ms": 5.0, "commit_lock_ms": 40.0}, index=range(10))
+    bad = pd.DataFrame({"ok": False, "error_kind": "lock_timeout", "lock_wait_ms": 2.0, "commit_lock_ms": 1000.0},
+                       index=range(10, 20))
+    return pd.concat([ok, bad])
+
+
+def findings(rows: pd.DataFrame) -> dict:
+    failures = int((~rows["ok"]).sum())
+    message = f"lock not acquired within 1000 ms on key: {KEY}"
+    return {"failures": failures, "failure_ratio": failures / len(rows), "errors": {"lock_timeout": failures},
+            "failures_table": [{"kind": "lock_timeout", "message": message, "count": failures}],
+            "utilization": []}
+
+
+def test_lock_waits_add_the_commit_locks_wait():
+    rows = two_phase_rows()
+    assert list(lock_waits(rows)) == [45.0] * 10 + [1002.0] * 10
+    one_lock = rows.drop(columns=["commit_lock_ms"])
+    assert list(lock_waits(one_lock)) == list(one_lock["lock_wait_ms"])
+
+
+def test_the_failure_story_of_a_commit_lock_timeout_reads_the_commit_locks_wait():
+    rows = two_phase_rows()
+    story = _failure_story(rows, rows["ok"].to_numpy(dtype=bool), findings(rows))
+    assert story is not None and story["kind"] == "lock_timeout" and story["key"] == KEY
+    assert story["failed_wait_ms"] == 1002.0 and story["ok_wait_ms"] == 45.0  # not 2 ms and 5 ms
+
+
+def test_the_lock_wait_histogram_places_the_commit_lock_timeouts_at_their_wait():
+    edges, ok, failed = lock_wait_histogram(two_phase_rows())
+    assert ok.sum() == 10 and failed.sum() == 10
+    i = int(np.searchsorted(edges, 1002.0, side="right")) - 1
+    assert failed[i] == 10 and edges[-1] > 1002.0
+
+
+def test_the_report_names_the_global_lock_a_two_phase_run_took():
+    from reports.run.words import global_lock_said
+
+    ns = {"sync": "two-phase", "lock_scope": "namespace", "namespaces": "per-worker"}
+    assert "one LOCK#.datastore.lock for every namespace" in global_lock_said(
+        {"datastore": {**ns, "global_lock": "swamp"}}, "dynamodb")
+    assert "core's intent" in global_lock_said({"datastore": {**ns, "global_lock": "per-namespace"}}, "dynamodb")
+    assert "<ns>/.datastore.lock" in global_lock_said({"datastore": {**ns, "global_lock": "swamp"}}, "s3")
+    assert global_lock_said({"datastore": {**ns, "sync": "one-lock"}}, "dynamodb") is None

@@ -1,0 +1,287 @@
+"""swamp's DynamoDB extension as its code reads (docs/swamp-today.md): namespace-blind GSI partitions, the
+registry's per-partition ADDs (billed by the item's size), retryable's and the batch loops' schedules."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+from botocore.exceptions import ClientError
+
+from harness.datastore.backends.dynamodb import DynamoBackend
+from harness.datastore.backends.dynamodb.bookkeeping import REGISTRY
+from harness.datastore.backends.dynamodb.items import gsi_keys, swamp_partition
+from harness.datastore.backends.dynamodb.retry import (
+    UNPROCESSED_TRIES,
+    Retryable,
+    UnprocessedError,
+    retryable_delay,
+)
+from harness.datastore.catalog import Catalog
+from harness.datastore.sync import Datastore, SyncConfig
+from harness.load.iteration import summarize
+from harness.work import Work, recording
+from tests.conftest import FAST_LOCK, SleepLog
+
+TABLE = "harness-test"
+
+
+def backend(aws, layout="swamp", clock=None, **kw) -> DynamoBackend:
+    be = DynamoBackend(aws[0], TABLE, layout, clock=clock, **kw)
+    be.ensure()
+    return be
+
+
+def two_phase(be, namespace="w1", **kw) -> Datastore:
+    cfg = SyncConfig(namespace=namespace, lock=FAST_LOCK, heartbeat=False, sync="two-phase", global_poll_s=0.05,
+                     **kw)
+    return Datastore(be, Catalog(), cfg, holder="w")
+
+
+def gsi_pks(ddb) -> dict[str, set[str]]:
+    """Every index entry's GSI key, by path."""
+    out: dict[str, set[str]] = {}
+    for item in ddb.scan(TableName=TABLE)["Items"]:
+        if "gsi1pk" in item and "relPath" in item:
+            out.setdefault(item["relPath"]["S"], set()).add(item["gsi1pk"]["S"])
+    return out
+
+
+def test_swamp_partition_is_gsiFilePartition_blind_to_the_namespace():
+    assert swamp_partition("data/t/m0/n/1/raw") == "t/m0"
+    assert swamp_partition("w1/data/t/m0/n/1/raw") == "_system/w1"
+    assert swamp_partition("outputs/t/m0/r.yaml") == "_system/outputs"
+    assert gsi_keys("swamp", "w1/t/m0") == ["_system/w1"] and gsi_keys("per-model", "w1/t/m0") == ["w1/t/m0"]
+
+
+@pytest.mark.parametrize("fencing", [True, False])
+def test_a_namespaced_run_lands_on_one_gsi_key_and_is_read_back(aws, fencing):
+    ddb, _ = aws
+    be = backend(aws)
+    store = two_phase(be, fencing=fencing)
+    for m in ("m0", "m1", "m0"):
+        store.sync_run(m, "get_uptime", 100, [])
+    keys = gsi_pks(ddb)
+    assert keys and set().union(*keys.values()) == {"FILE#_system/w1"}  # both models, one key
+    # another worker of the namespace reads both models back through the shared key (only its own items)
+    other = two_phase(be, fencing=fencing)
+    other.pull(Work())
+    assert {r for r in other.local if "/data/" in r} == {r for r in store.local if "/data/" in r}
+    scoped = two_phase(be, fencing=fencing)
+    scoped.pull(Work(), partitions=["w1/system/m1"])  # a scoped pull: that model's files, none of m0's
+    data = {r for r in scoped.local if "/data/" in r}
+    assert data and all("/m1/" in r for r in data)
+
+
+def test_without_a_namespace_a_model_spreads_over_swamps_three_keys(aws):
+    ddb, _ = aws
+    be = backend(aws)
+    two_phase(be, namespace=None, lock_scope="datastore").sync_run("m0", "get_uptime", 100, [])
+    got = set().union(*gsi_pks(ddb).values())
+    assert got == {"FILE#system/m0", "FILE#_system/models", "FILE#_system/outputs"}
+
+
+def registry(ddb) -> set[str]:
+    item = ddb.get_item(TableName=TABLE, Key=REGISTRY).get("Item") or {}
+    return set((item.get("partitions") or {}).get("SS", []))
+
+
+def test_swamp_registry_adds_one_update_per_distinct_partition_with_file_values(aws):
+    ddb, _ = aws
+    be = backend(aws, "swamp", registry_adds="swamp")
+    store = two_phase(be, namespace=None, lock_scope="datastore", bookkeeping="swamp")
+    adds = []
+    sent: list[dict] = []
+    ddb.meta.events.register("before-parameter-build.dynamodb.UpdateItem",
+                             lambda params, **_: sent.append(params) if params["Key"] == REGISTRY
+                             and params["UpdateExpression"] == "ADD #p :p" else None)
+    for _ in range(2):
+        sent.clear()
+        store.sync_run("m0", "get_uptime", 100, [])
+        adds.append(len(sent))
+        assert all(len(p["ExpressionAttributeValues"][":p"]["SS"]) == 1 for p in sent)
+    # the first run: definition (_system/models), data (model/m0), output (_system/outputs); then data + output
+    assert registry(ddb) == {"FILE#system/m0", "FILE#_system/models", "FILE#_system/outputs"}
+    assert adds == [3, 2]
+
+
+def test_a_namespaced_swamp_registry_holds_one_entry_per_namespace(aws):
+    ddb, _ = aws
+    be = backend(aws, "swamp", registry_adds="swamp")
+    for ns in ("w1", "w2"):
+        store = two_phase(be, namespace=ns, bookkeeping="swamp")
+        for m in ("m0", "m1", "m2"):
+            store.sync_run(m, "get_uptime", 100, [])
+    assert registry(ddb) == {"FILE#_system/w1", "FILE#_system/w2"}  # not one per model
+
+
+def test_an_update_of_a_grown_item_is_billed_by_the_items_size(aws):
+    ddb, _ = aws
+    be = backend(aws, "per-model", registry_adds="swamp")
+    big = {"SS": [f"FILE#t/{'x' * 60}{i:04d}" for i in range(100)]}  # ~6.6 KB of values
+    ddb.update_item(TableName=TABLE, Key=REGISTRY, UpdateExpression="ADD #p :p",
+                    ExpressionAttributeNames={"#p": "partitions"},
+                    ExpressionAttributeValues={":p": big})
+    units = []
+    for i in range(2):
+        w = Work()
+        with recording(w):
+            be.client.update_item(TableName=TABLE, Key=REGISTRY, UpdateExpression="ADD #p :p",
+                                  ExpressionAttributeNames={"#p": "partitions"},
+                                  ExpressionAttributeValues={":p": {"SS": [f"FILE#t/new{i}"]}},
+                                  ReturnValues="ALL_NEW")
+        units.append(w.write_units)
+    assert units[0] >= 7 and units[1] >= 7  # ceil(~6.7 KB / 1 KB), not the request's 1 unit
+
+
+def throttle(code="ProvisionedThroughputExceededException"):
+    return ClientError({"Error": {"Code": code, "Message": "slow down"}}, "PutItem")
+
+
+def test_retryable_sleeps_500ms_times_3_to_the_n_within_25_percent_then_gives_up():
+    clock = SleepLog()
+    calls = []
+
+    def op():
+        calls.append(clock.now())
+        raise throttle()
+
+    with pytest.raises(ClientError):
+        Retryable(clock, random.Random(1)).call(op)
+    assert len(calls) == 3 and len(clock.sleeps) == 2
+    for n, s in enumerate(clock.sleeps):
+        assert 0.5 * 3 ** n * 0.75 <= s <= 0.5 * 3 ** n * 1.25
+    assert retryable_delay(1, random.Random(1)) != retryable_delay(1, random.Random(2))  # jittered
+
+
+def test_retryable_does_not_retry_a_condition_failure():
+    clock = SleepLog()
+    calls = []
+
+    def op():
+        calls.append(1)
+        raise throttle("ConditionalCheckFailedException")
+
+    with pytest.raises(ClientError):
+        Retryable(clock).call(op)
+    assert calls == [1] and clock.sleeps == []
+
+
+class Unprocessing:
+    """A client whose BatchWriteItem processes nothing (the rest of it is the real one)."""
+
+    def __init__(self, client, times: int) -> None:
+        self.client, self.times, self.sent = client, times, 0
+
+    def batch_write_item(self, RequestItems):
+        self.sent += 1
+        if self.sent <= self.times:
+            return {"UnprocessedItems": RequestItems}
+        return self.client.batch_write_item(RequestItems=RequestItems)
+
+    def __getattr__(self, name):
+        return getattr(self.client, name)
+
+
+def test_swamp_resends_unprocessed_items_on_its_schedule_and_gives_up_after_8_tries(aws):
+    clock = SleepLog()
+    be = backend(aws, "per-model", clock=clock, retries="swamp")
+    be.client._client = Unprocessing(be.client._client, 3)
+    item = [{"PutRequest": {"Item": {"pk": {"S": "FILE#x"}, "sk": {"S": "CHUNK#v1#0"}}}}]
+    be.batch_write(item, Work())
+    assert clock.sleeps == [1.0, 2.0, 4.0]  # min(500 ms x 2^n, 5 s), no jitter
+    clock.sleeps.clear()
+    be.client._client = Unprocessing(be.client._client.client, 99)
+    with pytest.raises(UnprocessedError):
+        be.batch_write(item, Work())
+    assert be.client._client.sent == UNPROCESSED_TRIES and clock.sleeps == [1.0, 2.0, 4.0, 5.0, 5.0, 5.0, 5.0]
+
+
+def test_the_harness_schedule_is_jittered_and_unbounded(aws):
+    clock = SleepLog()
+    be = backend(aws, "per-model", clock=clock)
+    be.client = Unprocessing(be.client, 10)
+    be.batch_write([{"PutRequest": {"Item": {"pk": {"S": "FILE#x"}, "sk": {"S": "CHUNK#v1#0"}}}}], Work())
+    assert len(clock.sleeps) == 10 and all(s <= min(5.0, 0.05 * 2 ** (n + 1)) for n, s in enumerate(clock.sleeps))
+
+
+def test_summarize_reports_the_registry_size(aws):
+    be = backend(aws, "swamp", registry_adds="swamp")
+    steps: list = []
+    two_phase(be, bookkeeping="swamp").sync_run("m0", "get_uptime", 100, steps)
+    assert summarize(steps)["registry_bytes"] > 0
+
+
+def commit_writes(store, runs: int) -> list[int]:
+    """Requests of each run's commit step (content, index, registry: all under the global lock on DynamoDB)."""
+    out = []
+    for _ in range(runs):
+        steps: list = []
+        store.sync_run("m0", "get_uptime", 100, steps)
+        out.append(sum(next(s for s in steps if s.name == "commit").work.requests.values()))
+    return out
+
+
+def test_swamps_push_rewrites_every_version_of_the_data_name(aws):
+    be = backend(aws, "per-model")
+    changed = commit_writes(two_phase(be, namespace="w1", upload_concurrency=10), 5)
+    swamp = commit_writes(two_phase(be, namespace="w2", upload_concurrency=10, push_scope="swamp"), 5)
+    assert changed[1:] == [changed[1]] * 4  # the changed files only: the same writes every push
+    # every earlier version's raw and metadata.yaml again: one content batch each (10 at a time), so 2 more a push
+    steps = [b - a for a, b in zip(swamp[1:], swamp[2:], strict=False)]
+    assert steps == [2, 2, 2] and swamp[-1] == changed[-1] + 2 * 4
+
+
+def test_a_rewrite_writes_what_the_worker_holds_and_readers_see_the_same_content(aws):
+    ddb, _ = aws
+    be = backend(aws, "per-model")
+    store = two_phase(be, push_scope="swamp")
+    for _ in range(3):
+        store.sync_run("m0", "get_uptime", 100, [])
+    snap = be.index_snapshot(Work())
+    assert all(e["content_digest"] == e["digest"] for e in snap["entries"])
+    raws = [e for e in snap["entries"] if e["path"].endswith("/1/raw")]
+    assert raws and raws[0]["version"] == 3  # version 1's raw written by each of the three pushes
+
+
+def test_swamps_dynamodb_writes_the_export_inside_the_commit_under_the_global_lock(aws):
+    ddb, _ = aws
+    be = backend(aws, "per-model")
+    store = two_phase(be, export_at="swamp")
+    held_at_export: list[bool] = []
+    key = store.lock_key()
+
+    def on_put(params, **_):
+        if params["Item"]["sk"]["S"] == "BLOB":
+            from harness.clock import now_ms
+            held_at_export.append(be.lock_store.inspect(key, now_ms(store.clock), Work()) is not None)
+
+    ddb.meta.events.register("before-parameter-build.dynamodb.PutItem", on_put)
+    steps: list = []
+    store.sync_run("m0", "get_uptime", 100, steps)
+    names = [s.name for s in steps]
+    assert names[names.index("commit"):] == ["commit", "export", "release", "release"]
+    assert held_at_export == [True]
+    after: list = []
+    held_at_export.clear()
+    two_phase(be, namespace="w2").sync_run("m0", "get_uptime", 100, after)
+    assert [s.name for s in after][-3:] == ["release", "export", "release"] and held_at_export == [False]
+
+
+def test_swamps_retries_wrap_the_data_path_and_leave_lock_items_alone(aws):
+    clock = SleepLog()
+    be = backend(aws, "per-model", clock=clock, retries="swamp")
+    sent: list[str] = []
+
+    def throttle_all(params, **_):
+        sent.append(params["Key"]["pk"]["S"])
+        raise throttle()
+
+    aws[0].meta.events.register("before-parameter-build.dynamodb.GetItem", throttle_all)
+    with pytest.raises(ClientError):
+        be.client.get_item(TableName=TABLE, Key={"pk": {"S": "FILE#x"}, "sk": {"S": "META"}})
+    assert sent == ["FILE#x"] * 3 and len(clock.sleeps) == 2
+    sent.clear()
+    with pytest.raises(ClientError):
+        be.client.get_item(TableName=TABLE, Key={"pk": {"S": "LOCK#.datastore.lock"}, "sk": {"S": "LOCK"}})
+    assert sent == ["LOCK#.datastore.lock"] and len(clock.sleeps) == 2
