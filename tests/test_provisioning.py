@@ -71,7 +71,7 @@ def test_resource_names_are_valid_for_both_services():
     ("[fleet]\nworkers = \"ten\"", "fleet.workers must be an integer, got 'ten'"),
     ("[fleet]\nduration = \"soon\"", "fleet.duration must be a duration"),
     ("[lock]\nwait = \"100ms\"\nretry = \"1s\"", "lock.wait (0.1s) is shorter than lock.retry (1s)"),
-    ("[datastore]\ngsi = \"hash\"", "datastore.gsi must be one of legacy, per-model, got 'hash'"),
+    ("[datastore]\ngsi = \"hash\"", "datastore.gsi must be one of legacy, per-model, swamp, got 'hash'"),
     ("[workload]\npayload_bytes = [0]", "workload.payload_bytes must be a list of sizes"),
     ("[workload]\nkind = \"disposable\"\nlifecycle = \"long-lived\"", "workload.lifecycle must be \"disposable\""),
     ("[datastore]\nprune_every = 1", "datastore.prune_every only makes sense with disposable models"),
