@@ -10,12 +10,16 @@ for summary.json and story.json.
 
 from __future__ import annotations
 
+import json
 import math
+import os
 from html import escape
 from pathlib import Path
 from typing import Any
 
 import matplotlib
+
+from harness.errors import HarnessError
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
@@ -139,6 +143,26 @@ def table(header: list[str], rows: list[list[Any]], raw_cols: tuple[int, ...] = 
     body = "".join("<tr>" + "".join(f"<td>{c if i in raw_cols else fmt(c)}</td>" for i, c in enumerate(r))
                    + "</tr>" for r in rows)
     return f"<table><tr>{head}</tr>{body}</table>"
+
+
+def read_record(path: Path, schema: int, what: str) -> dict[str, Any]:
+    """A product's record (``story.json``, ``sweep.json``): one line naming the file when it is damaged or was
+    written by a harness of another schema, never a traceback."""
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, json.JSONDecodeError) as e:
+        raise HarnessError(f"{path} cannot be read ({e}): the {what} directory is damaged") from None
+    if data.get("schema") != schema:
+        raise HarnessError(f"{path} has schema {data.get('schema')!r}; this harness reads schema {schema}")
+    return data
+
+
+def write_record(path: Path, data: dict[str, Any]) -> Path:
+    """Written whole or not at all (a temporary file renamed over it): a reader never sees half a record."""
+    tmp = path.with_suffix(".json.tmp")
+    tmp.write_text(json.dumps(json_safe(data), indent=2, allow_nan=False) + "\n")
+    os.replace(tmp, path)
+    return path
 
 
 def json_safe(o: object) -> object:

@@ -24,7 +24,7 @@ from harness.errors import HarnessError
 from harness.record.reader import read_rows, shard_paths
 from reports.load import COUNT_COLUMNS, STEP_COLUMNS
 from reports.run.build import build_report
-from reports.show import json_safe
+from reports.show import read_record, write_record
 from reports.story import figures as story_figures
 from reports.story import numbers as story_numbers
 from reports.story import page as story_page
@@ -39,22 +39,11 @@ def is_story(path: str | Path) -> bool:
 
 
 def read(story_dir: str | Path) -> dict[str, Any]:
-    path = Path(story_dir) / STORY_JSON
-    try:
-        data = json.loads(path.read_text())
-    except (OSError, json.JSONDecodeError) as e:
-        raise HarnessError(f"{path} cannot be read ({e}): the story directory is damaged") from None
-    if data.get("schema") != SCHEMA:
-        raise HarnessError(f"{path} has schema {data.get('schema')!r}; this harness reads schema {SCHEMA}")
-    return data
+    return read_record(Path(story_dir) / STORY_JSON, SCHEMA, "story")
 
 
 def write(story_dir: str | Path, data: dict[str, Any]) -> Path:
-    path = Path(story_dir) / STORY_JSON
-    tmp = path.with_suffix(".json.tmp")
-    tmp.write_text(json.dumps(json_safe(data), indent=2, allow_nan=False) + "\n")
-    os.replace(tmp, path)
-    return path
+    return write_record(Path(story_dir) / STORY_JSON, data)
 
 
 def start(story_dir: str | Path, ladder: dict[str, Any], chapters: list[str]) -> None:

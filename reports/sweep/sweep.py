@@ -20,7 +20,7 @@ from typing import Any
 from harness.errors import HarnessError
 from harness.record.reader import shard_paths
 from reports.run.build import build_report
-from reports.show import json_safe
+from reports.show import read_record, write_record
 from reports.sweep import figures as sweep_figures
 from reports.sweep import numbers, usl
 from reports.sweep import page as sweep_page
@@ -38,22 +38,11 @@ def run_name(workers: int, trial: int) -> str:
 
 
 def read(sweep_dir: str | Path) -> dict[str, Any]:
-    path = Path(sweep_dir) / SWEEP_JSON
-    try:
-        data = json.loads(path.read_text())
-    except (OSError, json.JSONDecodeError) as e:
-        raise HarnessError(f"{path} cannot be read ({e}): the sweep directory is damaged") from None
-    if data.get("schema") != SCHEMA:
-        raise HarnessError(f"{path} has schema {data.get('schema')!r}; this harness reads schema {SCHEMA}")
-    return data
+    return read_record(Path(sweep_dir) / SWEEP_JSON, SCHEMA, "sweep")
 
 
 def write(sweep_dir: str | Path, data: dict[str, Any]) -> Path:
-    path = Path(sweep_dir) / SWEEP_JSON
-    tmp = path.with_suffix(".json.tmp")
-    tmp.write_text(json.dumps(json_safe(data), indent=2, allow_nan=False) + "\n")
-    os.replace(tmp, path)
-    return path
+    return write_record(Path(sweep_dir) / SWEEP_JSON, data)
 
 
 def start(sweep_dir: str | Path, meta: dict[str, Any]) -> None:
