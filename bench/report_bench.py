@@ -1,7 +1,7 @@
 """Report at scale: a nine-hour, hundred-worker run (~1,000,000 iteration rows).
 
-Prints the wall time and peak memory of `harness report` on it (target: under
-30 s and under 2 GB on the project's 2-core machine). The report runs in a
+Prints the wall time and peak memory of `harness report` on it (target, issue 39:
+under 10 s and under 1 GB on the project's 2-core machine). The report runs in a
 child process so its peak RSS is its own. The run has failures, a stand-in
 probe, the load generator's CPU, per-step requests and a lock history (a grant
 and a release per iteration, one lock key per worker: ~2 million events), so
@@ -29,6 +29,7 @@ from bench.synthetic import make_run
 
 HOURS = 9
 WORKERS = 100
+TARGET_S, TARGET_MIB = 10, 1024  # issue 39: a nine-hour, hundred-worker report in under 10 s and 1 GB
 
 
 def make(run: Path, rows: int) -> None:
@@ -91,12 +92,12 @@ def main() -> None:
             cpus.append(usage.ru_utime + usage.ru_stime)
             peaks.append(usage.ru_maxrss / 1024)
         print(f"report wall time: median {statistics.median(walls):.1f} s over {args.repeat} runs "
-              f"(min {min(walls):.1f}, max {max(walls):.1f}); target < 30 s -> "
-              f"{statistics.median(walls) / 30:.0%} of budget")
+              f"(min {min(walls):.1f}, max {max(walls):.1f}); target < {TARGET_S} s -> "
+              f"{statistics.median(walls) / TARGET_S:.0%} of budget")
         print(f"report CPU time (user + system): median {statistics.median(cpus):.1f} s (the wall time on an idle "
               f"machine; on a shared one the wall time is longer)")
-        print(f"report peak RSS: {max(peaks):.0f} MiB (the largest of the reports); target < 2048 MiB -> "
-              f"{max(peaks) / 2048:.0%} of budget")
+        print(f"report peak RSS: {max(peaks):.0f} MiB (the largest of the reports); target < {TARGET_MIB} MiB -> "
+              f"{max(peaks) / TARGET_MIB:.0%} of budget")
         print(f"rows per second of report: {rows / statistics.median(walls):,.0f}")
 
 

@@ -12,12 +12,14 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from harness.errors import HarnessError
 from harness.record import runinfo
 from harness.record.keys import KEYS_CSV
 from harness.record.lockuse import EVENT_FIELDS, LOCK_EVENTS
+from harness.record.memory import give_back
 from harness.record.reader import read_rows, shard_paths
 from harness.record.schema import QUERY_COLUMNS, SIZE_COLUMNS, STEP_REQUEST_COLUMNS
 from harness.record.schema import STEP_COLUMNS as _SCHEMA_STEPS
@@ -219,7 +221,6 @@ def lock_events(p: Path) -> pd.DataFrame | None:
     files = sorted((p / "history").glob("*.jsonl")) if (p / "history").is_dir() else []
     if not files:
         return None
-    import numpy as np
     import pyarrow as pa
     import pyarrow.compute as pc
     import pyarrow.json as pj
@@ -229,11 +230,10 @@ def lock_events(p: Path) -> pd.DataFrame | None:
     opts = pj.ParseOptions(explicit_schema=schema, unexpected_field_behavior="ignore")
     # one thread: as fast here (the batches are small) and its buffers are freed where they were made
     serial = pj.ReadOptions(use_threads=False)
-    pool = pa.default_memory_pool()
     wanted = pa.array(list(LOCK_EVENTS))
     vocab: dict[str, dict[str, int]] = {"type": {}, "key": {}, "holder": {}}
     parts: dict[str, list[np.ndarray]] = {c: [] for c in EVENT_FIELDS}
-    nonces: list[pa.Array] = []
+    nonce_dicts: list[pa.Array] = []  # each batch's distinct nonces; parts["nonce"] holds codes into them
 
     def codes(col: pa.ChunkedArray, name: str) -> np.ndarray:
         enc = pc.dictionary_encode(col).combine_chunks()
@@ -270,31 +270,52 @@ def lock_events(p: Path) -> pd.DataFrame | None:
             continue
         for c in ("type", "key", "holder"):
             parts[c].append(codes(t[c], c))
-        nonces.extend(t["nonce"].chunks)  # compact arrow strings; encoded once, over every file, below
+        enc = pc.dictionary_encode(t["nonce"]).combine_chunks()  # a grant's release is in this batch or the next
+        parts["nonce"].append(enc.indices.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int32))
+        nonce_dicts.append(enc.dictionary)
+        del enc
         for c in EVENT_FIELDS:
             if c.endswith("_ms"):
                 parts[c].append(t[c].to_numpy())
         parts["ok"].append(t["ok"].fill_null(False).to_numpy(zero_copy_only=False))
         del t
-        pool.release_unused()  # each batch's parse in fresh pages otherwise: the pool would keep them all
+        give_back()  # each batch's parse in fresh pages otherwise: the pool and the C heap would keep them all
     if not parts["type"]:
         return None
 
     # Each column is built while its parts are freed, and given its own block (a frame built from a dict
     # stacks same-typed columns: one more copy of them all): the peak is the parts plus one column.
-    nonce = pc.dictionary_encode(pa.chunked_array(nonces, pa.string()).combine_chunks()).indices
-    del nonces
-    out = pd.DataFrame(index=pd.RangeIndex(len(nonce)))
+    out = pd.DataFrame(index=pd.RangeIndex(sum(len(x) for x in parts["type"])))
     for name in ("type", "key", "holder"):
         out[name] = pd.Categorical.from_codes(np.concatenate(parts.pop(name)), categories=list(vocab[name]))
-    out["nonce"] = nonce.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int64)
-    del nonce
-    pool.release_unused()  # the parsed JSON's buffers: the pool keeps them otherwise
+    out["nonce"] = _one_code(parts.pop("nonce"), nonce_dicts)
+    del nonce_dicts
+    give_back()  # the parsed JSON's buffers and the parts: the pool and the C heap keep them otherwise
     out["ok"] = np.concatenate(parts.pop("ok"))
     for c in EVENT_FIELDS:
         if c.endswith("_ms"):
             out[c] = np.concatenate(parts.pop(c))
     return out
+
+
+def _one_code(codes: list, dictionaries: list) -> np.ndarray:
+    """Per-batch codes into per-batch dictionaries -> one int32 code per distinct string (-1 stays -1).
+
+    Only the batches' distinct strings are encoded together, not every event's: the nonce strings of a long
+    run's millions of events are its history's largest column.
+    """
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if not dictionaries:
+        return np.zeros(0, dtype=np.int32)
+    merged = pc.dictionary_encode(pa.concat_arrays(dictionaries)).indices.to_numpy(zero_copy_only=False)
+    out, at = [], 0
+    for local, d in zip(codes, dictionaries, strict=True):
+        lookup = np.append(merged[at:at + len(d)], -1).astype(np.int32)  # code -1 (no nonce) is the last
+        out.append(lookup[local])
+        at += len(d)
+    return np.concatenate(out)
 
 
 def _events_line_by_line(path: Path) -> pd.DataFrame:

@@ -98,17 +98,25 @@ def frame(events: Iterable[dict]) -> pd.DataFrame:
 
 
 def _codes(col: pd.Series) -> tuple[np.ndarray, np.ndarray]:
-    """(integer code per row, -1 for null; the values): categoricals as they are, anything else factorized."""
+    """(integer code per row, -1 for null; the values): categoricals as they are, anything else factorized.
+
+    Codes keep their own width (a categorical's int8, a report's int32 nonces): a nine-hour run's millions of
+    events would otherwise hold an int64 copy of each.
+    """
     if isinstance(col.dtype, pd.CategoricalDtype):
-        return col.cat.codes.to_numpy(dtype=np.int64), np.asarray(col.cat.categories, dtype=object)
+        return col.cat.codes.to_numpy(), np.asarray(col.cat.categories, dtype=object)
     if pd.api.types.is_integer_dtype(col.dtype):  # already codes (a report's nonces: -1 for none)
-        return col.to_numpy(dtype=np.int64), np.zeros(0, dtype=object)
+        return col.to_numpy(), np.zeros(0, dtype=object)
     codes, uniques = pd.factorize(col, use_na_sentinel=True)
-    return codes.astype(np.int64), np.asarray(uniques, dtype=object)
+    return codes, np.asarray(uniques, dtype=object)
 
 
-def _seconds(df: pd.DataFrame, col: str) -> np.ndarray:
-    return pd.to_numeric(df[col], errors="coerce").to_numpy(dtype=float) / 1000
+def _seconds(df: pd.DataFrame, col: str, rows: np.ndarray) -> np.ndarray:
+    """``col`` (epoch ms) at ``rows``, in seconds: only the rows asked for are copied."""
+    values = df[col]
+    if not pd.api.types.is_float_dtype(values.dtype):  # event dicts: None for a missing field
+        values = pd.to_numeric(values, errors="coerce")
+    return values.to_numpy(dtype=float)[rows] / 1000
 
 
 def _by_key(sorted_keys: np.ndarray, idx: np.ndarray) -> dict[int, np.ndarray]:
@@ -120,65 +128,88 @@ def _by_key(sorted_keys: np.ndarray, idx: np.ndarray) -> dict[int, np.ndarray]:
     return dict(zip(sorted_keys[starts].tolist(), np.split(idx, cut), strict=True))
 
 
+def _finite(df: pd.DataFrame, rows: np.ndarray, *cols: str) -> tuple[np.ndarray, ...]:
+    """The rows where every one of ``cols`` is a number, and those columns there (seconds)."""
+    values = [_seconds(df, c, rows) for c in cols]
+    keep = np.logical_and.reduce([np.isfinite(v) for v in values]) if values else np.ones(len(rows), bool)
+    return (rows[keep], *(v[keep] for v in values))
+
+
 def intervals(events: Iterable[dict] | pd.DataFrame, end_s: float | None = None) -> dict[str, Intervals]:
     """Each lock key's held and waiting intervals from its events (any order; other event types are ignored).
 
     ``events`` is a list of event dicts or a frame of their fields (``frame``; key, holder and nonce may be
-    categoricals), so a report of a nine-hour run reads millions of events as columns, not dicts.
+    categoricals), so a report of a nine-hour run reads millions of events as columns, not dicts. Each event
+    type's fields are taken at that type's rows only: the run's report holds its rows beside these.
     """
     df = events if isinstance(events, pd.DataFrame) else frame(events)
     type_code, type_names = _codes(df["type"])
     kind_of = {str(n): i for i, n in enumerate(type_names)}
-    kinds = {k: type_code == kind_of.get(k, -2) for k in LOCK_EVENTS}
+    rows = {k: np.flatnonzero(type_code == kind_of.get(k, -2)) for k in LOCK_EVENTS}
+    del type_code
     key, keys = _codes(df["key"])
     nonce, _ = _codes(df["nonce"])
-    holder, holders = _codes(df["holder"])
-    started, granted, invoke = _seconds(df, "started_ms"), _seconds(df, "granted_ms"), _seconds(df, "invoke_ms")
-    end_t, expires = _seconds(df, "end_ms"), _seconds(df, "expires_ms")
     n_nonce = int(nonce.max()) + 1 if len(nonce) else 0
     rel = np.full(n_nonce + 1, np.inf)  # the last slot catches events without a nonce (code -1)
-    r = kinds["release"] & np.isfinite(invoke)
-    np.minimum.at(rel, nonce[r], invoke[r])
+    r, r_at = _finite(df, rows["release"], "invoke_ms")
+    np.minimum.at(rel, nonce[r], r_at)
     lease = np.full(n_nonce + 1, -np.inf)
-    ok = df["ok"].fillna(False).astype(bool).to_numpy() if "ok" in df else np.zeros(len(df), bool)
-    w = kinds["renew"] & ok & np.isfinite(expires)
-    np.maximum.at(lease, nonce[w], expires[w])
+    w = rows["renew"]
+    ok = df["ok"].iloc[w].fillna(False).astype(bool).to_numpy() if "ok" in df else np.zeros(len(w), bool)
+    w, w_at = _finite(df, w[ok], "expires_ms")
+    np.maximum.at(lease, nonce[w], w_at)
+    del r, r_at, w, w_at, ok
 
+    g = rows["grant"]
+    g = g[key[g] >= 0]
+    granted, invoke = _seconds(df, "granted_ms", g), _seconds(df, "invoke_ms", g)
     at = np.where(np.isfinite(granted), granted, invoke)
-    g = np.flatnonzero(kinds["grant"] & (key >= 0) & np.isfinite(at))
-    g = g[np.lexsort((at[g], key[g]))]  # by key, then by grant time
-    gk, ga = key[g], at[g]
+    keep = np.isfinite(at)
+    g, at = g[keep], at[keep]
+    order = np.lexsort((at, key[g]))  # by key, then by grant time
+    g, ga = g[order], at[order]
+    del granted, invoke, at, keep, order
+    gk = key[g]
     same_next = np.concatenate([gk[1:] == gk[:-1], [False]])
     nxt = np.where(same_next, np.concatenate([ga[1:], [np.inf]]), np.inf)
+    del same_next
     gn = nonce[g]
     released = rel[gn]
-    leased = np.fmax(np.where(np.isfinite(expires[g]), expires[g], -np.inf), lease[gn])
+    expires = _seconds(df, "expires_ms", g)
+    leased = np.fmax(np.where(np.isfinite(expires), expires, -np.inf), lease[gn])
+    del gn, rel, lease, expires
     cap = np.fmin(np.where(np.isfinite(leased), leased, np.inf), nxt)
+    del leased, nxt
     if end_s is not None:
         cap = np.fmin(cap, end_s)
     end = np.where(np.isfinite(released), released, np.where(np.isfinite(cap), cap, ga))
     end = np.maximum(end, ga)
-    gs = started[g]
+    del released, cap
+    gs = _seconds(df, "started_ms", g)
 
-    t = np.flatnonzero(kinds["lock_timeout"] & (key >= 0) & np.isfinite(invoke) & np.isfinite(end_t))
-    t = t[np.argsort(key[t], kind="stable")]
+    t, t_invoke, t_end = _finite(df, rows["lock_timeout"], "invoke_ms", "end_ms")
+    keep = key[t] >= 0
+    t, t_invoke, t_end = t[keep], t_invoke[keep], t_end[keep]
+    order = np.argsort(key[t], kind="stable")
+    t, t_invoke, t_end = t[order], t_invoke[order], t_end[order]
+    holder, holders = _codes(df["holder"])
     out: dict[str, Intervals] = {}
     name_of = np.empty(len(holders) + 1, dtype=object)  # code -1 (no holder) is the last: ""
     name_of[:-1] = [str(h) for h in holders]
     name_of[-1] = ""
     g_parts = _by_key(gk, np.arange(len(g)))
-    t_parts = _by_key(key[t], t)
+    t_parts = _by_key(key[t], np.arange(len(t)))
     for k in sorted(set(g_parts) | set(t_parts)):
         gi = g_parts.get(k, np.zeros(0, dtype=np.int64))
         ti = t_parts.get(k, np.zeros(0, dtype=np.int64))
         a_, s_ = ga[gi], gs[gi]
         waited = np.isfinite(s_) & (s_ < a_)
         waits = np.concatenate([np.column_stack([s_[waited], a_[waited]]),
-                                np.column_stack([invoke[ti], end_t[ti]])])
+                                np.column_stack([t_invoke[ti], t_end[ti]])])
         # each grant's holder name: the same str objects, picked by code (no new string per grant: a
         # nine-hour run has millions); "" without a holder
         names = name_of[holder[g[gi]]]
-        out[str(keys[k])] = Intervals(str(keys[k]), np.column_stack([a_, end[gi]]), names, waits, end_t[ti])
+        out[str(keys[k])] = Intervals(str(keys[k]), np.column_stack([a_, end[gi]]), names, waits, t_end[ti])
     return out
 
 
@@ -247,8 +278,15 @@ class Timeline:
         return len(set(self.holders.tolist()))
 
 
-def timelines(events: Iterable[dict] | pd.DataFrame, end_s: float | None = None) -> dict[str, Timeline]:
-    return {k: Timeline(iv) for k, iv in intervals(events, end_s).items()}
+def timelines(events: Iterable[dict] | pd.DataFrame | dict[str, Intervals],
+              end_s: float | None = None) -> dict[str, Timeline]:
+    """Each key's timeline, from events or from the keys' ``intervals`` (made with ``end_s`` already).
+
+    Given intervals, each key's are let go (popped from the dict) once its timeline is built: a long run's
+    intervals and timelines are each a hundred MB or more, and need never be whole at once.
+    """
+    ivs = events if isinstance(events, dict) else intervals(events, end_s)
+    return {k: Timeline(ivs.pop(k)) for k in list(ivs)}
 
 
 def mean_interval(values: np.ndarray, z: float = 1.96) -> tuple[float, float] | None:

@@ -8,6 +8,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.dataset as ds
 
+from harness.record.memory import give_back
 from harness.record.schema import SCHEMA
 
 
@@ -36,7 +37,7 @@ def read_rows(run_dir: str | Path, columns: list[str] | None = None,
         table = table.set_column(i, c, table.column(i).cast(pa.float32()))
     out = table.to_pandas(self_destruct=True, split_blocks=True)
     del table
-    pa.default_memory_pool().release_unused()  # the pool keeps what it freed (mimalloc): hand it back
+    give_back()  # the freed Arrow table: its pool and the C heap keep what was freed otherwise
     return out
 
 

@@ -9,6 +9,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from harness.record.lockuse import intervals
+from harness.record.memory import give_back
 from reports.compare.compare import compare, overlay_series
 from reports.load import COUNT_COLUMNS, STEP_COLUMNS, Run, expand, open_run
 from reports.run import compute, figures, page, wait, wait_figure
@@ -25,8 +27,16 @@ def _slug(text: str) -> str:
 
 
 def findings_of(run: Run) -> dict[str, Any]:
+    """The run's findings. Its lock events (millions on a long run) are turned into each key's intervals and
+    let go before the findings start: nothing after reads them, and the events, their intervals and the
+    timelines made from those need never be held at once."""
+    locks = None
+    if run.locks is not None:
+        locks = intervals(run.locks, run_span(run.info, run.rows).t1.timestamp())
+        run.locks = None
+        give_back()
     return findings(run.rows, run.info, probes=run.probes, generator=run.generator, safety=run.safety,
-                    locks=run.locks, keys=run.keys, processes=run.processes)
+                    locks=locks, keys=run.keys, processes=run.processes)
 
 
 def roles(f: dict[str, Any]) -> dict[int, str]:
@@ -172,7 +182,6 @@ def build_report(run_dirs: list[str | Path], out: str | Path | None = None) -> P
     sections: list[str] = []
     for i, run in enumerate(runs):
         f = findings_of(run)
-        run.locks = None  # millions of events on a long run: nothing after the findings reads them
         prefix = "" if len(runs) == 1 else f"{i + 1}-{_slug(run.path.name)[:40]}-"
         figs = run_figures(run, f, fig_dir, prefix)
         if len(runs) == 1:

@@ -71,7 +71,11 @@ def change_dict(c: Change | None, trend: tuple[float, int, bool, bool] | None = 
 
 
 class Stretch:
-    """Successful iterations early and late in the run, and all of them in between (for the trend)."""
+    """Successful iterations early and late in the run, and all of them in between (for the trend).
+
+    ``t_ok`` is each row's end (seconds); a row whose end is NaN (a failure, when ``ok`` is all the rows)
+    is in no stretch.
+    """
 
     def __init__(self, ok: pd.DataFrame, t_ok: np.ndarray, early: tuple[float, float], late: tuple[float, float]):
         self.early = between(ok, t_ok, *early)

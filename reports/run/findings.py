@@ -8,6 +8,8 @@ import numpy as np
 import pandas as pd
 
 from harness.record import bound as bounds
+from harness.record.lockuse import Intervals
+from harness.record.memory import give_back
 from harness.record.schema import QUERY_COLUMNS, SIZE_COLUMNS
 from reports.limits import limits
 from reports.load import COUNT_COLUMNS, REQUEST_COLUMNS, STEP_COLUMNS
@@ -25,7 +27,7 @@ from reports.run.compute import ERROR_KINDS, failure_table, lock_waits, percenti
 from reports.run.utilization import Usage, table_rows
 from reports.run.verdict import Level, fleet_verdict
 from reports.run.wait import stage_rows, wait_findings
-from reports.series import compared_windows, pick_window, run_span, seconds_since, successes
+from reports.series import compared_windows, pick_window, run_span, seconds_since
 from reports.stats import rate_interval, wilson_interval
 
 SAFETY_KEYS = ("acknowledged", "lost", "phantom", "overlaps", "violations")
@@ -33,7 +35,7 @@ SAFETY_KEYS = ("acknowledged", "lost", "phantom", "overlaps", "violations")
 
 def findings(rows: pd.DataFrame, info: dict | None = None, *, probes: pd.DataFrame | None = None,
              generator: pd.DataFrame | None = None, safety: dict | None = None,
-             window: float | None = None, locks: pd.DataFrame | None = None,
+             window: float | None = None, locks: pd.DataFrame | dict[str, Intervals] | None = None,
              keys: pd.DataFrame | None = None, processes: pd.DataFrame | None = None) -> dict[str, Any]:
     """The findings of one run from its rows and side files (all optional but the rows)."""
     info = info or {}
@@ -48,14 +50,19 @@ def findings(rows: pd.DataFrame, info: dict | None = None, *, probes: pd.DataFra
     # the resources first: their lock timelines are let go before the successful rows are copied below
     bound = _bottlenecks(Usage(rows, info, span, window, locks=locks, keys=keys, generator=generator,
                                probes=probes, processes=processes), fleet, span.seconds)
+    give_back()  # the timelines: freed, but kept by the C heap otherwise
     t = seconds_since(rows["ts_end"], span.t0)
     extra = [c for c in (*REQUEST_COLUMNS, *QUERY_COLUMNS) if c in rows.columns and rows[c].notna().any()]
-    ok, t_ok = successes(rows, ["ts_end", *STEP_COLUMNS, *COUNT_COLUMNS, *extra, "total_ms"]), t[ok_mask]
+    t_ok = t[ok_mask]
+    # the compared stretches are taken from the rows as they are needed, successes only (a failure's end
+    # is NaN here, so no stretch holds it): a copy of every success would be the report's largest frame
+    t_succ = np.where(ok_mask, t, np.nan)
+    ok = rows[["ts_end", *STEP_COLUMNS, *COUNT_COLUMNS, *extra, "total_ms"]]  # copied on write only
     first, last = compared_windows(t_ok, (start.t0, start.t1), (late.t0, late.t1))
     first, final = compared_windows(t_ok, (start.t0, start.t1), (end.t0, end.t1))
-    early_rows = between(ok, t_ok, *first)
-    end_rows = between(ok, t_ok, *final)
-    cause = step_causes(Stretch(ok, t_ok, first, last))
+    early_rows = between(ok, t_succ, *first)
+    end_rows = between(ok, t_succ, *final)
+    cause = step_causes(Stretch(ok, t_succ, first, last))
     s_first, s_last = step_shares(early_rows), step_shares(end_rows)
     failed = int((~ok_mask).sum())
     errors = rows.loc[~ok_mask, "error_kind"].value_counts()
@@ -79,7 +86,7 @@ def findings(rows: pd.DataFrame, info: dict | None = None, *, probes: pd.DataFra
         "steps": {STEP_LABELS[k]: v for k, v in cause["steps"].items()},
         "grew_most": STEP_LABELS[cause["grew_most"]] if cause["grew_most"] else None,
         "explained_by": cause["explained_by"],
-        "work_counts": count_changes(Stretch(ok, t_ok, first, final)),
+        "work_counts": count_changes(Stretch(ok, t_succ, first, final)),
         "percentiles": percentile_table(rows),
         "probe": probe_trend(probes, span),
         "generator": generator_load(generator, span),

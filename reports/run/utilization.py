@@ -26,7 +26,7 @@ import pandas as pd
 
 from harness.record import machine
 from harness.record.bound import Resource
-from harness.record.lockuse import Timeline, mean_interval, timelines
+from harness.record.lockuse import Intervals, Timeline, mean_interval, timelines
 from reports.load import STEP_COLUMNS
 from reports.run.causes import STEP_LABELS
 from reports.series import Span, seconds_since, user_spans, users_alive
@@ -89,7 +89,7 @@ class Usage:
     """A run's records, prepared once, asked for any stretch (seconds since the load's start)."""
 
     def __init__(self, rows: pd.DataFrame, info: dict, span: Span, window: float, *,
-                 locks: pd.DataFrame | None = None, keys: pd.DataFrame | None = None,
+                 locks: pd.DataFrame | dict[str, Intervals] | None = None, keys: pd.DataFrame | None = None,
                  generator: pd.DataFrame | None = None, probes: pd.DataFrame | None = None,
                  processes: pd.DataFrame | None = None) -> None:
         self.span, self.window, self.info = span, window, info
