@@ -47,6 +47,15 @@ MARK_COLORS = {"start": "#2ca02c", "floor": "#d62728", "end": "#1f77b4"}  # the 
 DPI = 100
 
 
+def figures_dir(out_dir: Path) -> Path:
+    """``out_dir/figures``, made, and emptied of its PNGs: a rebuilt page shows only this build's figures."""
+    fig_dir = out_dir / "figures"
+    fig_dir.mkdir(parents=True, exist_ok=True)
+    for old in fig_dir.glob("*.png"):
+        old.unlink()
+    return fig_dir
+
+
 def save(fig: plt.Figure, path: Path) -> Path:
     fig.savefig(path, dpi=DPI)
     plt.close(fig)

@@ -19,12 +19,12 @@ from __future__ import annotations
 
 import signal
 import sys
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from harness.commands.product_dir import product_dir
 from harness.commands.run import run
 from harness.commands.supervise import Interrupted, signals_raise
 from harness.edge import UserEnvironment
@@ -63,14 +63,6 @@ def cmd_list(say: Callable[[str], None] = print) -> int:
     return 0
 
 
-def _story_dir(opts: StoryOptions, name: str) -> Path:
-    path = Path(opts.run_dir or Path("runs") / f"story-{ladders.slug(name)}{'-quick' if opts.quick else ''}-"
-                f"{time.strftime('%Y%m%d-%H%M%S', time.gmtime())}")
-    if path.exists() and (not path.is_dir() or any(path.iterdir())):
-        raise HarnessError(f"story directory {path} already exists and is not empty: choose another --run-dir")
-    return path
-
-
 def _options(r: ladders.ChapterRun, run_dir: Path) -> RunOptions:
     return RunOptions(scenario=r.scenario.source or r.scenario.name, backend=r.backend, workers=r.workers,
                       duration_s=r.duration_s, run_dir=str(run_dir), latency=r.latency, preage=r.seed)
@@ -98,7 +90,7 @@ def _say(line: str) -> None:
 def cmd_story(opts: StoryOptions, env: UserEnvironment, say: Callable[[str], None] = _say) -> int:
     extra = (env.scenarios_dir,) if env.scenarios_dir else ()
     lad = ladders.load(opts.ladder, quick=opts.quick, backend=opts.backend, scenario_dirs=extra)
-    story_dir = _story_dir(opts, lad.name)
+    story_dir = product_dir("story", lad.name, opts.run_dir, opts.quick)
     for ch in lad.chapters:  # every run's plan checked before anything starts
         for r in ch.runs:
             plan_chapter_run(r, story_dir / ch.slug / r.label, env)

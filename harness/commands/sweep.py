@@ -19,6 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from harness.commands.product_dir import product_dir
 from harness.commands.run import run
 from harness.commands.supervise import Interrupted, signals_raise
 from harness.edge import UserEnvironment
@@ -80,14 +81,6 @@ def processes_for(spec: str, workers: int, cores: int | None = None) -> int:
     return int(spec)
 
 
-def _sweep_dir(opts: SweepOptions, name: str) -> Path:
-    path = Path(opts.run_dir or Path("runs") / f"sweep-{name}{'-quick' if opts.quick else ''}-"
-                f"{time.strftime('%Y%m%d-%H%M%S', time.gmtime())}")
-    if path.exists() and (not path.is_dir() or any(path.iterdir())):
-        raise HarnessError(f"sweep directory {path} already exists and is not empty: choose another --run-dir")
-    return path
-
-
 def _say(line: str) -> None:
     print(line, flush=True)
 
@@ -105,7 +98,7 @@ def cmd_sweep(opts: SweepOptions, env: UserEnvironment, say: Callable[[str], Non
     duration = opts.duration_s if opts.duration_s is not None else (QUICK_DURATION_S if opts.quick else None)
     runs = [(n, k, processes_for(opts.processes, n)) for n in sizes for k in range(1, opts.trials + 1)]
     first = _plan(opts, env, sizes[0], duration, Path("."), runs[0][2])
-    sweep_dir = _sweep_dir(opts, first.scenario.name)
+    sweep_dir = product_dir("sweep", first.scenario.name, opts.run_dir, opts.quick)
     plans = [_plan(opts, env, n, duration, sweep_dir / sweeps.run_name(n, k), p) for n, k, p in runs]
     sweep_dir.mkdir(parents=True, exist_ok=True)
     run_s = plans[0].scenario.fleet.duration_s

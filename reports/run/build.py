@@ -9,15 +9,17 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from harness.errors import HarnessError
 from harness.record.lockuse import intervals
 from harness.record.memory import give_back
+from harness.record.reader import shard_paths
 from reports.compare.compare import compare, overlay_series
 from reports.load import COUNT_COLUMNS, STEP_COLUMNS, Run, expand, open_run
 from reports.run import compute, figures, page, wait, wait_figure
 from reports.run.causes import COUNT_LABELS, STEP_DRIVERS, STEP_LABELS
 from reports.run.findings import findings
 from reports.series import count_means, rate_series, run_span, seconds_since, step_means, successes, with_windows
-from reports.show import json_safe
+from reports.show import figures_dir, json_safe
 
 SCATTER_POINTS = 5000
 
@@ -173,10 +175,7 @@ def build_report(run_dirs: list[str | Path], out: str | Path | None = None) -> P
             print(f"harness: note: {r.path} is still being written or did not finish; reporting what it has",
                   file=sys.stderr)
     out_dir = Path(out) if out else default_out(given, runs)
-    fig_dir = out_dir / "figures"
-    fig_dir.mkdir(parents=True, exist_ok=True)
-    for old in fig_dir.glob("*.png"):  # a rebuilt report shows only this build's figures
-        old.unlink()
+    fig_dir = figures_dir(out_dir)
     summary: dict[str, Any] = {"runs": []}
     first: list[str] = []
     sections: list[str] = []
@@ -211,3 +210,15 @@ def build_report(run_dirs: list[str | Path], out: str | Path | None = None) -> P
     return out_dir
 
 
+def run_summary(run_dir: Path, rebuild: bool) -> dict[str, Any] | None:
+    """One run's own report summary (built when missing, or always with ``rebuild``); None when the run
+    recorded nothing to report. A story's chapters and a sweep's sizes read their runs through this."""
+    path = run_dir / "report" / "summary.json"
+    if rebuild or not path.is_file():
+        if not shard_paths(run_dir) or not (run_dir / "run.json").is_file():
+            return None
+        try:
+            build_report([run_dir])
+        except HarnessError:
+            return None
+    return json.loads(path.read_text())

@@ -20,11 +20,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-from harness.errors import HarnessError
 from harness.record.reader import read_rows, shard_paths
 from reports.load import COUNT_COLUMNS, STEP_COLUMNS
-from reports.run.build import build_report
-from reports.show import read_record, write_record
+from reports.run.build import build_report, run_summary
+from reports.show import figures_dir, read_record, write_record
 from reports.story import figures as story_figures
 from reports.story import numbers as story_numbers
 from reports.story import page as story_page
@@ -74,19 +73,6 @@ def finish(story_dir: str | Path, *, interrupted: dict[str, Any] | None = None) 
 # ---- judging a chapter from its runs -------------------------------------------------------------------
 
 
-def _summary(run_dir: Path, rebuild: bool) -> dict[str, Any] | None:
-    """The run's own report (built when missing, or always with ``rebuild``); None when it recorded nothing."""
-    path = run_dir / "report" / "summary.json"
-    if rebuild or not path.is_file():
-        if not shard_paths(run_dir) or not (run_dir / "run.json").is_file():
-            return None
-        try:
-            build_report([run_dir])
-        except HarnessError:
-            return None
-    return json.loads(path.read_text())
-
-
 def _comparison(story_dir: Path, static: dict[str, Any], rebuild: bool) -> dict[str, Any] | None:
     rel = static.get("comparison")
     if not rel:
@@ -103,7 +89,7 @@ def judge_chapter(story_dir: str | Path, static: dict[str, Any], rebuild: bool =
     story_dir = Path(story_dir)
     findings: dict[str, dict[str, Any]] = {}
     for r in static["runs"]:
-        s = _summary(story_dir / r["run_dir"], rebuild)
+        s = run_summary(story_dir / r["run_dir"], rebuild)
         if s is not None:
             findings[r["label"]] = s["runs"][0]["findings"]
     complete = len(findings) == len(static["runs"])
@@ -152,10 +138,7 @@ def build(story_dir: str | Path, out: str | Path | None = None, *, rebuild: bool
     story_dir = Path(story_dir)
     data = read(story_dir)
     out_dir = Path(out) if out else story_dir
-    fig_dir = out_dir / "figures"
-    fig_dir.mkdir(parents=True, exist_ok=True)
-    for old in fig_dir.glob("*.png"):
-        old.unlink()
+    fig_dir = figures_dir(out_dir)
     chapters = [judge_chapter(story_dir, c, rebuild) for c in data["chapters"]]
     data["chapters"] = chapters
     drawn, chapter_figs, links = [], {}, {}

@@ -12,15 +12,12 @@ Layout (run directories relative to the sweep directory)::
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 from typing import Any
 
-from harness.errors import HarnessError
-from harness.record.reader import shard_paths
-from reports.run.build import build_report
-from reports.show import read_record, write_record
+from reports.run.build import run_summary
+from reports.show import figures_dir, read_record, write_record
 from reports.sweep import figures as sweep_figures
 from reports.sweep import numbers, usl
 from reports.sweep import page as sweep_page
@@ -62,32 +59,16 @@ def finish(sweep_dir: str | Path, **fields: Any) -> None:
     write(sweep_dir, data)
 
 
-def _summary(run_dir: Path, rebuild: bool) -> dict[str, Any] | None:
-    """The run's own report (built when missing, or always with ``rebuild``); None when it recorded nothing."""
-    path = run_dir / "report" / "summary.json"
-    if rebuild or not path.is_file():
-        if not shard_paths(run_dir) or not (run_dir / "run.json").is_file():
-            return None
-        try:
-            build_report([run_dir])
-        except HarnessError:
-            return None
-    return json.loads(path.read_text())
-
-
 def build(sweep_dir: str | Path, out: str | Path | None = None, *, rebuild: bool = True,
           bootstrap: int = usl.BOOTSTRAP) -> Path:
     """Read every recorded run's findings, fit the sizes, write ``sweep.json``, the figures and ``index.html``."""
     sweep_dir = Path(sweep_dir)
     data = read(sweep_dir)
     out_dir = Path(out) if out else sweep_dir
-    fig_dir = out_dir / "figures"
-    fig_dir.mkdir(parents=True, exist_ok=True)
-    for old in fig_dir.glob("*.png"):
-        old.unlink()
+    fig_dir = figures_dir(out_dir)
     sizes, links = [], {}
     for r in data["runs"]:
-        s = _summary(sweep_dir / r["run_dir"], rebuild)
+        s = run_summary(sweep_dir / r["run_dir"], rebuild)
         if not s:
             continue
         sizes.append(numbers.size_record(r["workers"], r["trial"], r["run_dir"], s["runs"][0]["findings"],
