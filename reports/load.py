@@ -20,6 +20,7 @@ from harness.record import runinfo
 from harness.record.keys import KEYS_CSV
 from harness.record.lockuse import EVENT_FIELDS, LOCK_EVENTS
 from harness.record.memory import give_back
+from harness.record.processes import worker_pid_names
 from harness.record.reader import read_rows, shard_paths
 from harness.record.schema import QUERY_COLUMNS, SIZE_COLUMNS, STEP_REQUEST_COLUMNS
 from harness.record.schema import STEP_COLUMNS as _SCHEMA_STEPS
@@ -133,7 +134,7 @@ def open_run(path: str | Path) -> Run:
     partial = info.get("status") != "finished"
     return Run(p, info, rows, partial, probes=_probes(p), generator=_generator(p), users=_users(p),
                safety=_safety(p), locust_stats=_locust_stats(p), locks=lock_events(p), keys=_keys(p),
-               processes=_processes(p))
+               processes=_processes(p, info))
 
 
 def _csv(path: Path, need: set[str]) -> pd.DataFrame | None:
@@ -169,7 +170,7 @@ def _generator(p: Path) -> pd.DataFrame | None:
     return df.dropna(subset=["cpu_percent"])
 
 
-def _processes(p: Path) -> pd.DataFrame | None:
+def _processes(p: Path, info: dict | None = None) -> pd.DataFrame | None:
     """processes.csv; a web session's test (``tests/NNN/``) reads its session's, over the test's own span."""
     need = {"ts", "process", "role", "cpu_percent", "cores"}
     df = _csv(p / "processes.csv", need)
@@ -180,7 +181,15 @@ def _processes(p: Path) -> pd.DataFrame | None:
     df["ts"] = pd.to_datetime(df["ts"], unit="s", utc=True)
     df["process"], df["role"] = df["process"].astype(str), df["role"].astype(str)
     df["cpu_percent"] = pd.to_numeric(df["cpu_percent"], errors="coerce")
+    df["process"] = worker_names(df["process"], info)
     return df.dropna(subset=["cpu_percent"])
+
+
+def worker_names(process: pd.Series, info: dict | None) -> pd.Series:
+    """``worker@<pid>`` as the rows and generator.csv name that worker (``worker-N``, by the pid run.json's
+    ``processes`` records); a pid it does not record keeps its sampled name."""
+    by_pid = worker_pid_names((info or {}).get("processes"))
+    return process.map(lambda n: by_pid.get(n, n)) if by_pid else process
 
 
 def _users(p: Path) -> pd.DataFrame | None:

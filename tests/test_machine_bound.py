@@ -36,7 +36,7 @@ def _samples(seed: int, shares: dict[str, tuple[str, float]], machine_total: flo
     return df
 
 
-FULL = {"locust": ("locust", 88.0), "dynalite": ("stand-in", 86.0), "harness": ("harness", 8.0)}
+FULL = {"local": ("locust", 88.0), "dynalite": ("stand-in", 86.0), "harness": ("harness", 8.0)}
 
 
 def _epoch(ts: pd.Series) -> np.ndarray:
@@ -63,7 +63,8 @@ def test_the_harness_filling_the_cores_binds_the_machine_never_its_own_iteration
     assert s.startswith("The fleet is bound by the machine: 2 cores 91 %") or s.startswith(
         "The fleet is bound by the machine: 2 cores 90 %") or s.startswith("The fleet is bound by the machine: "
                                                                           "2 cores 92 %"), s
-    assert "locust 88 %" in s and "dynalite 86 %" in s and "every number measures this machine, not the datastore" in s
+    assert "Locust local 88 %" in s and "dynalite 86 %" in s
+    assert "every number measures this machine, not the datastore" in s
 
 
 def test_a_saturated_lock_binds_before_the_machine():
@@ -74,7 +75,7 @@ def test_a_saturated_lock_binds_before_the_machine():
 
 
 def test_a_stand_in_at_90_percent_of_a_core_binds_by_its_own_cpu():
-    res = _resources(_samples(2, {"locust": ("locust", 30.0), "dynalite": ("stand-in", 95.0)}, 130.0))
+    res = _resources(_samples(2, {"local": ("locust", 30.0), "dynalite": ("stand-in", 95.0)}, 130.0))
     b = bound.choose(res)
     assert b.kind == "stand-in" and b.name == "dynalite" and b.utilization == pytest.approx(0.95, abs=0.02)
     assert bound.sentence(b, res).startswith("The fleet is bound by the stand-in dynalite at a mean 95 %")
@@ -83,7 +84,7 @@ def test_a_stand_in_at_90_percent_of_a_core_binds_by_its_own_cpu():
 
 
 def test_other_load_on_the_machine_is_a_note_never_the_bound():
-    res = _resources(_samples(3, {"locust": ("locust", 40.0), "dynalite": ("stand-in", 20.0)}, 195.0))
+    res = _resources(_samples(3, {"local": ("locust", 40.0), "dynalite": ("stand-in", 20.0)}, 195.0))
     m = next(r for r in res if r.kind == "machine")
     assert m.utilization == pytest.approx(0.30, abs=0.02) and m.evidence["other"] == pytest.approx(0.675, abs=0.03)
     step = bound.Resource("step", "pull", 0.95, evidence={"share": 0.9})
@@ -121,12 +122,42 @@ def test_the_sampler_names_each_process_the_harness_started(tmp_path):
     df = _processes(tmp_path)
     assert df is not None and s.samples >= 4
     by = df.groupby("process")["role"].first().to_dict()
-    assert by["locust"] == "locust" and by["dynalite"] == "stand-in" and by["harness"] == "harness"
+    # a Locust process with no Locust process under it is a plain run's: "local", as generator.csv names it
+    assert by["local"] == "locust" and by["dynalite"] == "stand-in" and by["harness"] == "harness"
     assert by["machine"] == "machine"
     assert set(df["cores"]) == {psutil.cpu_count()}
-    assert (df.loc[df["process"] == "locust", "pid"] == spin.pid).all()
-    assert df.loc[df["process"] == "locust", "cpu_percent"].max() > 0  # it spins: some CPU on any machine
+    assert (df.loc[df["process"] == "local", "pid"] == spin.pid).all()
+    assert df.loc[df["process"] == "local", "cpu_percent"].max() > 0  # it spins: some CPU on any machine
     assert df.groupby("ts").size().min() == 4  # every tick: each process and the machine
+
+
+def test_a_master_and_its_workers_are_named_as_generator_csv_names_them(tmp_path):
+    """The sampler sees a master (a Locust process with Locust processes under it) and its workers by pid;
+    the report names each worker by the index run.json's ``processes`` gives its pid."""
+    child = "import time; time.sleep(20)  # locust worker"
+    master = subprocess.Popen([sys.executable, "-c", "import subprocess, sys, time  # locust master\n"
+                               f"ws = [subprocess.Popen([sys.executable, '-c', {child!r}]) for _ in range(2)]\n"
+                               "time.sleep(20)"])
+    try:
+        s = ProcessSampler(tmp_path, interval_s=0.2)
+        deadline = time.monotonic() + 15
+        names: dict[str, int] = {}
+        while len(names) < 4 and time.monotonic() < deadline:  # the harness, the master, its two workers
+            names = {name: p.pid for name, _, p in s.tree()}
+            time.sleep(0.1)
+        workers = sorted(pid for name, pid in names.items() if name.startswith("worker@"))
+        assert names["master"] == master.pid and len(workers) == 2
+        assert {n for n in names if n.startswith("worker@")} == {f"worker@{pid}" for pid in workers}
+        rows = pd.Series(["master", f"worker@{workers[0]}", f"worker@{workers[1]}", "dynalite", "worker@1"])
+        info = {"processes": {"worker-0": {"pid": workers[1]}, "worker-1": {"pid": workers[0]}}}
+        from reports.load import worker_names
+
+        assert worker_names(rows, info).tolist() == ["master", "worker-1", "worker-0", "dynalite", "worker@1"]
+        assert worker_names(rows, {}).tolist() == rows.tolist()
+    finally:
+        for p in psutil.Process(master.pid).children(recursive=True) + [psutil.Process(master.pid)]:
+            p.kill()
+        master.wait()
 
 
 def test_the_harness_tab_names_the_machine_from_the_same_samples_as_the_report(tmp_path):
@@ -158,7 +189,7 @@ def test_a_web_sessions_test_reads_its_sessions_processes_csv(tmp_path):
     _samples(7, FULL, 190.0, seconds=10).assign(ts=lambda d: _epoch(d["ts"])).to_csv(session / "processes.csv",
                                                                                      index=False)
     df = _processes(test_dir)
-    assert df is not None and set(df["process"]) == {"locust", "dynalite", "harness", "machine"}
+    assert df is not None and set(df["process"]) == {"local", "dynalite", "harness", "machine"}
     assert _processes(tmp_path / "elsewhere") is None
 
 

@@ -16,7 +16,11 @@ PROFILES = Path(profiles.__file__).parent
 def test_each_file_is_a_profile_named_for_it():
     assert profiles.SYNC_MODES == ("one-lock", "two-phase")
     for name in profiles.SYNC_MODES:
-        assert callable(profiles.profile(name))
+        p = profiles.profile(name)
+        assert callable(p.sync_run) and callable(p.commit_lock_key)
+    # where content goes unless the scenario says: only swamp's two-phase DynamoDB writes it under the lock
+    assert [(n, b) for n in profiles.SYNC_MODES for b in ("dynamodb", "s3")
+            if profiles.profile(n).uploads_at_commit(b)] == [("two-phase", "dynamodb")]
     with pytest.raises(ValueError, match="one-lock, two-phase"):
         profiles.profile("three-phase")
     assert SyncConfig(sync="two-phase").sync == "two-phase"

@@ -65,8 +65,8 @@ class SyncConfig:
     push_scope: str = "changed"  # swamp: a push writes every version of a changed data name again (DynamoDB)
     export_at: str = "after-commit"  # swamp: in two-phase's commit, under the lock (DynamoDB), or the push (S3)
     record_views: bool = False  # every pull's view in the history (the checker's torn-read test; safety runs)
-    # where content is written: None = as swamp does it (two-phase on DynamoDB: at the commit, under the global
-    # lock, its commitPush; else in the push's prepare); True / False to choose
+    # where content is written: None = as the profile says swamp does it (two-phase on DynamoDB: at the commit,
+    # under the global lock, its commitPush; else in the push's prepare); True / False to choose
     uploads_at_commit: bool | None = None
 
     def __post_init__(self) -> None:
@@ -119,8 +119,9 @@ class Datastore:
         self.rng = rng or random.Random()
         self.record: Recorder = recorder or (lambda _event: None)
         self.pauses = pauses
+        self._profile = profile(cfg.sync)  # how sync_run drives the steps below (harness/datastore/profiles/)
         self.uploads_at_commit = cfg.uploads_at_commit if cfg.uploads_at_commit is not None else (
-            cfg.sync == "two-phase" and backend.name == "dynamodb")
+            self._profile.uploads_at_commit(backend.name))
         # swamp's DynamoDB extension (swamp_push.py): its push rewrites a data name's versions, its commit the export
         self.rewrites = cfg.push_scope == "swamp" and backend.name == "dynamodb"
         self.exports_in_commit = cfg.export_at == "swamp" and backend.name == "dynamodb"
@@ -142,7 +143,6 @@ class Datastore:
         self._model_view: int | None = None  # two-phase: the sequence the section's scoped pull saw (its model's)
         self._model_grant: LockGrant | None = None  # two-phase: the per-model lock held for the section
         self._model_part: str | None = None  # ... and its model's partition
-        self._profile = profile(cfg.sync)  # how sync_run drives the steps below (harness/datastore/profiles/)
 
     # ---- plumbing ----------------------------------------------------------------
     @contextmanager
@@ -157,21 +157,8 @@ class Datastore:
             steps.append(Step(name, (time.perf_counter() - t0) * 1000, work))
 
     def lock_key(self) -> str:
-        """The lock whose holder commits: the commit domain.
-
-        one-lock: swamp's key of the seed's time, ``.locks/<namespace>.lock`` with a
-        namespace and namespace scope, else the datastore's. two-phase: the global
-        lock of swamp today (``backend.global_lock_key``; ``global_lock =
-        "per-namespace"``: the namespace's own on either backend).
-        """
-        if self.cfg.sync == "two-phase":
-            ns = self.ns if self.cfg.lock_scope == "namespace" else None
-            if ns and self.cfg.global_lock == "per-namespace":
-                return f"{ns}/.datastore.lock"
-            return self.backend.global_lock_key(ns)
-        if self.cfg.lock_scope == "namespace" and self.ns:
-            return f".locks/{self.ns}.lock"
-        return self.backend.datastore_lock_key()
+        """The lock whose holder commits: the commit domain, as the scenario's profile names it."""
+        return self._profile.commit_lock_key(self)
 
     def new_lock(self, key: str) -> Lock:
         return Lock(self.backend.lock_store, key, self.clock, self.cfg.lock, self.holder, self.rng,
@@ -487,7 +474,7 @@ class Datastore:
     def sync_run(self, model_id: str, method: str, payload_bytes: int, steps: list[Step],
                  model_type: str = MODEL_TYPE) -> None:
         """One ``swamp model method run`` with sync around it, as the scenario's profile runs it."""
-        self._profile(self, model_id, method, payload_bytes, steps, model_type)
+        self._profile.sync_run(self, model_id, method, payload_bytes, steps, model_type)
 
     def delete_model(self, model_id: str, steps: list[Step], model_type: str = MODEL_TYPE) -> None:
         """``swamp model delete --force``: the definition goes, the data and catalog rows stay.

@@ -38,7 +38,7 @@ from harness.plan.model import RunPlan
 from harness.record import runinfo
 from harness.record.generator import GeneratorLog
 from harness.record.keys import KeysLog
-from harness.record.processes import ProcessesTail
+from harness.record.processes import ProcessesTail, worker_pid_names
 from harness.record.writer import HistoryWriter, ShardWriter
 
 log = logging.getLogger("harness")
@@ -243,7 +243,8 @@ class Session:
             except OSError:
                 log.exception("harness: cannot write %s", t.generator.path)
             t.live.add_generator(time.time(), cpu)
-            t.live.add_processes(self.processes_tail.read())  # the harness's sampler: the machine, each second
+            names = worker_pid_names(t.processes())  # a worker by its index, as generator.csv names it
+            t.live.add_processes([(ts, names.get(p, p), *rest) for ts, p, *rest in self.processes_tail.read()])
             if self.process.sends_load:  # this process's own per-key units (a master's arrive with reports)
                 try:
                     t.keys.add(self.process.name, self.process.keys())

@@ -169,7 +169,7 @@ def describe(r: Resource) -> str:
 
 
 def machine_words(r: Resource) -> str:
-    """``the machine: 2 cores 97 % busy with the harness's own processes — locust 85 %, dynalite 80 %``."""
+    """``the machine: 2 cores 97 % busy with the harness's own processes — Locust local 85 %, dynalite 80 %``."""
     e = r.evidence
     shares = ", ".join(f"{n} {_pct(v)}" for n, v in (e.get("shares") or {}).items() if v >= 0.05)
     s = (f"the machine: {e.get('cores', '?')} cores {_pct(r.utilization)}{_iv(r.interval)} busy with the harness's "

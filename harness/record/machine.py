@@ -38,7 +38,9 @@ def resources(ts: np.ndarray, process: np.ndarray, role: np.ndarray, cpu: np.nda
     own = role != "machine"
     per_tick = np.array([cpu[own & (ts == t)].sum() for t in ticks]) / cores
     total = np.array([cpu[(role == "machine") & (ts == t)].sum() for t in ticks]) / cores
-    shares = {str(n): float(cpu[process == n].sum()) / len(ticks) for n in np.unique(process[own])}
+    locust = set(process[role == "locust"].tolist())  # named as generator.csv names them: "Locust worker-1"
+    shares = {(f"Locust {n}" if n in locust else str(n)): float(cpu[process == n].sum()) / len(ticks)
+              for n in np.unique(process[own])}
     shares = dict(sorted(shares.items(), key=lambda kv: -kv[1]))
     util = float(per_tick.mean())
     machine_busy = float(total.mean()) if (role == "machine").any() else None

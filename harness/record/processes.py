@@ -9,8 +9,10 @@ process), each stand-in server by the pid its launcher knows, the harness proces
 itself and anything else it started, and the machine's total CPU against its cores
 (which counts other load on the machine too: a note, never the bound).
 
-Columns: ``ts`` (epoch s), ``process`` (``locust``, ``locust-1`` ..., ``dynalite``, ``weed``, ``harness``,
-``machine``), ``role`` (``locust``, ``stand-in``, ``harness``, ``machine``), ``pid`` (0 for the machine),
+Columns: ``ts`` (epoch s), ``process`` (``local``, or ``master`` and ``worker@<pid>`` ...: the report
+names a worker ``worker-N`` as ``generator.csv`` does, by the pid run.json's ``processes`` gives;
+``dynalite``, ``weed``, ``harness``, ``machine``), ``role`` (``locust``, ``stand-in``, ``harness``,
+``machine``), ``pid`` (0 for the machine),
 ``cpu_percent`` (of one core; the machine's: of all its cores together, up to ``cores`` x 100), ``cores``.
 """
 
@@ -29,6 +31,14 @@ PROCESSES_CSV = "processes.csv"
 COLUMNS = ("ts", "process", "role", "pid", "cpu_percent", "cores")
 INTERVAL_S = 1.0
 ROLES = ("locust", "stand-in", "harness", "machine")
+WORKER_PID = "worker@"  # a Locust worker process's name here, before its pid: ``worker@4242``
+
+
+def worker_pid_names(processes: dict | None) -> dict[str, str]:
+    """``worker@<pid>`` -> the worker's own name (``worker-N``), from run.json's ``processes`` (name -> pid):
+    the sampler sees pids, the master gives the indices."""
+    return {f"{WORKER_PID}{v['pid']}": str(name) for name, v in (processes or {}).items()
+            if isinstance(v, dict) and v.get("pid")}
 
 
 def _is_locust(p: psutil.Process) -> bool:
@@ -74,10 +84,11 @@ class ProcessSampler:
         locust = sorted((p for p in kids if _is_locust(p)), key=lambda p: p.pid)
         pids = {q.pid for q in locust}
         top = [p for p in locust if _ppid(p) not in pids]
-        for p in top:
-            out.append(("locust", "locust", p))
-        for i, p in enumerate(q for q in locust if q not in top):
-            out.append((f"locust-{i + 1}", "locust", p))
+        for p in top:  # named as generator.csv and the rows name it: a master when it has workers
+            out.append(("master" if len(top) < len(locust) else "local", "locust", p))
+        for p in locust:
+            if p not in top:  # its worker index is the master's to give: the report names it by pid
+                out.append((f"{WORKER_PID}{p.pid}", "locust", p))
         for p in kids:
             if p.pid in self.stand_ins:
                 out.append((self.stand_ins[p.pid], "stand-in", p))

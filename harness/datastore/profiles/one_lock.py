@@ -13,6 +13,19 @@ if TYPE_CHECKING:
     from harness.datastore.sync import Datastore, Step
 
 
+def commit_lock_key(store: Datastore) -> str:
+    """swamp's key of the seed's time: ``.locks/<namespace>.lock`` with a namespace and namespace scope,
+    else the datastore's."""
+    if store.cfg.lock_scope == "namespace" and store.ns:
+        return f".locks/{store.ns}.lock"
+    return store.backend.datastore_lock_key()
+
+
+def uploads_at_commit(backend: str) -> bool:
+    """The content is written in the push's prepare, on either backend: the one lock is held throughout."""
+    return False
+
+
 def sync_run(store: Datastore, model_id: str, method: str, payload_bytes: int, steps: list[Step],
              model_type: str) -> None:
     with store.locked(steps) as grant:

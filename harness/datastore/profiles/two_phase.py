@@ -41,6 +41,21 @@ if TYPE_CHECKING:
 GLOBAL_WAIT_TTLS = 2  # swamp: a model run waits at most twice the holder's TTL for the global lock
 
 
+def commit_lock_key(store: Datastore) -> str:
+    """swamp today's global lock (``backend.global_lock_key``); with ``global_lock = "per-namespace"``
+    and namespace scope, the namespace's own on either backend."""
+    ns = store.ns if store.cfg.lock_scope == "namespace" else None
+    if ns and store.cfg.global_lock == "per-namespace":
+        return f"{ns}/.datastore.lock"
+    return store.backend.global_lock_key(ns)
+
+
+def uploads_at_commit(backend: str) -> bool:
+    """swamp's DynamoDB extension writes the content in its ``commitPush``, under the global lock; its S3
+    extension uploads in the prepare, outside it."""
+    return backend == "dynamodb"
+
+
 def await_global(store: Datastore, work: Work) -> None:
     """Poll the global lock until no one holds it (swamp's inspect loop); swamp's timeout past 2 x TTL."""
     key, clock = store.lock_key(), store.clock
