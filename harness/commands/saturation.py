@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import json
 import sys
-import time
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from harness.commands.product_dir import product_dir
 from harness.commands.run import EXIT_CHECKS_FAILED, run
 from harness.edge import UserEnvironment
 from harness.errors import HarnessError
@@ -39,9 +39,7 @@ def climb(opts: RunOptions, env: UserEnvironment, rate_range: tuple[float, float
     if opts.web:
         raise HarnessError("--rate LO..HI runs headless steps, one after the other: drop --web")
     todo = rates(*rate_range, steps)
-    base = Path(opts.run_dir or Path("runs") / f"climb-{Path(opts.scenario).stem}-{time.strftime('%Y%m%d-%H%M%S')}")
-    if base.exists() and any(base.iterdir()):
-        raise HarnessError(f"{base} is not empty: give --run-dir a new directory for the climb")
+    base = product_dir("climb", Path(opts.scenario).stem, opts.run_dir, quick=False)
     base.mkdir(parents=True, exist_ok=True)
     failed: list[str] = []
 
