@@ -224,8 +224,9 @@ def lock_events(p: Path) -> pd.DataFrame | None:
 
     A nine-hour run holds millions of events, so they are parsed in bulk (pyarrow's JSON reader, file by
     file) and kept lean: only the lock's event types and fields; type, key and holder as categoricals; the
-    nonce (which pairs a release with its grant) as a 64-bit hash. A file the reader cannot parse whole (a
-    line cut short by a crash) is read line by line, skipping what does not parse.
+    nonce (which pairs a release with its grant) as an int32 code, one per distinct string over every file
+    (``_one_code``). A file the reader cannot parse whole (a line cut short by a crash) is read line by line,
+    skipping what does not parse.
     """
     files = sorted((p / "history").glob("*.jsonl")) if (p / "history").is_dir() else []
     if not files:
@@ -279,7 +280,7 @@ def lock_events(p: Path) -> pd.DataFrame | None:
             continue
         for c in ("type", "key", "holder"):
             parts[c].append(codes(t[c], c))
-        enc = pc.dictionary_encode(t["nonce"]).combine_chunks()  # a grant's release is in this batch or the next
+        enc = pc.dictionary_encode(t["nonce"]).combine_chunks()  # this batch's; merged over all batches below
         parts["nonce"].append(enc.indices.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int32))
         nonce_dicts.append(enc.dictionary)
         del enc

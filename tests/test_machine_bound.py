@@ -4,6 +4,7 @@ processes."""
 
 from __future__ import annotations
 
+import contextlib
 import subprocess
 import sys
 import time
@@ -155,9 +156,44 @@ def test_a_master_and_its_workers_are_named_as_generator_csv_names_them(tmp_path
         assert worker_names(rows, info).tolist() == ["master", "worker-1", "worker-0", "dynalite", "worker@1"]
         assert worker_names(rows, {}).tolist() == rows.tolist()
     finally:
-        for p in psutil.Process(master.pid).children(recursive=True) + [psutil.Process(master.pid)]:
-            p.kill()
+        with contextlib.suppress(psutil.NoSuchProcess):
+            for p in psutil.Process(master.pid).children(recursive=True):
+                p.kill()
+        master.kill()
         master.wait()
+
+
+@pytest.mark.parametrize("flag", ["--master", "--processes"])
+def test_a_master_with_no_worker_under_it_yet_or_ever_is_named_by_its_command_line(tmp_path, flag):
+    """Before it forks its workers (``--processes``), or with its workers elsewhere (``--master``), a master
+    has no Locust process under it: still "master", as generator.csv names it, never "local"."""
+    master = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(20)  # locust", flag, "2"])
+    try:
+        s = ProcessSampler(tmp_path, interval_s=0.2)
+        deadline = time.monotonic() + 15
+        names: dict[str, int] = {}
+        while "master" not in names and time.monotonic() < deadline:
+            names = {name: p.pid for name, _, p in s.tree()}
+            time.sleep(0.1)
+        assert names.get("master") == master.pid and "local" not in names, names
+    finally:
+        master.kill()
+        master.wait()
+
+
+def test_the_report_names_workers_from_run_json_and_the_machine_sentence_says_locust_worker(tmp_path):
+    """processes.csv as the sampler writes it, run.json's ``processes`` as the master records it: the report's
+    rows and its machine sentence name each worker as generator.csv does."""
+    shares = {"master": ("locust", 20.0), "worker@4242": ("locust", 85.0), "worker@4343": ("locust", 84.0),
+              "dynalite": ("stand-in", 4.0)}
+    _samples(8, shares, 195.0, seconds=30).assign(ts=lambda d: _epoch(d["ts"])).to_csv(tmp_path / "processes.csv",
+                                                                                       index=False)
+    info = {"processes": {"worker-0": {"pid": 4343, "rows": 10}, "worker-1": {"pid": 4242, "rows": 9}}}
+    df = _processes(tmp_path, info)
+    assert set(df["process"]) == {"master", "worker-0", "worker-1", "dynalite", "machine"}
+    res = _resources(df)
+    s = bound.sentence(bound.choose(res), res)
+    assert "Locust worker-1 8" in s and "Locust worker-0 8" in s and "worker@" not in s, s
 
 
 def test_the_harness_tab_names_the_machine_from_the_same_samples_as_the_report(tmp_path):
@@ -205,3 +241,22 @@ def test_a_locust_process_pegged_in_much_of_its_samples_binds_though_its_mean_is
     master = bound.Resource("generator", "master", 0.85, (0.76, 0.94), {"samples": 19, "saturated_share": 0.5},
                             candidate=False)
     assert not (calm.saturated or low.saturated or master.saturated)
+
+
+def test_the_harness_tab_names_a_worker_by_its_index_once_known_even_for_rows_that_came_before(tmp_path):
+    """A worker's pid reaches the master with its first batch, after the sampler's first rows of it: the tab
+    names those rows by the index known when it draws, so one worker is never two shares."""
+    from harness.load.web.live import Live
+    from harness.record.processes import ProcessesTail
+
+    shares = {"master": ("locust", 20.0), "worker@4242": ("locust", 88.0), "dynalite": ("stand-in", 84.0)}
+    df = _samples(9, shares, 195.0, seconds=30)
+    writer, tail, live = ProcessSampler(tmp_path), ProcessesTail(tmp_path), Live()
+    for ts in sorted(set(_epoch(df["ts"]))):
+        tick = df[_epoch(df["ts"]) == ts]
+        writer.write(ts, [(r.process, r.role, int(r.pid), float(r.cpu_percent)) for r in tick.itertuples()])
+    live.add_processes(tail.read())  # before the worker's first batch: its pid is not known yet
+    live.worker_names = {"worker@4242": "worker-0"}  # the session's refresh, once the batch came
+    res = live.resources(T0, T0 + 30.0, T0 + 30.0)
+    s = bound.sentence(bound.choose(res), res)
+    assert "Locust worker-0 8" in s and "worker@" not in s, s

@@ -243,8 +243,8 @@ class Session:
             except OSError:
                 log.exception("harness: cannot write %s", t.generator.path)
             t.live.add_generator(time.time(), cpu)
-            names = worker_pid_names(t.processes())  # a worker by its index, as generator.csv names it
-            t.live.add_processes([(ts, names.get(p, p), *rest) for ts, p, *rest in self.processes_tail.read()])
+            t.live.worker_names = worker_pid_names(t.processes())  # a worker by its index, as generator.csv has it
+            t.live.add_processes(self.processes_tail.read())  # the harness's sampler: the machine, each second
             if self.process.sends_load:  # this process's own per-key units (a master's arrive with reports)
                 try:
                     t.keys.add(self.process.name, self.process.keys())

@@ -48,6 +48,15 @@ def _is_locust(p: psutil.Process) -> bool:
         return False
 
 
+def _is_master(p: psutil.Process) -> bool:
+    """A Locust master by its command line: before it forks its workers (``--processes``), and when they run
+    elsewhere (``--master``), it has no Locust process under it."""
+    try:
+        return bool({"--master", "--processes"} & set(p.cmdline()))
+    except (psutil.Error, OSError):
+        return False
+
+
 def _ppid(p: psutil.Process) -> int | None:
     try:
         return p.ppid()
@@ -85,7 +94,7 @@ class ProcessSampler:
         pids = {q.pid for q in locust}
         top = [p for p in locust if _ppid(p) not in pids]
         for p in top:  # named as generator.csv and the rows name it: a master when it has workers
-            out.append(("master" if len(top) < len(locust) else "local", "locust", p))
+            out.append(("master" if len(top) < len(locust) or _is_master(p) else "local", "locust", p))
         for p in locust:
             if p not in top:  # its worker index is the master's to give: the report names it by pid
                 out.append((f"{WORKER_PID}{p.pid}", "locust", p))

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.errors import HarnessError
-from harness.record.lockuse import intervals
+from harness.record.lockuse import Intervals, intervals
 from harness.record.memory import give_back
 from harness.record.reader import shard_paths
 from reports.compare.compare import compare, overlay_series
@@ -28,17 +28,22 @@ def _slug(text: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
 
 
-def findings_of(run: Run) -> dict[str, Any]:
-    """The run's findings. Its lock events (millions on a long run) are turned into each key's intervals and
-    let go before the findings start: nothing after reads them, and the events, their intervals and the
-    timelines made from those need never be held at once."""
-    locks = None
-    if run.locks is not None:
-        locks = intervals(run.locks, run_span(run.info, run.rows).t1.timestamp())
-        run.locks = None
-        give_back()
+def take_lock_intervals(run: Run) -> dict[str, Intervals] | None:
+    """The run's lock events as each key's intervals; the events (millions on a long run) are let go here,
+    so the events, their intervals and the timelines made from those are never held at once. Nothing after
+    the findings reads the events."""
+    if run.locks is None:
+        return None
+    locks = intervals(run.locks, run_span(run.info, run.rows).t1.timestamp())
+    run.locks = None
+    give_back()
+    return locks
+
+
+def findings_of(run: Run, locks: dict[str, Intervals] | None = None) -> dict[str, Any]:
+    """The run's findings; its lock history from ``locks`` (``take_lock_intervals``) when given."""
     return findings(run.rows, run.info, probes=run.probes, generator=run.generator, safety=run.safety,
-                    locks=locks, keys=run.keys, processes=run.processes)
+                    locks=locks if locks is not None else run.locks, keys=run.keys, processes=run.processes)
 
 
 def roles(f: dict[str, Any]) -> dict[int, str]:
@@ -180,7 +185,7 @@ def build_report(run_dirs: list[str | Path], out: str | Path | None = None) -> P
     first: list[str] = []
     sections: list[str] = []
     for i, run in enumerate(runs):
-        f = findings_of(run)
+        f = findings_of(run, take_lock_intervals(run))
         prefix = "" if len(runs) == 1 else f"{i + 1}-{_slug(run.path.name)[:40]}-"
         figs = run_figures(run, f, fig_dir, prefix)
         if len(runs) == 1:

@@ -9,7 +9,6 @@ import pandas as pd
 
 from harness.record import bound as bounds
 from harness.record.lockuse import Intervals
-from harness.record.memory import give_back
 from harness.record.schema import QUERY_COLUMNS, SIZE_COLUMNS
 from reports.limits import limits
 from reports.load import COUNT_COLUMNS, REQUEST_COLUMNS, STEP_COLUMNS
@@ -47,10 +46,9 @@ def findings(rows: pd.DataFrame, info: dict | None = None, *, probes: pd.DataFra
     start, end, floor = lv[0], lv[-1], lv[fleet["floor_index"]]
     # what grew between the start and the floor explains a fall; with nothing succeeding there, the end
     late = floor if fleet["degraded"] and fleet["floor_index"] != 0 and floor.successes >= 2 else end
-    # the resources first: their lock timelines are let go before the successful rows are copied below
+    # the resources first: their lock timelines are let go before the compared stretches are copied below
     bound = _bottlenecks(Usage(rows, info, span, window, locks=locks, keys=keys, generator=generator,
                                probes=probes, processes=processes), fleet, span.seconds)
-    give_back()  # the timelines: freed, but kept by the C heap otherwise
     t = seconds_since(rows["ts_end"], span.t0)
     extra = [c for c in (*REQUEST_COLUMNS, *QUERY_COLUMNS) if c in rows.columns and rows[c].notna().any()]
     t_ok = t[ok_mask]

@@ -184,6 +184,8 @@ class Live:
         self.lock_holders: dict[str, set[str]] = {}
         self.generator: deque[tuple[float, str, float]] = deque(maxlen=100_000)
         self.processes: deque[tuple[float, str, str, float, int]] = deque(maxlen=100_000)  # processes.csv's
+        # processes.csv's ``worker@<pid>`` -> ``worker-N``: the session's, refreshed as workers report their pids
+        self.worker_names: dict[str, str] = {}
         self._timelines: tuple[tuple[int, int], dict[str, Timeline]] | None = None
 
     def add(self, rows: list[dict]) -> None:
@@ -347,6 +349,7 @@ class Live:
         p = [r for r in self.processes if a <= r[0] <= b]
         if p:  # the report's machine and stand-in CPU, from the same samples (harness/record/machine.py)
             ts, proc, role, cpu, cores = zip(*p, strict=True)
+            proc = tuple(self.worker_names.get(n, n) for n in proc)  # as known now, not when the row came
             out += machine.resources(np.array(ts), np.array(proc), np.array(role), np.array(cpu), max(cores))
         return out
 
