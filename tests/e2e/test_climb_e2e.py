@@ -49,7 +49,7 @@ def test_each_step_is_a_run_with_its_own_report_and_rows(climb):
     _, base, c = climb
     assert (base / "closed" / "report" / "summary.json").is_file()
     closed = rows(base / "closed")
-    assert closed["ts_intended"].isna().all()  # the closed run: no arrivals
+    assert (closed["ts_intended"] == closed["ts_start"]).all()  # the closed run: no arrivals, no queue
     for s in c["steps"]:
         d = rows(Path(s["run_dir"]))
         f = json.loads((Path(s["run_dir"]) / "report" / "summary.json").read_text())
