@@ -1,6 +1,7 @@
-"""The directory a story or a sweep writes its runs and page into: named for what ran and when, never reused.
+"""The directory a story, a sweep or a climb writes its runs and page into: named for what ran and when,
+never reused.
 
-Both write many runs below one directory; one that already holds something would mix two products' runs in
+Each writes many runs below one directory; one that already holds something would mix two products' runs in
 one page, so it is refused with the flag that picks another.
 """
 

@@ -1,7 +1,7 @@
 """Hand freed memory back to the operating system, so a long run's report peaks at what it holds.
 
-A report of a nine-hour run frees hundreds of MB as it goes (the lock's parsed history, its intervals, the
-copy of the successful rows), but neither allocator gives them back by itself: Arrow's pool (mimalloc)
+A report of a nine-hour run frees hundreds of MB as it goes (the Arrow table its rows came from, the lock's
+parsed history and its intervals), but neither allocator gives them back by itself: Arrow's pool (mimalloc)
 keeps the pages it freed, and glibc's ``malloc`` keeps freed blocks in its heap (past the first large free,
 arrays of a few MB come from the heap, not from pages of their own), so every later allocation adds to the
 peak instead of reusing them. ``give_back`` asks both to return what is free; it costs a few ms and is a

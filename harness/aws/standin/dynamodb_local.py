@@ -41,7 +41,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from harness.aws.standin.dynalite import PROJECT_ROOT
-from harness.aws.standin.processes import OneService, die_with_parent, end_group, free_ports
+from harness.aws.standin.processes import OneService, die_with_parent, free_ports
 from harness.edge import child_environment
 from harness.errors import HarnessError
 
@@ -175,9 +175,6 @@ class EmbeddedDynamoDBLocal(OneService):
             self.stop()
             raise
 
-    def start(self, timeout: float = 60.0) -> EmbeddedDynamoDBLocal:
-        return self.launch().await_ready(timeout)
-
     def _accepts(self) -> bool:
         """Its own process listens on the port (not another that took it first) and a connection is accepted."""
         import psutil
@@ -203,26 +200,10 @@ class EmbeddedDynamoDBLocal(OneService):
                                f"asked; see {self.log_path}")
         self.version = version[1] if version else "unknown"
 
-    def _log_text(self) -> str:
-        with self.log_path.open("rb") as f:
-            f.seek(self._log_start)
-            return f.read().decode(errors="replace")
-
     # ---- stop -------------------------------------------------------------------------------------
     def stop(self, deadline_s: float = STOP_DEADLINE_S, keep_log: bool = False) -> None:
         """SIGTERM its process group, SIGKILL at the deadline."""
-        if self.proc is not None:
-            end_group(self.proc, deadline_s)
-            self.proc = None
-        if self._log is not None:
-            self._log.close()
-            self._log = None
+        self._end_process(deadline_s)
         if self._tmp is not None and not keep_log:
             self._tmp.cleanup()
             self._tmp = None
-
-    def __enter__(self) -> EmbeddedDynamoDBLocal:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()

@@ -6,6 +6,8 @@ import os
 import signal
 import socket
 import subprocess
+from pathlib import Path
+from typing import IO, Self
 
 
 def free_ports(n: int, host: str = "127.0.0.1") -> list[int]:
@@ -54,10 +56,13 @@ def end_group(proc: subprocess.Popen, deadline_s: float) -> None:
 
 
 class OneService:
-    """The stand-in protocol's maps for a launcher whose one process serves one AWS service.
+    """The stand-in protocol's maps, and the start and end, of a launcher whose one process serves one AWS
+    service.
 
     A launcher sets ``SERVICE`` ("dynamodb" or "s3") and ``name`` (its server's) and has ``url``,
-    ``version`` and ``proc`` (the child, None before it starts).
+    ``version``, ``proc`` (the child, None before it starts), ``log_path`` with ``_log`` (its open handle)
+    and ``_log_start`` (where this attempt's output starts in it); it defines ``launch`` (start the
+    process, return at once), ``await_ready`` and ``stop`` (which calls ``_end_process`` first).
     """
 
     SERVICE: str
@@ -65,6 +70,42 @@ class OneService:
     url: str
     version: str
     proc: subprocess.Popen | None
+    log_path: Path
+    _log: IO[bytes] | None
+    _log_start: int
+
+    def launch(self) -> Self:
+        raise NotImplementedError
+
+    def await_ready(self, timeout: float) -> Self:
+        raise NotImplementedError
+
+    def stop(self) -> None:
+        raise NotImplementedError
+
+    def start(self, timeout: float = 60.0) -> Self:
+        return self.launch().await_ready(timeout)
+
+    def _end_process(self, deadline_s: float) -> None:
+        """SIGTERM the process group, SIGKILL at the deadline; close the log."""
+        if self.proc is not None:
+            end_group(self.proc, deadline_s)
+            self.proc = None
+        if self._log is not None:
+            self._log.close()
+            self._log = None
+
+    def _log_text(self) -> str:
+        """This attempt's output so far."""
+        with self.log_path.open("rb") as f:
+            f.seek(self._log_start)
+            return f.read().decode(errors="replace")
+
+    def __enter__(self) -> Self:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
 
     @property
     def urls(self) -> dict[str, str]:

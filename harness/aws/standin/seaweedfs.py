@@ -49,7 +49,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from harness.aws.standin.processes import OneService, die_with_parent, end_group, free_ports
+from harness.aws.standin.processes import OneService, die_with_parent, free_ports
 from harness.edge import child_environment
 from harness.errors import HarnessError
 
@@ -216,18 +216,10 @@ class EmbeddedSeaweedFS(OneService):
             self.stop()
             raise
 
-    def start(self, timeout: float = 60.0) -> EmbeddedSeaweedFS:
-        return self.launch().await_ready(timeout)
-
     def _relaunch(self) -> None:
         """End the attempt whose ports were taken and launch again with new ones (its log is kept)."""
         self.stop()
         self.launch()
-
-    def _log_text(self) -> str:
-        with self.log_path.open("rb") as f:
-            f.seek(self._log_start)
-            return f.read().decode(errors="replace")
 
     def _check_ports(self, text: str) -> None:
         """What the banner prints and what the process listens on must be the ports chosen here."""
@@ -260,12 +252,7 @@ class EmbeddedSeaweedFS(OneService):
     # ---- stop -------------------------------------------------------------------------------------
     def stop(self, deadline_s: float = STOP_DEADLINE_S) -> None:
         """SIGTERM its process group, SIGKILL at the deadline; then its sockets, log handle and data go."""
-        if self.proc is not None:
-            end_group(self.proc, deadline_s)
-            self.proc = None
-        if self._log is not None:
-            self._log.close()
-            self._log = None
+        self._end_process(deadline_s)
         if self._sockets is not None:
             shutil.rmtree(self._sockets, ignore_errors=True)
             self._sockets = None
@@ -275,9 +262,3 @@ class EmbeddedSeaweedFS(OneService):
         if self._tmp_data is not None:
             self._tmp_data.cleanup()
             self._tmp_data = None
-
-    def __enter__(self) -> EmbeddedSeaweedFS:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()

@@ -38,6 +38,7 @@ class Profile(Protocol):
 
     def uploads_at_commit(self, backend: str) -> bool: ...
 
+
 SYNC_MODES = tuple(m.name.replace("_", "-") for m in pkgutil.iter_modules(__path__) if not m.name.startswith("_"))
 
 
