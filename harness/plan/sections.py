@@ -6,6 +6,7 @@ Locust process as data; a new option is a field here and a key there.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -51,25 +52,24 @@ class Fleet:
         """The most users any stage runs (Locust's -u with stages, so each process sizes its clients for it)."""
         return max([self.workers, *(st.workers for st in self.stages)])
 
-    def users_at(self, elapsed_s: float) -> int:
-        """The stage's users ``elapsed_s`` into the test (the load shape's); past the last stage, the last's."""
-        users, t = self.workers, 0.0
+    def _at(self, elapsed_s: float, own: Any, of: Callable[[Any], Any]) -> Any:
+        """A stage's setting ``elapsed_s`` into the test; a stage that leaves it unset keeps the one before
+        (the fleet's ``own`` before the first); past the last stage, the last's."""
+        value, t = own, 0.0
         for st in self.stages:
-            users = st.workers or users
+            value = of(st) or value
             t += st.duration_s
             if elapsed_s < t:
                 break
-        return users
+        return value
+
+    def users_at(self, elapsed_s: float) -> int:
+        """The stage's users ``elapsed_s`` into the test (the load shape's)."""
+        return self._at(elapsed_s, self.workers, lambda st: st.workers)
 
     def rate_at(self, elapsed_s: float) -> float:
         """The fleet's arrival rate ``elapsed_s`` into the test: the stage's, or the fleet's own."""
-        rate, t = self.rate_per_s, 0.0
-        for st in self.stages:
-            rate = st.rate_per_s or rate
-            t += st.duration_s
-            if elapsed_s < t:
-                return rate
-        return rate
+        return self._at(elapsed_s, self.rate_per_s, lambda st: st.rate_per_s)
 
 
 @dataclass(frozen=True)
