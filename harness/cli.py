@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn
 
-from harness import cli_open
+from harness import cli_open, cli_telemetry
 from harness.durations import parse_duration
 from harness.edge import UserEnvironment
 from harness.errors import HarnessError
@@ -75,6 +75,7 @@ def build_parser() -> argparse.ArgumentParser:
                    "dynalite-memory, moto, moto-indexed, dynamodb-local (AWS's DynamoDB Local, on Java: "
                    "`bash .ci/install dynamodb-local`)")
     cli_open.add_arguments(r)
+    cli_telemetry.add_arguments(r)
     d = r.add_argument_group("beyond one machine", "a Locust master for workers started elsewhere "
                              "(`harness worker`), and a web UI others can reach")
     d.add_argument("--master", action="store_true", help="run the Locust master only; workers join with "
@@ -256,7 +257,7 @@ def run_options(args: argparse.Namespace) -> RunOptions:
         seed_dir=args.seed_dir, stand_in=args.stand_in, s3_stand_in=args.s3_stand_in,
         web_host=args.web_host, web_login=args.web_login, master=args.master, expect_workers=args.expect_workers,
         expect_workers_max_wait_s=args.expect_workers_max_wait, master_bind_host=args.master_bind_host,
-        master_bind_port=args.master_bind_port, **cli_open.options(args))
+        master_bind_port=args.master_bind_port, **cli_open.options(args), **cli_telemetry.options(args))
 
 
 def _cmd_run(args: argparse.Namespace, env: UserEnvironment) -> int:

@@ -98,6 +98,7 @@ def _run(plan: RunPlan, say: Callable[[str], None], quiet: bool) -> RunResult:
         say(f"harness: {plan.scenario.name} on {plan.backend} ({_where(plan)}), {plan.locust.users} workers, "
             f"{plan.locust.run_time_s:g}s -> {run_dir}")
         _say_distribution(plan, say)
+        _say_telemetry(plan, say)
         job = background(factory, say)
         try:
             exit_code, signalled = supervise(locust_command(plan, plan_path), run_dir, _time_limit(plan), say)
@@ -170,6 +171,14 @@ def _say_distribution(plan: RunPlan, say: Callable[[str], None]) -> None:
             f"recorded under {Path(plan.run_dir) / runinfo.TESTS_DIR}; Ctrl-C ends the session)")
 
 
+def _say_telemetry(plan: RunPlan, say: Callable[[str], None]) -> None:
+    t = plan.telemetry
+    if t.otel:
+        say(f"harness: OpenTelemetry on (Locust's and the harness's meters): metrics to {t.otel_to}")
+    if t.prometheus:
+        say(f"harness: Prometheus metrics at {t.prometheus} (served by the Locust master while it runs)")
+
+
 def _workers(n: int) -> str:
     return f"{n} worker has" if n == 1 else f"{n} workers have"
 
@@ -193,6 +202,8 @@ def locust_command(plan: RunPlan, plan_path: Path) -> list[str]:
            "-t", f"{max(1, int(round(loc.run_time_s or 1)))}s",  # headless: the bound; web: the form's prefill
            "--csv", str(run_dir / "locust"), "--csv-full-history", "--exit-code-on-error", "0",
            "--logfile", str(run_dir / "locust.log"), "--only-summary"]
+    if plan.telemetry.otel:  # Locust's own OpenTelemetry set-up; the harness's meters use the same SDK
+        cmd += ["--otel"]
     if loc.web:
         cmd += ["--web-host", loc.web.host, "--web-port", str(loc.web.port)]
         if loc.web.login:
