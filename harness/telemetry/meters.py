@@ -50,8 +50,9 @@ class Meters:
     """Prometheus's registry and server and the OTel instruments that the plan turned on."""
 
     def __init__(self, current: Callable[[], Any], *, prometheus: tuple[str, int] | None = None,
-                 otel: bool = False, otel_provider: Any = None) -> None:
+                 otel: bool = False, otel_provider: Any = None, now: Callable[[], float] = time.time) -> None:
         self.current = current  # the running test (its plan, started_at, live), or None
+        self.now = now
         self.prometheus = PrometheusMeters(self.bound) if prometheus else None
         self.server = MetricsServer(self.prometheus, *prometheus) if self.prometheus and prometheus else None
         self.otel = OtelMeters(self.bound, otel_provider) if otel else None
@@ -87,7 +88,7 @@ class Meters:
         t = self.current()
         if t is None:
             return None
-        chosen = bounds.choose(t.live.window(time.time(), t.started_at).resources)
+        chosen = bounds.choose(t.live.window(self.now(), t.started_at).resources)
         if chosen is None:
             return None
         return run_labels(t.plan), chosen.kind, chosen.name, float(chosen.utilization)
