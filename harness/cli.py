@@ -105,6 +105,9 @@ def build_parser() -> argparse.ArgumentParser:
     rep.add_argument("run_dirs", nargs="+", metavar="RUN_DIR")
     rep.add_argument("--out", help="output directory (default RUN_DIR/report; for several runs a comparison-* "
                                    "folder beside them when they share a folder, else under runs/)")
+    rep.add_argument("--cloudwatch", action="store_true", help="first read what AWS measured for each run (its "
+                     "table, GSIs or bucket, over its window) into RUN_DIR/cloudwatch.csv, where its plan.json says "
+                     "CloudWatch is (AWS on an --aws run)")
 
     nb = sub.add_parser("notebook", help="open the review notebook in JupyterLab on 127.0.0.1 on these runs (default: "
                         "the latest under runs/); needs the notebook extra: `bash .ci/install notebook`")
@@ -340,6 +343,11 @@ def _cmd_report(args: argparse.Namespace) -> int:
     run_dirs = expand_runs(args.run_dirs)
     if not run_dirs:
         raise HarnessError(f"{args.run_dirs[0]} is a web session with no test yet: start a test in its web UI")
+    if args.cloudwatch:  # what AWS measured, read now; a run without it is a one-line error
+        from harness.commands.cloudwatch import for_report
+
+        for d in run_dirs:
+            for_report(d)
     out = build_report(run_dirs, out_dir)
     print(f"harness: report {out / 'index.html'}")
     return 0

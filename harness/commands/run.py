@@ -24,6 +24,7 @@ from typing import Any
 
 from harness.aws.clients import Sessions
 from harness.commands.background import background, preage
+from harness.commands.cloudwatch import after_run
 from harness.commands.supervise import GRACE_S, Interrupted, Watcher, signals_raise, supervise
 from harness.errors import HarnessError
 from harness.plan import scenario as scenarios
@@ -106,6 +107,7 @@ def _run(plan: RunPlan, say: Callable[[str], None], quiet: bool) -> RunResult:
             if job:
                 job.stop()
         safety_failed = _check_safety(run_dir, backend)  # while the endpoint is up
+        after_run(plan, [d for _, d, _ in Watcher(run_dir, print).tests()], say)  # --aws: what AWS measured
         if plan.resources.cleanup:
             removed = factory.teardown(clients, backend)
             say(f"harness: {'removed' if removed else 'left'} {backend.name} resource of this run")
