@@ -119,9 +119,9 @@ class MetricsServer:
         self._app = make_wsgi_app(meters.registry)
         self._server: Any = None
 
-    def _wsgi(self, environ: dict, start_response: Callable) -> Any:
+    def _wsgi(self, request: dict, start_response: Callable) -> Any:
         started = time.monotonic()
-        out = self._app(environ, start_response)
+        out = self._app(request, start_response)
         self.scrapes += 1
         self.last_scrape = started
         return out

@@ -104,6 +104,7 @@ def compare(run_dir: str | Path, info: dict[str, Any], rows: pd.DataFrame) -> di
         aws = float(s3["value"].sum())
         out["table"].append(["S3 requests", f"{n_mine:,.0f}", f"{aws:,.0f}", _pct(n_mine, aws)])
         out["lines"].append(f"S3 requests: the steps made {n_mine:,.0f}, CloudWatch counted {aws:,.0f} "
-                            f"({_pct(n_mine, aws)}; a metrics configuration's filter may cover only part of the bucket)")
+                            f"({_pct(n_mine, aws)}; a metrics configuration's filter may cover only part of the "
+                            "bucket)")
     out["ok_iterations"] = int(len(ok))
     return out
