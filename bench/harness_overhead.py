@@ -20,9 +20,14 @@
    harness's meters; the instant backend sends no HTTP, so no request spans
    are made); ``--prometheus`` is scraped every second. Target: each within
    5 % of off.
+4. The live meters' own CPU on the master, in process (a busy machine's
+   contention hardly moves it): measuring a row and its lock grant and
+   recording them in Prometheus's registry and in OpenTelemetry's SDK (an
+   in-memory reader, collected once a second's worth of rows), per row,
+   beside boto3's CPU per iteration (1).
 
 Usage: python bench/harness_overhead.py [--iterations 2000] [--repeat 5] [--locust-seconds 15]
-                                        [--telemetry off,otel,prometheus]
+                                        [--telemetry off,otel,prometheus] [--meters-only]
        (--repeat runs every part that many times; medians are printed)
        python bench/harness_overhead.py --quick   # seconds: checks it runs and prints its figures (CI)
 """
@@ -226,6 +231,58 @@ def locust_rate(users: int, seconds: int, extra: list[str] | None = None,
                 "store_ms": 1000 * (b["store_cpu_s"] - a["store_cpu_s"]) / max(done, 1)}
 
 
+def meter_cost(rows: int) -> dict[str, float]:
+    """CPU ms per row of the live meters: measuring, then recording in Prometheus and in OTel (in process)."""
+    from opentelemetry.sdk.metrics import MeterProvider
+    from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+
+    from harness.record.schema import STEP_COLUMNS, STEP_REQUEST_COLUMNS
+    from harness.telemetry.measure import KeyNames, measure_events, measure_rows
+    from harness.telemetry.otel import OtelMeters
+    from harness.telemetry.prometheus import PrometheusMeters
+
+    run = {"run_id": "bench", "scenario": SCENARIO, "backend": "dynamodb"}
+    batch = []
+    for i in range(rows):  # every step ran (the most observations a row can make), one grant per row
+        row = {"worker": f"worker-{i % 2}", "ok": i % 50 != 0, "error_kind": "" if i % 50 else "throttled",
+               "read_units": 3.5, "write_units": 6.0}
+        row.update({c: 1.0 + i % 7 for c in STEP_COLUMNS.values()})
+        row.update({n: 2 for n, _ in STEP_REQUEST_COLUMNS.values()})
+        batch.append((row, {"type": "grant", "key": f"ns-{i % 20}", "started_ms": 1000, "granted_ms": 1000 + i % 9}))
+    prom = PrometheusMeters(lambda: None)
+    reader = InMemoryMetricReader()
+    otel = OtelMeters(lambda: None, MeterProvider(metric_readers=[reader]))
+    names = KeyNames()
+    per = 100  # rows per batch: a worker's report every 3 s at ~30 it/s
+    out = {"measure": 0.0, "prometheus": 0.0, "otel": 0.0}
+    for i in range(0, rows, per):
+        chunk = batch[i:i + per]
+        t = time.process_time()
+        b = measure_rows([r for r, _ in chunk])
+        measure_events([e for _, e in chunk], names, b)
+        t1 = time.process_time()
+        prom.record(run, b)
+        t2 = time.process_time()
+        otel.record(run, b)
+        if (i // per) % 3 == 2:
+            reader.get_metrics_data()  # the SDK's collection, as an export interval would
+        t3 = time.process_time()
+        out["measure"] += t1 - t
+        out["prometheus"] += t2 - t1
+        out["otel"] += t3 - t2
+    return {k: v * 1000 / rows for k, v in out.items()}
+
+
+def print_meters(repeat: int, rows: int, boto: float | None) -> None:
+    costs = [meter_cost(rows) for _ in range(repeat)]
+    m = {k: statistics.median(c[k] for c in costs) for k in costs[0]}
+    total = sum(m.values())
+    vs = f"   {total / boto:.2%} of boto3's {boto:.3f} ms per iteration" if boto else ""
+    print(f"live meters on the master, CPU per row (median of {repeat} x {rows} rows, in process):")
+    print(f"  measure {m['measure']:.4f} ms  + Prometheus {m['prometheus']:.4f} ms  + OpenTelemetry "
+          f"{m['otel']:.4f} ms  = {total:.4f} ms{vs}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--iterations", type=int, default=2000)
@@ -234,7 +291,11 @@ def main() -> None:
     ap.add_argument("--quick", action="store_true", help="a few seconds: 40 iterations once, Locust for 5 s")
     ap.add_argument("--telemetry", default="off,otel,prometheus",
                     help="the Locust runs of part 3, in turn each repeat (off must be among them)")
+    ap.add_argument("--meters-only", action="store_true", help="only part 4: the live meters' CPU per row")
     args = ap.parse_args()
+    if args.meters_only:
+        print_meters(args.repeat, 200 if args.quick else 20_000, None)
+        return
     modes = [m.strip() for m in args.telemetry.split(",") if m.strip()]
     if "off" not in modes or not set(modes) <= {"off", "otel", "prometheus"}:
         ap.error("--telemetry: a comma-separated list of off, otel, prometheus, with off among them")
@@ -279,6 +340,7 @@ def main() -> None:
             print(f"  {mode:<11s}: {med:7.3f} ms   {med / m['all_in_ms']:.3f} x off   "
                   f"{statistics.median(r['rate'] for r in by_mode[mode]):.0f} it/s   (each run: {each})")
         print(f"  (the OTLP sink took {sinks.posts} exports; /metrics was scraped {sinks.scrapes} times)")
+    print_meters(args.repeat, 200 if args.quick else 20_000, boto)
 
 
 if __name__ == "__main__":

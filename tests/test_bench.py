@@ -72,6 +72,11 @@ def test_harness_overhead_quick():
     # and they were on: the OTLP sink received exports, /metrics answered scrapes
     assert _num(r"the OTLP sink took " + NUM + " exports", out) > 0
     assert _num(r"/metrics was scraped " + NUM + " times", out) > 0
+    # the meters' own CPU per row, in process: its parts add up, and it is set beside boto3's per iteration
+    parts = [_num(rf"{name} " + NUM + " ms", out) for name in ("measure", "Prometheus", "OpenTelemetry")]
+    total = _num(r"OpenTelemetry [0-9.]+ ms\s+=\s+" + NUM + " ms", out)
+    assert all(p > 0 for p in parts) and total == pytest.approx(sum(parts), abs=0.0002)
+    assert _num(r"ms\s+" + NUM + "% of boto3's", out) == pytest.approx(100 * total / boto, rel=0.02, abs=0.01)
 
 
 def test_report_same_quick_finds_a_report_identical_to_itself_and_names_a_difference():
