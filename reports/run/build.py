@@ -186,7 +186,9 @@ def build_report(run_dirs: list[str | Path], out: str | Path | None = None) -> P
     sections: list[str] = []
     for i, run in enumerate(runs):
         f = findings_of(run, take_lock_intervals(run))
-        f["cloudwatch"] = cloudwatch.compare(run.path, run.info, run.rows)  # what AWS measured, when it was read
+        aws = cloudwatch.compare(run.path, run.info, run.rows)  # what AWS measured: only a run it was read for
+        if aws is not None:  # has the key (summary.json keeps its keys otherwise)
+            f["cloudwatch"] = aws
         prefix = "" if len(runs) == 1 else f"{i + 1}-{_slug(run.path.name)[:40]}-"
         figs = run_figures(run, f, fig_dir, prefix)
         if len(runs) == 1:
