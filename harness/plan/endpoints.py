@@ -1,6 +1,6 @@
 """Endpoints resolved once, per service: a variable names it, the embedded stand-in serves it, or AWS (--aws).
 
-For each service (DynamoDB, S3), in this order:
+For each service (DynamoDB, S3, CloudWatch), in this order:
 
 1. ``--aws``: AWS itself (and no ``AWS_ENDPOINT_URL*`` variable may say otherwise);
 2. ``AWS_ENDPOINT_URL_<SERVICE>``, else ``AWS_ENDPOINT_URL``: that URL;
@@ -9,6 +9,10 @@ For each service (DynamoDB, S3), in this order:
 4. otherwise the service is unused: no client is made for it and no server
    is started for it (a DynamoDB run starts no SeaweedFS), so nothing can be
    sent anywhere for it.
+
+CloudWatch is never a run's backend, so the stand-in never serves it: it is
+AWS's on ``--aws`` (what AWS measured, read after the load), the URL a
+variable names (a moto server answers it), or unused.
 
 Nothing reaches AWS without ``--aws``. Each service also says which
 credentials sign its requests: the stand-in's fixed local keys for the
@@ -24,7 +28,7 @@ from dataclasses import dataclass, replace
 from harness.aws.endpoints import endpoint_kind, is_loopback
 from harness.errors import HarnessError
 
-SERVICES = ("dynamodb", "s3")
+SERVICES = ("dynamodb", "s3", "cloudwatch")
 EMBEDDED, AWS, OTHER, UNUSED = "embedded", "aws", "other", "unused"
 DUMMY, CHAIN = "dummy", "chain"  # the stand-in's fixed local keys | boto3's credential chain
 

@@ -27,8 +27,9 @@ from typing import Any
 from harness.aws.endpoints import Endpoints
 from harness.aws.fidelity.layer import FidelityConfig
 from harness.errors import HarnessError
-from harness.plan.endpoints import EMBEDDED, SERVICES, ServiceEndpoint
+from harness.plan.endpoints import EMBEDDED, SERVICES, UNUSED, ServiceEndpoint
 from harness.plan.scenario import Scenario, scenario_from_dict
+from harness.plan.telemetry import TelemetryPlan
 
 SCHEMA = 1
 PLAN_JSON = "plan.json"
@@ -46,9 +47,11 @@ class Connection:
     s3: ServiceEndpoint
     region: str = "us-east-1"
     credentials_from: str = ""  # where chain credentials come from (variable or profile names, never values)
+    # what AWS measured (CloudWatch), read after the load: AWS's on --aws, a variable's URL, or unused
+    cloudwatch: ServiceEndpoint = field(default_factory=lambda: ServiceEndpoint(None, UNUSED, "none"))
 
     def service(self, name: str) -> ServiceEndpoint:
-        return self.dynamodb if name == "dynamodb" else self.s3
+        return self.cloudwatch if name == "cloudwatch" else self.dynamodb if name == "dynamodb" else self.s3
 
     def endpoints(self, backend: str) -> Endpoints:
         """The clients' view: a URL per service and the kind of the backend's own service."""
@@ -168,6 +171,7 @@ class RunPlan:
     fixed_backend: bool = True  # the command made the table or bucket for this backend: a scenario chosen in the
     # web form runs on it (False: plain `locust -f` without --backend, where each scenario keeps its own)
     test: TestPlan | None = None
+    telemetry: TelemetryPlan = field(default_factory=TelemetryPlan)  # --otel, --prometheus, CloudWatch's wait
     schema: int = SCHEMA
 
     # ---- what the plan decides ------------------------------------------------------
@@ -221,7 +225,8 @@ class RunPlan:
         d = dict(data)
         c = d["connection"]
         d["connection"] = Connection(ServiceEndpoint(**c["dynamodb"]), ServiceEndpoint(**c["s3"]),
-                                     c.get("region", "us-east-1"), c.get("credentials_from", ""))
+                                     c.get("region", "us-east-1"), c.get("credentials_from", ""),
+                                     *([ServiceEndpoint(**c["cloudwatch"])] if c.get("cloudwatch") else []))
         d["scenario"] = scenario_from_dict(d["scenario"])
         d["resources"] = Resources(**d["resources"])
         loc = dict(d["locust"])
@@ -233,6 +238,7 @@ class RunPlan:
         d["seeding"] = Seeding(PreAge(**s["preage"]) if s.get("preage") else None, s.get("state_dir"))
         d["scenario_dirs"] = tuple(d.get("scenario_dirs") or ())
         d["test"] = TestPlan(**d["test"]) if d.get("test") else None
+        d["telemetry"] = TelemetryPlan(**d.get("telemetry") or {})
         return RunPlan(**d)
 
     @staticmethod

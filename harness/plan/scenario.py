@@ -52,6 +52,7 @@ from harness.plan.sections import (  # noqa: F401  (re-exported: the scenario's 
     DatastoreSpec,
     FidelitySpec,
     Fleet,
+    Observe,
     Pauses,
     Scenario,
     Stage,
@@ -110,7 +111,7 @@ def parse(data: dict, source: str = "<scenario>", default_name: str = "scenario"
     description = top.string("description", "")
     backend = top.choice("backend", "dynamodb", BACKENDS)
     sections = {s: _Reader(top.get(s, {}), s, source)
-                for s in ("fleet", "workload", "datastore", "lock", "checks", "fidelity", "background")}
+                for s in ("fleet", "workload", "datastore", "lock", "checks", "fidelity", "background", "observe")}
     top.done()
     fleet = _fleet(sections["fleet"])
     workload = _workload(sections["workload"])
@@ -120,7 +121,8 @@ def parse(data: dict, source: str = "<scenario>", default_name: str = "scenario"
     background = _background(sections["background"], backend)
     return Scenario(name=name, description=description, backend=backend, source=source, fleet=fleet,
                     workload=workload, datastore=ds, lock=lock, checks=checks,
-                    fidelity=_fidelity(sections["fidelity"]), background=background)
+                    fidelity=_fidelity(sections["fidelity"]), background=background,
+                    observe=_observe(sections["observe"]))
 
 
 def _fleet(f: _Reader) -> Fleet:
@@ -286,6 +288,12 @@ def _background(b: _Reader, backend: str) -> Background:
     if background.items and backend != "dynamodb":
         raise b.fail("items", "needs backend = \"dynamodb\" (the background job writes DynamoDB items)")
     return background
+
+
+def _observe(o: _Reader) -> Observe:
+    observe = Observe(otel=o.boolean("otel", False))
+    o.done()
+    return observe
 
 
 def _fidelity(f: _Reader) -> FidelitySpec:

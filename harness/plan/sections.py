@@ -198,6 +198,13 @@ class Background:
 
 
 @dataclass(frozen=True)
+class Observe:
+    """The scenario's ``[observe]`` section: what the run shows while it runs (``otel``: as ``--otel``)."""
+
+    otel: bool = False  # Locust's OpenTelemetry instrumentation and the harness's meters (docs/live-metrics.md)
+
+
+@dataclass(frozen=True)
 class Scenario:
     name: str
     description: str = ""
@@ -210,6 +217,7 @@ class Scenario:
     checks: Checks = field(default_factory=Checks)
     fidelity: FidelitySpec = field(default_factory=FidelitySpec)
     background: Background = field(default_factory=Background)
+    observe: Observe = field(default_factory=Observe)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

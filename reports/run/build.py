@@ -15,7 +15,7 @@ from harness.record.memory import give_back
 from harness.record.reader import shard_paths
 from reports.compare.compare import compare, overlay_series
 from reports.load import COUNT_COLUMNS, STEP_COLUMNS, Run, expand, open_run
-from reports.run import compute, figures, page, wait, wait_figure
+from reports.run import cloudwatch, compute, figures, page, wait, wait_figure
 from reports.run.causes import COUNT_LABELS, STEP_DRIVERS, STEP_LABELS
 from reports.run.findings import findings
 from reports.series import count_means, rate_series, run_span, seconds_since, step_means, successes, with_windows
@@ -186,6 +186,9 @@ def build_report(run_dirs: list[str | Path], out: str | Path | None = None) -> P
     sections: list[str] = []
     for i, run in enumerate(runs):
         f = findings_of(run, take_lock_intervals(run))
+        aws = cloudwatch.compare(run.path, run.info, run.rows)  # what AWS measured: only a run it was read for
+        if aws is not None:  # has the key (summary.json keeps its keys otherwise)
+            f["cloudwatch"] = aws
         prefix = "" if len(runs) == 1 else f"{i + 1}-{_slug(run.path.name)[:40]}-"
         figs = run_figures(run, f, fig_dir, prefix)
         if len(runs) == 1:

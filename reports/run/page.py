@@ -289,6 +289,16 @@ def _requests(f: dict[str, Any]) -> str:
                   "what grew"], rows)
 
 
+def _cloudwatch(f: dict[str, Any]) -> str:
+    """cloudwatch.csv against the rows: each figure side by side, the difference named; notes one line each."""
+    c = f["cloudwatch"]
+    where = f"<p>Read from CloudWatch at {escape(str(c.get('where') or '?'))}: {c['datapoints']} datapoints " \
+            "(cloudwatch.csv).</p>"
+    notes = "".join(f'<p class="warn">{escape(n)}</p>' for n in c["notes"])
+    body = table(["figure", "the harness counted", "AWS measured", "difference"], c["table"]) if c["table"] else ""
+    return where + notes + body + _said(c["lines"])
+
+
 FIGURES = ("rate.png", "bound.png", "grew.png", "failures.png", "step_time.png", "causes.png", "work_counts.png",
            "lock_wait.png", "latency_percentiles.png", "probe.png", "generator.png", "wait.png")
 
@@ -337,6 +347,8 @@ def sections(run: Run, f: dict[str, Any], figures: list[tuple[str, str]]) -> lis
                 _said(said["generator"] + [x for x in said["other"] if x not in _alarms(f)])
                 + _probe_generator_safety(f) + fig.get("probe.png", "")
                 + fig.get("generator.png", "")),
+        *([details("What did AWS measure? CloudWatch beside the harness's own counts", _cloudwatch(f))]
+          if f.get("cloudwatch") else []),
         details("What ran? The run, its scenario's settings and versions", _settings(run, f) + "".join(rest)),
     ]
 

@@ -21,7 +21,7 @@ import pytest
 
 from harness.plan import scenario as scenarios
 from tests.e2e.conftest import senders
-from tests.e2e.web_session import CHROMIUM, CHROMIUM_ARGS, WebRun, assert_contiguous, rows_of, wait_for
+from tests.e2e.web_session import CHROMIUM, CHROMIUM_ARGS, WebRun, assert_contiguous, free_port, rows_of, wait_for
 
 pytestmark = pytest.mark.e2e
 
@@ -137,12 +137,28 @@ def _numbers_move(page, at_least: int = 1) -> tuple[int, int]:
     return first, second
 
 
+def _metrics_linked(page, port: int) -> None:
+    """--prometheus: the panel links the master's /metrics, which counts the running test's iterations."""
+    import urllib.request
+
+    link = page.locator("#harness-metrics")
+    link.wait_for(timeout=30_000)
+    assert link.get_attribute("href") == f"http://127.0.0.1:{port}/metrics"
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as r:
+        text = r.read().decode()
+    counts = [float(line.rsplit(" ", 1)[1]) for line in text.splitlines()
+              if line.startswith("harness_iterations_total{") and 'scenario="pruning"' in line]
+    assert counts and sum(counts) > 0, text[:2000]
+
+
 @pytest.mark.parametrize("processes", [0, 2], ids=["one-process", "processes-2"])
 def test_two_tests_from_the_browser_are_recorded_and_reported(tmp_path, processes, capsys):
     shots = tmp_path / "screenshots"
     shots.mkdir()
     run_dir = tmp_path / "session"
-    extra = ["--workers", "2", "--duration", "60s"] + (["--processes", str(processes)] if processes else [])
+    metrics_port = free_port()  # with worker processes, the master serves /metrics too: the panel links it
+    extra = ["--workers", "2", "--duration", "60s"] + (["--processes", str(processes), "--prometheus",
+                                                        str(metrics_port)] if processes else [])
     web = WebRun(run_dir, *extra)
     counted: dict[int, int] = {}
     stops: list[str] = []
@@ -169,6 +185,8 @@ def test_two_tests_from_the_browser_are_recorded_and_reported(tmp_path, processe
             assert "Iterations/s" in header and "Iteration failures" in header
             _every_worker_sent(run_dir, 1, processes)
             _generator_sampled(run_dir, 1)
+            if processes:
+                _metrics_linked(page, metrics_port)
             stops.append(_stop_and_see_new(page, web, processes, late=True))
             wait_for("test 001 to be recorded", lambda: (web.test_entry(1) or {}).get("status") == "finished", 60)
             counted[1] = web.locust_iterations()

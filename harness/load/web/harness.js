@@ -152,6 +152,12 @@
     if (status) {
       const tests = status.tests || [];
       right.append(el("div", {class: "settings"}, "Directory: ", el("code", {}, status.session_dir)));
+      if (status.metrics) {  // --prometheus: the master's /metrics (a wildcard host is this page's host)
+        const u = new URL(status.metrics);
+        if (u.hostname === "0.0.0.0" || u.hostname === "[::]") u.hostname = location.hostname;
+        right.append(el("div", {class: "settings"}, "Live metrics (Prometheus): ",
+                        el("a", {id: "harness-metrics", href: u.href, target: "_blank"}, u.href)));
+      }
       if (!tests.length) right.append(el("div", {}, "No test yet: start one from the form."));
       const ul = el("ul", {id: "harness-tests"});
       for (const t of tests.slice().reverse()) ul.append(testLine(t));

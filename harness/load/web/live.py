@@ -187,6 +187,7 @@ class Live:
         # processes.csv's ``worker@<pid>`` -> ``worker-N``: the session's, refreshed as workers report their pids
         self.worker_names: dict[str, str] = {}
         self._timelines: tuple[tuple[int, int], dict[str, Timeline]] | None = None
+        self.taps: list[Any] = []  # more consumers of the same rows and events (harness.telemetry.meters.Tap)
 
     def add(self, rows: list[dict]) -> None:
         """Rows as they arrive: into the whole test's sums and its chart bins, and the recent window.
@@ -215,6 +216,8 @@ class Live:
         if self.whole.last_end is not None:
             while self.recent and float(self.recent[0]["ts_end"]) < self.whole.last_end - self.keep_s:
                 self.recent.popleft()
+        for tap in self.taps:
+            tap.rows(rows)
 
     def add_events(self, events: list[dict]) -> None:
         """The history's events as they arrive (the lock's grants, releases and timeouts are kept)."""
@@ -223,6 +226,8 @@ class Live:
                 self.lock_events.append(e)
                 if e.get("type") == "grant":
                     self.lock_holders.setdefault(e["key"], set()).add(str(e.get("holder", "")))
+        for tap in self.taps:
+            tap.events(events)
         kept = self.lock_events
         if kept and (len(kept) > MAX_LOCK_EVENTS or _event_s(kept[-1]) - _event_s(kept[0]) > FOLD_SPAN_S):
             self._fold()
