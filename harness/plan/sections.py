@@ -198,6 +198,20 @@ class Background:
 
 
 @dataclass(frozen=True)
+class DriverSpec:
+    """``[driver]``: what runs an iteration (a module ``harness/drivers/<kind>.py``), and the scenario that is
+    this one's twin under another driver (``harness run SCENARIO --driver KIND`` runs it).
+
+    ``options`` are the driver's own keys, as data: the driver reads and checks them
+    (``harness.drivers.check``) before anything starts.
+    """
+
+    kind: str = "model"
+    twin: str = ""
+    options: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
 class Scenario:
     name: str
     description: str = ""
@@ -210,6 +224,7 @@ class Scenario:
     checks: Checks = field(default_factory=Checks)
     fidelity: FidelitySpec = field(default_factory=FidelitySpec)
     background: Background = field(default_factory=Background)
+    driver: DriverSpec = field(default_factory=DriverSpec)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
