@@ -20,31 +20,21 @@ import random
 import time
 from typing import Any
 
-from harness import aws_errors
 from harness.clock import Clock, SystemClock
 from harness.datastore.backends.base import Backend
 from harness.datastore.catalog import Catalog
-from harness.datastore.errors import ConflictError, FencedError, LockLostError, LockTimeoutError
+from harness.datastore.errors import error_kind
 from harness.datastore.model import MODEL_TYPE
 from harness.datastore.seed_state import load_state
-from harness.datastore.sync import Datastore, Step, SyncConfig
+from harness.datastore.sync import Datastore, Step
 from harness.drivers.base import DriverContext, IterationOutcome
 from harness.errors import HarnessError
+from harness.plan.factory import sync_config
 from harness.plan.scenario import Scenario, Workload
 from harness.record.schema import QUERY_COLUMNS, SIZE_ITEMS, STEP_COLUMNS, STEP_REQUEST_COLUMNS
 from harness.work import Work
 
-
-def classify(exc: BaseException) -> str:
-    """Map a failure to the error kinds the reports and Locust's failure table use."""
-    if isinstance(exc, LockTimeoutError):
-        return "lock_timeout"
-    if isinstance(exc, FencedError | LockLostError):
-        return "fenced"
-    if isinstance(exc, ConflictError):
-        return "conflict"
-    kind = aws_errors.kind(exc)
-    return kind if kind in ("throttled", "conflict", "timeout") else "other"
+classify = error_kind  # the kinds the reports and Locust's failure table use
 
 
 log = logging.getLogger("harness")
@@ -124,16 +114,9 @@ class SwampWorker:
     def __init__(self, scenario: Scenario, backend: Backend, *, process: str, user: str,
                  clock: Clock | None = None, rng_seed: int | None = None, namespace: str | None = "") -> None:
         self.scenario, self.backend, self.process, self.user = scenario, backend, process, user
-        ds = scenario.datastore
         if namespace == "":  # not given: the worker's own (per-worker), or the shared one
-            namespace = user if ds.namespaces == "per-worker" else None
-        cfg = SyncConfig(namespace=namespace, lock_scope=ds.lock_scope, index_commit=ds.index_commit,
-                         lock=scenario.lock, fencing=ds.fencing, sync=ds.sync, global_poll_s=ds.global_poll_s,
-                         global_lock=ds.global_lock,
-                         bookkeeping=ds.bookkeeping, upload_concurrency=ds.upload_concurrency,
-                         download_concurrency=ds.download_concurrency, dirty_path_cap=ds.dirty_path_cap,
-                         catalog_export=scenario.workload.catalog_export, push_scope=ds.push_scope,
-                         export_at=ds.export_at, record_views=scenario.checks.safety)
+            namespace = user if scenario.datastore.namespaces == "per-worker" else None
+        cfg = sync_config(scenario, namespace)
         self.rng = random.Random(rng_seed)
         self.pause_rng = random.Random(f"{rng_seed}-pauses") if rng_seed is not None else random.Random()
         self.events: list[dict] = []

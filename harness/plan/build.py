@@ -75,6 +75,7 @@ class RunOptions:
     master_bind_port: int = MASTER_PORT
     rate_per_s: float | None = None  # --rate: open arrivals, whatever the scenario's fleet
     checks: dict[str, float | None] = field(default_factory=dict)  # --max-p99-wait, ...: the scenario's [checks]
+    driver: str | None = None  # --driver KIND: the scenario's twin on that driver ([driver] twin), if not its own
 
 
 def plan_run(opts: RunOptions, env: UserEnvironment, *, password: str = "",
@@ -86,6 +87,8 @@ def plan_run(opts: RunOptions, env: UserEnvironment, *, password: str = "",
     """
     extra = (env.scenarios_dir,) if env.scenarios_dir else ()
     sc = scenario if scenario is not None else scenarios.load(opts.scenario, extra)
+    if opts.driver:
+        sc = scenarios.twin_for(sc, opts.driver, extra)
     sc = sc.with_overrides(rate_per_s=opts.rate_per_s).with_checks(**opts.checks)
     if opts.web:  # the fleet options are the form's prefill; each test's plan applies what the form asked
         sc = sc.with_overrides(backend=opts.backend)
