@@ -49,6 +49,7 @@ log = logging.getLogger("harness")
 STEP_CODES = {"setup": 0, "run": 1, "delete": 2, "prune": 3}  # the trace id's last 8 hex digits
 EXIT_TEMPFAIL = 75  # swamp's exit code for lock_timeout (EX_TEMPFAIL, error_output.ts)
 WORKDIRS = "workdirs"
+QUIET_S = 0.1  # spans that came after the exit: the trace is taken as whole once none came for this long
 DUMMY_ENV = {"AWS_ACCESS_KEY_ID": "harnesslocal", "AWS_SECRET_ACCESS_KEY": "harnesslocal"}  # the stand-in's keys
 
 
@@ -231,19 +232,23 @@ class CommandDriver:
         return Ran(step, ex, trace, kind, message)
 
     def _await_spans(self, trace: Trace) -> None:
-        """After the exit: what the command sent is in flight or here; wait (bounded) only while its trace is
-        incomplete (no span under the command's own yet, or a span whose parent has not come)."""
+        """After the exit: what the command sent is here (swamp flushes its spans before it exits) or still on
+        its way. Wait, at most ``late_wait``, only while its trace is incomplete (no span under the command's
+        own yet, or a span whose parent has not come); spans that trickle in are waited for until they have
+        paused for ``QUIET_S``."""
         if trace.complete():
             return
         trace.wake = Event()
         deadline = time.monotonic() + self.opts.late_wait_s
         gevent.sleep(0)  # let the receiver read what the command wrote before it exited
-        while not trace.complete():
+        while True:
             left = deadline - time.monotonic()
             if left <= 0:
                 break
             trace.wake.clear()
-            trace.wake.wait(left)
+            woke = trace.wake.wait(min(left, QUIET_S) if trace.complete() else left)
+            if trace.complete() and not woke:
+                break
         trace.wake = None
 
     def _new_events(self, i: int) -> list[dict]:
