@@ -24,6 +24,7 @@ from typing import Any
 import gevent
 from locust.runners import STATE_MISSING, STATE_RUNNING, MasterRunner
 
+from harness import drivers
 from harness.aws.fidelity.probe import PROBES_CSV, Probe, Target
 from harness.drivers.base import IterationOutcome
 from harness.errors import HarnessError
@@ -94,6 +95,7 @@ class Session:
         chosen = form.get("scenario")
         if chosen and scenarios.resolve(chosen, plan.scenario_dirs) != Path(plan.scenario.source):
             scenario = scenarios.load(chosen, plan.scenario_dirs)  # another scenario: its file, parsed now
+            drivers.check(scenario)  # its [driver] as its driver reads it (a test that cannot run is not started)
             if plan.fixed_backend:
                 scenario = scenario.with_overrides(backend=plan.backend)
         latency = form["latency"] if "latency" in form else plan.latency
