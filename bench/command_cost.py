@@ -1,7 +1,7 @@
 """What a process per step costs: the command driver's own CPU and wall time per iteration, beside the command's.
 
     python bench/command_cost.py            # 20 iterations of namespaced-command on an embedded moto server
-    python bench/command_cost.py --quick    # 3 iterations (CI: checks it runs and prints its figures)
+    python bench/command_cost.py --quick    # 2 iterations (CI: checks it runs and prints its figures)
     python bench/command_cost.py --json     # the figures as JSON too
 
 One worker of the command driver (``harness.drivers.command``, as a Locust user runs it, on gevent's hub,
@@ -89,11 +89,11 @@ def _receiver_cpu_per_span(n: int) -> float:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--quick", action="store_true", help="3 iterations, 3 bare processes (seconds)")
+    ap.add_argument("--quick", action="store_true", help="2 iterations, 3 bare processes (seconds)")
     ap.add_argument("--iterations", type=int, default=20)
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
-    n = 3 if args.quick else args.iterations
+    n = 2 if args.quick else args.iterations
     from dataclasses import replace
 
     from harness.aws.moto_server import EmbeddedMoto
