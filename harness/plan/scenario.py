@@ -77,7 +77,7 @@ def scenario_dirs(extra: Sequence[str] = ()) -> list[Path]:
 def available(extra: Sequence[str] = ()) -> dict[str, Path]:
     found: dict[str, Path] = {}
     for d in scenario_dirs(extra):
-        for p in sorted(d.glob("*.toml")):
+        for p in sorted(d.glob("*.toml"), key=lambda p: p.stem):  # by name: namespaced before namespaced-command
             found.setdefault(p.stem, p)
     return found
 
