@@ -157,7 +157,7 @@ def test_harness_run_refuses_bad_input_before_anything_starts(tmp_path, capsys):
     assert main(["run", str(bad), "--run-dir", str(run_dir)]) == 2
     err = capsys.readouterr().err.strip()
     assert err.count("\n") == 0 and "unknown placeholder {nope}" in err and not run_dir.exists()
-    assert main(["run", "legacy-gsi", "--driver", "command", "--run-dir", str(run_dir)]) == 2
+    assert main(["run", "write-stress", "--driver", "command", "--run-dir", str(run_dir)]) == 2
     err = capsys.readouterr().err.strip()
     assert "has no command twin" in err and not run_dir.exists()
     assert main(["run", "namespaced", "--driver", "http", "--run-dir", str(run_dir)]) == 2
