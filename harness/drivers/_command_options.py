@@ -20,7 +20,7 @@ from harness.otlp.mapping import SWAMP, Mapping, parse_overrides
 from harness.plan.scenario import Scenario
 
 COMMANDS = ("setup", "run", "delete", "prune")
-KEYS = (*COMMANDS, "timeout", "env", "late_wait", "history", "spans")
+KEYS = (*COMMANDS, "timeout", "env", "late_wait", "history", "spans", "nice")
 # what a template may name; setup runs once per worker, before any iteration
 PLACEHOLDERS = ("worker", "iteration", "instance", "namespace", "method", "plan", "workdir", "table", "bucket",
                 "backend", "region", "endpoint", "python")
@@ -39,6 +39,9 @@ class CommandOptions:
     late_wait_s: float = 2.0  # after a command exits, how long its spans may still come before the row is built
     history: bool = False  # the commands write the checker's history to $HARNESS_HISTORY
     mapping: Mapping = SWAMP
+    # the commands' priority below the harness's: a hundred of them fill two cores, and Locust's own processes
+    # must still answer their master's heartbeats (0: the harness's own priority)
+    nice: int = 10
 
 
 def fields_of(template: str, where: str) -> list[str]:
@@ -98,6 +101,9 @@ def parse(sc: Scenario) -> CommandOptions:
     history = o.get("history", False)
     if not isinstance(history, bool):
         raise HarnessError(f"{where}.history must be true or false, got {history!r}")
+    nice = o.get("nice", 10)
+    if isinstance(nice, bool) or not isinstance(nice, int) or not 0 <= nice <= 19:
+        raise HarnessError(f"{where}.nice must be an integer from 0 to 19, got {nice!r}")
     mapping = SWAMP
     if "spans" in o:
         try:
@@ -108,7 +114,7 @@ def parse(sc: Scenario) -> CommandOptions:
     return CommandOptions(run=templates["run"], setup=templates.get("setup", ()), delete=templates.get("delete", ()),
                           prune=templates.get("prune", ()), timeout_s=_duration(o, "timeout", 60.0, where),
                           env=dict(env), late_wait_s=_duration(o, "late_wait", 2.0, where, positive=False),
-                          history=history, mapping=mapping)
+                          history=history, mapping=mapping, nice=nice)
 
 
 def _duration(o: dict[str, Any], key: str, default: float, where: str, positive: bool = True) -> float:

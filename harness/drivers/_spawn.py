@@ -45,12 +45,14 @@ def _tail(data: bytes | None) -> str:
     return (data or b"")[-OUTPUT_LIMIT:].decode(errors="replace")
 
 
-def run(argv: list[str], *, cwd: str, env: dict[str, str], timeout_s: float) -> Exit:
-    """Run ``argv`` in ``cwd`` with ``env`` (the whole environment), for at most ``timeout_s`` seconds."""
+def run(argv: list[str], *, cwd: str, env: dict[str, str], timeout_s: float, nice: int = 0) -> Exit:
+    """Run ``argv`` in ``cwd`` with ``env`` (the whole environment), for at most ``timeout_s`` seconds, ``nice``
+    steps below the harness's priority (so a machine full of commands still runs Locust's heartbeats)."""
     start = time.time_ns()
     try:
         proc = gsubprocess.Popen(argv, cwd=cwd, env=env, stdin=gsubprocess.DEVNULL, stdout=gsubprocess.PIPE,
-                                 stderr=gsubprocess.PIPE, start_new_session=True)
+                                 stderr=gsubprocess.PIPE, start_new_session=True,
+                                 preexec_fn=(lambda: os.nice(nice)) if nice else None)
     except OSError as e:
         return Exit(argv, None, "", "", start, time.time_ns(), error=f"{argv[0]}: {e.strerror or e}")
     try:

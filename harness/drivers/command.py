@@ -27,6 +27,7 @@ from typing import Any
 
 import gevent
 from gevent.event import Event
+from gevent.lock import Semaphore
 
 from harness.datastore.sync import Step
 from harness.drivers import _spawn
@@ -58,8 +59,12 @@ def check(scenario: Scenario) -> None:
 
 
 def make(ctx: DriverContext) -> CommandDriver:
-    if "otlp" not in ctx.shared:
-        ctx.shared["otlp"] = Otlp()
+    """A worker's driver on its process's one receiver (made by the first; the others wait for it: a first
+    import can yield to another user's greenlet, which must not make a second)."""
+    lock = ctx.shared.setdefault("otlp_lock", Semaphore())
+    with lock:
+        if "otlp" not in ctx.shared:
+            ctx.shared["otlp"] = Otlp()
     return CommandDriver(ctx, parse(ctx.plan.scenario), ctx.shared["otlp"])
 
 
@@ -225,7 +230,8 @@ class CommandDriver:
                                                "step": step})
         env = child_environment({**self.env, "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": f"{self.otlp.server.url}"
                                  f"?cmd={trace_id}", "TRACEPARENT": f"00-{trace_id}-{parent}-01"}, drop=("TRACESTATE",))
-        ex = _spawn.run(self._argv(template, values), cwd=str(self.workdir), env=env, timeout_s=self.opts.timeout_s)
+        ex = _spawn.run(self._argv(template, values), cwd=str(self.workdir), env=env, timeout_s=self.opts.timeout_s,
+                        nice=self.opts.nice)
         self._await_spans(trace)
         book.close(trace)
         kind, message = classify(ex, self.opts.timeout_s)
