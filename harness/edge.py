@@ -79,3 +79,23 @@ def child_environment(extra: Mapping[str, str] | None = None,
     out = {k: v for k, v in os.environ.items() if k not in drop}
     out.update(extra or {})
     return out
+
+
+@dataclass(frozen=True)
+class CommandEnvironment:
+    """What the reference command (``harness-swamp``) is told by whoever runs it, as swamp is: where to send
+    its spans (``OTEL_EXPORTER_OTLP_TRACES_ENDPOINT``, a full URL, else ``OTEL_EXPORTER_OTLP_ENDPOINT`` with
+    ``/v1/traces`` appended), the parent of the whole invocation (``TRACEPARENT``), and where to append the
+    safety checker's history (``HARNESS_HISTORY``, set by the command driver with ``[driver] history``)."""
+
+    traces_endpoint: str | None = None
+    traceparent: str | None = None
+    history: str | None = None
+
+    @staticmethod
+    def read(env: Mapping[str, str] | None = None) -> CommandEnvironment:
+        env = os.environ if env is None else env
+        endpoint = env.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") or None
+        if endpoint is None and env.get("OTEL_EXPORTER_OTLP_ENDPOINT"):
+            endpoint = env["OTEL_EXPORTER_OTLP_ENDPOINT"].rstrip("/") + "/v1/traces"
+        return CommandEnvironment(endpoint, env.get("TRACEPARENT") or None, env.get("HARNESS_HISTORY") or None)

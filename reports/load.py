@@ -32,9 +32,11 @@ COUNT_COLUMNS = ["pull_items_read", "index_entries_written", "catalog_rows", "fi
 REQUEST_COLUMNS = [c for step, pair in STEP_REQUEST_COLUMNS.items() for c in pair if step != "release"]
 REPORT_COLUMNS = ["ts_start", "ts_end", "ts_intended", "wait_ms", "user", "ok",
                   "error_kind", "error", "total_ms", "requests", *STEP_COLUMNS,
-                  *COUNT_COLUMNS, *REQUEST_COLUMNS, *QUERY_COLUMNS, *SIZE_COLUMNS]
+                  *COUNT_COLUMNS, *REQUEST_COLUMNS, *QUERY_COLUMNS, *SIZE_COLUMNS,
+                  "spans", "spans_rejected", "command_ms"]  # the command driver's (null under the model's)
 READ_BATCH_BYTES = 16 << 20  # history files parsed together, up to this many bytes at once
-SKIP_DIRS = {"report", "iterations", "history", "figures", "jobs", "seed-state", ".ipynb_checkpoints"}
+SKIP_DIRS = {"report", "iterations", "history", "figures", "jobs", "seed-state", ".ipynb_checkpoints", "spans",
+             "workdirs"}
 
 
 @dataclass
@@ -51,6 +53,7 @@ class Run:
     locks: pd.DataFrame | None = None  # lock events from history/*.jsonl (grant, release, lock_timeout, renew)
     keys: pd.DataFrame | None = None  # keys.csv: capacity units per partition key per interval
     processes: pd.DataFrame | None = None  # processes.csv: the harness's processes and the machine, by CPU
+    spans: dict[str, int] | None = None  # the spans table's counts (a command-driver run): spans, late, unjoined
 
     @property
     def label(self) -> str:
@@ -134,7 +137,18 @@ def open_run(path: str | Path) -> Run:
     partial = info.get("status") != "finished"
     return Run(p, info, rows, partial, probes=_probes(p), generator=_generator(p), users=_users(p),
                safety=_safety(p), locust_stats=_locust_stats(p), locks=lock_events(p), keys=_keys(p),
-               processes=_processes(p, info))
+               processes=_processes(p, info), spans=_span_counts(p))
+
+
+def _span_counts(p: Path) -> dict[str, int] | None:
+    """The spans table's size, its late spans and those of no iteration (two columns read, not the table)."""
+    from harness.record.spans import read_spans
+
+    t = read_spans(p, ["late", "iteration"])
+    if t is None:
+        return None
+    return {"spans": int(len(t)), "late": int(t["late"].fillna(False).sum()),
+            "unjoined": int(t["iteration"].isna().sum())}
 
 
 def _csv(path: Path, need: set[str]) -> pd.DataFrame | None:

@@ -7,6 +7,7 @@ the full runs, on a quiet machine.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import signal
@@ -173,3 +174,12 @@ def test_standins_s3_rows_quick():
     assert all(rate > 0 and cpu > 0 for rate, cpu in server.values()), server
     share = _num(r"server CPU per request, seaweedfs / moto = " + NUM, out)
     assert share == pytest.approx(server["seaweedfs"][1] / server["moto"][1], abs=0.01)
+
+
+def test_command_cost_quick_prints_the_drivers_cost_beside_the_commands():
+    out = _quick("command_cost.py", "--json", timeout=300)
+    fig = json.loads(out.strip().splitlines()[-1])
+    assert fig["ok"] == fig["iterations"] == 2 and fig["spans"] > 10
+    assert 0 < fig["driver_cpu_ms"] < fig["command_cpu_ms"] and 0 < fig["driver_share_of_cpu"] < 1
+    assert 0 < fig["steps_ms"] < fig["command_wall_ms"] and fig["receiver_cpu_per_span_ms"] > 0
+    assert "the driver is" in out and "outside every step" in out

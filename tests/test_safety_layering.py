@@ -12,6 +12,8 @@
 - harness/suite (a benchmark suite's runner) drives the datastore and reads its suite file from harness/plan:
   it imports nothing from harness/aws, harness/load or harness/pacing (its tables and buckets come from the
   command, through the plan's factory);
+- harness/drivers (what a Locust user runs) imports neither harness/load nor harness/commands; harness/otlp
+  (spans in) imports no layer but the row's schema; harness/refcmd (the reference command) no driver or load;
 - nothing below harness/commands (the top layer: `harness run`, the bulk jobs, worker/standin) imports it.
 
 ``KNOWN`` lists edges that exist and are scheduled for removal (empty now: pacing <-> load
@@ -42,6 +44,11 @@ FORBIDDEN = {  # layer -> module prefixes it must not import
     "harness.suite": ("harness.aws", "harness.load", "harness.pacing", "harness.commands"),
     # the live meters and CloudWatch's reader: fed by the load's processes and the commands, never importing them
     "harness.telemetry": ("harness.load", "harness.pacing", "harness.plan", "harness.commands", "harness.datastore"),
+    # the drivers sit between the Locust user (harness/load) and what they drive; the OTLP plumbing is neutral
+    "harness.drivers": ("harness.load", "harness.pacing", "harness.commands"),
+    "harness.otlp": ("harness.aws", "harness.datastore", "harness.drivers", "harness.load", "harness.pacing",
+                     "harness.plan", "harness.commands"),
+    "harness.refcmd": ("harness.drivers", "harness.load", "harness.pacing", "harness.commands"),
 }
 REPORTS_CALLERS = ("harness.commands", "harness.cli")  # the report package reads run directories; only the
 # top layer and the CLI call into it

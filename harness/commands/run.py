@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from harness import drivers
 from harness.aws.clients import Sessions
 from harness.commands.background import background, preage
 from harness.commands.cloudwatch import after_run
@@ -56,6 +57,7 @@ class RunResult:
 
 
 def run(plan: RunPlan, quiet: bool = False) -> RunResult:
+    drivers.check(plan.scenario)  # its [driver] as the driver reads it: one line, before anything starts
     with signals_raise():
         return _run(plan, _sayer(quiet), quiet)
 

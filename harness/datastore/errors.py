@@ -1,5 +1,6 @@
-"""Errors the datastore raises; the load layer classifies them into error kinds."""
+"""Errors the datastore raises, and the error kinds they are reported as (``error_kind``)."""
 
+from harness import aws_errors
 from harness.errors import HarnessError
 
 
@@ -38,3 +39,16 @@ class ContentMissingError(TornReadError):
 
 class ConfigError(HarnessError, ValueError):
     """Bad datastore configuration or input (one line, user-fixable)."""
+
+
+def error_kind(exc: BaseException) -> str:
+    """A failure as the reports and Locust's failure table name it (the model driver's rows, the reference
+    command's ``--json`` error code): lock_timeout, fenced, conflict, throttled, timeout or other."""
+    if isinstance(exc, LockTimeoutError):
+        return "lock_timeout"
+    if isinstance(exc, FencedError | LockLostError):
+        return "fenced"
+    if isinstance(exc, ConflictError):
+        return "conflict"
+    kind = aws_errors.kind(exc)
+    return kind if kind in ("throttled", "conflict", "timeout") else "other"

@@ -25,6 +25,7 @@ from harness.load.web.live import Live
 from harness.plan.model import RunPlan
 from harness.record.generator import GeneratorLog
 from harness.record.keys import KeysLog
+from harness.record.spans import SpanWriter
 from harness.record.writer import HistoryWriter, ShardWriter
 
 log = logging.getLogger("harness")
@@ -70,16 +71,24 @@ class ActiveTest:
     finishing: bool = False
     greenlets: list = field(default_factory=list)
     throttle_marks: list[tuple[float, int]] = field(default_factory=list)
+    spans: SpanWriter | None = None  # made when the first span comes (a command-driver run)
 
     @property
     def scenario(self) -> Any:
         return self.plan.scenario
 
-    def add(self, rows: list[dict], events: list[dict]) -> None:
+    def add(self, rows: list[dict], events: list[dict], spans: list[dict] | None = None) -> None:
         self.writer.add(rows)
         self.history.add(events)
+        self.add_spans(spans)
         self.live.add(rows)
         self.live.add_events(events)
+
+    def add_spans(self, spans: list[dict] | None) -> None:
+        if spans:
+            if self.spans is None:
+                self.spans = SpanWriter(self.dir, tag=self.writer.tag)
+            self.spans.add(spans)
 
     def processes(self) -> dict[str, dict]:
         """run.json's ``processes``: what each worker delivered and said it sent."""
@@ -101,7 +110,7 @@ def receive(t: ActiveTest | None, closed: dict[int, Path], client_id: str, paylo
         inflow = t.inflows[client_id] = Inflow(process=payload.get("process", client_id))
     inflow.process, inflow.pid = payload.get("process", inflow.process), payload.get("pid")
     rows, events = payload.get("rows") or [], payload.get("events") or []
-    t.add(rows, events)
+    t.add(rows, events, payload.get("spans"))
     try:
         t.keys.add(inflow.process, payload.get("keys") or [])
     except OSError:
@@ -116,7 +125,7 @@ def receive(t: ActiveTest | None, closed: dict[int, Path], client_id: str, paylo
 def late(closed: dict[int, Path], number: Any, payload: dict) -> None:
     rows = payload.get("rows") or []
     test_dir = closed.get(number) if isinstance(number, int) else None
-    if not rows and not payload.get("events"):
+    if not rows and not payload.get("events") and not payload.get("spans"):
         return
     if test_dir is None:
         log.warning("harness: %d rows from %s for unknown test %r dropped", len(rows),
@@ -127,6 +136,10 @@ def late(closed: dict[int, Path], number: Any, payload: dict) -> None:
     w.flush()
     h.add(payload.get("events") or [])
     h.flush()
+    if payload.get("spans"):
+        sw = SpanWriter(test_dir, tag="late")
+        sw.add(payload["spans"])
+        sw.flush()
     log.warning("harness: %d rows from %s arrived after test %03d was closed; written to %s (run.json's "
                 "counts do not include them)", len(rows), payload.get("process"), number, test_dir)
 

@@ -33,12 +33,11 @@ from locust import User, events, task
 from locust.exception import StopUser
 from locust.runners import MasterRunner, WorkerRunner
 
+from harness import drivers
 from harness.aws import standin
 from harness.aws.clients import make_clients
-from harness.datastore.seed_state import load_state
 from harness.edge import UserEnvironment
 from harness.errors import HarnessError
-from harness.load.iteration import SwampWorker
 from harness.load.process import (
     FINAL_MESSAGE,
     FLUSH_MESSAGE,
@@ -109,6 +108,7 @@ def _init(environment: Any, **_: Any) -> None:
         return
     try:
         plan = h.plan = _session_plan(h, opts, role)
+        drivers.check(plan.scenario)  # a plain `locust -f` run's (`harness run` checked it before it started)
         gevent.spawn(h.warm)  # once, at start-up: no test is running yet
         if environment.web_ui is not None and opts.web_login:
             from harness.load.web import login
@@ -172,6 +172,7 @@ def _quitting(h: HarnessProcess) -> None:
     finally:
         if h.meters is not None:
             h.meters.close()
+        h.close_drivers()
         if h.server is not None:
             h.server.stop()
 
@@ -233,13 +234,18 @@ def _worker_quitting(h: HarnessProcess) -> None:
     assert h.outbox is not None
     if h.outbox.test is not None:
         h.environment.runner.stop()
+    h.close_drivers()
 
 
 # ---- the user ------------------------------------------------------------------------------
 
 
 class SwampWorkerUser(User):
-    """One swamp worker: runs the loop until the test ends or it reaches its iteration cap."""
+    """One swamp worker: runs its driver's iterations until the test ends or it reaches its iteration cap.
+
+    The driver (``harness.drivers``: the model, or a datastore's own command line) is made once per user
+    and called once per iteration; what it hands back is fired as Locust's events and recorded.
+    """
 
     def wait_time(self) -> float:
         load = self.environment.harness.load
@@ -255,27 +261,23 @@ class SwampWorkerUser(User):
         n = load.next_user()
         index = getattr(self.environment.runner, "worker_index", 0) or 0
         self.max_iterations = load.scenario.fleet.max_iterations
-        self.swamp_worker = SwampWorker(load.scenario, load.backend, process=h.name, user=f"w{index}-{n}",
-                                        rng_seed=hash((os.getpid(), n, time.time())),
-                                        namespace=load.scenario.datastore.namespace_of(index, n))
-        state_dir = load.plan.seeding.state_dir
-        if state_dir and not load_state(state_dir, self.swamp_worker.store):
-            # the seed covered other namespaces (another fleet size or process count): say so, start empty
-            log.warning("harness: %s: no seeded state for namespace %s in %s; it starts empty",
-                        self.swamp_worker.user, self.swamp_worker.store.ns or "(shared)", state_dir)
+        self.driver = drivers.make(drivers.DriverContext(
+            load.plan, process=h.name, user=f"w{index}-{n}", namespace=load.scenario.datastore.namespace_of(index, n),
+            rng_seed=hash((os.getpid(), n, time.time())), backend=load.backend, shared=h.drivers))
 
     def on_stop(self) -> None:
-        sw = getattr(self, "swamp_worker", None)
-        if sw is not None and sw.events:  # an iteration cut short by the end of the test: its history still counts
-            events, sw.events = sw.events, []
-            self.environment.harness.record_events(events)
+        driver = getattr(self, "driver", None)
+        if driver is not None:  # an iteration cut short by the end of the test: its history still counts
+            events, spans = driver.stop()
+            if events or spans:
+                self.environment.harness.record_events(events, spans)
 
     @task
     def iterate(self) -> None:
-        if self.swamp_worker.iteration >= self.max_iterations:
+        if self.driver.iteration >= self.max_iterations:
             raise StopUser()
         arrivals = self.environment.harness.load.arrivals if self.environment.harness.load else None
-        out = self.swamp_worker.run_once(arrivals.take() if arrivals is not None else None)
+        out = self.driver.run_once(arrivals.take() if arrivals is not None else None)
         fire = self.environment.events.request.fire
         backend = out.row["backend"]
         failed_step = next((s.name for s in reversed(out.steps) if s.name != "release"), None)
@@ -285,5 +287,6 @@ class SwampWorkerUser(User):
                  response_length=s.work.bytes_sent + s.work.bytes_received,
                  exception=exc if (exc and s.name == failed_step) else None, context={})
         fire(request_type=backend, name="iteration", response_time=out.row["total_ms"],
-             response_length=out.row["bytes_sent"] + out.row["bytes_received"], exception=exc, context={})
+             response_length=(out.row.get("bytes_sent") or 0) + (out.row.get("bytes_received") or 0), exception=exc,
+             context={})
         self.environment.harness.record(out)

@@ -33,9 +33,9 @@ from harness.aws.keyload import KeyLoad
 from harness.aws.keyload import install as install_keyload
 from harness.clock import SystemClock
 from harness.datastore.backends.base import Backend
+from harness.drivers.base import IterationOutcome
 from harness.load.arrivals import ArrivalQueue, ArrivalSchedule
 from harness.load.greenlets import executor_for_this_process, pool_size
-from harness.load.iteration import IterationOutcome
 from harness.plan.factory import Factory
 from harness.plan.model import RunPlan
 
@@ -100,6 +100,7 @@ class Outbox:
     test: int | None = None
     rows: list[dict] = field(default_factory=list)
     events: list[dict] = field(default_factory=list)
+    spans: list[dict] = field(default_factory=list)  # a command driver's spans (harness.record.spans)
     sent: int = 0
     iterations: Counter = field(default_factory=Counter)  # rows per swamp worker (user), this test
     lock: threading.Lock = field(default_factory=threading.Lock)
@@ -107,16 +108,19 @@ class Outbox:
     def open(self, test: int) -> None:
         with self.lock:
             self.test, self.rows, self.events, self.sent, self.iterations = test, [], [], 0, Counter()
+            self.spans = []
 
     def add(self, outcome: IterationOutcome) -> None:
         with self.lock:
             self.rows.append(outcome.row)
             self.events.extend(outcome.events)
+            self.spans.extend(outcome.spans)
             self.iterations[outcome.row["user"]] += 1
 
-    def add_events(self, events: list[dict]) -> None:
+    def add_events(self, events: list[dict], spans: list[dict] | None = None) -> None:
         with self.lock:
             self.events.extend(events)
+            self.spans.extend(spans or ())
 
     def drain(self, throttles: int, keys: list[dict] | None = None) -> dict | None:
         """The next batch (None when no test is open): rows, history events, throttles, keys.csv rows."""
@@ -124,9 +128,10 @@ class Outbox:
             if self.test is None:
                 return None
             rows, events, self.rows, self.events = self.rows, self.events, [], []
+            spans, self.spans = self.spans, []
             self.sent += len(rows)
             return {"test": self.test, "process": self.process, "pid": os.getpid(), "rows": rows,
-                    "events": events, "throttles": throttles, "keys": keys or []}
+                    "events": events, "throttles": throttles, "keys": keys or [], "spans": spans}
 
     def close(self, throttles: int, keys: list[dict] | None = None) -> dict | None:
         """The last batch of the test, with how many rows this process sent in all."""
@@ -153,6 +158,7 @@ class HarnessProcess:
         self.server: Any = None  # the embedded stand-in this process started (plain `locust -f`), if any
         self.meters: Any = None  # harness.telemetry.meters.Meters: --otel / --prometheus, on the master (or local)
         self.sessions = Sessions()  # one boto3 session per credentials kind, for the process's life
+        self.drivers: dict[str, Any] = {}  # what this process's drivers share (DriverContext.shared), for its life
 
     def factory(self, plan: RunPlan) -> Factory:
         """The plan's factory with this process's sessions, client maker and executor (a greenlet pool)."""
@@ -216,12 +222,23 @@ class HarnessProcess:
         elif self.session is not None:
             self.session.record(outcome)
 
-    def record_events(self, events: list[dict]) -> None:
-        """History without a row: what an iteration cut short by the end of the test had done."""
+    def record_events(self, events: list[dict], spans: list[dict] | None = None) -> None:
+        """History (and spans) without a row: what an iteration cut short by the end of the test had done."""
         if self.outbox is not None:
-            self.outbox.add_events(events)
+            self.outbox.add_events(events, spans)
         elif self.session is not None:
-            self.session.record_events(events)
+            self.session.record_events(events, spans)
+
+    def close_drivers(self) -> None:
+        """The process quits: what its drivers shared (the command driver's receiver) is closed."""
+        for name, thing in list(self.drivers.items()):
+            try:
+                close = getattr(thing, "close", None)
+                if close is not None:
+                    close()
+            except Exception:  # noqa: BLE001 - quitting goes on; the failure is in the log
+                log.exception("harness: closing the drivers' %s failed", name)
+        self.drivers.clear()
 
     def throttles(self) -> int:
         return throttle_count(self.load.layer if self.load else None)

@@ -24,11 +24,12 @@ from typing import Any
 import gevent
 from locust.runners import STATE_MISSING, STATE_RUNNING, MasterRunner
 
+from harness import drivers
 from harness.aws.fidelity.probe import PROBES_CSV, Probe, Target
+from harness.drivers.base import IterationOutcome
 from harness.errors import HarnessError
 from harness.load import collect
 from harness.load.collect import ActiveTest, Inflow
-from harness.load.iteration import IterationOutcome
 from harness.load.process import HarnessProcess, throttle_count
 from harness.load.runrecord import RunRecord, now_iso
 from harness.load.web import tab
@@ -94,6 +95,7 @@ class Session:
         chosen = form.get("scenario")
         if chosen and scenarios.resolve(chosen, plan.scenario_dirs) != Path(plan.scenario.source):
             scenario = scenarios.load(chosen, plan.scenario_dirs)  # another scenario: its file, parsed now
+            drivers.check(scenario)  # its [driver] as its driver reads it (a test that cannot run is not started)
             if plan.fixed_backend:
                 scenario = scenario.with_overrides(backend=plan.backend)
         latency = form["latency"] if "latency" in form else plan.latency
@@ -185,12 +187,13 @@ class Session:
     def record(self, outcome: IterationOutcome) -> None:
         """A single process's own finished iteration."""
         if self.current is not None:
-            self.current.add([outcome.row], outcome.events)
+            self.current.add([outcome.row], outcome.events, outcome.spans)
 
-    def record_events(self, events: list[dict]) -> None:
-        """A single process's history events that came without a row."""
+    def record_events(self, events: list[dict], spans: list[dict] | None = None) -> None:
+        """A single process's history events (and spans) that came without a row."""
         if self.current is not None:
             self.current.history.add(events)
+            self.current.add_spans(spans)
             self.current.live.add_events(events)
 
     def receive(self, client_id: str, payload: dict) -> None:
@@ -300,6 +303,8 @@ class Session:
             t.probe.stop()
         t.writer.flush()
         t.history.flush()
+        if t.spans is not None:
+            t.spans.flush()
         if self.process.sends_load:  # the last interval of this process's own per-key units
             self.process.note_gsi_lag()
             try:

@@ -79,6 +79,7 @@ class RunOptions:
     otel: bool = False  # --otel (or the scenario's [observe] otel)
     prometheus: str | None = None  # --prometheus HOST:PORT
     cloudwatch_wait_s: float = CLOUDWATCH_WAIT_S  # --cloudwatch-wait: an --aws run's wait for CloudWatch's data
+    driver: str | None = None  # --driver KIND: the scenario's twin on that driver ([driver] twin), if not its own
 
 
 def plan_run(opts: RunOptions, env: UserEnvironment, *, password: str = "",
@@ -90,6 +91,8 @@ def plan_run(opts: RunOptions, env: UserEnvironment, *, password: str = "",
     """
     extra = (env.scenarios_dir,) if env.scenarios_dir else ()
     sc = scenario if scenario is not None else scenarios.load(opts.scenario, extra)
+    if opts.driver:
+        sc = scenarios.twin_for(sc, opts.driver, extra)
     sc = sc.with_overrides(rate_per_s=opts.rate_per_s).with_checks(**opts.checks)
     if opts.web:  # the fleet options are the form's prefill; each test's plan applies what the form asked
         sc = sc.with_overrides(backend=opts.backend)

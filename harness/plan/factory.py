@@ -25,12 +25,25 @@ from harness.datastore.backends.base import Backend
 from harness.datastore.backends.dynamodb import GSI_KEYS, TABLE_KEYS, DynamoBackend
 from harness.datastore.backends.s3 import S3Backend
 from harness.datastore.backends.s3.swamp import S3Swamp
+from harness.datastore.sync import SyncConfig
 from harness.errors import HarnessError
 from harness.plan.endpoints import SERVICES
 from harness.plan.model import RunPlan
+from harness.plan.scenario import Scenario
 
 OWNER_TAG = "harness:owner"
 RUN_TAG = "harness:run"
+
+
+def sync_config(sc: Scenario, namespace: str | None) -> SyncConfig:
+    """How one worker of the scenario syncs its datastore (the model driver's, and the reference command's)."""
+    ds = sc.datastore
+    return SyncConfig(namespace=namespace, lock_scope=ds.lock_scope, index_commit=ds.index_commit, lock=sc.lock,
+                      fencing=ds.fencing, sync=ds.sync, global_poll_s=ds.global_poll_s, global_lock=ds.global_lock,
+                      bookkeeping=ds.bookkeeping, upload_concurrency=ds.upload_concurrency,
+                      download_concurrency=ds.download_concurrency, dirty_path_cap=ds.dirty_path_cap,
+                      catalog_export=sc.workload.catalog_export, push_scope=ds.push_scope, export_at=ds.export_at,
+                      record_views=sc.checks.safety)
 
 
 def ownership_tags(run_id: str) -> dict[str, str]:

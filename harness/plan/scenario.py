@@ -50,6 +50,7 @@ from harness.plan.sections import (  # noqa: F401  (re-exported: the scenario's 
     Background,
     Checks,
     DatastoreSpec,
+    DriverSpec,
     FidelitySpec,
     Fleet,
     Observe,
@@ -77,7 +78,7 @@ def scenario_dirs(extra: Sequence[str] = ()) -> list[Path]:
 def available(extra: Sequence[str] = ()) -> dict[str, Path]:
     found: dict[str, Path] = {}
     for d in scenario_dirs(extra):
-        for p in sorted(d.glob("*.toml")):
+        for p in sorted(d.glob("*.toml"), key=lambda p: p.stem):  # by name: namespaced before namespaced-command
             found.setdefault(p.stem, p)
     return found
 
@@ -98,11 +99,66 @@ def resolve(name_or_path: str, extra: Sequence[str] = ()) -> Path:
 def load(name_or_path: str, extra: Sequence[str] = ()) -> Scenario:
     """Parse a scenario file: the one place a run reads its TOML (the plan carries the result)."""
     path = resolve(name_or_path, extra)
+    data = _read_toml(path)
+    if "twin_of" in data:  # a twin: its model twin's sections, with its own [driver] and what it sets itself
+        data = _inherit(data, path, extra)
+    return parse(data, str(path), default_name=path.stem)
+
+
+def _read_toml(path: Path) -> dict:
     try:
-        data = tomllib.loads(path.read_text())
+        return tomllib.loads(path.read_text())
     except tomllib.TOMLDecodeError as e:
         raise HarnessError(f"{path}: malformed TOML: {e}") from None
-    return parse(data, str(path), default_name=path.stem)
+
+
+def _inherit(data: dict, path: Path, extra: Sequence[str]) -> dict:
+    """``twin_of = "namespaced"``: every section of that scenario, each key the twin sets overriding its own;
+    the twin's name, description and [driver] are its own (one file per twin, the settings in one place)."""
+    base_name = data["twin_of"]
+    if not isinstance(base_name, str) or not base_name:
+        raise HarnessError(f"{path}: twin_of must name the scenario this one is a twin of")
+    local = path.parent / f"{base_name}.toml"
+    base_path = local if local.is_file() else resolve(base_name, extra)
+    if base_path == path:
+        raise HarnessError(f"{path}: twin_of names this file itself")
+    base = _read_toml(base_path)
+    if "twin_of" in base:
+        raise HarnessError(f"{path}: twin_of = {base_name!r} is a twin itself: name the scenario it is a twin of")
+    out = {k: v for k, v in base.items() if k not in ("name", "description", "driver")}
+    for key, value in data.items():
+        if key == "twin_of":
+            continue
+        if isinstance(value, dict) and isinstance(out.get(key), dict) and key != "driver":
+            out[key] = {**out[key], **value}
+        else:
+            out[key] = value
+    return out
+
+
+def driver_kinds() -> tuple[str, ...]:
+    """The drivers there are: one module ``harness/drivers/<kind>.py`` each (listed, not imported: the plan
+    sits below the drivers)."""
+    folder = Path(__file__).resolve().parents[1] / "drivers"
+    return tuple(sorted(p.stem for p in folder.glob("*.py") if not p.stem.startswith("_") and p.stem != "base"))
+
+
+def twin_for(sc: Scenario, kind: str, extra: Sequence[str] = ()) -> Scenario:
+    """``--driver KIND``: the scenario itself when it runs on that driver, else the twin its [driver] names."""
+    if kind not in driver_kinds():
+        raise HarnessError(f"unknown driver {kind!r}: choose one of {', '.join(driver_kinds())}")
+    if sc.driver.kind == kind:
+        return sc
+    where = sc.source or sc.name
+    if not sc.driver.twin:
+        raise HarnessError(f"{where}: scenario {sc.name!r} has no {kind} twin ([driver] twin = \"NAME\" names "
+                           f"one): run a {kind} scenario, or drop --driver")
+    local = Path(sc.source).parent / f"{sc.driver.twin}.toml" if sc.source else None
+    twin = load(str(local) if local is not None and local.is_file() else sc.driver.twin, extra)
+    if twin.driver.kind != kind:
+        raise HarnessError(f"{where}: its twin {sc.driver.twin!r} runs on the {twin.driver.kind} driver, not "
+                           f"{kind}")
+    return twin
 
 
 def parse(data: dict, source: str = "<scenario>", default_name: str = "scenario") -> Scenario:
@@ -111,7 +167,8 @@ def parse(data: dict, source: str = "<scenario>", default_name: str = "scenario"
     description = top.string("description", "")
     backend = top.choice("backend", "dynamodb", BACKENDS)
     sections = {s: _Reader(top.get(s, {}), s, source)
-                for s in ("fleet", "workload", "datastore", "lock", "checks", "fidelity", "background", "observe")}
+                for s in ("fleet", "workload", "datastore", "lock", "checks", "fidelity", "background", "observe",
+                          "driver")}
     top.done()
     fleet = _fleet(sections["fleet"])
     workload = _workload(sections["workload"])
@@ -122,7 +179,15 @@ def parse(data: dict, source: str = "<scenario>", default_name: str = "scenario"
     return Scenario(name=name, description=description, backend=backend, source=source, fleet=fleet,
                     workload=workload, datastore=ds, lock=lock, checks=checks,
                     fidelity=_fidelity(sections["fidelity"]), background=background,
-                    observe=_observe(sections["observe"]))
+                    observe=_observe(sections["observe"]), driver=_driver(sections["driver"]))
+
+
+def _driver(d: _Reader) -> DriverSpec:
+    """``[driver]``: its kind and twin here; the other keys are the driver's own (it checks them)."""
+    kind = d.choice("kind", "model", driver_kinds())
+    twin = d.string("twin", "")
+    options = {k: v for k, v in d.t.items() if k not in ("kind", "twin")}
+    return DriverSpec(kind=kind, twin=twin, options=options)
 
 
 def _fleet(f: _Reader) -> Fleet:

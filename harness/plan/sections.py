@@ -205,6 +205,20 @@ class Observe:
 
 
 @dataclass(frozen=True)
+class DriverSpec:
+    """``[driver]``: what runs an iteration (a module ``harness/drivers/<kind>.py``), and the scenario that is
+    this one's twin under another driver (``harness run SCENARIO --driver KIND`` runs it).
+
+    ``options`` are the driver's own keys, as data: the driver reads and checks them
+    (``harness.drivers.check``) before anything starts.
+    """
+
+    kind: str = "model"
+    twin: str = ""
+    options: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
 class Scenario:
     name: str
     description: str = ""
@@ -218,6 +232,7 @@ class Scenario:
     fidelity: FidelitySpec = field(default_factory=FidelitySpec)
     background: Background = field(default_factory=Background)
     observe: Observe = field(default_factory=Observe)
+    driver: DriverSpec = field(default_factory=DriverSpec)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

@@ -168,12 +168,20 @@ def describe(r: Resource) -> str:
     return f"{r.kind} {r.name}: {_pct(r.utilization)}"
 
 
+COMMANDS_SHARE = 0.05  # a command driver's commands worth naming: 5 % of the cores
+
+
 def machine_words(r: Resource) -> str:
-    """``the machine: 2 cores 97 % busy with the harness's own processes — Locust local 85 %, dynalite 80 %``."""
+    """``the machine: 2 cores 97 % busy with the harness's own processes — Locust local 85 %, dynalite 80 %``;
+    with a command driver, the commands it ran (the system under test) are named as such."""
     e = r.evidence
-    shares = ", ".join(f"{n} {_pct(v)}" for n, v in (e.get("shares") or {}).items() if v >= 0.05)
-    s = (f"the machine: {e.get('cores', '?')} cores {_pct(r.utilization)}{_iv(r.interval)} busy with the harness's "
-         f"own processes" + (f" — {shares}" if shares else ""))
+    shares = ", ".join(f"{'the commands' if n == 'command' else n} {_pct(v)}"
+                       for n, v in (e.get("shares") or {}).items() if v >= 0.05)
+    what = ("the commands it ran (the system under test: "
+            f"{_pct(e['commands'])} of the cores) and the harness's own processes"
+            if (e.get("commands") or 0.0) >= COMMANDS_SHARE else "the harness's own processes")
+    s = (f"the machine: {e.get('cores', '?')} cores {_pct(r.utilization)}{_iv(r.interval)} busy with {what}"
+         + (f" — {shares}" if shares else ""))
     return s + (f" ({_cpu_samples(e)})" if e.get("samples") is not None else "")
 
 
@@ -211,6 +219,9 @@ def _sentence(bound: Resource | None, resources: list[Resource], where: str = ""
         return (f"The fleet is bound by its own iteration time{where}: {describe(bound)}, and no shared resource "
                 f"was {sat:.0f} % busy{tail}.")
     if bound.kind == "machine":
+        if (bound.evidence.get("commands") or 0.0) >= bound.utilization / 2:
+            return (f"The fleet is bound by {describe(bound)}{where}: the commands take most of it, so every number "
+                    f"measures the system under test on this machine's cores, not the datastore.")
         return (f"The fleet is bound by {describe(bound)}{where}: every number measures this machine, not the "
                 f"datastore.")
     if bound.kind == "generator":

@@ -4,7 +4,8 @@ stand-in server's own CPU.
 Pure functions of the samples over one stretch (arrays, no files), so the report and the Harness tab build
 the same resources for ``harness/record/bound.py``'s rule. Only the processes the harness started count
 toward the machine's utilization: the machine's total beside them (CI beside CPU hogs) is kept as
-``other`` in the evidence, a note, never the bound.
+``other`` in the evidence, a note, never the bound. A command driver's commands (role ``command``: the
+system under test, run by the harness) count toward it too, their share kept as ``commands``.
 """
 
 from __future__ import annotations
@@ -42,13 +43,14 @@ def resources(ts: np.ndarray, process: np.ndarray, role: np.ndarray, cpu: np.nda
     shares = {(f"Locust {n}" if n in locust else str(n)): float(cpu[process == n].sum()) / len(ticks)
               for n in np.unique(process[own])}
     shares = dict(sorted(shares.items(), key=lambda kv: -kv[1]))
+    commands = np.array([cpu[(role == "command") & (ts == t)].sum() for t in ticks]) / cores
     util = float(per_tick.mean())
     machine_busy = float(total.mean()) if (role == "machine").any() else None
     out = [Resource("machine", "", util, _interval(per_tick),
                     {"cores": int(cores), "shares": shares, "machine_busy": machine_busy,
                      "other": max(machine_busy - util, 0.0) if machine_busy is not None else None,
                      "samples": int(len(ticks)), "saturated_share": float((per_tick >= CPU_MARK).mean()),
-                     "basis": "cpu"}, mark=CPU_MARK)]
+                     "basis": "cpu", "commands": float(commands.mean())}, mark=CPU_MARK)]
     for name in np.unique(process[role == "stand-in"]):
         v = cpu[(role == "stand-in") & (process == name)]
         out.append(Resource("stand-in", str(name), float(v.mean()), _interval(v),

@@ -11,8 +11,8 @@ itself and anything else it started, and the machine's total CPU against its cor
 
 Columns: ``ts`` (epoch s), ``process`` (``local``, or ``master`` and ``worker@<pid>`` ...: the report
 names a worker ``worker-N`` as ``generator.csv`` does, by the pid run.json's ``processes`` gives;
-``dynalite``, ``weed``, ``harness``, ``machine``), ``role`` (``locust``, ``stand-in``, ``harness``,
-``machine``), ``pid`` (0 for the machine),
+``dynalite``, ``weed``, ``harness``, ``command``, ``machine``), ``role`` (``locust``, ``stand-in``, ``harness``,
+``command``, ``machine``), ``pid`` (0 for the machine; a ``command`` row's: the Locust process that ran them),
 ``cpu_percent`` (of one core; the machine's: of all its cores together, up to ``cores`` x 100), ``cores``.
 """
 
@@ -30,7 +30,7 @@ import psutil
 PROCESSES_CSV = "processes.csv"
 COLUMNS = ("ts", "process", "role", "pid", "cpu_percent", "cores")
 INTERVAL_S = 1.0
-ROLES = ("locust", "stand-in", "harness", "machine")
+ROLES = ("locust", "stand-in", "harness", "command", "machine")
 WORKER_PID = "worker@"  # a Locust worker process's name here, before its pid: ``worker@4242``
 
 
@@ -64,6 +64,67 @@ def _ppid(p: psutil.Process) -> int | None:
         return None
 
 
+def _children(p: psutil.Process) -> list[psutil.Process]:
+    try:
+        return p.children()
+    except psutil.Error:
+        return []
+
+
+def _cpu_s(times: psutil._common.pcputimes) -> float:
+    """A process's own CPU seconds and those of the children it has reaped."""
+    return times.user + times.system + getattr(times, "children_user", 0.0) + getattr(times, "children_system", 0.0)
+
+
+class CommandMeter:
+    """The CPU of the commands each load-sending Locust process runs, tick by tick (``command`` rows).
+
+    A command's process lives a fraction of a second, so a meter started on one tick rarely sees the next:
+    each tick adds the CPU its running commands used since they were last seen (all of it for new ones)
+    and, for those that ended, the rest of theirs, read from the Locust process's reaped children's times.
+    """
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+        self.clock = clock
+        self._reaped: dict[int, float] = {}  # Locust pid -> its reaped children's CPU seconds, last tick
+        self._seen: dict[int, dict[int, float]] = {}  # Locust pid -> {command pid: its CPU seconds, last seen}
+        self._at: dict[int, float] = {}
+        self._ran: set[int] = set()  # Locust processes that ran a command (the others get no row)
+
+    def sample(self, locust: list[psutil.Process]) -> list[tuple[str, str, int, float]]:
+        rows = []
+        for p in locust:
+            try:
+                t = p.cpu_times()
+                kids = {q.pid: q for q in p.children()}
+            except psutil.Error:
+                continue
+            reaped = t.children_user + t.children_system
+            now = self.clock()
+            running: dict[int, float] = {}
+            for pid, q in kids.items():
+                try:
+                    if "locust" in " ".join(q.cmdline()[:4]):
+                        continue
+                    running[pid] = _cpu_s(q.cpu_times())
+                except psutil.Error:
+                    continue
+            if p.pid not in self._at:  # the first look starts the meter
+                self._reaped[p.pid], self._seen[p.pid], self._at[p.pid] = reaped, running, now
+                continue
+            seen = self._seen[p.pid]
+            used = sum(c - seen.get(pid, 0.0) for pid, c in running.items())
+            gone = sum(c for pid, c in seen.items() if pid not in running)
+            used += max(0.0, reaped - self._reaped[p.pid] - gone)
+            span = max(now - self._at[p.pid], 1e-6)
+            self._reaped[p.pid], self._seen[p.pid], self._at[p.pid] = reaped, running, now
+            if running or used > 0:
+                self._ran.add(p.pid)
+            if p.pid in self._ran:
+                rows.append(("command", "command", p.pid, max(used, 0.0) / span * 100))
+        return rows
+
+
 class ProcessSampler:
     """Samples the harness's process tree and the machine into ``RUN_DIR/processes.csv`` until stopped.
 
@@ -79,6 +140,7 @@ class ProcessSampler:
         self.interval_s, self.clock = interval_s, clock
         self.cores = psutil.cpu_count() or 1
         self._known: dict[int, psutil.Process] = {}
+        self._commands = CommandMeter()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self.samples = 0
@@ -98,9 +160,12 @@ class ProcessSampler:
         for p in locust:
             if p not in top:  # its worker index is the master's to give: the report names it by pid
                 out.append((f"{WORKER_PID}{p.pid}", "locust", p))
+        ran = {q.pid for p in locust if p not in top or not _is_master(p) for q in _children(p) if q not in locust}
         for p in kids:
             if p.pid in self.stand_ins:
                 out.append((self.stand_ins[p.pid], "stand-in", p))
+            elif p.pid in ran or _ppid(p) in ran:  # a command driver's commands (CommandMeter counts them)
+                continue
             elif p not in locust:  # a stand-in's own helpers, a background job: the harness's too
                 out.append(("harness", "harness", p))
         return out
@@ -109,7 +174,9 @@ class ProcessSampler:
         """One tick: (process, role, pid, cpu %) rows; a process's first tick only starts its meter (no row)."""
         rows: list[tuple[str, str, int, float]] = []
         harness_cpu, seen = 0.0, set()
-        for name, role, p in self.tree():
+        tree = self.tree()
+        load = [p for name, role, p in tree if role == "locust" and name != "master"]  # those that run users
+        for name, role, p in tree:
             seen.add(p.pid)
             known = self._known.get(p.pid)
             if known is None:
@@ -128,6 +195,7 @@ class ProcessSampler:
                 continue
             rows.append((name, role, p.pid, cpu))
         rows.append(("harness", "harness", self.root.pid, harness_cpu))
+        rows += self._commands.sample(load)
         for pid in set(self._known) - seen:
             del self._known[pid]
         rows.append(("machine", "machine", 0, psutil.cpu_percent(None) * self.cores))

@@ -52,5 +52,8 @@ SCHEMA = pa.schema(
     # end. A closed fleet's rows carry intended = actual start and wait = total_ms; rows written before these
     # columns read as nulls.
     + [("ts_intended", pa.timestamp("us", tz="UTC")), ("wait_ms", pa.float64())]
+    # The command driver's (harness.drivers.command): spans joined to the iteration, OTLP bodies its commands
+    # posted that could not be read, and its processes' wall time (spawn to exit); null under the model driver
+    + [("spans", pa.int64()), ("spans_rejected", pa.int64()), ("command_ms", pa.float64())]
 )
 COLUMNS = tuple(SCHEMA.names)

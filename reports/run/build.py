@@ -43,7 +43,8 @@ def take_lock_intervals(run: Run) -> dict[str, Intervals] | None:
 def findings_of(run: Run, locks: dict[str, Intervals] | None = None) -> dict[str, Any]:
     """The run's findings; its lock history from ``locks`` (``take_lock_intervals``) when given."""
     return findings(run.rows, run.info, probes=run.probes, generator=run.generator, safety=run.safety,
-                    locks=locks if locks is not None else run.locks, keys=run.keys, processes=run.processes)
+                    locks=locks if locks is not None else run.locks, keys=run.keys, processes=run.processes,
+                    spans=run.spans)
 
 
 def roles(f: dict[str, Any]) -> dict[int, str]:

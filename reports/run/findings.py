@@ -23,6 +23,7 @@ from reports.run.causes import (
     step_causes,
 )
 from reports.run.compute import ERROR_KINDS, failure_table, lock_waits, percentile_table, step_shares
+from reports.run.spans import span_findings
 from reports.run.utilization import Usage, table_rows
 from reports.run.verdict import Level, fleet_verdict
 from reports.run.wait import stage_rows, wait_findings
@@ -35,7 +36,8 @@ SAFETY_KEYS = ("acknowledged", "lost", "phantom", "overlaps", "violations")
 def findings(rows: pd.DataFrame, info: dict | None = None, *, probes: pd.DataFrame | None = None,
              generator: pd.DataFrame | None = None, safety: dict | None = None,
              window: float | None = None, locks: pd.DataFrame | dict[str, Intervals] | None = None,
-             keys: pd.DataFrame | None = None, processes: pd.DataFrame | None = None) -> dict[str, Any]:
+             keys: pd.DataFrame | None = None, processes: pd.DataFrame | None = None,
+             spans: dict[str, int] | None = None) -> dict[str, Any]:
     """The findings of one run from its rows and side files (all optional but the rows)."""
     info = info or {}
     span = run_span(info, rows)
@@ -97,6 +99,7 @@ def findings(rows: pd.DataFrame, info: dict | None = None, *, probes: pd.DataFra
     out["wait"], out["stages"] = wait_findings(rows, info, span, window), stage_rows(rows, info, span)
     out["limits"] = _limits(rows, t, ok_mask, info, out, span.seconds)
     out["failure_story"] = _failure_story(rows, ok_mask, out)
+    out["spans"] = span_findings(rows, spans)
     _backend_evidence(out)
     queue = [out["wait"]["sentence"]] if out["wait"] else []
     out["sentences"] = words.sentences(out) + queue + [x["sentence"] for x in out["limits"]

@@ -312,6 +312,12 @@ def _by_base(figures: list[tuple[str, str]]) -> dict[str, str]:
     return out
 
 
+def _spans(f: dict[str, Any]) -> str:
+    """What the spans measured (and did not): a command-driver run's spans, the columns no span filled."""
+    s = (f.get("spans") or {}).get("sentence")
+    return f'<p class="note">{escape(s)}</p>' if s else ""
+
+
 def first_screen(run: Run, f: dict[str, Any], figures: list[tuple[str, str]]) -> list[str]:
     """The verdict and the rate over time; then the bound and the step that grew, as pictures."""
     fig = _by_base(figures)
@@ -336,7 +342,7 @@ def sections(run: Run, f: dict[str, Any], figures: list[tuple[str, str]]) -> lis
         details("Which step grew, and what drives it? Steps, their counts and their requests",
                 _said(said["steps"]) + _steps(f) + "<h4>Each step's time: requests x time per request + time outside "
                 "them</h4>" + _requests(f) + fig.get("step_time.png", "") + fig.get("causes.png", "")),
-        details("What did each iteration do? Work counts", _counts(f) + fig.get("work_counts.png", "")),
+        details("What did each iteration do? Work counts", _spans(f) + _counts(f) + fig.get("work_counts.png", "")),
         *([details("How long did arrivals wait? The wait from each intended start, and the queue",
                    _wait(f) + fig.get("wait.png", ""))] if f.get("wait") or f.get("stages") else []),
         details("How long did iterations take? Response times (ms)",

@@ -85,6 +85,10 @@ def limits(info: dict) -> Limits | None:
                   float(ddb.get("partition_write", 1000.0)) * scale, basis)
 
 
+OUTSIDE = "outside_ms"  # a command-driver iteration's time in no step's span: its processes' start and exit
+OUTSIDE_LABEL = "the commands' own start and exit (outside every step's span)"
+
+
 class Usage:
     """A run's records, prepared once, asked for any stretch (seconds since the load's start)."""
 
@@ -102,6 +106,9 @@ class Usage:
         self.ok = rows["ok"].to_numpy(dtype=bool)
         self.kind = rows["error_kind"].to_numpy()
         self.steps = {c: rows[c].to_numpy(dtype=float) for c in STEP_COLUMNS}
+        if "command_ms" in rows.columns and rows["command_ms"].notna().any():  # the command driver: time no span has
+            inside = rows[STEP_COLUMNS].sum(axis=1, min_count=1).fillna(0.0).to_numpy(dtype=float)
+            self.steps[OUTSIDE] = np.clip(rows["total_ms"].to_numpy(dtype=float) - inside, 0.0, None)
         self.units = {k: rows[f"{k}_units"].to_numpy(dtype=float) for k in ("read", "write")}
         self.limits = limits(info)
         self.locks: dict[str, Timeline] = timelines(locks, span.t1.timestamp()) if locks is not None else {}
@@ -158,12 +165,14 @@ class Usage:
         alive = np.array([users_alive(*self.users, x, y) for x, y in zip(edges[:-1], edges[1:], strict=True)])
         per = np.where(alive > 0, inside / np.clip(alive * np.diff(edges), 1e-9, None), np.nan)
         ending = (self.end >= a) & (self.end <= b)
-        means = {c: float(v[ending].mean()) if ending.any() else 0.0 for c, v in self.steps.items()}
+        means = {c: float(np.nanmean(v[ending])) if ending.any() and not np.isnan(v[ending]).all() else 0.0
+                 for c, v in self.steps.items()}  # a step no span timed (the command driver's null) is 0 here
         total = sum(means.values())
         top = max(means, key=means.get) if total > 0 else None
-        shares = {STEP_LABELS[c]: (m / total if total else 0.0) for c, m in means.items()}
-        return Resource("step", STEP_LABELS[top] if top else "", min(busy, 1.0), mean_interval(per),
-                        {"share": shares.get(STEP_LABELS[top]) if top else None, "users": users,
+        names = {**STEP_LABELS, OUTSIDE: OUTSIDE_LABEL}
+        shares = {names[c]: (m / total if total else 0.0) for c, m in means.items()}
+        return Resource("step", names[top] if top else "", min(busy, 1.0), mean_interval(per),
+                        {"share": shares.get(names[top]) if top else None, "users": users,
                          "step_shares": shares, "iterations": int(ending.sum())})
 
     def lock(self, key: str, tl: Timeline, a: float, b: float) -> Resource:

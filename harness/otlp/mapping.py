@@ -1,0 +1,241 @@
+"""From spans to the iteration row: which span names and attributes fill which of the row's columns.
+
+Shipped for swamp core and its two datastore extensions (the facts are in docs/command-driver.md, with file
+and commit), and overridable per column in a scenario's ``[driver.spans]``. A column is a list of rules
+tried in order; the first rule that matches at least one of the iteration's spans fills it (so an
+extension's ``lock acquire`` wins over core's ``swamp.lock.acquire`` around it, and neither is counted
+twice). A column no rule matches is null, not 0: the report names it as not measured.
+
+Each step's ``*_requests`` and ``*_request_ms`` are the per-request spans (``DynamoDB <Op>``, ``S3 <op>``)
+whose nearest step span is that step's: a request inside a lock acquire counts for the lock, not for the
+``method run`` around it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from fnmatch import fnmatchcase
+from typing import Any
+
+from harness.otlp.decode import Span
+from harness.record.schema import COUNT_COLUMNS, QUERY_COLUMNS, SIZE_COLUMNS, STEP_COLUMNS, STEP_REQUEST_COLUMNS
+
+DURATION, COUNT = "duration", "count"
+AGGS = ("sum", "max")
+STEP_OF = {col: step for step, col in STEP_COLUMNS.items()}  # lock_wait_ms -> lock
+INT_COLUMNS = frozenset(COUNT_COLUMNS + QUERY_COLUMNS + SIZE_COLUMNS)
+MAPPABLE = tuple(STEP_COLUMNS.values()) + COUNT_COLUMNS + ("read_units", "write_units") + QUERY_COLUMNS + SIZE_COLUMNS
+
+
+@dataclass(frozen=True)
+class Rule:
+    """Spans whose name matches one of ``spans`` (globs), with the attributes in ``where`` (globs on their
+    text), under an ancestor named ``under`` and none named ``not_under``; each gives ``value`` (its
+    duration, 1 for ``count``, or an attribute: a missing one gives the duration for a ``*_ms`` column,
+    nothing for a count), summed or the largest (``agg``)."""
+
+    spans: tuple[str, ...]
+    value: str = DURATION
+    where: tuple[tuple[str, str], ...] = ()
+    under: str = ""
+    not_under: str = ""
+    agg: str = "sum"
+
+    def matches(self, s: Span, names_above: list[str]) -> bool:
+        if not any(fnmatchcase(s.name, g) for g in self.spans):
+            return False
+        if any(not fnmatchcase(str(s.attributes.get(k, "")), g) for k, g in self.where):
+            return False
+        if self.under and not any(fnmatchcase(n, self.under) for n in names_above):
+            return False
+        return not (self.not_under and any(fnmatchcase(n, self.not_under) for n in names_above))
+
+
+@dataclass(frozen=True)
+class Mapping:
+    columns: dict[str, tuple[Rule, ...]]
+    requests: tuple[str, ...] = ("DynamoDB *", "S3 *")  # the per-request spans
+
+    def with_overrides(self, columns: dict[str, tuple[Rule, ...]], requests: tuple[str, ...] | None) -> Mapping:
+        return Mapping({**self.columns, **columns}, requests or self.requests)
+
+
+EXT_LOCK = ("dynamodb-datastore lock acquire", "s3-datastore lock acquire")
+EXT_PULL = ("dynamodb-datastore pullChanged", "s3-datastore pull")
+EXT_COMMIT = ("dynamodb-datastore commitPush", "s3-datastore commitPush")
+EXT_PUSH = ("dynamodb-datastore pushChanged", "s3-datastore push")
+TEARDOWN = "swamp.cli.teardown"  # swamp flushes its datastore sync (push, commit, release) at teardown
+READ_OPS = ("DynamoDB GetItem", "DynamoDB Query", "DynamoDB Scan", "DynamoDB BatchGetItem", "DynamoDB TransactGetItems")
+WRITE_OPS = ("DynamoDB PutItem", "DynamoDB UpdateItem", "DynamoDB DeleteItem", "DynamoDB BatchWriteItem",
+             "DynamoDB TransactWriteItems")
+UNITS = "aws.dynamodb.consumed_capacity.total"
+
+SWAMP = Mapping({
+    "lock_wait_ms": (Rule(EXT_LOCK, "lock.wait_duration_ms", not_under=TEARDOWN),
+                     Rule(("swamp.lock.acquire",), not_under=TEARDOWN)),
+    "commit_lock_ms": (Rule(EXT_LOCK, "lock.wait_duration_ms", under=TEARDOWN),),
+    "pull_ms": (Rule(EXT_PULL), Rule(("swamp.datastore.sync",), where=(("sync.direction", "pull"),))),
+    "method_ms": (Rule(("swamp.model.method.run",)),),
+    "push_ms": (Rule(("dynamodb-datastore preparePush", "s3-datastore preparePush")), Rule(EXT_PUSH),
+                Rule(("swamp.datastore.sync",), where=(("sync.direction", "push"),))),
+    "commit_ms": (Rule(EXT_COMMIT),),
+    # swamp's DynamoDB extension exports the catalog inside commitPush (no span of its own): the reference
+    # command's separate export step is its own span name
+    "export_ms": (Rule(("s3-datastore exportCatalog", "harness-swamp exportCatalog")),),
+    "delete_ms": (Rule(("swamp.model.delete",)),),
+    "prune_ms": (Rule(("swamp.data.prune",)),),
+    "release_ms": (Rule(("dynamodb-datastore lock release", "s3-datastore lock release")),),
+    "files_pulled": (Rule(EXT_PULL, "datastore.files_pulled"),),
+    "files_pushed": (Rule(EXT_COMMIT, "datastore.files_pushed"), Rule(EXT_PUSH, "datastore.files_pushed")),
+    "index_entries_written": (Rule(EXT_COMMIT, "datastore.entries"),),
+    "catalog_rows": (Rule(("*",), "datastore.rows", agg="max"),),
+    "requests": (Rule(("DynamoDB *", "S3 *"), COUNT),),
+    "lock_attempts": (Rule(("DynamoDB *", "S3 *"), COUNT, under="* lock acquire"),),
+    "items_read": (Rule(("DynamoDB *",), "aws.dynamodb.count"),),
+    "pull_items_read": (Rule(("DynamoDB *",), "aws.dynamodb.scanned_count", under="dynamodb-datastore pullChanged"),),
+    "pull_queries": (Rule(("DynamoDB Query",), COUNT, under="dynamodb-datastore pullChanged"),),
+    "read_units": (Rule(READ_OPS, UNITS),),
+    "write_units": (Rule(WRITE_OPS, UNITS),),
+    "bytes_received": (Rule(("S3 *",), "http.response.body.size"),),
+})
+
+
+@dataclass
+class Mapped:
+    """The row's measured columns (None: no span filled it) and the column each span fed (its span id)."""
+
+    values: dict[str, Any] = field(default_factory=dict)
+    column_of: dict[str, str] = field(default_factory=dict)
+
+
+def row_values(spans: list[Span], mapping: Mapping = SWAMP) -> Mapped:
+    """The row's columns from one iteration's spans (every command's trace together)."""
+    by_id = {s.span_id: s for s in spans}
+    above = {s.span_id: _names_above(s, by_id) for s in spans}
+    out = Mapped()
+    step_spans: dict[str, str] = {}  # span id -> the step column it fills
+    for col in MAPPABLE:
+        rules = mapping.columns.get(col, ())
+        hit: list[Span] = []
+        rule = None
+        for rule in rules:
+            hit = [s for s in spans if rule.matches(s, above[s.span_id])]
+            if hit:
+                break
+        out.values[col] = _value(col, rule, hit) if hit and rule is not None else None
+        if col in STEP_OF and hit:
+            for s in hit:
+                step_spans.setdefault(s.span_id, col)
+                out.column_of.setdefault(s.span_id, col)
+    for col in STEP_COLUMNS.values():  # each step's own requests
+        n_col, ms_col = STEP_REQUEST_COLUMNS[STEP_OF[col]]
+        filled = out.values.get(col) is not None
+        out.values[n_col], out.values[ms_col] = (0, 0.0) if filled else (None, None)
+    for s in spans:
+        if not any(fnmatchcase(s.name, g) for g in mapping.requests):
+            continue
+        step = _nearest(s, by_id, step_spans)
+        if step is None:
+            continue
+        n_col, ms_col = STEP_REQUEST_COLUMNS[STEP_OF[step]]
+        out.values[n_col] += 1
+        out.values[ms_col] += s.duration_ms
+        out.column_of.setdefault(s.span_id, n_col)
+    return out
+
+
+def _value(col: str, rule: Rule, hit: list[Span]) -> Any:
+    if rule.value == COUNT:
+        return len(hit)
+    vals = []
+    for s in hit:
+        if rule.value == DURATION:
+            vals.append(s.duration_ms)
+        elif rule.value in s.attributes and _number(s.attributes[rule.value]) is not None:
+            vals.append(_number(s.attributes[rule.value]))
+        elif col.endswith("_ms"):
+            vals.append(s.duration_ms)
+    if not vals:
+        return None
+    v = max(vals) if rule.agg == "max" else sum(vals)
+    return int(round(v)) if col in INT_COLUMNS else float(v)
+
+
+def _number(x: Any) -> float | None:
+    if isinstance(x, bool):
+        return None
+    if isinstance(x, int | float):
+        return float(x)
+    if isinstance(x, list):  # an array attribute (aws.dynamodb.table_names): not a number
+        return None
+    try:
+        return float(x)
+    except (TypeError, ValueError):
+        return None
+
+
+def _names_above(s: Span, by_id: dict[str, Span]) -> list[str]:
+    names, seen, p = [], {s.span_id}, s.parent_id
+    while p and p in by_id and p not in seen:
+        seen.add(p)
+        names.append(by_id[p].name)
+        p = by_id[p].parent_id
+    return names
+
+
+def _nearest(s: Span, by_id: dict[str, Span], step_spans: dict[str, str]) -> str | None:
+    seen, p = {s.span_id}, s.parent_id
+    while p and p not in seen:
+        if p in step_spans:
+            return step_spans[p]
+        seen.add(p)
+        parent = by_id.get(p)
+        if parent is None:
+            return None
+        p = parent.parent_id
+    return None
+
+
+# ---- a scenario's [driver.spans] ----------------------------------------------------------------
+
+
+def parse_overrides(table: Any, where: str) -> tuple[dict[str, tuple[Rule, ...]], tuple[str, ...] | None]:
+    """``[driver.spans]``: ``<column> = [{ span = "...", value = "...", where = {...}, under = "...",
+    not_under = "...", agg = "sum" }, ...]`` and ``requests = ["DynamoDB *", ...]``; a ValueError names the key."""
+    if not isinstance(table, dict):
+        raise ValueError(f"{where} must be a table of columns, each a list of rules")
+    cols: dict[str, tuple[Rule, ...]] = {}
+    requests = None
+    for key, rules in table.items():
+        if key == "requests":
+            if not isinstance(rules, list) or not rules or not all(isinstance(g, str) for g in rules):
+                raise ValueError(f"{where}.requests must be a non-empty list of span name globs")
+            requests = tuple(rules)
+            continue
+        if key not in MAPPABLE:
+            raise ValueError(f"{where}.{key}: not a column spans can fill; choose from {', '.join(MAPPABLE)}")
+        if not isinstance(rules, list) or not all(isinstance(r, dict) for r in rules):
+            raise ValueError(f"{where}.{key} must be a list of rule tables, e.g. [{{ span = \"myext commit\" }}]")
+        cols[key] = tuple(_rule(r, f"{where}.{key}") for r in rules)
+    return cols, requests
+
+
+def _rule(r: dict, where: str) -> Rule:
+    unknown = set(r) - {"span", "value", "where", "under", "not_under", "agg"}
+    if unknown:
+        raise ValueError(f"{where}: unknown key {sorted(unknown)[0]!r} (span, value, where, under, not_under, agg)")
+    span = r.get("span")
+    spans = (span,) if isinstance(span, str) else tuple(span) if isinstance(span, list) else ()
+    if not spans or not all(isinstance(s, str) and s for s in spans):
+        raise ValueError(f"{where}: span must be a span name glob or a list of them")
+    cond = r.get("where", {})
+    if not isinstance(cond, dict) or not all(isinstance(v, str) for v in cond.values()):
+        raise ValueError(f"{where}: where must be a table of attribute = \"glob\"")
+    agg = r.get("agg", "sum")
+    if agg not in AGGS:
+        raise ValueError(f"{where}: agg must be sum or max, got {agg!r}")
+    for k in ("value", "under", "not_under"):
+        if not isinstance(r.get(k, ""), str):
+            raise ValueError(f"{where}: {k} must be a string")
+    return Rule(spans, r.get("value", DURATION), tuple(sorted(cond.items())), r.get("under", ""),
+                r.get("not_under", ""), agg)

@@ -1,0 +1,60 @@
+"""What a run's spans measured: the columns no span filled, and (command driver) how the spans came.
+
+Pure functions of the rows and the spans table's counts (``reports/load.py`` reads them): a column that is
+null in every row was not measured (a datastore whose spans say nothing of it, or a step the loop never
+ran), and the report names it rather than draw it as zero; under the command driver, the iterations whose
+spans never came, the bodies the receiver refused, the spans that came late or for no iteration.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from reports.load import COUNT_COLUMNS, REQUEST_COLUMNS, STEP_COLUMNS
+from reports.run.causes import COUNT_LABELS, STEP_LABELS
+
+MEASURED = [*STEP_COLUMNS, *COUNT_COLUMNS, "requests", *REQUEST_COLUMNS]
+
+
+def label(col: str) -> str:
+    return STEP_LABELS.get(col) or COUNT_LABELS.get(col) or col.replace("_", " ")
+
+
+def span_findings(rows: pd.DataFrame, table: dict[str, int] | None = None) -> dict[str, Any]:
+    """``{"unmeasured": [columns], "command": {...} | None, "sentence": str}``."""
+    unmeasured = [c for c in MEASURED if c in rows.columns and rows[c].isna().all()]
+    out: dict[str, Any] = {"unmeasured": unmeasured, "command": None, "sentence": ""}
+    parts = []
+    if "spans" in rows.columns and rows["spans"].notna().any():
+        cmd = rows[rows["spans"].notna()]
+        steps = cmd[[c for c in STEP_COLUMNS if c in cmd.columns]].sum(axis=1, min_count=1).fillna(0.0)
+        outside = (cmd["total_ms"] - steps).clip(lower=0.0).to_numpy(dtype=float)
+        t = table or {}
+        c = {"iterations": int(len(cmd)), "without_spans": int((cmd["spans"] == 0).sum()),
+             "spans": int(t.get("spans", int(cmd["spans"].sum()))), "late": int(t.get("late", 0)),
+             "unjoined": int(t.get("unjoined", 0)),
+             "rejected_bodies": int(cmd["spans_rejected"].fillna(0).sum()) if "spans_rejected" in cmd else 0,
+             "outside_steps_ms_median": float(np.median(outside)) if len(outside) else None,
+             "command_ms_median": float(cmd["command_ms"].median()) if "command_ms" in cmd else None}
+        out["command"] = c
+        parts.append(f"{c['spans']:,} spans came for {c['iterations']:,} iterations of the command driver")
+        if c["without_spans"]:
+            parts.append(f"{c['without_spans']:,} iteration{'s' if c['without_spans'] != 1 else ''} got none "
+                         "(their step times are null)")
+        if c["rejected_bodies"]:
+            parts.append(f"{c['rejected_bodies']:,} OTLP bod{'ies' if c['rejected_bodies'] != 1 else 'y'} could not "
+                         "be read (400)")
+        if c["late"]:
+            parts.append(f"{c['late']:,} came after their row (in the spans table, not the row)")
+        if c["unjoined"]:
+            parts.append(f"{c['unjoined']:,} belonged to no iteration")
+        if c["outside_steps_ms_median"] is not None:
+            parts.append(f"a median {c['outside_steps_ms_median']:,.0f} ms of each iteration was outside every "
+                         "step's span (process start, imports, exit)")
+    if unmeasured:
+        parts.append("not measured (no span filled them): " + ", ".join(label(x) for x in unmeasured))
+    out["sentence"] = ("; ".join(parts) + ".")[:1].upper() + ("; ".join(parts) + ".")[1:] if parts else ""
+    return out
