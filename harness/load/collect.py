@@ -70,6 +70,7 @@ class ActiveTest:
     finishing: bool = False
     greenlets: list = field(default_factory=list)
     throttle_marks: list[tuple[float, int]] = field(default_factory=list)
+    gate: Any = None  # the abort thresholds' rows (harness.gates.live.LiveGate), when the scenario has one
 
     @property
     def scenario(self) -> Any:
@@ -80,6 +81,8 @@ class ActiveTest:
         self.history.add(events)
         self.live.add(rows)
         self.live.add_events(events)
+        if self.gate is not None:
+            self.gate.add(rows)
 
     def processes(self) -> dict[str, dict]:
         """run.json's ``processes``: what each worker delivered and said it sent."""
