@@ -12,12 +12,13 @@ paused or failed (its place is kept: `harness resume JOB`).
 from __future__ import annotations
 
 import argparse
+import json
 import signal
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn
 
-from harness import cli_open
+from harness import cli_gates, cli_open
 from harness.durations import parse_duration
 from harness.edge import UserEnvironment
 from harness.errors import HarnessError
@@ -75,6 +76,7 @@ def build_parser() -> argparse.ArgumentParser:
                    "dynalite-memory, moto, moto-indexed, dynamodb-local (AWS's DynamoDB Local, on Java: "
                    "`bash .ci/install dynamodb-local`)")
     cli_open.add_arguments(r)
+    cli_gates.add_run_arguments(r)
     d = r.add_argument_group("beyond one machine", "a Locust master for workers started elsewhere "
                              "(`harness worker`), and a web UI others can reach")
     d.add_argument("--master", action="store_true", help="run the Locust master only; workers join with "
@@ -104,6 +106,7 @@ def build_parser() -> argparse.ArgumentParser:
     rep.add_argument("run_dirs", nargs="+", metavar="RUN_DIR")
     rep.add_argument("--out", help="output directory (default RUN_DIR/report; for several runs a comparison-* "
                                    "folder beside them when they share a folder, else under runs/)")
+    cli_gates.add_report_arguments(rep)
 
     nb = sub.add_parser("notebook", help="open the review notebook in JupyterLab on 127.0.0.1 on these runs (default: "
                         "the latest under runs/); needs the notebook extra: `bash .ci/install notebook`")
@@ -112,6 +115,7 @@ def build_parser() -> argparse.ArgumentParser:
     nb.add_argument("--no-browser", action="store_true", help="print the notebook's URL only, open no browser")
 
     sub.add_parser("scenarios", help="list the scenarios")
+    cli_gates.add_runs_parser(sub)
 
     su = sub.add_parser("suite", help="a benchmark suite (suites/NAME.toml): one sync operation per trial, per phase, "
                         "a fresh datastore per scenario and layout; --compare gates on another run (exit 3)")
@@ -247,6 +251,8 @@ def run_options(args: argparse.Namespace) -> RunOptions:
     from harness.plan.build import RunOptions
     from harness.plan.model import PreAge
 
+    opened = cli_open.options(args)
+    opened["checks"].update(cli_gates.checks(args))  # --check, --abort-check, --undecided beside the limits
     return RunOptions(
         scenario=args.scenario, backend=args.backend, workers=args.workers, duration_s=args.duration,
         spawn_rate=args.spawn_rate, processes=args.processes, run_dir=args.run_dir, web=args.web,
@@ -256,10 +262,11 @@ def run_options(args: argparse.Namespace) -> RunOptions:
         seed_dir=args.seed_dir, stand_in=args.stand_in, s3_stand_in=args.s3_stand_in,
         web_host=args.web_host, web_login=args.web_login, master=args.master, expect_workers=args.expect_workers,
         expect_workers_max_wait_s=args.expect_workers_max_wait, master_bind_host=args.master_bind_host,
-        master_bind_port=args.master_bind_port, **cli_open.options(args))
+        master_bind_port=args.master_bind_port, **opened)
 
 
 def _cmd_run(args: argparse.Namespace, env: UserEnvironment) -> int:
+    from harness.commands import gates
     from harness.commands.run import EXIT_CHECKS_FAILED, run
     from harness.edge import secret
     from harness.plan.build import PASSWORD_ENV, plan_run
@@ -268,23 +275,30 @@ def _cmd_run(args: argparse.Namespace, env: UserEnvironment) -> int:
     if cli_open.climbs(args):  # --rate LO..HI: a closed run, then a run per rate
         from harness.commands.saturation import climb
 
+        if args.baseline:
+            raise HarnessError("--baseline compares one run: a climb (--rate LO..HI) makes several")
         return climb(run_options(args), env, args.rate, args.steps)
     plan = plan_run(run_options(args), env, password=secret(PASSWORD_ENV) if args.web_login else "")
+    gates.refuse_baseline(args, plan)  # another scenario, backend, fleet size or latency: before anything starts
     res = run(plan)
     print(f"harness: {res.rows} iterations recorded in {res.run_dir}")
+    compared = gates.compare(args.baseline, [d for _, d, _, _ in res.checked], args.threshold)
     if res.signal in ("SIGTERM", "SIGHUP") and res.to_report:  # being shut down: record, do not linger
         print(f"harness: reports not built ({res.signal}); build them with `harness report {res.run_dir}`")
     elif not args.no_report:
         from reports.run.build import build_report
 
         for run_dir in res.to_report:  # headless: the run; web: tests whose report was not built yet
-            out = build_report([run_dir])
+            out = build_report([run_dir], baseline=compared.get(run_dir))
             print(f"harness: report {out / 'index.html'}")
+    gates.write_junit(args.junit, res, compared)
     for line in res.failed_checks:
         print(f"harness: check failed: {line}", file=sys.stderr)
+    for line in gates.regressed(compared):
+        print(f"harness: regression against the baseline: {line}", file=sys.stderr)
     if res.signal:
         return 128 + int(getattr(signal, res.signal))
-    return EXIT_CHECKS_FAILED if res.failed_checks else 0
+    return EXIT_CHECKS_FAILED if res.failed_checks or gates.regressed(compared) else 0
 
 
 def _cmd_story(args: argparse.Namespace, env: UserEnvironment) -> int:
@@ -339,9 +353,14 @@ def _cmd_report(args: argparse.Namespace) -> int:
     run_dirs = expand_runs(args.run_dirs)
     if not run_dirs:
         raise HarnessError(f"{args.run_dirs[0]} is a web session with no test yet: start a test in its web UI")
-    out = build_report(run_dirs, out_dir)
+    from harness.commands import gates
+
+    compared, code = gates.report_gates(args, [Path(d) for d in run_dirs])
+    out = build_report(run_dirs, out_dir, baseline=next(iter(compared.values()), None))
     print(f"harness: report {out / 'index.html'}")
-    return 0
+    if args.junit:
+        gates.report_junit(args.junit, json.loads((out / "summary.json").read_text()), compared)
+    return code
 
 
 def _cmd_suite(args: argparse.Namespace, env: UserEnvironment) -> int:
@@ -404,6 +423,10 @@ def main(argv: list[str] | None = None) -> int:
             return _cmd_sweep(args, env)
         if args.command == "report":
             return _cmd_report(args)
+        if args.command == "runs":
+            from harness.commands.runs import cmd_runs
+
+            return cmd_runs(args)
         if args.command == "notebook":
             from harness.commands.notebook import cmd_notebook
 
