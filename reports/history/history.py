@@ -88,7 +88,8 @@ def run_entry(d: Path, info: dict[str, Any], kind: str = "run", findings: bool =
     if not f:
         e.reported = False
         seconds = _seconds(info)
-        e.rate = (info.get("rows_written") or 0) / seconds if seconds else None
+        rows = info.get("rows_written")
+        e.rate = rows / seconds if seconds and rows is not None else None
         e.verdict = _stopped(info) or f"{info.get('status', '?')} (no report: `harness report {d}`)"
         e.checks = "not judged"
         return e
