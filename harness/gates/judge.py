@@ -29,6 +29,7 @@ from harness.record.schema import STEP_LABELS
 
 COLUMN_LABELS = {**STEP_LABELS, "wait_ms": "wait", "total_ms": "iteration"}
 ROW_WORDS = {"ok": "successful iterations", "all": "iterations", "failed": "failed iterations"}
+QUALIFIERS = {"ok": "successful iterations", "all": "all iterations", "failed": "failed iterations"}
 
 
 @dataclass(frozen=True)
@@ -90,7 +91,7 @@ def label(th: Threshold, key: str | None = None) -> str:
     ratio``, ``lock LOCK#x utilization``."""
     col = COLUMN_LABELS.get(th.column or "", th.column or "")
     default_rows = "all" if th.column == "wait_ms" else "ok"
-    rows = "" if th.rows == default_rows else f" ({ROW_WORDS[th.rows]})"
+    rows = "" if th.rows == default_rows else f" ({QUALIFIERS[th.rows]})"
     if th.stat == "quantile":
         return f"p{(th.q or 0) * 100:g} {col}{rows}"
     if th.stat in ("mean", "max", "min"):

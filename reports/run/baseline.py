@@ -44,7 +44,7 @@ from reports.suite.compare import verdict as suite_verdict
 
 TOLERANCE = 0.10
 SEGMENTS = 10  # per-segment medians a run contributes to a step's comparison
-PER_SEGMENT = 5  # ... each of at least this many successful iterations (fewer segments on a short run)
+PER_SEGMENT = 3  # ... each of at least this many successful iterations (fewer segments on a short run)
 MIN_MS = 0.5  # a step whose median is below this in both runs is not compared (nothing to tell)
 COLUMNS = ["ts_start", "ts_end", "user", "ok", "total_ms", *STEP_COLUMNS]
 VERDICTS = ("worse", "better", "unchanged", "cannot tell")
