@@ -159,3 +159,11 @@ def test_standins_s3_rows_quick():
     assert all(rate > 0 and cpu > 0 for rate, cpu in server.values()), server
     share = _num(r"server CPU per request, seaweedfs / moto = " + NUM, out)
     assert share == pytest.approx(server["seaweedfs"][1] / server["moto"][1], abs=0.01)
+
+
+def test_runs_history_quick_lists_every_run_and_times_the_command():
+    out = _quick("runs_history.py")
+    assert re.search(r"runs directories: 30 .* entries listed: 32\b", out), out  # 30 runs, the session's test, a story
+    listed = float(re.search(rf"listing in-process: median {NUM} s", out).group(1))
+    command = float(re.search(rf"harness runs \(a new process\): median {NUM} s", out).group(1))
+    assert 0 < listed < command < 60, out

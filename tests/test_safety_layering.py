@@ -12,6 +12,9 @@
 - harness/suite (a benchmark suite's runner) drives the datastore and reads its suite file from harness/plan:
   it imports nothing from harness/aws, harness/load or harness/pacing (its tables and buckets come from the
   command, through the plan's factory);
+- harness/gates (threshold expressions, their judge, the live abort) imports no layer that runs anything (aws,
+  datastore, load, pacing, plan, commands): the plan, the Locust master and the report all use it;
+  ``harness.intervals`` (the intervals the report and the gates share) is neutral;
 - nothing below harness/commands (the top layer: `harness run`, the bulk jobs, worker/standin) imports it.
 
 ``KNOWN`` lists edges that exist and are scheduled for removal (empty now: pacing <-> load
@@ -40,6 +43,10 @@ FORBIDDEN = {  # layer -> module prefixes it must not import
     "harness.item_size": ("harness",),
     "harness.safety": ("harness.load", "harness.pacing", "harness.plan", "harness.commands"),
     "harness.suite": ("harness.aws", "harness.load", "harness.pacing", "harness.commands"),
+    # the gates' grammar and judge run in the plan, the Locust master and the report alike
+    "harness.gates": ("harness.aws", "harness.datastore", "harness.load", "harness.pacing", "harness.plan",
+                      "harness.commands"),
+    "harness.intervals": ("harness",),
 }
 REPORTS_CALLERS = ("harness.commands", "harness.cli")  # the report package reads run directories; only the
 # top layer and the CLI call into it
