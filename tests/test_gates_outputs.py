@@ -176,3 +176,19 @@ def test_the_trend_page_in_a_browser(tree):
     got = first_screen(page)
     assert_answer_first(got)
     assert "3 reported runs of synthetic" in got["text"]
+
+
+def test_a_safety_scenario_leads_with_its_safety_verdict(tmp_path):
+    """lifecycle-safety's "0 violations" used to sit in a closed section; now it is the first screen's first line."""
+    from tests.e2e.first_screen import assert_answer_first, first_screen
+
+    safety = {"acknowledged": 812, "lost": 0, "phantom": 0, "corrupt": 0, "torn_reads": 0, "overlaps": 0,
+              "violations": 0, "sequence_anomalies": 0, "details": {}}
+    run = make_run(tmp_path / "safe", workers=3, duration_s=60.0, rate=lambda t: np.full_like(t, 2.0), seed=7,
+                   safety=safety, checks={**CHECKS, "thresholds": [], "safety": True})
+    assert main(["report", str(run)]) == 0
+    page = (run / "report" / "index.html").read_text()
+    line = ("Safety: 812 acknowledged commits, 0 lost, 0 phantom, 0 torn reads, 0 corrupt: 0 violations.")
+    assert line in page
+    assert page.index("</h1>") < page.index(line) < page.index('<table class="verdict">')
+    assert_answer_first(first_screen(run / "report" / "index.html"))  # the verdict and figure still fit
