@@ -167,6 +167,10 @@ def suite_entry(d: Path) -> Entry:
                  f"{len({r.get('scenario') for r in results})} scenarios, {len(results)} phases measured", "")
 
 
+PRODUCTS = (("story.json", story_entry), ("sweep.json", sweep_entry), ("climb.json", climb_entry),
+            ("explore.json", explore_entry), ("suite-run.json", suite_entry))  # the file that marks each
+
+
 def entries(root: str | Path, findings: bool = False) -> list[Entry]:
     """Every entry under ``root`` (itself included), newest first (undated ones last)."""
     out: list[Entry] = []
@@ -181,20 +185,9 @@ def _walk(d: Path, depth: int, out: list[Entry], findings: bool) -> None:
         names = set(os.listdir(d))
     except OSError:
         return
-    if "story.json" in names:
-        out.append(story_entry(d))
-        return
-    if "sweep.json" in names:
-        out.append(sweep_entry(d))
-        return
-    if "climb.json" in names:
-        out.append(climb_entry(d))
-        return
-    if "explore.json" in names:
-        out.append(explore_entry(d))
-        return
-    if "suite-run.json" in names:
-        out.append(suite_entry(d))
+    product = next((read for marker, read in PRODUCTS if marker in names), None)
+    if product is not None:  # a story, sweep, climb, explore or suite directory: one entry, its runs its own
+        out.append(product(d))
         return
     if "run.json" in names:
         info = _json(d / "run.json")
