@@ -5,13 +5,16 @@ unchanged or not to be told; a regression when credibly worse by more than a tol
 regression). It reuses what the report already trusts:
 
 - the rate: each run's steady rate (``reports/compare/compare.py``: the second half of the load after its
-  warm-up) and the ratio of the two Poisson counts with its interval (``ratio_interval``);
+  warm-up) and the ratio of the two Poisson counts with its interval (``ratio_interval``), widened by each
+  run's dispersion of its counts (the fleet verdict's: how much more its windows vary than Poisson's);
 - the floor: the fleet verdict's floor level (``reports/run/verdict.py``), its count against the baseline's;
 - each step's time (and the whole iteration's): ``reports/suite/compare.verdict`` on per-segment medians. A
   run's iterations are not independent trials (one slow commit holds the lock for the next few, and a
   migrating bottleneck drifts), so each run's successful iterations are cut by their end into ``SEGMENTS``
   stretches of equal count and each stretch's median is one sample: the interval then carries the run's own
-  drift, and two runs of the same code do not call a shift that drift alone makes.
+  drift. Two runs on shared cores also differ as the machine's load did, which moves every step alike: a
+  step is worse only when its interval is clear of 1 both as measured and divided by how the other steps
+  moved (``machine_factor``, their median ratio), so a busier machine is no regression and a slower commit is.
 
 Verdicts (new / baseline, a ratio with its 95 % interval; a time is worse when higher, a rate when lower):
 ``worse`` when the whole interval is on the bad side of 1, ``better`` on the good side, ``unchanged`` when the
@@ -25,6 +28,7 @@ A baseline of another scenario, backend, fleet size or latency profile answers a
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Any
 
@@ -89,10 +93,16 @@ def _rate_verdict(lo: float, hi: float, t: float) -> tuple[str, bool]:
     return ("unchanged" if lo >= 1 / (1 + t) and hi <= 1 + t else "cannot tell"), False
 
 
-def _rate_item(name: str, what: str, k_new: int, s_new: float, k_base: int, s_base: float, t: float
-               ) -> dict[str, Any]:
+def _rate_item(name: str, what: str, k_new: int, s_new: float, k_base: int, s_base: float, t: float,
+               phi: tuple[float, float] = (1.0, 1.0)) -> dict[str, Any]:
+    """``phi``: each run's dispersion of its counts (the fleet verdict's; 1 = Poisson), which widens the interval
+    as a run's own drift from window to window says it should."""
     new, base = (k_new / s_new if s_new > 0 else 0.0), (k_base / s_base if s_base > 0 else 0.0)
     r, iv = ratio_interval(k_new, s_new, k_base, s_base)
+    if r is not None and max(phi) > 1:  # the same log-ratio interval, each count's variance times its dispersion
+        half = math.log(iv[1] / r) * math.sqrt((max(phi[0], 1) / k_new + max(phi[1], 1) / k_base)
+                                              / (1 / k_new + 1 / k_base))
+        iv = [r * math.exp(-half), r * math.exp(half)]
     item = {"name": name, "what": what, "unit": "it/s", "base": base, "new": new, "ratio": r, "interval": iv}
     if r is None:
         item.update(verdict="cannot tell", regression=False,
@@ -119,31 +129,55 @@ def segment_medians(rows: pd.DataFrame, column: str, segments: int = SEGMENTS) -
     return [float(np.median(part)) for part in np.array_split(v, k)] if k >= 1 else []
 
 
-def _step_item(column: str, base_rows: pd.DataFrame, new_rows: pd.DataFrame, t: float) -> dict[str, Any] | None:
-    name = "iteration" if column == "total_ms" else STEP_LABELS.get(column, column)
+def _step_verdict(column: str, base_rows: pd.DataFrame, new_rows: pd.DataFrame, t: float) -> dict[str, Any] | None:
+    """``reports/suite/compare.verdict`` on each run's per-segment medians of the step (None: nothing to compare)."""
     old, new = segment_medians(base_rows, column), segment_medians(new_rows, column)
     if not old or not new:
         return None
     v = suite_verdict(old, new, threshold=t, min_ms=1.0)
     if max(v["old_median_ms"], v["new_median_ms"]) < MIN_MS:
         return None
-    iv = v["interval"]
-    reg = bool(v["regression"])
-    if v["verdict"] == "slower":
+    v.update(column=column, segments=(len(old), len(new)))
+    return v
+
+
+def machine_factor(verdicts: list[dict[str, Any]]) -> float:
+    """How much every step moved alike: the median of the steps' ratios (1 with fewer than three steps).
+
+    Two runs of the same code on shared cores differ as the machine's load did, and that moves every step;
+    a slower build moves the step it slowed (and what waits on it). A step is judged against the others."""
+    ratios = sorted(v["ratio"] for v in verdicts if v["column"] != "total_ms")
+    return float(np.median(ratios)) if len(ratios) >= 3 else 1.0
+
+
+def _step_item(v: dict[str, Any], m: float, t: float) -> dict[str, Any]:
+    """One step's item: worse or better only when its interval is clear of 1 both as measured and beside the
+    other steps (divided by the machine factor ``m``); a regression when both lie past the tolerance."""
+    column = v["column"]
+    name = "iteration" if column == "total_ms" else STEP_LABELS.get(column, column)
+    iv, base_ms = v["interval"], v["old_median_ms"]
+    item = {"name": name, "column": column, "what": f"median ms of {v['segments'][1]} segments (baseline "
+            f"{v['segments'][0]})", "unit": "ms", "base": base_ms, "new": v["new_median_ms"], "ratio": v["ratio"],
+            "interval": iv, "machine": m, "regression": False}
+    if iv is None:
+        item.update(verdict="cannot tell", line=f"{name}: {g(item['new'])} against {g(base_ms)} ms: too few segments "
+                    f"to tell ({v['segments'][1]} and {v['segments'][0]}; 4 a side at least)")
+        return item
+    adj = [iv[0] / m, iv[1] / m]
+    moved = abs(v["new_median_ms"] - base_ms) >= 1.0
+    if min(iv[0], adj[0]) > 1 and moved:
         word = "worse"
-    elif v["verdict"] == "faster":
+    elif max(iv[1], adj[1]) < 1 and moved:
         word = "better"
-    elif iv is not None and (iv[0] >= 1 / (1 + t) and iv[1] <= 1 + t
-                             or abs(v["new_median_ms"] - v["old_median_ms"]) < 1.0):
-        word = "unchanged"
+    elif (iv[0] >= 1 / (1 + t) and iv[1] <= 1 + t) or max(abs(iv[0] - 1), abs(iv[1] - 1)) * base_ms < 1.0:
+        word = "unchanged"  # inside the tolerance, or no change as large as a millisecond
     else:
         word = "cannot tell"
-    item = {"name": name, "column": column, "what": f"median ms of {len(new)} segments (baseline {len(old)})",
-            "unit": "ms", "base": v["old_median_ms"], "new": v["new_median_ms"], "ratio": v["ratio"],
-            "interval": iv, "verdict": word, "regression": reg}
-    item["line"] = (_line(name, item["new"], item["base"], "ms", v["ratio"], iv, word, reg, t) if iv else
-                    f"{name}: {g(item['new'])} against {g(item['base'])} ms: too few segments to tell "
-                    f"({len(new)} and {len(old)}; 4 a side at least)")
+    reg = word == "worse" and min(iv[0], adj[0]) > 1 + t
+    item.update(verdict=word, regression=reg, adjusted_interval=adj)
+    item["line"] = _line(name, item["new"], base_ms, "ms", v["ratio"], iv, word, reg, t) + (
+        f" (x{v['ratio'] / m:.3g} [{adj[0]:.3g}-{adj[1]:.3g}] beside the other steps, which moved x{m:.3g})"
+        if abs(m - 1) >= 0.05 else "")
     return item
 
 
@@ -154,29 +188,29 @@ def compare(base: tuple[dict, pd.DataFrame], new: tuple[dict, pd.DataFrame], thr
     t = threshold
     items = []
     bs, ns = steady(b_info, b_rows), steady(n_info, n_rows)
+    (bf, b_phi), (nf, n_phi) = _floor(b_info, b_rows), _floor(n_info, n_rows)
     items.append(_rate_item("rate", "steady rate (second half after the warm-up)", ns["successes"],
-                            ns["to_s"] - ns["from_s"], bs["successes"], bs["to_s"] - bs["from_s"], t))
-    bf, nf = _floor(b_info, b_rows), _floor(n_info, n_rows)
+                            ns["to_s"] - ns["from_s"], bs["successes"], bs["to_s"] - bs["from_s"], t, (n_phi, b_phi)))
     items.append(_rate_item("floor", "the fleet verdict's floor level", nf["successes"], nf["t1"] - nf["t0"],
-                            bf["successes"], bf["t1"] - bf["t0"], t))
-    for column in [*STEP_COLUMNS, "total_ms"]:
-        item = _step_item(column, b_rows, n_rows, t)
-        if item is not None:
-            items.append(item)
+                            bf["successes"], bf["t1"] - bf["t0"], t, (n_phi, b_phi)))
+    verdicts = [v for c in [*STEP_COLUMNS, "total_ms"] if (v := _step_verdict(c, b_rows, n_rows, t)) is not None]
+    m = machine_factor(verdicts)
+    items += [_step_item(v, m, t) for v in verdicts]
     regressions = [x["name"] for x in items if x["regression"]]
     counts = {v: sum(1 for x in items if x["verdict"] == v) for v in VERDICTS}
     head = (f"{len(regressions)} regression{'s' if len(regressions) != 1 else ''} past the {t * 100:g} % tolerance"
             + (f" ({', '.join(regressions)})" if regressions else ""))
     sentence = (f"Against the baseline {base_dir or 'run'}: {head}; {counts['worse']} worse, {counts['better']} "
                 f"better, {counts['unchanged']} unchanged, {counts['cannot tell']} cannot tell.")
-    return {"baseline": str(base_dir), "run": str(run_dir), "threshold": t, "items": items,
+    return {"baseline": str(base_dir), "run": str(run_dir), "threshold": t, "items": items, "machine": m,
             "regressions": regressions, "counts": counts, "sentence": sentence}
 
 
-def _floor(info: dict, rows: pd.DataFrame) -> dict[str, Any]:
+def _floor(info: dict, rows: pd.DataFrame) -> tuple[dict[str, Any], float]:
+    """The fleet verdict's floor level and the dispersion of the run's counts."""
     span = run_span(info, rows)
     fleet = fleet_verdict(rows, span, pick_window(span.seconds, int(rows["ok"].sum())))
-    return fleet["levels"][fleet["floor_index"]]
+    return fleet["levels"][fleet["floor_index"]], float(fleet.get("dispersion") or 1.0)
 
 
 def compare_dirs(base_dir: str | Path, run_dir: str | Path, threshold: float = TOLERANCE) -> dict[str, Any]:
