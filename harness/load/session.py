@@ -238,7 +238,11 @@ class Session:
             gevent.sleep(LIVE_WINDOW_S)
             if self.current is not t or t.stopping_at is not None:
                 return
-            hit = t.gate.judge(time.time(), t.live)
+            try:
+                hit = t.gate.judge(time.time(), t.live)
+            except Exception:  # a bug in a gate must not end the test silently: logged, the test runs on
+                log.exception("harness: test %03d: the abort thresholds could not be judged", t.number)
+                return
             if hit is not None:
                 runinfo.update(t.dir, aborted=hit)
                 self.stop_test(f"aborted at {hit['at_s']:.0f} s by the threshold {hit['check']!r}: {hit['line']}")
