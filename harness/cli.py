@@ -324,6 +324,10 @@ def _cmd_report(args: argparse.Namespace) -> int:
     from reports.story import story
     from reports.suite.suite import RUN_JSON as SUITE_RUN_JSON
 
+    if (args.baseline or args.junit) and any(story.is_story(d) or (Path(d) / SUITE_RUN_JSON).is_file()
+                                             or (Path(d) / "sweep.json").is_file() for d in args.run_dirs):
+        raise HarnessError("--baseline and --junit take a run directory, not a story's, sweep's or suite's "
+                           "(`harness suite NAME --compare OTHER_SUITE_JSON` compares suites)")
     suites = [d for d in args.run_dirs if (Path(d) / SUITE_RUN_JSON).is_file()]
     if suites:  # a `harness suite` run: its table, page and suite.json, rebuilt from its files
         if len(suites) != len(args.run_dirs):
