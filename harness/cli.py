@@ -12,12 +12,13 @@ paused or failed (its place is kept: `harness resume JOB`).
 from __future__ import annotations
 
 import argparse
+import json
 import signal
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn
 
-from harness import cli_open, cli_telemetry
+from harness import cli_gates, cli_open, cli_telemetry
 from harness.durations import parse_duration
 from harness.edge import UserEnvironment
 from harness.errors import HarnessError
@@ -79,6 +80,7 @@ def build_parser() -> argparse.ArgumentParser:
                    "the scenario's [driver] twin names it)")
     cli_open.add_arguments(r)
     cli_telemetry.add_arguments(r)
+    cli_gates.add_run_arguments(r)
     d = r.add_argument_group("beyond one machine", "a Locust master for workers started elsewhere "
                              "(`harness worker`), and a web UI others can reach")
     d.add_argument("--master", action="store_true", help="run the Locust master only; workers join with "
@@ -111,6 +113,7 @@ def build_parser() -> argparse.ArgumentParser:
     rep.add_argument("--cloudwatch", action="store_true", help="first read what AWS measured for each run (its "
                      "table, GSIs or bucket, over its window) into RUN_DIR/cloudwatch.csv, where its plan.json says "
                      "CloudWatch is (AWS on an --aws run)")
+    cli_gates.add_report_arguments(rep)
 
     nb = sub.add_parser("notebook", help="open the review notebook in JupyterLab on 127.0.0.1 on these runs (default: "
                         "the latest under runs/); needs the notebook extra: `bash .ci/install notebook`")
@@ -119,6 +122,7 @@ def build_parser() -> argparse.ArgumentParser:
     nb.add_argument("--no-browser", action="store_true", help="print the notebook's URL only, open no browser")
 
     sub.add_parser("scenarios", help="list the scenarios")
+    cli_gates.add_runs_parser(sub)
 
     su = sub.add_parser("suite", help="a benchmark suite (suites/NAME.toml): one sync operation per trial, per phase, "
                         "a fresh datastore per scenario and layout; --compare gates on another run (exit 3)")
@@ -254,6 +258,8 @@ def run_options(args: argparse.Namespace) -> RunOptions:
     from harness.plan.build import RunOptions
     from harness.plan.model import PreAge
 
+    opened = cli_open.options(args)
+    opened["checks"].update(cli_gates.checks(args))  # --check, --abort-check, --undecided beside the limits
     return RunOptions(
         scenario=args.scenario, backend=args.backend, workers=args.workers, duration_s=args.duration,
         spawn_rate=args.spawn_rate, processes=args.processes, run_dir=args.run_dir, web=args.web,
@@ -263,11 +269,11 @@ def run_options(args: argparse.Namespace) -> RunOptions:
         seed_dir=args.seed_dir, stand_in=args.stand_in, s3_stand_in=args.s3_stand_in,
         web_host=args.web_host, web_login=args.web_login, master=args.master, expect_workers=args.expect_workers,
         expect_workers_max_wait_s=args.expect_workers_max_wait, master_bind_host=args.master_bind_host,
-        master_bind_port=args.master_bind_port, driver=args.driver, **cli_open.options(args),
-        **cli_telemetry.options(args))
+        master_bind_port=args.master_bind_port, driver=args.driver, **opened, **cli_telemetry.options(args))
 
 
 def _cmd_run(args: argparse.Namespace, env: UserEnvironment) -> int:
+    from harness.commands import gates
     from harness.commands.run import EXIT_CHECKS_FAILED, run
     from harness.edge import secret
     from harness.plan.build import PASSWORD_ENV, plan_run
@@ -276,23 +282,30 @@ def _cmd_run(args: argparse.Namespace, env: UserEnvironment) -> int:
     if cli_open.climbs(args):  # --rate LO..HI: a closed run, then a run per rate
         from harness.commands.saturation import climb
 
+        if args.baseline:
+            raise HarnessError("--baseline compares one run: a climb (--rate LO..HI) makes several")
         return climb(run_options(args), env, args.rate, args.steps)
     plan = plan_run(run_options(args), env, password=secret(PASSWORD_ENV) if args.web_login else "")
+    gates.refuse_baseline(args, plan)  # another scenario, backend, fleet size or latency: before anything starts
     res = run(plan)
     print(f"harness: {res.rows} iterations recorded in {res.run_dir}")
+    compared = gates.compare(args.baseline, [d for _, d, _, _ in res.checked], args.threshold)
     if res.signal in ("SIGTERM", "SIGHUP") and res.to_report:  # being shut down: record, do not linger
         print(f"harness: reports not built ({res.signal}); build them with `harness report {res.run_dir}`")
     elif not args.no_report:
         from reports.run.build import build_report
 
         for run_dir in res.to_report:  # headless: the run; web: tests whose report was not built yet
-            out = build_report([run_dir])
+            out = build_report([run_dir], baseline=compared.get(run_dir))
             print(f"harness: report {out / 'index.html'}")
+    gates.write_junit(args.junit, res, compared)
     for line in res.failed_checks:
         print(f"harness: check failed: {line}", file=sys.stderr)
+    for line in gates.regressed(compared):
+        print(f"harness: regression against the baseline: {line}", file=sys.stderr)
     if res.signal:
         return 128 + int(getattr(signal, res.signal))
-    return EXIT_CHECKS_FAILED if res.failed_checks else 0
+    return EXIT_CHECKS_FAILED if res.failed_checks or gates.regressed(compared) else 0
 
 
 def _cmd_story(args: argparse.Namespace, env: UserEnvironment) -> int:
@@ -318,6 +331,10 @@ def _cmd_report(args: argparse.Namespace) -> int:
     from reports.story import story
     from reports.suite.suite import RUN_JSON as SUITE_RUN_JSON
 
+    if (args.baseline or args.junit) and any(story.is_story(d) or (Path(d) / SUITE_RUN_JSON).is_file()
+                                             or (Path(d) / "sweep.json").is_file() for d in args.run_dirs):
+        raise HarnessError("--baseline and --junit take a run directory, not a story's, sweep's or suite's "
+                           "(`harness suite NAME --compare OTHER_SUITE_JSON` compares suites)")
     suites = [d for d in args.run_dirs if (Path(d) / SUITE_RUN_JSON).is_file()]
     if suites:  # a `harness suite` run: its table, page and suite.json, rebuilt from its files
         if len(suites) != len(args.run_dirs):
@@ -352,9 +369,14 @@ def _cmd_report(args: argparse.Namespace) -> int:
 
         for d in run_dirs:
             for_report(d)
-    out = build_report(run_dirs, out_dir)
+    from harness.commands import gates
+
+    compared, code = gates.report_gates(args, [Path(d) for d in run_dirs])
+    out = build_report(run_dirs, out_dir, baseline=next(iter(compared.values()), None))
     print(f"harness: report {out / 'index.html'}")
-    return 0
+    if args.junit:
+        gates.report_junit(args.junit, json.loads((out / "summary.json").read_text()), compared)
+    return code
 
 
 def _cmd_suite(args: argparse.Namespace, env: UserEnvironment) -> int:
@@ -417,6 +439,10 @@ def main(argv: list[str] | None = None) -> int:
             return _cmd_sweep(args, env)
         if args.command == "report":
             return _cmd_report(args)
+        if args.command == "runs":
+            from harness.commands.runs import cmd_runs
+
+            return cmd_runs(args)
         if args.command == "notebook":
             from harness.commands.notebook import cmd_notebook
 

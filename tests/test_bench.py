@@ -183,3 +183,9 @@ def test_command_cost_quick_prints_the_drivers_cost_beside_the_commands():
     assert 0 < fig["driver_cpu_ms"] < fig["command_cpu_ms"] and 0 < fig["driver_share_of_cpu"] < 1
     assert 0 < fig["steps_ms"] < fig["command_wall_ms"] and fig["receiver_cpu_per_span_ms"] > 0
     assert "the driver is" in out and "outside every step" in out
+def test_runs_history_quick_lists_every_run_and_times_the_command():
+    out = _quick("runs_history.py")
+    assert re.search(r"runs directories: 30 .* entries listed: 32\b", out), out  # 30 runs, the session's test, a story
+    listed = float(re.search(rf"listing in-process: median {NUM} s", out).group(1))
+    command = float(re.search(rf"harness runs \(a new process\): median {NUM} s", out).group(1))
+    assert 0 < listed < command < 60, out

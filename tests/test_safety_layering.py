@@ -14,6 +14,9 @@
   command, through the plan's factory);
 - harness/drivers (what a Locust user runs) imports neither harness/load nor harness/commands; harness/otlp
   (spans in) imports no layer but the row's schema; harness/refcmd (the reference command) no driver or load;
+- harness/gates (threshold expressions, their judge, the live abort) imports no layer that runs anything (aws,
+  datastore, load, pacing, plan, commands): the plan, the Locust master and the report all use it;
+  ``harness.intervals`` (the intervals the report and the gates share) is neutral;
 - nothing below harness/commands (the top layer: `harness run`, the bulk jobs, worker/standin) imports it.
 
 ``KNOWN`` lists edges that exist and are scheduled for removal (empty now: pacing <-> load
@@ -49,6 +52,10 @@ FORBIDDEN = {  # layer -> module prefixes it must not import
     "harness.otlp": ("harness.aws", "harness.datastore", "harness.drivers", "harness.load", "harness.pacing",
                      "harness.plan", "harness.commands"),
     "harness.refcmd": ("harness.drivers", "harness.load", "harness.pacing", "harness.commands"),
+    # the gates' grammar and judge run in the plan, the Locust master and the report alike
+    "harness.gates": ("harness.aws", "harness.datastore", "harness.load", "harness.pacing", "harness.plan",
+                      "harness.commands"),
+    "harness.intervals": ("harness",),
 }
 REPORTS_CALLERS = ("harness.commands", "harness.cli")  # the report package reads run directories; only the
 # top layer and the CLI call into it

@@ -28,6 +28,7 @@ from harness.commands.background import background, preage
 from harness.commands.cloudwatch import after_run
 from harness.commands.supervise import GRACE_S, Interrupted, Watcher, signals_raise, supervise
 from harness.errors import HarnessError
+from harness.gates.columns import check_specs
 from harness.plan import scenario as scenarios
 from harness.plan.build import start_stand_in
 from harness.plan.endpoints import EMBEDDED
@@ -54,6 +55,9 @@ class RunResult:
     signal: str | None = None  # the signal that ended the run, if one did
     to_report: list[Path] = field(default_factory=list)  # run directories with rows and no report yet
     session: bool = False
+    # each test: (number, directory, run.json, its checks' results as dicts), for --junit and --baseline
+    checked: list[tuple[int, Path, dict, list[dict]]] = field(default_factory=list)
+    safety: list[str] | None = None  # the safety check's failures when the scenario asked for it (None: not asked)
 
 
 def run(plan: RunPlan, quiet: bool = False) -> RunResult:
@@ -78,6 +82,7 @@ def _prepare_run_dir(path: Path) -> Path:
 
 
 def _run(plan: RunPlan, say: Callable[[str], None], quiet: bool) -> RunResult:
+    check_specs(plan.scenario.checks.thresholds, f"{plan.scenario.source}: checks.thresholds")  # before anything
     run_dir = _prepare_run_dir(Path(plan.run_dir))
     uneven = uneven_groups(plan)
     if uneven:
@@ -283,14 +288,18 @@ def _results(run_dir: Path, exit_code: int, signalled: str | None, safety_failed
     tests = watcher.tests()
     if session and not tests and exit_code != 0 and not signalled:
         raise HarnessError(f"Locust stopped (exit {exit_code}) before any test ran; see {run_dir / 'locust.log'}")
-    total, failed, to_report = 0, [], []
+    total, failed, to_report, checked = 0, [], [], []
     for number, d, info in tests:
-        rows = read_rows(d, run_checks.COLUMNS)
-        total += len(rows)
         checks = scenarios.Checks(**info["scenario"]["checks"])
+        rows = read_rows(d, run_checks.columns(checks))
+        total += len(rows)
         prefix = f"test {number:03d}: " if session else ""
-        failed += [prefix + line for line in run_checks.evaluate(rows, checks, info)]
+        results = run_checks.results(rows, checks, info, run_checks.run_locks(d, info))
+        checked.append((number, d, info, [r.as_dict() for r in results]))
+        failed += [prefix + r.line for r in results if not r.passed]
         if len(rows) and not info.get("report"):
             to_report.append(d)
     failed += list(safety_failed)
-    return RunResult(run_dir, total, failed, exit_code, signal=signalled, to_report=to_report, session=session)
+    asked = any(info.get("scenario", {}).get("checks", {}).get("safety") for _, _, info in tests)
+    return RunResult(run_dir, total, failed, exit_code, signal=signalled, to_report=to_report, session=session,
+                     checked=checked, safety=list(safety_failed) if asked else None)

@@ -72,6 +72,7 @@ class ActiveTest:
     greenlets: list = field(default_factory=list)
     throttle_marks: list[tuple[float, int]] = field(default_factory=list)
     spans: SpanWriter | None = None  # made when the first span comes (a command-driver run)
+    gate: Any = None  # the abort thresholds' rows (harness.gates.live.LiveGate), when the scenario has one
 
     @property
     def scenario(self) -> Any:
@@ -83,6 +84,8 @@ class ActiveTest:
         self.add_spans(spans)
         self.live.add(rows)
         self.live.add_events(events)
+        if self.gate is not None:
+            self.gate.add(rows)
 
     def add_spans(self, spans: list[dict] | None) -> None:
         if spans:

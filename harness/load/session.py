@@ -28,6 +28,7 @@ from harness import drivers
 from harness.aws.fidelity.probe import PROBES_CSV, Probe, Target
 from harness.drivers.base import IterationOutcome
 from harness.errors import HarnessError
+from harness.gates.live import live_gate
 from harness.load import collect
 from harness.load.collect import ActiveTest, Inflow
 from harness.load.process import HarnessProcess, throttle_count
@@ -153,6 +154,9 @@ class Session:
             t.probe = self._start_probe(plan, backend, test_dir, fidelity.probe_every_s)
         t.greenlets.append(gevent.spawn(self._sample_generator, t))
         t.greenlets.append(gevent.spawn(self._watch, t))
+        t.gate = live_gate(sc.checks, t.started_at, users / max(rate, 1e-9), t.live.lag_s)
+        if t.gate is not None:  # `abort = true` thresholds: judged every window
+            t.greenlets.append(gevent.spawn(self._judge, t))
         why = (f"run time reached ({bound:g} s)" if run_time_s else
                f"the scenario's duration reached ({bound:g} s; no run time was given)")
         t.greenlets.append(gevent.spawn_later(bound, self.stop_test, why))
@@ -230,6 +234,23 @@ class Session:
             if time.monotonic() - idle_since >= settle:
                 self.stop_test(f"all users finished (each reached fleet.max_iterations = "
                                f"{t.scenario.fleet.max_iterations})")
+                return
+
+    def _judge(self, t: ActiveTest) -> None:
+        """Stop the test once an abort threshold is credibly breached, through the run time's own stop (every
+        worker's rows collected, the report built), with run.json's ``aborted`` saying which, when and why."""
+        while self.current is t:
+            gevent.sleep(LIVE_WINDOW_S)
+            if self.current is not t or t.stopping_at is not None:
+                return
+            try:
+                hit = t.gate.judge(time.time(), t.live)
+            except Exception:  # a bug in a gate must not end the test silently: logged, the test runs on
+                log.exception("harness: test %03d: the abort thresholds could not be judged", t.number)
+                return
+            if hit is not None:
+                runinfo.update(t.dir, aborted=hit)
+                self.stop_test(f"aborted at {hit['at_s']:.0f} s by the threshold {hit['check']!r}: {hit['line']}")
                 return
 
     def _sample_generator(self, t: ActiveTest) -> None:

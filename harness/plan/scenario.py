@@ -36,6 +36,8 @@ from harness.datastore.model import METHODS
 from harness.datastore.swamp_push import EXPORTS_AT, PUSH_SCOPES
 from harness.datastore.sync import BOOKKEEPING, GLOBAL_LOCKS, INDEX_COMMITS, LOCK_SCOPES, SYNC_MODES
 from harness.errors import HarnessError
+from harness.gates.expr import UNDECIDED, ThresholdSpec
+from harness.gates.expr import parse as parse_threshold
 from harness.plan.sections import (  # noqa: F401  (re-exported: the scenario's types live with it)
     ARRIVALS,
     BACKENDS,
@@ -342,9 +344,29 @@ def _checks(c: _Reader) -> Checks:
         raise c.fail("max_failure_ratio", f"must be between 0 and 1, got {ratio}")
     checks = Checks(max_failure_ratio=ratio, min_rate_last_window=c.number("min_rate_last_window", 0.0),
                     window_s=c.duration("window", 30.0), max_p99_wait_s=c.duration("max_p99_wait", 0.0, False),
-                    safety=c.boolean("safety", False))
+                    safety=c.boolean("safety", False), thresholds=_thresholds(c),
+                    undecided=c.choice("undecided", "pass", UNDECIDED))
     c.done()
     return checks
+
+
+def _thresholds(c: _Reader) -> tuple[ThresholdSpec, ...]:
+    """``thresholds = ["p95(commit_ms) < 200ms", { check = "...", abort = true }]``, each parsed now."""
+    items = c.get("thresholds", [])
+    if not isinstance(items, list):
+        raise c.fail("thresholds", "must be a list of expressions, e.g. [\"p95(commit_ms) < 200ms\"]")
+    out = []
+    for i, item in enumerate(items):
+        where = f"{c.source}: checks.thresholds[{i}]"
+        if isinstance(item, dict):
+            r = _Reader(item, f"checks.thresholds[{i}]", c.source)
+            spec = ThresholdSpec(r.string("check", ""), r.boolean("abort", False))
+            r.done()
+        else:
+            spec = ThresholdSpec(item)
+        parse_threshold(spec.check, where, spec.abort)  # malformed: one line, before anything starts
+        out.append(spec)
+    return tuple(out)
 
 
 def _background(b: _Reader, backend: str) -> Background:

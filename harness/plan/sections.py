@@ -14,6 +14,7 @@ from harness.aws.fidelity.layer import FidelityConfig
 from harness.aws.fidelity.throttle import DynamoCapacity, S3Rates
 from harness.datastore.lock import LockConfig, swamp_backoff
 from harness.errors import HarnessError
+from harness.gates.expr import ThresholdSpec
 
 BACKENDS = ("dynamodb", "s3")
 KINDS = ("throughput", "write-stress", "disposable")
@@ -152,6 +153,10 @@ class Checks:
     window_s: float = 30.0
     max_p99_wait_s: float = 0.0  # 0: off; else the 99th percentile of the wait (intended start to end) at most this
     safety: bool = False  # check the run's history against the final remote state; a violation fails the run
+    # thresholds on any column (harness.gates.expr: "p95(commit_ms) < 200ms"), judged with their intervals; one
+    # whose interval straddles its limit counts as ``undecided`` says; ``abort`` ones are judged live too
+    thresholds: tuple[ThresholdSpec, ...] = ()
+    undecided: str = "pass"
 
 
 @dataclass(frozen=True)
@@ -273,8 +278,13 @@ class Scenario:
         from dataclasses import replace
 
         given = {k: v for k, v in limits.items() if v is not None}
+        added, undecided = given.pop("thresholds", ()), given.pop("undecided", None)  # --check: beside the file's
         if given.get("max_failure_ratio", 0) > 1 or any(v < 0 for v in given.values()):
             raise HarnessError(f"check limits must be 0 or more (a failure ratio at most 1), got {given}")
+        if added:
+            given["thresholds"] = (*self.checks.thresholds, *added)
+        if undecided:
+            given["undecided"] = undecided
         return replace(self, checks=replace(self.checks, **given)) if given else self
 
 

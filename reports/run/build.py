@@ -173,7 +173,9 @@ def default_out(given: list[Path], runs: list[Run]) -> Path:
     return (parents.pop() if len(parents) == 1 else Path("runs").resolve()) / name
 
 
-def build_report(run_dirs: list[str | Path], out: str | Path | None = None) -> Path:
+def build_report(run_dirs: list[str | Path], out: str | Path | None = None,
+                 baseline: dict[str, Any] | None = None) -> Path:
+    """``baseline``: one run's comparison with its baseline (``reports/run/baseline.py``), shown in its report."""
     given = [Path(d) for d in run_dirs]
     runs = [open_run(d) for d in expand(given)]
     for r in runs:
@@ -190,6 +192,8 @@ def build_report(run_dirs: list[str | Path], out: str | Path | None = None) -> P
         aws = cloudwatch.compare(run.path, run.info, run.rows)  # what AWS measured: only a run it was read for
         if aws is not None:  # has the key (summary.json keeps its keys otherwise)
             f["cloudwatch"] = aws
+        if baseline is not None and len(runs) == 1:
+            f["baseline"] = baseline
         prefix = "" if len(runs) == 1 else f"{i + 1}-{_slug(run.path.name)[:40]}-"
         figs = run_figures(run, f, fig_dir, prefix)
         if len(runs) == 1:

@@ -49,8 +49,11 @@ def findings(rows: pd.DataFrame, info: dict | None = None, *, probes: pd.DataFra
     # what grew between the start and the floor explains a fall; with nothing succeeding there, the end
     late = floor if fleet["degraded"] and fleet["floor_index"] != 0 and floor.successes >= 2 else end
     # the resources first: their lock timelines are let go before the compared stretches are copied below
-    bound = _bottlenecks(Usage(rows, info, span, window, locks=locks, keys=keys, generator=generator,
-                               probes=probes, processes=processes), fleet, span.seconds)
+    usage = Usage(rows, info, span, window, locks=locks, keys=keys, generator=generator, probes=probes,
+                  processes=processes)
+    bound = _bottlenecks(usage, fleet, span.seconds)
+    shares = _lock_shares(usage, info)  # for utilization(lock) thresholds, before the timelines are let go
+    del usage
     t = seconds_since(rows["ts_end"], span.t0)
     extra = [c for c in (*REQUEST_COLUMNS, *QUERY_COLUMNS) if c in rows.columns and rows[c].notna().any()]
     t_ok = t[ok_mask]
@@ -93,7 +96,7 @@ def findings(rows: pd.DataFrame, info: dict | None = None, *, probes: pd.DataFra
         "safety": _safety(safety),
         "incomplete": [p for p in info.get("incomplete") or [] if isinstance(p, dict)],
         "stand_in": info.get("stand_in"),
-        "checks": _checks(rows, info),
+        "checks": _checks(rows, info, shares),
     }
     out.update(bound)
     out["wait"], out["stages"] = wait_findings(rows, info, span, window), stage_rows(rows, info, span)
@@ -247,12 +250,22 @@ def _safety(safety: dict | None) -> dict[str, Any] | None:
     return out
 
 
-def _checks(rows: pd.DataFrame, info: dict) -> list[dict[str, Any]] | None:
+def _checks(rows: pd.DataFrame, info: dict, locks: list | None = None) -> list[dict[str, Any]] | None:
     """The scenario's own checks (from run.json), evaluated by the CI gate's code."""
     scenario = info.get("scenario")
     if not isinstance(scenario, dict) or not isinstance(scenario.get("checks"), dict):
         return None
     from reports.run.checks import results
 
-    return [r.as_dict() for r in results(rows, scenario["checks"], info)]
+    return [r.as_dict() for r in results(rows, scenario["checks"], info, locks)]
+
+
+def _lock_shares(usage: Usage, info: dict) -> list | None:
+    """Each lock key's busy share, when one of the scenario's thresholds reads a lock's utilization."""
+    from reports.run.checks import lock_shares, thresholds
+
+    checks = (info.get("scenario") or {}).get("checks")
+    if not isinstance(checks, dict) or not any(t.stat == "utilization" for t in thresholds(checks)):
+        return None
+    return lock_shares(usage)
 

@@ -316,16 +316,45 @@ def _spans(f: dict[str, Any]) -> str:
     """What the spans measured (and did not): a command-driver run's spans, the columns no span filled."""
     s = (f.get("spans") or {}).get("sentence")
     return f'<p class="note">{escape(s)}</p>' if s else ""
+def _safety_lead(run: Run, f: dict[str, Any]) -> list[str]:
+    """A safety scenario's first line: its verdict (acknowledged, lost, phantom, torn, corrupt, violations)."""
+    sf = f.get("safety")
+    asked = (((run.info.get("scenario") or {}).get("checks")) or {}).get("safety")
+    if not sf:
+        return ['<p class="warn">Safety: not checked (no safety result was recorded for this run; '
+                '<code>harness check RUN_DIR --live</code> checks it while its table or bucket is there).</p>'] \
+            if asked else []
+    return [f'<p class="{"warn" if sf.get("violations") else "ok"}"><b>{escape(words.safety_line(sf))}</b></p>']
+
+
+def _baseline_lead(f: dict[str, Any]) -> list[str]:
+    b = f.get("baseline")
+    if not b:
+        return []
+    return [f'<p class="{"warn" if b["regressions"] else "ok"}">{escape(b["sentence"])}</p>']
+
+
+def _baseline(f: dict[str, Any]) -> str:
+    """The run against its baseline, item by item (reports/run/baseline.py)."""
+    b = f.get("baseline")
+    if not b:
+        return ""
+    rows = [[x["name"], x["what"], x["base"], x["new"], x["unit"], x["ratio"], iv(x["interval"]), x["verdict"],
+             "REGRESSION" if x["regression"] else ""] for x in b["items"]]
+    return (f"<p>{escape(b['sentence'])} Ratios are this run over the baseline ({escape(b['baseline'])}), with 95 % "
+            f"intervals; a regression is credibly worse by more than {b['threshold'] * 100:g} %.</p>"
+            + table(["", "measure", "baseline", "this run", "unit", "ratio", "95 % interval", "verdict", ""], rows))
 
 
 def first_screen(run: Run, f: dict[str, Any], figures: list[tuple[str, str]]) -> list[str]:
-    """The verdict and the rate over time; then the bound and the step that grew, as pictures."""
+    """The verdict and the rate over time; then the bound and the step that grew, as pictures. A safety
+    scenario leads with its safety verdict, a run compared with a baseline with that comparison."""
     fig = _by_base(figures)
     pair = [fig[b] for b in ("bound.png", "grew.png") if b in fig]
     w = f.get("wait")
     queue = [f'<p class="{"warn" if w["growing"] else "ok"}">{escape(w["sentence"])}</p>'] if w else []
-    return [_verdict(f), *queue, *_warnings(run, f), fig.get("rate.png", ""),
-            f'<div class="pair">{"".join(pair)}</div>' if pair else ""]
+    return [*_safety_lead(run, f), _verdict(f), *_baseline_lead(f), *queue, *_warnings(run, f),
+            fig.get("rate.png", ""), f'<div class="pair">{"".join(pair)}</div>' if pair else ""]
 
 
 def sections(run: Run, f: dict[str, Any], figures: list[tuple[str, str]]) -> list[str]:
@@ -349,6 +378,7 @@ def sections(run: Run, f: dict[str, Any], figures: list[tuple[str, str]]) -> lis
                 _percentiles(f) + fig.get("latency_percentiles.png", "") + _locust(run)),
         details("What reaches a limit next? Item size and per-key throughput", _limits(f)),
         details("Did the scenario's checks pass?", _checks(f)),
+        details("How does it compare with its baseline? The rate, the floor and each step", _baseline(f)),
         details("Was the load generator or the stand-in the limit? Lock safety and notes",
                 _said(said["generator"] + [x for x in said["other"] if x not in _alarms(f)])
                 + _probe_generator_safety(f) + fig.get("probe.png", "")

@@ -230,6 +230,18 @@ def generator_sentences(f: dict[str, Any]) -> list[str]:
             f"{p['median']:.0f} % CPU ({cpu_samples(p['saturated_share'], p['samples'])})."]
 
 
+def safety_line(sf: dict[str, Any]) -> str:
+    """The safety verdict in one line: acknowledged, lost, phantom, torn, corrupt, violations."""
+    d = sf.get("details") or {}
+    torn, corrupt = d.get("torn_reads"), d.get("corrupt")
+    parts = [f"{sf.get('acknowledged')} acknowledged commits", f"{sf.get('lost')} lost", f"{sf.get('phantom')} phantom",
+             *([f"{torn} torn reads"] if torn is not None else []), *([f"{corrupt} corrupt"] if corrupt is not None
+                                                                       else [])]
+    v = sf.get("violations")
+    return f"Safety: {', '.join(parts)}: {v} violation{'' if v == 1 else 's'}" + (
+        "." if not v else " (the safety section has them).")
+
+
 def other_sentences(f: dict[str, Any]) -> list[str]:
     out = []
     sf = f.get("safety")

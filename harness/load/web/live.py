@@ -329,6 +329,13 @@ class Live:
                 busy[j], held[j] = folded[i]
         return busy, held
 
+    def lock_busy_shares(self, a: float, b: float) -> dict[str, tuple[np.ndarray, int]]:
+        """Each lock key's busy share per bin between a and b, and its holders so far (the live abort's
+        ``utilization(lock)``, harness.gates.live)."""
+        locks, bins = self._locks(), self._bin_range(a, b)
+        return {key: (self.lock_busy(key, locks.get(key), bins)[0], len(self.lock_holders.get(key, set())))
+                for key in sorted(set(locks) | set(self.lock_folded))}
+
     def resources(self, a: float, b: float, now: float) -> list[Resource]:
         out = [self.step(a, b, now)]
         locks = self._locks()
