@@ -28,6 +28,7 @@ from harness.explore.play import PRELUDE, Troupe, play
 from harness.explore.world import Target
 
 MAX_FINDS = 4  # kinds of violation looked for per target before its share goes to the next
+SHRINK_S = 30.0  # Hypothesis's shrinking of one find, at most (minimize() then makes it 1-minimal)
 REGION = "us-east-1"
 
 
@@ -66,13 +67,14 @@ def replay(target: Target, steps: list[dict], troupe: Troupe) -> Any:
     return play(target, steps, troupe)
 
 
-def minimize(target: Target, steps: list[dict], kind: str, troupe: Troupe, deadline: float) -> list[dict]:
-    """Leave each step out in turn (last first); keep it out while the same kind of violation stays."""
+def minimize(target: Target, steps: list[dict], found: dict[str, int], troupe: Troupe,
+             deadline: float) -> list[dict]:
+    """Leave each step out in turn (last first); keep it out while the same kinds of finding stay."""
     i = len(steps) - 1
     while i >= 0 and time.monotonic() < deadline:
         trial = steps[:i] + steps[i + 1:]
         out = replay(target, trial, troupe)
-        if out.violations and signature(trial, out.findings) == kind:
+        if out.violations and set(out.findings) == set(found):
             steps = trial
         i -= 1
     return steps
@@ -86,16 +88,12 @@ def _one(target: Target, rnd: Round, steps: list[dict], out: Any, seed: int, n: 
             "drawn_at": rnd.found_at, "drawn_length": len(rnd.first or []), "length": len(steps),
             "signature": signature(steps, out.findings), "violations": out.violations, "findings": out.findings,
             "steps": out.words, "prelude": PRELUDE, "schedule": steps,
-            "replays": bool(out.violations) and signature(steps, out.findings) == signature(*_best(rnd))}
-
-
-def _best(rnd: Round) -> tuple[list[dict], dict]:
-    steps, out = rnd.best or ([], None)
-    return steps, (out.findings if out else {})
+            "replays": bool(out.violations) and set(out.findings) == set(rnd.best[1].findings if rnd.best else ())}
 
 
 def explore_target(target: Target, troupe: Troupe, quota: int, seed: int, deadline: float,
-                   hard_deadline: float, progress: Callable[[str], None]) -> tuple[dict, list[dict]]:
+                   hard_deadline: float, progress: Callable[[str], None],
+                   shrink_s: float = SHRINK_S) -> tuple[dict, list[dict]]:
     """One target's share: rounds until ``quota`` schedules are drawn, ``MAX_FINDS`` kinds found, or time is up."""
     t0 = time.monotonic()
     IDS.rng.seed(0)
@@ -108,7 +106,7 @@ def explore_target(target: Target, troupe: Troupe, quota: int, seed: int, deadli
     n = 0
     while total["schedules"] < quota and len(found) < MAX_FINDS and time.monotonic() < deadline:
         rnd = run_round(Round(target, troupe, labels, known, deadline, round_seed(seed, target, n),
-                              quota - total["schedules"], reset=lambda: IDS.rng.seed(0)))
+                              quota - total["schedules"], reset=lambda: IDS.rng.seed(0), shrink_s=shrink_s))
         total["schedules"] += rnd.drawn
         total["violating"] += rnd.violating
         total["shrink_runs"] += rnd.shrink_runs
@@ -118,10 +116,10 @@ def explore_target(target: Target, troupe: Troupe, quota: int, seed: int, deadli
         digest.update(rnd.digest.encode())
         if rnd.best is not None:
             best, was = rnd.best
-            steps = minimize(target, best, signature(best, was.findings), troupe, hard_deadline)
+            steps = minimize(target, best, was.findings, troupe, hard_deadline)
             out = replay(target, steps, troupe)
             one = _one(target, rnd, steps, out, seed, n)
-            known.add(one["signature"])
+            known.update({one["signature"], signature(best, was.findings)})
             found.append(one)
             progress(f"{target.name}: found {one['signature']} at schedule {total['schedules']} (round {n}), "
                      f"shrunk {one['drawn_length']} -> {one['length']} steps")
@@ -137,7 +135,7 @@ def explore_target(target: Target, troupe: Troupe, quota: int, seed: int, deadli
 
 
 def simulate(targets: list[Target], n: int, seed: int, budget_s: float | None,
-             progress: Callable[[str], None] = lambda _m: None) -> dict[str, Any]:
+             progress: Callable[[str], None] = lambda _m: None, shrink_s: float = SHRINK_S) -> dict[str, Any]:
     """The JSON of a random exploration's ``explore.json``: totals per target, the shrunk violating schedules."""
     from hypothesis import __version__
 
@@ -149,7 +147,8 @@ def simulate(targets: list[Target], n: int, seed: int, budget_s: float | None,
             left = len(targets) - i
             quota = (n - sum(t["schedules"] for t in totals)) // left if left else 0
             share = (hard - time.monotonic()) / left if budget_s else float("inf")
-            total, found = explore_target(target, troupe, quota, seed, time.monotonic() + share, hard, progress)
+            total, found = explore_target(target, troupe, quota, seed, time.monotonic() + share, hard, progress,
+                                          shrink_s)
             totals.append(total)
             schedules += found
     seconds = time.monotonic() - started

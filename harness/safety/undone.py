@@ -8,9 +8,11 @@ hole 8), shows nowhere in the entries the acknowledged commits explain, but it s
   state's, a pull's, an acknowledged commit's) must be an acknowledged commit's, or one of the domain's
   indeterminate commits may have sealed it (each at most one); a sequence left over was sealed by a commit
   its worker was told had failed;
-- **lost reads**: an entry a fenced reader held in its view at sequence s is, at the end, still there at that
-  version or a newer one, unless an acknowledged commit sealed after s (or an indeterminate one) wrote or
-  removed that path: otherwise readers lost what they had read, with nothing in the history removing it.
+- **lost reads**: an entry a fenced reader held in its view at sequence s (what was sealed there, or what no
+  acknowledged commit wrote) is, at the end, still there at that version or a newer one, unless an
+  acknowledged commit sealed after s (or an indeterminate one) wrote or removed that path: otherwise readers
+  lost what they had read, with nothing in the history removing it. (A view holding what a commit at or below
+  s had replaced is a torn read, ``views.py``, not a loss.)
 
 A run pre-aged by ``--seed-models`` (``untracked_ok``) has commits the history never saw: no seal is judged.
 Views recorded by their size only, and unfenced ones (swamp's in-place entries have no sealed state), are not.
@@ -72,17 +74,18 @@ def lost_reads(events: list[dict], state: dict) -> list[dict]:
              and len(e["view"]) == e.get("view_size", len(e["view"]))]
     if not pulls:
         return []
-    touched: dict[str, list[int]] = defaultdict(list)  # path -> sequences of acknowledged commits touching it
+    touched: dict[str, list[tuple[int, tuple | None]]] = defaultdict(list)  # path -> (seq, what it left), acked
     unsure: set[str] = set()  # paths an indeterminate commit touched
     for c in events:
         if c.get("type") != "commit":
             continue
-        paths = [p for p, *_ in c.get("writes", [])] + [p for p, *_ in c.get("deletes", [])]
         if c.get("ok") and c.get("seq") is not None:
-            for p in paths:
-                touched[p].append(int(c["seq"]))
+            for p, v, d, *_ in c.get("writes", []):
+                touched[p].append((int(c["seq"]), (v, d)))
+            for p, *_ in c.get("deletes", []):
+                touched[p].append((int(c["seq"]), None))
         elif c.get("indeterminate"):
-            unsure.update(paths)
+            unsure.update(p for p, *_ in [*c.get("writes", []), *c.get("deletes", [])])
     final = {e["path"]: (e["version"], e["digest"]) for e in state.get("entries", [])}
     out = []
     for p in pulls:
@@ -92,8 +95,11 @@ def lost_reads(events: list[dict], state: dict) -> list[dict]:
             got = final.get(path)
             if got is not None and (got[0] > version or got == (version, digest)):
                 continue  # still there, or replaced by a newer version
-            if path in unsure or any(s > seq for s in touched.get(path, ())):
+            if path in unsure or any(s > seq for s, _ in touched.get(path, ())):
                 continue  # a commit after the view wrote or removed it
+            sealed = [what for s, what in sorted(touched.get(path, ()), key=lambda t: t[0]) if s <= seq]
+            if sealed and sealed[-1] != (version, digest):
+                continue  # the view held what was no longer sealed there: a torn read, not a loss
             gone.append({"path": path, "read": [version, digest], "now": list(got) if got else None})
         if gone:
             out.append({"holder": p.get("holder"), "domain": p.get("domain"), "seq": seq,
