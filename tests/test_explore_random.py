@@ -88,9 +88,8 @@ def test_a_throttle_fails_the_request_as_botocore_would_after_its_retries(troupe
     layout = "per-model" if backend == "dynamodb" else "sharded"
     p = _play(Target(backend, "one-lock", layout, True),
               [{"actor": "C", "fault": "throttle", "at": at}, {"actor": "C", "op": "run", "model": "m0"}], troupe)
-    assert f"is throttled past botocore's retries; C: sync m0, to the end: ClientError" in p.words[3] \
-        or f"{code}" in p.words[3], p.words[3]
-    assert code in p.words[3]
+    assert "is throttled past botocore's retries; C: sync m0, to the end: " in p.words[3], p.words[3]
+    assert code in p.words[3]  # the op failed with the service's throttle code
     assert p.finish()["violations"] == 0
 
 
@@ -167,6 +166,13 @@ def test_harness_explore_replay_plays_a_stored_schedule_and_exits_3(unfenced_sea
     assert found[0]["steps"][-1] in proc.stderr
 
 
+class Everything:
+    """A kind of violation that covers every violation: the round only draws (nothing to shrink)."""
+
+    def covers(self, steps, found) -> bool:
+        return True
+
+
 def test_the_same_seed_draws_the_same_schedules(troupe):
     from harness.explore.draw import Round, round_seed, run_round, vocabulary
     from harness.explore.simulate import IDS
@@ -175,8 +181,8 @@ def test_the_same_seed_draws_the_same_schedules(troupe):
     labels = vocabulary(target, troupe)
     digests = []
     for _ in range(2):
-        rnd = run_round(Round(target, troupe, labels, {"*"}, time.monotonic() + 60, round_seed(5, target, 0), 3,
-                              reset=lambda: IDS.rng.seed(0)))
+        rnd = run_round(Round(target, troupe, labels, [Everything()], time.monotonic() + 60,
+                              round_seed(5, target, 0), 3, reset=lambda: IDS.rng.seed(0)))
         digests.append((rnd.drawn, rnd.digest))
     assert digests[0] == digests[1] and digests[0][0] == 3
 

@@ -3,7 +3,7 @@
 Hypothesis is the only thing here that knows of it: a rule draws one step (start an operation, let a started
 actor go on, let time move, arm a disturbance), ``play.py`` plays it at once, and the teardown finishes the
 schedule and asks the checker. A violation of a kind not found yet (its findings and the disturbances it uses:
-``signature``) fails the example; Hypothesis then shrinks it to a short schedule that still fails, which is
+``Kind``) fails the example; Hypothesis then shrinks it to a short schedule that still fails, which is
 kept as plain steps (``Round.best``) that replay without Hypothesis. A seed draws the same schedules again only
 on the same Hypothesis version and the same code; the stored steps replay on any.
 
@@ -26,7 +26,7 @@ from hypothesis.control import current_build_context
 from hypothesis.stateful import RuleBasedStateMachine, precondition, rule, run_state_machine_as_test
 
 from harness.explore.actor import Stuck
-from harness.explore.play import ACTORS, LOCK, MODELS, OPS, Outcome, Play, Troupe, findings
+from harness.explore.play import ACTORS, LOCK, MODELS, Outcome, Play, Troupe, findings
 from harness.explore.schedules import is_read
 from harness.explore.world import Target
 
@@ -64,11 +64,30 @@ def fault_kinds(target: Target) -> tuple[str, ...]:
     return ("lost-answer", "throttle", "crash", "stop", "ahead") + (("gsi",) if target.backend == "dynamodb" else ())
 
 
+def disturbances(steps: list[dict]) -> set[str]:
+    """The kinds of disturbance a schedule uses (a wait is a freeze)."""
+    return {s.get("fault") or ("wait" if "wait" in s else "ahead" if "ahead" in s else "") for s in steps} - {""}
+
+
 def signature(steps: list[dict], found: dict[str, int]) -> str:
-    """A kind of violation: what it broke and which disturbances it took (a wait is a freeze)."""
-    used = sorted({s.get("fault") or ("wait" if "wait" in s else "ahead" if "ahead" in s else "")
-                   for s in steps} - {""})
-    return f"{'+'.join(sorted(found))} by {'+'.join(used) or 'no disturbance'}"
+    """A kind of violation: what it broke and which disturbances it took."""
+    return f"{'+'.join(sorted(found))} by {'+'.join(sorted(disturbances(steps))) or 'no disturbance'}"
+
+
+@dataclass(frozen=True)
+class Kind:
+    """A kind of violation found (its findings, and the disturbances its shrunk schedule needed): a schedule
+    with the same findings that uses at least those disturbances is taken for another instance of it."""
+
+    findings: frozenset[str]
+    needs: frozenset[str]
+
+    @classmethod
+    def of(cls, steps: list[dict], found: dict[str, int]) -> Kind:
+        return cls(frozenset(found), frozenset(disturbances(steps)))
+
+    def covers(self, steps: list[dict], found: dict[str, int]) -> bool:
+        return set(found) == self.findings and self.needs <= disturbances(steps)
 
 
 def round_seed(seed: int, target: Target, n: int) -> int:
@@ -84,7 +103,7 @@ class Round:
     target: Target
     troupe: Troupe
     labels: list[str]
-    known: set[str]
+    known: list[Kind]
     deadline: float
     seed: int
     examples: int
@@ -123,7 +142,7 @@ class Round:
             self._digest.update(json.dumps(steps, sort_keys=True).encode())
         else:
             self.shrink_runs += 1
-        if not out.violations or signature(steps, out.findings) in self.known:
+        if not out.violations or any(k.covers(steps, out.findings) for k in self.known):
             return
         if not self.shrinking:
             self.found_at, self.first = self.drawn, list(steps)
@@ -256,4 +275,4 @@ def run_round(rnd: Round) -> Round:
     return rnd
 
 
-__all__ = ["STEPS", "Round", "fault_kinds", "round_seed", "run_round", "signature", "vocabulary"]
+__all__ = ["STEPS", "Kind", "Round", "fault_kinds", "round_seed", "run_round", "signature", "vocabulary"]

@@ -34,9 +34,9 @@ from harness.clock import FakeClock
 from harness.datastore.backends.dynamodb import DynamoBackend
 from harness.datastore.backends.s3 import S3Backend
 from harness.datastore.catalog import Catalog
+from harness.datastore.lock import LockConfig
 from harness.datastore.sync import Datastore, SyncConfig
 from harness.explore.actor import Actor, Budget, Fault, Hooks, SkewClock, Stuck
-from harness.datastore.lock import LockConfig
 from harness.explore.world import Inline, Target
 from harness.safety.checker import FINDINGS, check
 from harness.safety.state import snapshot

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.errors import HarnessError
-from harness.explore.draw import Round, round_seed, run_round, signature, vocabulary
+from harness.explore.draw import Kind, Round, round_seed, run_round, signature, vocabulary
 from harness.explore.play import PRELUDE, Troupe, play
 from harness.explore.world import Target
 
@@ -98,7 +98,7 @@ def explore_target(target: Target, troupe: Troupe, quota: int, seed: int, deadli
     t0 = time.monotonic()
     IDS.rng.seed(0)
     labels = vocabulary(target, troupe)
-    known: set[str] = set()
+    known: list[Kind] = []
     found: list[dict] = []
     total = {"target": target.name, "schedules": 0, "violating": 0, "finds": 0, "shrink_runs": 0, "rounds": 0,
              "errors": 0, "error": None}
@@ -119,10 +119,14 @@ def explore_target(target: Target, troupe: Troupe, quota: int, seed: int, deadli
             steps = minimize(target, best, was.findings, troupe, hard_deadline)
             out = replay(target, steps, troupe)
             one = _one(target, rnd, steps, out, seed, n)
-            known.update({one["signature"], signature(best, was.findings)})
-            found.append(one)
-            progress(f"{target.name}: found {one['signature']} at schedule {total['schedules']} (round {n}), "
-                     f"shrunk {one['drawn_length']} -> {one['length']} steps")
+            kind = Kind.of(steps, out.findings)
+            if kind in known:  # shrunk to a kind found before: one more instance of it
+                known.append(Kind.of(best, was.findings))
+            else:
+                known.append(kind)
+                found.append(one)
+                progress(f"{target.name}: found {one['signature']} at schedule {total['schedules']} (round {n}), "
+                         f"shrunk {one['drawn_length']} -> {one['length']} steps")
         elif rnd.out_of_time or rnd.drawn == 0:
             break
         n += 1

@@ -12,8 +12,9 @@ acknowledged commit sealed at or below ``seq`` wrote at all (a refused commit's,
 hole 8, where readers built on a seal their writer was then told had failed).
 
 Only paths the history decides are judged: a path touched by a commit whose
-outcome is unknown (indeterminate), or by none at all (seeded data), is
-skipped (``untracked_ok``: so is a path no commit of the history touched); so is a view recorded only by its size (too large to keep), and an
+outcome is unknown (indeterminate) is skipped, and so (``untracked_ok``: a run
+pre-aged by ``--seed-models``) is a path no commit of the history touched; so
+is a view recorded only by its size (too large to keep), and an
 unfenced one: swamp's own entries change in place before its sequence moves,
 so its views have no sealed state to be measured against (its damage shows as
 lost writes and stale views instead).
