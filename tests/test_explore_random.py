@@ -33,10 +33,10 @@ FENCED_BUDGET_S = 120.0  # (a bound for a busy machine: ~10 s on a quiet one)
 
 
 @pytest.fixture(scope="module")
-def troupe():
+def troupe(tmp_path_factory):
     from harness.explore.simulate import simulation
 
-    with simulation() as t:
+    with simulation(home=tmp_path_factory.mktemp("hypothesis")) as t:  # (not .hypothesis/ in the checkout)
         yield t
 
 

@@ -116,7 +116,7 @@ def cmd_explore_random(backend: str | None, sync: str | None, layout: str | None
     chosen = targets(backend, sync, layout, fencing == "on", quick=layout is None)
     _say(f"drawing {n} random schedules over {len(chosen)} target(s) ({', '.join(t.name for t in chosen)}), "
          f"seed {seed}{f', at most {budget}' if budget else ''} -> {out}")
-    result = simulate(chosen, n, seed, seconds, progress=_say)
+    result = simulate(chosen, n, seed, seconds, progress=_say, home=out / "hypothesis")
     page = _write(result, out)
     _say(f"{result['explored']} schedules drawn in {result['seconds']:.0f} s ({result['pace']} played a second, "
          f"shrinking included), {result['violating_drawn']} violating, {result['violating']} kind(s) of violation "

@@ -32,7 +32,7 @@ import greenlet
 from botocore.awsrequest import AWSResponse
 
 from harness.clock import FakeClock
-from harness.explore.faults import Crash, LostAnswer, _written, label
+from harness.explore.faults import ClientHooks, Crash, LostAnswer, _written, label
 
 FAULTS = ("lost-answer", "throttle", "crash", "gsi", "stop")
 REQUEST_S = 0.005  # what one request takes of the shared clock
@@ -100,22 +100,12 @@ class Fault:
                 "show)"}[self.kind]
 
 
-class Hooks:
+class Hooks(ClientHooks):
     """botocore event hooks on one client, registered once; they serve whichever actor uses the client now."""
 
     def __init__(self, client: Any) -> None:
-        self.client = client
+        super().__init__(client)
         self.actor: Actor | None = None
-        self._params: dict = {}
-        ev = client.meta.events
-        ev.register("before-parameter-build", self._params_of)
-        ev.register("before-call", self._before_call)
-        ev.register_first("before-send", self._before_send)
-        ev.register_first("needs-retry", self._needs_retry)
-        ev.register("after-call.dynamodb.Query", self._after_query)
-
-    def _params_of(self, params: dict, **_: Any) -> None:
-        self._params = params
 
     def _before_call(self, model: Any, **_: Any) -> Any:
         a = self.actor
@@ -133,11 +123,6 @@ class Hooks:
         botocore_stubber(event_name=event_name, request=request)  # it lands ...
         a.wait_for_answer()  # ... the actor waits for an answer that never comes (others may run meanwhile)
         raise LostAnswer(endpoint_url=request.url)  # ... and botocore sends it again
-
-    def _needs_retry(self, caught_exception: Any = None, attempts: int = 1, **_: Any) -> Any:
-        if isinstance(caught_exception, LostAnswer) and attempts < 3:
-            return 0
-        return None
 
     def _after_query(self, parsed: dict, **_: Any) -> None:
         a = self.actor

@@ -46,12 +46,17 @@ IDS = _Ids()
 
 
 @contextmanager
-def simulation() -> Iterator[Troupe]:
+def simulation(home: Path | None = None) -> Iterator[Troupe]:
     """In-process AWS (moto's mock, fake credentials, AWS's endpoint names: no profile or endpoint variable
-    applies) and seeded ids; the actors' clients."""
+    applies) and seeded ids; the actors' clients. ``home``: where Hypothesis keeps what it caches (the constants
+    it reads from the code; its example database is off), instead of ``.hypothesis`` in the working directory."""
     import boto3
     from moto import mock_aws
 
+    if home is not None:
+        from hypothesis.configuration import set_hypothesis_home_dir
+
+        set_hypothesis_home_dir(home)
     real = uuid.uuid4
     uuid.uuid4 = IDS.uuid4  # type: ignore[assignment]
     try:
@@ -139,14 +144,15 @@ def explore_target(target: Target, troupe: Troupe, quota: int, seed: int, deadli
 
 
 def simulate(targets: list[Target], n: int, seed: int, budget_s: float | None,
-             progress: Callable[[str], None] = lambda _m: None, shrink_s: float = SHRINK_S) -> dict[str, Any]:
+             progress: Callable[[str], None] = lambda _m: None, shrink_s: float = SHRINK_S,
+             home: Path | None = None) -> dict[str, Any]:
     """The JSON of a random exploration's ``explore.json``: totals per target, the shrunk violating schedules."""
     from hypothesis import __version__
 
     started = time.monotonic()
     hard = started + budget_s if budget_s else float("inf")
     totals, schedules = [], []
-    with simulation() as troupe:
+    with simulation(home) as troupe:
         for i, target in enumerate(targets):
             left = len(targets) - i
             quota = (n - sum(t["schedules"] for t in totals)) // left if left else 0
@@ -190,7 +196,7 @@ def load_schedules(path: str | Path, index: int | None) -> list[dict]:
 
 def replay_stored(stored: list[dict]) -> list[Any]:
     """Play each stored schedule again (no Hypothesis): its outcome, in the explorer's words."""
-    with simulation() as troupe:
+    with simulation() as troupe:  # (nothing of Hypothesis runs: it caches nothing)
         return [replay(Target(s["backend"], s["sync"], s["layout"], s["fencing"]), s["schedule"], troupe)
                 for s in stored]
 
