@@ -119,8 +119,8 @@ def cmd_explore_random(backend: str | None, sync: str | None, layout: str | None
     result = simulate(chosen, n, seed, seconds, progress=_say, home=out / "hypothesis")
     page = _write(result, out)
     _say(f"{result['explored']} schedules drawn in {result['seconds']:.0f} s ({result['pace']} played a second, "
-         f"shrinking included), {result['violating_drawn']} violating, {result['violating']} kind(s) of violation "
-         f"shrunk and stored; {out / 'explore.json'}; {page}")
+         f"{result['cpu_pace']} a CPU-second, shrinking included), {result['violating_drawn']} violating, "
+         f"{result['violating']} kind(s) of violation shrunk and stored; {out / 'explore.json'}; {page}")
     for i, s in enumerate(result["schedules"], 1):
         _say(f"violates ({s['target']}, seed {s['seed']}, round {s['round']}, drawn {s['drawn_length']} steps, "
              f"shrunk to {s['length']}; replay: harness explore --replay {out / 'explore.json'} --schedule {i}):")

@@ -100,7 +100,7 @@ def explore_target(target: Target, troupe: Troupe, quota: int, seed: int, deadli
                    hard_deadline: float, progress: Callable[[str], None],
                    shrink_s: float = SHRINK_S) -> tuple[dict, list[dict]]:
     """One target's share: rounds until ``quota`` schedules are drawn, ``MAX_FINDS`` kinds found, or time is up."""
-    t0 = time.monotonic()
+    t0, c0 = time.monotonic(), time.process_time()
     IDS.rng.seed(0)
     labels = vocabulary(target, troupe)
     known: list[Kind] = []
@@ -137,6 +137,7 @@ def explore_target(target: Target, troupe: Troupe, quota: int, seed: int, deadli
         n += 1
     total["finds"] = len(found)
     total["seconds"] = round(time.monotonic() - t0, 1)
+    total["cpu_s"] = round(time.process_time() - c0, 1)  # this process's CPU: the pace on a machine it had alone
     total["drawn_digest"] = digest.hexdigest()[:16]
     progress(f"{target.name}: {total['schedules']} schedules, {total['violating']} violating, {len(found)} kinds "
              f"found ({total['seconds']:.0f} s)")
@@ -163,11 +164,13 @@ def simulate(targets: list[Target], n: int, seed: int, budget_s: float | None,
             schedules += found
     seconds = time.monotonic() - started
     played = sum(t["schedules"] + t["shrink_runs"] for t in totals)
+    cpu = sum(t["cpu_s"] for t in totals)
     return {"mode": "random", "quick": False, "seed": seed, "requested": n, "budget_s": budget_s,
             "hypothesis": __version__, "seconds": round(seconds, 1),
             "explored": sum(t["schedules"] for t in totals), "violating": len(schedules),
             "violating_drawn": sum(t["violating"] for t in totals), "played": played,
             "pace": round(played / seconds, 2) if seconds else None,
+            "cpu_pace": round(played / cpu, 2) if cpu else None,  # schedules a CPU-second (a busy machine's share)
             "targets": [t.name for t in targets], "totals": totals, "schedules": schedules,
             "note": f"a seed draws the same schedules only with Hypothesis {__version__} and this code; a stored "
                     "schedule replays on any: harness explore --replay explore.json"}
