@@ -198,8 +198,8 @@ class Schedules(RuleBasedStateMachine):
     def _busy(self) -> list[str]:
         return self.play.busy() if self.play else []
 
-    # Hypothesis draws among the rules evenly: starting an operation and going on are each two rules, so a
-    # schedule is mostly actors taking turns (a random scheduler), with some freezes and disturbances
+    # Hypothesis draws among the rules evenly: starting an operation, going on and arming a disturbance are each
+    # two rules, so a schedule is mostly actors taking turns (a random scheduler) amid disturbances and freezes
     @rule(data=st.data())
     def start(self, data: Any) -> None:
         who = data.draw(st.sampled_from(ACTORS))  # (from a fixed list: a shrunk schedule keeps its meaning)
@@ -238,6 +238,10 @@ class Schedules(RuleBasedStateMachine):
             self._do({"actor": who, "fault": "gsi", "rank": data.draw(st.integers(0, GSI_RANKS - 1))})
         else:
             self._do({"actor": who, "fault": kind, "at": data.draw(st.sampled_from(self.rnd.labels))})
+
+    @rule(data=st.data())
+    def disturb_again(self, data: Any) -> None:
+        self.disturb(data)
 
     def teardown(self) -> None:
         if self.play is None:
