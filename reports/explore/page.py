@@ -10,7 +10,8 @@ from typing import Any
 
 from reports.show import details, frame
 
-CSS = ".verdict.bad{color:#a00;font-weight:600}td.bad{color:#a00;font-weight:600}ol{margin:0;padding-left:1.2rem}"
+CSS = (".verdict.bad{color:#a00;font-weight:600}td.bad{color:#a00;font-weight:600}ol{margin:0;padding-left:1.2rem}"
+       "td.words{text-align:left}")
 
 
 def verdict(result: dict[str, Any]) -> str:
@@ -31,8 +32,9 @@ def _random_sections(result: dict[str, Any]) -> list[str]:
     e = html.escape
     bad = result["schedules"]
     rows = "".join(
-        f"<tr><td>{i}</td><td>{e(s['target'])}</td><td class='bad'>{e(s['signature'])}</td><td>seed {s['seed']}, "
-        f"round {s['round']}<br>schedule {s['drawn_at']}</td><td>{s['drawn_length']} &rarr; {s['length']}</td><td><ol>"
+        f"<tr><td>{i}</td><td>{e(s['target'])}</td><td class='bad words'>{e(s['signature'])}</td><td>seed "
+        f"{s['seed']}, round {s['round']}<br>schedule {s['drawn_at']}</td><td>{s['drawn_length']} &rarr; "
+        f"{s['length']}</td><td class='words'><ol>"
         + "".join(f"<li>{e(step)}</li>" for step in s["steps"]) + "</ol></td></tr>" for i, s in enumerate(bad, 1))
     totals = "".join(
         f"<tr><td>{e(t['target'])}</td><td>{t['schedules']}</td><td class='{'bad' if t['violating'] else 'ok'}'>"
