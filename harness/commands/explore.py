@@ -137,7 +137,8 @@ def cmd_explore_replay(path: str, index: int | None) -> int:
     stored = load_schedules(path, index)
     bad = 0
     for i, (s, out) in enumerate(zip(stored, replay_stored(stored), strict=True), 1):
-        _say(f"schedule {index or i} ({s['target']}, {s['length']} steps): {out.then()[len('then: '):]}"
+        what = f" {s['what']}:" if s.get("what") else ""
+        _say(f"schedule {index or i} ({s['target']}, {s['length']} steps):{what} {out.then()[len('then: '):]}"
              f"{'' if out.violations else ' (it violated when stored: the code changed since)'}")
         for step in out.words:
             print(f"    {step}", file=sys.stderr)
