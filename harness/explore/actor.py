@@ -34,7 +34,6 @@ from botocore.awsrequest import AWSResponse
 from harness.clock import FakeClock
 from harness.explore.faults import ClientHooks, Crash, LostAnswer, _written, label
 
-FAULTS = ("lost-answer", "throttle", "crash", "gsi", "stop")
 REQUEST_S = 0.005  # what one request takes of the shared clock
 RESUME_CAP = 4000  # requests one resume may make before the actor is stopped anyway (a loop that never ends)
 THROTTLE = {"dynamodb": ("ProvisionedThroughputExceededException", 400), "s3": ("SlowDown", 503)}
@@ -243,4 +242,4 @@ class Actor:
         self._made = 1  # its resend is the resumed actor's first request
 
 
-__all__ = ["FAULTS", "Actor", "Budget", "Fault", "Hooks", "SkewClock", "Stuck", "sim_label"]
+__all__ = ["Actor", "Budget", "Fault", "Hooks", "SkewClock", "Stuck", "sim_label"]

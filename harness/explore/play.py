@@ -167,9 +167,6 @@ class Play:
     def busy(self) -> list[str]:
         return [n for n, a in self.actors.items() if a.busy]
 
-    def idle(self) -> list[str]:
-        return [n for n, a in self.actors.items() if not a.busy]
-
     def _went(self, a: Actor, what: str) -> str:
         said, a.said = a.said, []
         if a.busy:
