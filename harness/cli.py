@@ -188,6 +188,15 @@ def build_parser() -> argparse.ArgumentParser:
     ex.add_argument("--quick", action="store_true",
                     help="the default layout only, fewer of the other actor's operations (CI: minutes)")
     ex.add_argument("--run-dir", help="where explore.json and its page go (default runs/explore-<time>)")
+    ex.add_argument("--random", type=int, metavar="N",
+                    help="draw N random schedules of three actors instead (every operation, several disturbances "
+                         "each; Hypothesis shrinks a violating one), split over the targets")
+    ex.add_argument("--seed", type=int, help="--random's seed (default a new one, printed): the same schedules "
+                                             "again on the same Hypothesis version")
+    ex.add_argument("--budget", metavar="DURATION", help="stop after this wall time (e.g. 90s, 10m)")
+    ex.add_argument("--replay", metavar="EXPLORE_JSON", help="play the schedules an explore.json of --random stored "
+                                                             "again (no Hypothesis needed), in the explorer's words")
+    ex.add_argument("--schedule", type=int, metavar="K", help="with --replay: its K-th stored schedule only")
 
     journal_help = "the job journal (default runs/jobs/jobs.db, or $HARNESS_JOBS_DIR/jobs.db)"
     sd = sub.add_parser("seed", help="pre-age a datastore (paced): N models x M versions per namespace, K orphaned")
@@ -454,10 +463,19 @@ def main(argv: list[str] | None = None) -> int:
 
             return cmd_check(args.run_dir, args.live, args.aws)
         if args.command == "explore":
-            from harness.commands.explore import cmd_explore
+            from harness.commands import explore as ex_cmd
 
-            return cmd_explore(args.backend, args.sync, args.layout, args.fencing, args.ops, args.quick,
-                               args.run_dir)
+            if args.replay is not None or args.schedule is not None:
+                if args.replay is None:
+                    raise HarnessError("--schedule picks a schedule of --replay's file: give --replay EXPLORE_JSON")
+                return ex_cmd.cmd_explore_replay(args.replay, args.schedule)
+            if args.random is not None:
+                return ex_cmd.cmd_explore_random(args.backend, args.sync, args.layout, args.fencing, args.random,
+                                                 args.seed, args.budget, args.run_dir, quick=args.quick, ops=args.ops)
+            if args.seed is not None:
+                raise HarnessError("--seed is --random's: add --random N")
+            return ex_cmd.cmd_explore(args.backend, args.sync, args.layout, args.fencing, args.ops, args.quick,
+                                      args.run_dir, args.budget)
         if args.command == "worker":
             from harness.commands.distributed import exec_worker
 

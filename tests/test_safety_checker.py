@@ -344,3 +344,97 @@ def test_two_phase_histories_are_checked_fenced_clean_unfenced_damaged(aws, cloc
         assert outcome is None and report["lost"] >= 1 and report["unsafe_overlaps"] >= 1
         assert any(d["key"].endswith("/.lock") and "data/" in d["key"]
                    for d in report["details"]["unsafe_overlaps"])  # the model lock's overlap
+
+
+# ---- undone data (issue 43, item 6): seals no commit that may have landed explains, readers losing what they read
+def _c(cid, seq=None, ok=True, writes=(), deletes=(), **kw):
+    e = {"type": "commit", "ok": ok, "cid": cid, "key": "L", "fence": 1, "nonce": cid, "invoke_ms": 0,
+         "writes": [list(w) for w in writes], "deletes": [list(d) for d in deletes], **kw}
+    if ok:
+        e.update(seq=seq, base=seq - 1, domain="L", complete_ms=seq * 10)
+    return e
+
+
+def _pull(seq, view, holder="b"):
+    return {"type": "pull", "holder": holder, "namespace": "w1", "domain": "L", "seq": seq, "scope": None,
+            "fencing": True, "view": [list(v) for v in view], "view_size": len(view), "invoke_ms": seq * 10 + 5,
+            "complete_ms": seq * 10 + 6}
+
+
+def _state(entries, seq=None):
+    return {"domains": {"L": {"seq": seq}} if seq is not None else {},
+            "entries": [{"path": p, "version": v, "digest": d, "size": 1, "content_digest": d} for p, v, d in entries]}
+
+
+P0, PA, PB = "w1/data/system/m0/uptime/latest", "w1/data/system/m1/uptime/latest", "w1/outputs/system/m2/r.yaml"
+
+
+def hole8(a_outcome: dict):
+    """Issue 43's hole 8: A seals at 2 (new paths only), its answer is lost and A is frozen past its TTL; B pulls
+    at 2 (A's entry in its view) and commits on top at 3; A's retried seal is refused and its undo deletes its
+    items. The final state lacks A's entry; nothing in the history removed it."""
+    events = [_c("p", 1, writes=[(P0, 1, "d0", 1)]),
+              _c("a", ok=False, writes=[(PA, 1, "da", 1)], **a_outcome),
+              _pull(2, [(P0, 1, "d0"), (PA, 1, "da")]),
+              _c("b", 3, writes=[(PB, 1, "db", 1)], view_seq=2)]
+    return events, _state([(P0, 1, "d0"), (PB, 1, "db")], seq=3)
+
+
+def test_hole_8_a_refused_commit_that_had_sealed_and_was_undone_under_a_reader_is_three_violations():
+    events, state = hole8({"error": "FencedError: commit rejected: lock L (fence 1) is no longer held"})
+    report = check(events, state)
+    # before item 6 this history had 0 violations: A's word "refused" was taken, and the view's extra entry ignored
+    assert (report["lost"], report["phantom"], report["sequence_anomalies"]) == (0, 0, 0)
+    assert report["unexplained_seals"] == 1  # sequence 2 was sealed, and no acknowledged commit sealed it
+    assert report["details"]["unexplained_seals"][0]["sequences"] == [2]
+    assert report["details"]["unexplained_seals"][0]["refused_commits"] == ["a"]
+    assert report["torn_reads"] == 1  # B's view at 2 held an entry no acknowledged commit wrote
+    assert report["details"]["torn_reads"][0]["paths"] == [
+        {"path": PA, "sealed": None, "seen": [1, "da"],
+         "why": "no acknowledged commit sealed at or below the view's sequence wrote it"}]
+    assert report["lost_reads"] == 1  # ... and it is gone at the end, with nothing after the view removing it
+    assert report["details"]["lost_reads"][0]["paths"] == [{"path": PA, "read": [1, "da"], "now": None}]
+    assert report["violations"] == 3
+
+
+def test_hole_8_with_an_indeterminate_writer_is_explained():
+    """The same history where A was told its outcome is unknown (as a lost answer should leave it): A may have
+    sealed 2, so the sequence, the view and the entry's fate are all explained."""
+    events, state = hole8({"indeterminate": True, "error": "ReadTimeoutError: lost"})
+    report = check(events, state)
+    assert report["unexplained_seals"] == report["torn_reads"] == report["lost_reads"] == 0
+    assert report["violations"] == 0
+
+
+def test_every_sealed_sequence_needs_an_acknowledged_or_indeterminate_commit():
+    events = [_c("c1", 1, writes=[(P0, 1, "d1", 1)]), _c("c3", 3, writes=[(P0, 2, "d3", 1)])]
+    state = _state([(P0, 2, "d3")], seq=3)
+    assert check(events, state)["unexplained_seals"] == 1  # 2 sealed by nobody the history knows
+    assert check(events + [_c("x", ok=False, indeterminate=True)], state)["unexplained_seals"] == 0
+    assert check(events, state, untracked_ok=True)["unexplained_seals"] == 0  # a seeded run: commits unseen
+    # the highest sequence anything saw counts: a pull at 4 claims a seal the final state's head may not show
+    events.append(_pull(4, [(P0, 2, "d3")]))
+    report = check(events, _state([(P0, 2, "d3")]))
+    assert report["unexplained_seals"] == 2 and report["details"]["unexplained_seals"][0]["sequences"] == [2, 4]
+
+
+def test_a_view_entry_no_acknowledged_commit_wrote_is_a_torn_read_unless_untracked():
+    events = [_c("c1", 1, writes=[(P0, 1, "d1", 1)]), _pull(1, [(P0, 1, "d1"), (PB, 1, "dx")])]
+    state = _state([(P0, 1, "d1"), (PB, 1, "dx")], seq=1)
+    report = check(events, state)
+    assert report["torn_reads"] == 1 and report["details"]["torn_reads"][0]["paths"][0]["path"] == PB
+    assert check(events, state, untracked_ok=True)["torn_reads"] == 0  # seeded data nobody in the history wrote
+    events.insert(1, _c("c2", 2, writes=[(PB, 1, "dx", 1)]))  # written, but sealed after the view's sequence
+    assert check(events, state)["torn_reads"] == 1
+
+
+def test_a_reader_losing_what_it_read_is_a_violation_unless_a_later_commit_removed_it():
+    events = [_c("c1", 1, writes=[(P0, 1, "d1", 1)]), _c("c2", 2, writes=[(P0, 2, "d2", 1)]),
+              _pull(2, [(P0, 2, "d2")])]
+    assert check(events, _state([(P0, 2, "d2")], seq=2))["lost_reads"] == 0
+    assert check(events, _state([(P0, 3, "d9")], seq=2))["lost_reads"] == 0  # a newer version: not a loss
+    lost = check(events, _state([(P0, 1, "d1")], seq=2))  # rolled back under the reader
+    assert lost["lost_reads"] == 1 and lost["details"]["lost_reads"][0]["paths"][0]["now"] == [1, "d1"]
+    gone = events + [_c("c3", 3, deletes=[(P0, 2, "d2")])]
+    assert check(gone, _state([], seq=3))["lost_reads"] == 0  # deleted by a commit sealed after the view
+    assert check(events, _state([], seq=2))["lost_reads"] == 1  # gone with nothing removing it

@@ -1,13 +1,15 @@
-"""``harness explore``: the fault-point explorer's command: explore, write ``explore.json`` and its page, exit 3
-when any schedule violates."""
+"""``harness explore``: the fault-point explorer's command (every boundary, or ``--random N`` drawn schedules, or
+``--replay`` of stored ones): explore, write ``explore.json`` and its page, exit 3 when any schedule violates."""
 
 from __future__ import annotations
 
 import json
+import os
 import sys
 import time
 from pathlib import Path
 
+from harness.durations import parse_duration
 from harness.errors import HarnessError
 from harness.explore.runner import explore
 from harness.explore.schedules import OPS
@@ -37,29 +39,108 @@ def check_args(backend: str | None, sync: str | None, layout: str | None, ops: s
     return wanted
 
 
-def cmd_explore(backend: str | None, sync: str | None, layout: str | None, fencing: str, ops: str | None,
-                quick: bool, run_dir: str | None) -> int:
-    wanted = check_args(backend, sync, layout, ops)
-    if sync is not None and sync not in PROFILES:
-        raise HarnessError(f"unknown sync profile {sync!r}: choose one of {', '.join(PROFILES)}")
+def _say(message: str) -> None:
+    print(f"harness: {message}", file=sys.stderr, flush=True)
+
+
+def _run_dir(run_dir: str | None) -> Path:
     out = Path(run_dir or f"runs/explore-{time.strftime('%Y%m%d-%H%M%S')}")
-    if layout is not None and backend is None:
-        backend = next(b for b, lays in LAYOUTS.items() if layout in lays)
     try:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as e:
         raise HarnessError(f"cannot create the run directory {out}: {e.strerror}") from None
-    print(f"harness: exploring {backend or 'both backends'}, {sync or 'both profiles'}, "
-          f"{layout or 'every layout'}, fencing {fencing}{' (quick)' if quick else ''} -> {out}", file=sys.stderr)
-    result = explore(backend=backend, sync=sync, layout=layout, fencing=fencing == "on", ops=wanted, quick=quick,
-                     progress=lambda m: print(f"harness: {m}", file=sys.stderr, flush=True))
+    return out
+
+
+def _budget(budget: str | None) -> float | None:
+    if budget is None:
+        return None
+    try:
+        seconds = parse_duration(budget)
+    except ValueError:
+        seconds = 0.0
+    if seconds <= 0:
+        raise HarnessError(f"--budget {budget!r} is not a wall time: give one such as 90s, 10m or 1h")
+    return seconds
+
+
+def _write(result: dict, out: Path) -> Path:
     (out / "explore.json").write_text(json.dumps(result, indent=1) + "\n")
     from reports.explore import write_page
 
-    page = write_page(result, out)
-    print(f"harness: {result['explored']} schedules in {result['seconds']:.0f} s, {result['violating']} violating; "
-          f"{out / 'explore.json'}; {page}", file=sys.stderr)
+    return write_page(result, out)
+
+
+def cmd_explore(backend: str | None, sync: str | None, layout: str | None, fencing: str, ops: str | None,
+                quick: bool, run_dir: str | None, budget: str | None = None) -> int:
+    wanted = check_args(backend, sync, layout, ops)
+    if sync is not None and sync not in PROFILES:
+        raise HarnessError(f"unknown sync profile {sync!r}: choose one of {', '.join(PROFILES)}")
+    seconds = _budget(budget)
+    out = _run_dir(run_dir)
+    if layout is not None and backend is None:
+        backend = next(b for b, lays in LAYOUTS.items() if layout in lays)
+    _say(f"exploring {backend or 'both backends'}, {sync or 'both profiles'}, {layout or 'every layout'}, fencing "
+         f"{fencing}{' (quick)' if quick else ''}{f', at most {budget}' if budget else ''} -> {out}")
+    result = explore(backend=backend, sync=sync, layout=layout, fencing=fencing == "on", ops=wanted, quick=quick,
+                     progress=_say, budget_s=seconds)
+    page = _write(result, out)
+    cut = "" if result.get("complete", True) else " (the budget ran out first: not every schedule was played)"
+    _say(f"{result['explored']} schedules in {result['seconds']:.0f} s, {result['violating']} violating{cut}; "
+         f"{out / 'explore.json'}; {page}")
     for s in result["schedules"][:5]:
         if s["violations"]:
-            print(f"harness: violates: {'; '.join(s['steps'])}", file=sys.stderr)
+            _say(f"violates: {'; '.join(s['steps'])}")
     return 3 if result["violating"] else 0
+
+
+def cmd_explore_random(backend: str | None, sync: str | None, layout: str | None, fencing: str, n: int,
+                       seed: int | None, budget: str | None, run_dir: str | None, *, quick: bool = False,
+                       ops: str | None = None) -> int:
+    """``--random N``: N random multi-actor schedules over the targets, violating ones shrunk and stored."""
+    if quick or ops is not None:
+        raise HarnessError(f"{'--quick' if quick else '--ops'} is the boundary explorer's: --random draws whole "
+                           "schedules of every operation (drop it, or drop --random)")
+    if n < 1:
+        raise HarnessError(f"--random {n}: give the number of schedules to draw, 1 or more")
+    check_args(backend, sync, layout, None)
+    seconds = _budget(budget)
+    if seed is None:
+        seed = int.from_bytes(os.urandom(4), "big")
+    if layout is not None and backend is None:
+        backend = next(b for b, lays in LAYOUTS.items() if layout in lays)
+    out = _run_dir(run_dir)
+    from harness.explore.schedules import targets
+    from harness.explore.simulate import simulate
+
+    chosen = targets(backend, sync, layout, fencing == "on", quick=layout is None)
+    _say(f"drawing {n} random schedules over {len(chosen)} target(s) ({', '.join(t.name for t in chosen)}), "
+         f"seed {seed}{f', at most {budget}' if budget else ''} -> {out}")
+    result = simulate(chosen, n, seed, seconds, progress=_say, home=out / "hypothesis")
+    page = _write(result, out)
+    _say(f"{result['explored']} schedules drawn in {result['seconds']:.0f} s ({result['pace']} played a second, "
+         f"{result['cpu_pace']} a CPU-second, shrinking included), {result['violating_drawn']} violating, "
+         f"{result['violating']} kind(s) of violation shrunk and stored; {out / 'explore.json'}; {page}")
+    for i, s in enumerate(result["schedules"], 1):
+        _say(f"violates ({s['target']}, seed {s['seed']}, round {s['round']}, drawn {s['drawn_length']} steps, "
+             f"shrunk to {s['length']}; replay: harness explore --replay {out / 'explore.json'} --schedule {i}):")
+        for step in s["steps"]:
+            print(f"    {step}", file=sys.stderr)
+    _say(result["note"])
+    return 3 if result["violating"] else 0
+
+
+def cmd_explore_replay(path: str, index: int | None) -> int:
+    """``--replay explore.json``: its stored schedules played again (no Hypothesis), each in the explorer's words."""
+    from harness.explore.simulate import load_schedules, replay_stored
+
+    stored = load_schedules(path, index)
+    bad = 0
+    for i, (s, out) in enumerate(zip(stored, replay_stored(stored), strict=True), 1):
+        what = f" {s['what']}:" if s.get("what") else ""
+        _say(f"schedule {index or i} ({s['target']}, {s['length']} steps):{what} {out.then()[len('then: '):]}"
+             f"{'' if out.violations else ' (it violated when stored: the code changed since)'}")
+        for step in out.words:
+            print(f"    {step}", file=sys.stderr)
+        bad += out.violations > 0
+    return 3 if bad else 0

@@ -57,18 +57,45 @@ def label(op: str, params: dict) -> str:
     return op
 
 
-class Tape:
-    """Counts an actor's requests while armed; at boundary ``k`` it applies the disturbance it was given."""
+class ClientHooks:
+    """botocore event hooks on one client, registered once: each call's own parameters kept (for its label), an
+    answer lost resent at once; what happens before a call, before a send and after a GSI query is the
+    subclass's (the explorer's ``Tape``, the random simulation's ``actor.Hooks``)."""
 
     def __init__(self, client: Any) -> None:
         self.client = client
-        self.reset()
+        self._params: dict = {}
         ev = client.meta.events
         ev.register("before-parameter-build", self._params_of)
         ev.register("before-call", self._before_call)
         ev.register_first("before-send", self._before_send)
         ev.register_first("needs-retry", self._needs_retry)
         ev.register("after-call.dynamodb.Query", self._after_query)
+
+    def _params_of(self, params: dict, **_: Any) -> None:
+        self._params = params  # the call's own parameters (before-call sees the serialized request)
+
+    def _needs_retry(self, caught_exception: Any = None, attempts: int = 1, **_: Any) -> Any:
+        if isinstance(caught_exception, LostAnswer) and attempts < 3:
+            return 0  # botocore sends it again (at once: the explorer's time is the FakeClock's)
+        return None
+
+    def _before_call(self, model: Any, **_: Any) -> Any:
+        return None
+
+    def _before_send(self, request: Any, event_name: str, **_: Any) -> Any:
+        return None
+
+    def _after_query(self, parsed: dict, **_: Any) -> None:
+        return None
+
+
+class Tape(ClientHooks):
+    """Counts an actor's requests while armed; at boundary ``k`` it applies the disturbance it was given."""
+
+    def __init__(self, client: Any) -> None:
+        super().__init__(client)
+        self.reset()
 
     def reset(self) -> None:
         self.armed = False
@@ -89,9 +116,6 @@ class Tape:
         self.armed = False
 
     # ---- hooks -------------------------------------------------------------------------------------------
-    def _params_of(self, params: dict, **_: Any) -> None:
-        self._params = params  # the call's own parameters (before-call sees the serialized request)
-
     def _before_call(self, model: Any, **_: Any) -> None:
         if self.crashed:
             raise Crash()
@@ -124,11 +148,6 @@ class Tape:
 
         botocore_stubber(event_name=event_name, request=request)  # it lands ...
         raise LostAnswer(endpoint_url=request.url)  # ... and its answer is lost
-
-    def _needs_retry(self, caught_exception: Any = None, attempts: int = 1, **_: Any) -> Any:
-        if isinstance(caught_exception, LostAnswer) and attempts < 3:
-            return 0  # botocore sends it again (at once: the explorer's time is the FakeClock's)
-        return None
 
     def _after_query(self, parsed: dict, **_: Any) -> None:
         if not self._lag:

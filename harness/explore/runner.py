@@ -15,15 +15,17 @@ REGION = "us-east-1"
 
 
 def explore(*, backend: str | None, sync: str | None, layout: str | None, fencing: bool,
-            ops: list[str] | None, quick: bool, progress: Callable[[str], None] = lambda _m: None) -> dict[str, Any]:
+            ops: list[str] | None, quick: bool, progress: Callable[[str], None] = lambda _m: None,
+            budget_s: float | None = None) -> dict[str, Any]:
     """Explore in-process (moto's mock): the JSON of ``explore.json``. Nothing leaves the process: the clients
     get fake credentials and AWS's own endpoint names explicitly (no profile, no endpoint variable applies),
-    which moto's mock answers."""
+    which moto's mock answers. ``budget_s``: stop once that much wall time has passed (``complete`` false)."""
     import boto3
     from moto import mock_aws
 
     started = time.monotonic()
     done: list[Schedule] = []
+    complete = True
     with mock_aws():
         lab = Lab(boto3.Session(aws_access_key_id="explore", aws_secret_access_key="explore",  # noqa: S106
                                 region_name=REGION))
@@ -34,11 +36,19 @@ def explore(*, backend: str | None, sync: str | None, layout: str | None, fencin
                 batch = list(schedules(target, op, seq, quick))
                 bad = 0
                 for s in batch:
+                    if budget_s is not None and time.monotonic() - started > budget_s:
+                        complete = False
+                        break
                     done.append(replay(s, lab, quick))
                     bad += s.violations > 0
                 progress(f"{target.name} {op}: {len(seq)} requests, {len(batch)} schedules, {bad} violating "
                          f"({time.monotonic() - started:.0f} s)")
-    return summarize(done, time.monotonic() - started, quick)
+                if not complete:
+                    break
+            if not complete:
+                progress(f"the budget of {budget_s:g} s is spent: stopping")
+                break
+    return {**summarize(done, time.monotonic() - started, quick), "complete": complete, "budget_s": budget_s}
 
 
 def summarize(done: list[Schedule], seconds: float, quick: bool) -> dict[str, Any]:

@@ -22,7 +22,7 @@ from typing import Any
 
 from harness.explore.faults import DISTURBANCES, Crash
 from harness.explore.world import LAYOUTS, LOCK, Lab, Target, World, new_world
-from harness.safety.checker import check
+from harness.safety.checker import FINDINGS, check
 from harness.safety.state import snapshot
 from harness.work import Work
 
@@ -217,8 +217,7 @@ def replay(s: Schedule, lab: Lab, quick: bool = False) -> Schedule:
     _quietly(lambda: w.b.sync_run("m0", "get_uptime", 100, []))  # a full commit writes back what a stale view holds
     report = check(w.events, snapshot(w.backend))
     s.violations = report["violations"]
-    s.findings = {k: report[k] for k in ("lost", "phantom", "corrupt", "sequence_anomalies", "unsafe_overlaps",
-                                         "lease_overlaps", "torn_reads") if report[k]}
+    s.findings = {k: report[k] for k in FINDINGS if report[k]}
     if s.violations:
         s.steps.append(": ".join(("then", ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in s.findings.items()))))
     return s

@@ -15,7 +15,7 @@ from typing import Any
 from botocore.exceptions import BotoCoreError, ClientError
 
 from harness.errors import HarnessError
-from harness.safety.checker import check
+from harness.safety.checker import FINDINGS, check
 from harness.safety.history import read_events
 from harness.safety.state import capture, read_state
 
@@ -52,7 +52,8 @@ def summary(report: dict[str, Any]) -> str:
             f"lock grants ({report['contended']} contended), {report['overlaps']} overlaps; "
             f"{report['lost']} lost, {report['phantom']} phantom, {report['corrupt']} corrupt, "
             f"{report['sequence_anomalies']} sequence anomalies, {report['unsafe_overlaps']} unsafe overlaps, "
-            f"{report.get('torn_reads', 0)} torn reads of {report.get('pulls_checked', 0)} checked: "
+            f"{report.get('torn_reads', 0)} torn reads of {report.get('pulls_checked', 0)} checked, "
+            f"{report.get('unexplained_seals', 0)} unexplained seals, {report.get('lost_reads', 0)} lost reads: "
             f"{report['violations']} violations")
 
 
@@ -60,9 +61,7 @@ def failed_checks(report: dict[str, Any]) -> list[str]:
     """The run's failed-check lines for a report with violations (empty when it has none)."""
     if not report["violations"]:
         return []
-    parts = [f"{report[k]} {k.replace('_', ' ')}" for k in ("lost", "phantom", "corrupt", "sequence_anomalies",
-                                                            "unsafe_overlaps", "lease_overlaps", "torn_reads")
-             if report.get(k)]
+    parts = [f"{report[k]} {k.replace('_', ' ')}" for k in FINDINGS if report.get(k)]
     return [f"safety: {report['violations']} violations ({', '.join(parts)}); see safety.json"]
 
 

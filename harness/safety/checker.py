@@ -43,8 +43,12 @@ Definitions (these are what ``safety.json`` counts):
   it: **uncertain** (counted, not a violation: the store ordered the two).
   Two *leases* that intersect mean the lock itself is broken.
 - A **torn read** is a pull whose view is no sealed state (``views.py``).
+- **unexplained seals** and **lost reads** (``undone.py``): a sequence sealed
+  by no commit that may have landed (one its worker was told had failed), and
+  entries a fenced reader held that are gone at the end with no commit after
+  its view touching them: data undone under readers.
 - **violations** = lost + phantom + corrupt + sequence anomalies + unsafe
-  overlaps + lease overlaps + torn reads.
+  overlaps + lease overlaps + torn reads + unexplained seals + lost reads.
 - A grant is **contended** when it had to retry, or when another holder was
   waiting for the same key at the moment it was made (a holder that releases
   and re-acquires at once still takes the lock from under waiting workers).
@@ -59,9 +63,13 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
+from harness.safety.undone import lost_reads, unexplained_seals
 from harness.safety.views import torn_reads
 
 DETAIL_LIMIT = 25
+# the counts that are violations, in the order reports name them
+FINDINGS = ("lost", "phantom", "corrupt", "sequence_anomalies", "unsafe_overlaps", "lease_overlaps", "torn_reads",
+            "unexplained_seals", "lost_reads")
 REFUSALS = ("FencedError", "LockLostError")
 
 
@@ -112,7 +120,9 @@ def check(events: list[dict], state: dict, *, untracked_ok: bool = False) -> dic
     anomalies = _sequence_anomalies(acked)
     grants = _grants(events, commits)
     overlaps, unsafe, lease, uncertain = _overlaps(grants)
-    torn = torn_reads(events)
+    torn = torn_reads(events, untracked_ok=untracked_ok)
+    seals = unexplained_seals(events, state, untracked_ok=untracked_ok)
+    gone = lost_reads(events, state)
     grant_events = [e for e in events if e.get("type") == "grant"]
     report = {
         "acknowledged": len(acked),
@@ -128,6 +138,8 @@ def check(events: list[dict], state: dict, *, untracked_ok: bool = False) -> dic
         "lease_overlaps": len(lease),
         "uncertain_overlaps": len(uncertain),
         "torn_reads": len(torn),
+        "unexplained_seals": sum(f["unexplained"] for f in seals),
+        "lost_reads": len(gone),
         "pulls_checked": sum(1 for e in events if e.get("type") == "pull" and e.get("view") is not None),
         "acquisitions": len(grant_events),
         "contended": _contended(events),
@@ -139,10 +151,10 @@ def check(events: list[dict], state: dict, *, untracked_ok: bool = False) -> dic
         "details": {"lost": _limited(lost), "phantom": _limited(phantom), "corrupt": _limited(content),
                     "sequence_anomalies": _limited(anomalies), "unsafe_overlaps": _limited(unsafe),
                     "lease_overlaps": _limited(lease), "uncertain_overlaps": _limited(uncertain),
-                    "torn_reads": _limited(torn)},
+                    "torn_reads": _limited(torn), "unexplained_seals": _limited(seals),
+                    "lost_reads": _limited(gone)},
     }
-    report["violations"] = (report["lost"] + report["phantom"] + report["corrupt"] + report["sequence_anomalies"]
-                            + report["unsafe_overlaps"] + report["lease_overlaps"] + report["torn_reads"])
+    report["violations"] = sum(report[k] for k in FINDINGS)
     return report
 
 

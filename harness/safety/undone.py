@@ -1,0 +1,112 @@
+"""Undone data: sealed sequences no commit that may have landed explains, and readers losing what they read.
+
+Two tests of the history against itself and the final state (pure functions), for what a commit's word about
+itself cannot be trusted with: a commit told "refused" whose seal had landed, and then undone (issue 43's
+hole 8), shows nowhere in the entries the acknowledged commits explain, but it shows here:
+
+- **unexplained seals**: per commit domain, every sequence up to the highest one anything saw sealed (the final
+  state's, a pull's, an acknowledged commit's) must be an acknowledged commit's, or one of the domain's
+  indeterminate commits may have sealed it (each at most one); a sequence left over was sealed by a commit
+  its worker was told had failed;
+- **lost reads**: an entry a fenced reader held in its view at sequence s (what was sealed there, or what no
+  acknowledged commit wrote) is, at the end, still there at that version or a newer one, unless an
+  acknowledged commit sealed after s (or an indeterminate one) wrote or removed that path: otherwise readers
+  lost what they had read, with nothing in the history removing it. (A view holding what a commit at or below
+  s had replaced is a torn read, ``views.py``, not a loss.)
+
+A run pre-aged by ``--seed-models`` (``untracked_ok``) has commits the history never saw: no seal is judged.
+Views recorded by their size only, and unfenced ones (swamp's in-place entries have no sealed state), are not.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+
+def _domains(events: list[dict], state: dict) -> dict[str, int]:
+    """The highest sequence seen sealed, per commit domain (the lock whose commits it counts)."""
+    commits = [e for e in events if e.get("type") == "commit"]
+    key_of = {c["domain"]: c.get("key", c["domain"]) for c in commits if c.get("ok") and c.get("domain")}
+    keys = {c.get("key") for c in commits}
+    high: dict[str, int] = defaultdict(int)
+    for domain, d in (state.get("domains") or {}).items():
+        key = key_of.get(domain, domain if domain in keys else None)
+        if key is not None and d.get("seq"):
+            high[key] = max(high[key], int(d["seq"]))
+    for c in commits:
+        if c.get("ok") and c.get("seq") is not None:
+            high[c.get("key", "")] = max(high[c.get("key", "")], int(c["seq"]))
+    for p in events:
+        if p.get("type") == "pull" and p.get("seq") is not None and p.get("domain") in keys:
+            high[p["domain"]] = max(high[p["domain"]], int(p["seq"]))
+    return dict(high)
+
+
+def unexplained_seals(events: list[dict], state: dict, *, untracked_ok: bool = False) -> list[dict]:
+    """Per domain, the sealed sequences that neither an acknowledged commit nor an indeterminate one explains."""
+    if untracked_ok:
+        return []
+    commits = [e for e in events if e.get("type") == "commit"]
+    acked: dict[str, set[int]] = defaultdict(set)
+    unsure: dict[str, int] = defaultdict(int)
+    for c in commits:
+        if c.get("ok") and c.get("seq") is not None:
+            acked[c.get("key", "")].add(int(c["seq"]))
+        elif c.get("indeterminate"):
+            unsure[c.get("key", "")] += 1
+    out = []
+    for key, high in sorted(_domains(events, state).items()):
+        missing = [s for s in range(1, high + 1) if s not in acked[key]]
+        if len(missing) > unsure[key]:
+            refused = [c["cid"] for c in commits if c.get("key") == key and not c.get("ok")
+                       and not c.get("indeterminate")]
+            out.append({"domain": key, "sequences": missing[:10], "unexplained": len(missing) - unsure[key],
+                        "indeterminate": unsure[key], "refused_commits": refused[:10],
+                        "why": f"{len(missing)} sequence(s) up to {high} sealed by no acknowledged commit, "
+                               f"{unsure[key]} indeterminate one(s) to explain them: a commit told it failed "
+                               f"had sealed"})
+    return out
+
+
+def lost_reads(events: list[dict], state: dict) -> list[dict]:
+    """Fenced pulls whose entries are gone (or older) at the end with no commit after them touching the path."""
+    pulls = [e for e in events if e.get("type") == "pull" and e.get("view") is not None and e.get("fencing", True)
+             and len(e["view"]) == e.get("view_size", len(e["view"]))]
+    if not pulls:
+        return []
+    touched: dict[str, list[tuple[int, tuple | None]]] = defaultdict(list)  # path -> (seq, what it left), acked
+    unsure: set[str] = set()  # paths an indeterminate commit touched
+    for c in events:
+        if c.get("type") != "commit":
+            continue
+        if c.get("ok") and c.get("seq") is not None:
+            for p, v, d, *_ in c.get("writes", []):
+                touched[p].append((int(c["seq"]), (v, d)))
+            for p, *_ in c.get("deletes", []):
+                touched[p].append((int(c["seq"]), None))
+        elif c.get("indeterminate"):
+            unsure.update(p for p, *_ in [*c.get("writes", []), *c.get("deletes", [])])
+    final = {e["path"]: (e["version"], e["digest"]) for e in state.get("entries", [])}
+    out = []
+    for p in pulls:
+        seq = p["seq"]
+        gone = []
+        for path, version, digest in p["view"]:
+            got = final.get(path)
+            if got is not None and (got[0] > version or got == (version, digest)):
+                continue  # still there, or replaced by a newer version
+            if path in unsure or any(s > seq for s, _ in touched.get(path, ())):
+                continue  # a commit after the view wrote or removed it
+            sealed = [what for s, what in sorted(touched.get(path, ()), key=lambda t: t[0]) if s <= seq]
+            if sealed and sealed[-1] != (version, digest):
+                continue  # the view held what was no longer sealed there: a torn read, not a loss
+            gone.append({"path": path, "read": [version, digest], "now": list(got) if got else None})
+        if gone:
+            out.append({"holder": p.get("holder"), "domain": p.get("domain"), "seq": seq,
+                        "at_ms": p.get("complete_ms"), "paths": gone[:5], "lost": len(gone),
+                        "why": f"{len(gone)} entr{'y' if len(gone) == 1 else 'ies'} read at sequence {seq} "
+                               "gone or older at the end, and no commit after it touched them"})
+    return out
+
+
+__all__ = ["lost_reads", "unexplained_seals"]
