@@ -23,8 +23,10 @@ from pathlib import Path
 from typing import Any
 
 from harness.aws.clients import Sessions
+from harness.commands import disk, failed_parts
 from harness.commands.background import background, preage
 from harness.commands.supervise import GRACE_S, Interrupted, Watcher, signals_raise, supervise
+from harness.commands.watch import Parts
 from harness.errors import HarnessError
 from harness.plan import scenario as scenarios
 from harness.plan.build import start_stand_in
@@ -41,6 +43,7 @@ from reports.run import checks as run_checks
 LOCUSTFILE = Path(__file__).parents[1] / "load" / "locustfile.py"
 SHAPEFILE = Path(__file__).parents[1] / "load" / "shape.py"  # a scenario's [[fleet.stages]], only when it has them
 EXIT_CHECKS_FAILED = 3
+EXIT_DID_NOT_COMPLETE = 5  # a part the harness started died (or the disk filled): the run did not complete
 
 
 @dataclass
@@ -52,6 +55,7 @@ class RunResult:
     signal: str | None = None  # the signal that ended the run, if one did
     to_report: list[Path] = field(default_factory=list)  # run directories with rows and no report yet
     session: bool = False
+    failed_parts: list[dict] = field(default_factory=list)  # run.json's failed_parts: what died, first first
 
 
 def run(plan: RunPlan, quiet: bool = False) -> RunResult:
@@ -76,16 +80,19 @@ def _prepare_run_dir(path: Path) -> Path:
 
 def _run(plan: RunPlan, say: Callable[[str], None], quiet: bool) -> RunResult:
     run_dir = _prepare_run_dir(Path(plan.run_dir))
+    disk.refuse_if_short(plan, run_dir)  # before anything starts: the stand-in's data is kept here too
     uneven = uneven_groups(plan)
     if uneven:
         say(f"harness: warning: {uneven}")
     local: Any = None
     sampler: ProcessSampler | None = None
+    parts: Parts | None = None
     signalled: str | None = None
     notes = RunNotes(run_dir)
     try:
         local, plan = start_stand_in(plan, say, run_dir)
         sampler = ProcessSampler(run_dir, getattr(local, "pids", None)).start()  # this machine's share, each second
+        parts = Parts.of_run(run_dir, local, sampler)  # watched from here on (supervise), the disk too
         plan_path = plan.write(run_dir)  # complete now: the stand-in's URLs are in it
         sessions = Sessions(plan.connection.region)
         factory = Factory(plan, sessions=sessions)
@@ -100,20 +107,26 @@ def _run(plan: RunPlan, say: Callable[[str], None], quiet: bool) -> RunResult:
         _say_distribution(plan, say)
         job = background(factory, say)
         try:
-            exit_code, signalled = supervise(locust_command(plan, plan_path), run_dir, _time_limit(plan), say)
+            exit_code, signalled = supervise(locust_command(plan, plan_path), run_dir, _time_limit(plan), say,
+                                             parts)
         finally:
             if job:
                 job.stop()
-        safety_failed = _check_safety(run_dir, backend)  # while the endpoint is up
-        if plan.resources.cleanup:
+        endpoint_up = not any(f.part == "stand-in" for f in parts.failures)
+        safety_failed = _check_safety(run_dir, backend) if endpoint_up else []  # while the endpoint is up
+        if plan.resources.cleanup and endpoint_up:
             removed = factory.teardown(clients, backend)
             say(f"harness: {'removed' if removed else 'left'} {backend.name} resource of this run")
     finally:
+        if parts:
+            parts.give_back()
         if sampler:
             sampler.stop()
         if local:
             local.stop()
     if not (run_dir / runinfo.RUN_JSON).exists():
+        if parts and parts.failures:  # a part died before the test started: nothing was recorded
+            return RunResult(run_dir, 0, [], exit_code, failed_parts=[f.as_dict() for f in parts.failures])
         if signalled:
             raise Interrupted(signal.Signals[signalled])
         m = plan.locust.master
@@ -123,7 +136,10 @@ def _run(plan: RunPlan, say: Callable[[str], None], quiet: bool) -> RunResult:
                                f"HOST --master-port {m.bind_port}`; see {run_dir / 'locust.log'}")
         raise HarnessError(f"Locust did not start the run; see {run_dir / 'locust.log'}")
     runinfo.update(run_dir, locust_exit=exit_code, **notes.fields())
-    return _results(run_dir, exit_code, signalled, safety_failed)
+    failed = failed_parts.record(run_dir, parts.failures if parts else [], stopped_by_us=bool(parts and parts.stopped))
+    res = _results(run_dir, exit_code, signalled, safety_failed)
+    res.failed_parts = failed
+    return res
 
 
 class RunNotes:

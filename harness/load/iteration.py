@@ -41,7 +41,7 @@ def classify(exc: BaseException) -> str:
     if isinstance(exc, ConflictError):
         return "conflict"
     kind = aws_errors.kind(exc)
-    return kind if kind in ("throttled", "conflict", "timeout") else "other"
+    return kind if kind in ("throttled", "conflict", "timeout", "connection") else "other"
 
 
 @dataclass

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import logging
 import os
+import random
 import time
 from pathlib import Path
 from typing import Any
@@ -35,10 +36,13 @@ from locust.runners import MasterRunner, WorkerRunner
 
 from harness.aws import standin
 from harness.aws.clients import make_clients
+from harness.clock import SystemClock
 from harness.datastore.seed_state import load_state
 from harness.edge import UserEnvironment
 from harness.errors import HarnessError
-from harness.load.iteration import SwampWorker
+from harness.load.backoff import ConnectionBackoff
+from harness.load.children import watch_workers
+from harness.load.iteration import IterationOutcome, SwampWorker
 from harness.load.process import (
     FINAL_MESSAGE,
     FLUSH_MESSAGE,
@@ -130,6 +134,7 @@ def _init(environment: Any, **_: Any) -> None:
     if role == ROLE_MASTER:
         ev.worker_report.add_listener(lambda client_id, data, **_: _master_report(session, client_id, data))
         runner.register_message(FINAL_MESSAGE, lambda environment, msg, **_: session.receive(msg.node_id, msg.data))
+        gevent.spawn(watch_workers, session)  # the workers it forked (--processes): a death stops the test
     install_signal_notes(session)
     if environment.web_ui is not None:
         from harness.load.web import ui
@@ -239,6 +244,7 @@ class SwampWorkerUser(User):
         self.swamp_worker = SwampWorker(load.scenario, load.backend, process=h.name, user=f"w{index}-{n}",
                                         rng_seed=hash((os.getpid(), n, time.time())),
                                         namespace=load.scenario.datastore.namespace_of(index, n))
+        self.backoff = ConnectionBackoff(SystemClock(), random.Random(hash((os.getpid(), n, "backoff"))))
         state_dir = load.plan.seeding.state_dir
         if state_dir and not load_state(state_dir, self.swamp_worker.store):
             # the seed covered other namespaces (another fleet size or process count): say so, start empty
@@ -268,3 +274,8 @@ class SwampWorkerUser(User):
         fire(request_type=backend, name="iteration", response_time=out.row["total_ms"],
              response_length=out.row["bytes_sent"] + out.row["bytes_received"], exception=exc, context={})
         self.environment.harness.record(out)
+        self.back_off(out)
+
+    def back_off(self, out: IterationOutcome) -> None:
+        """A failed connection: wait before the next iteration (``harness/load/backoff.py``), once an iteration."""
+        self.backoff.pause(out.row["error_kind"])

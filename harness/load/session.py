@@ -27,6 +27,7 @@ from locust.runners import STATE_MISSING, STATE_RUNNING, MasterRunner
 from harness.aws.fidelity.probe import PROBES_CSV, Probe, Target
 from harness.errors import HarnessError
 from harness.load import collect
+from harness.load.children import watch_probe
 from harness.load.collect import ActiveTest, Inflow
 from harness.load.iteration import IterationOutcome
 from harness.load.process import HarnessProcess, throttle_count
@@ -147,6 +148,7 @@ class Session:
         fidelity = plan.fidelity()
         if fidelity.enabled and fidelity.probe_every_s > 0:
             t.probe = self._start_probe(plan, backend, test_dir, fidelity.probe_every_s)
+            t.greenlets.append(gevent.spawn(watch_probe, t))  # its death stops the test (the supervisor's)
         t.greenlets.append(gevent.spawn(self._sample_generator, t))
         t.greenlets.append(gevent.spawn(self._watch, t))
         why = (f"run time reached ({bound:g} s)" if run_time_s else
@@ -296,8 +298,11 @@ class Session:
         self.closed_tests[t.number] = t.dir
         if t.probe is not None:
             t.probe.stop()
-        t.writer.flush()
-        t.history.flush()
+        for writer in (t.writer, t.history):  # a full disk: the rows kept so far stay, the record still closes
+            try:
+                writer.flush()
+            except OSError:
+                log.exception("harness: test %03d: cannot write %s", t.number, writer.dir)
         if self.process.sends_load:  # the last interval of this process's own per-key units
             self.process.note_gsi_lag()
             try:

@@ -152,6 +152,8 @@ class Checks:
     window_s: float = 30.0
     max_p99_wait_s: float = 0.0  # 0: off; else the 99th percentile of the wait (intended start to end) at most this
     safety: bool = False  # check the run's history against the final remote state; a violation fails the run
+    dead_endpoint: bool = True  # a last window of nothing but connection failures fails the run (false: allowed)
+    allow_lost_workers: bool = False  # a Locust worker process lost during the run still lets it complete
 
 
 @dataclass(frozen=True)

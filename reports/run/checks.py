@@ -69,7 +69,10 @@ def results(rows: pd.DataFrame, checks: Any, info: dict | None = None) -> list[C
     max_wait = _get(checks, "max_p99_wait_s", 0.0)
     if max_wait > 0:
         out.append(_p99_wait(rows, max_wait))
-    return out
+    from reports.run.dead_endpoint import dead_endpoint  # the built-in check (it imports CheckResult from here)
+
+    dead = dead_endpoint(rows, checks, info)
+    return out + ([dead] if dead is not None else [])
 
 
 def _p99_wait(rows: pd.DataFrame, limit_s: float) -> CheckResult:
