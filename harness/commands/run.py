@@ -139,6 +139,8 @@ def _run(plan: RunPlan, say: Callable[[str], None], quiet: bool) -> RunResult:
     failed = failed_parts.record(run_dir, parts.failures if parts else [], stopped_by_us=bool(parts and parts.stopped))
     res = _results(run_dir, exit_code, signalled, safety_failed)
     res.failed_parts = failed
+    # a story's, a sweep's or a climb's run: what died reads as a failed check there (`harness run` says it alone)
+    res.failed_checks[:0] = [f"the run did not complete: {d['line']}" for d in failed]
     return res
 
 

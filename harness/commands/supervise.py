@@ -67,6 +67,7 @@ class Watcher:
         self.stopped: set[Path] = set()
         self.reported: set[Path] = set()
         self.next_progress = time.monotonic() + PROGRESS_EVERY_S
+        self.last_tests: list[tuple[int, Path, dict]] = []  # what the last poll read
 
     def tests(self) -> list[tuple[int, Path, dict]]:
         """(number, directory, run.json) of every test so far."""
@@ -112,7 +113,8 @@ class Watcher:
         if progress:
             self.next_progress += PROGRESS_EVERY_S
         session = self.session
-        for number, d, info in self.tests():
+        self.last_tests = self.tests()
+        for number, d, info in self.last_tests:
             label = f"test {number:03d}" if session else ""
             if info.get("status") == "running" and progress and not final:
                 rows = self._count(d)
@@ -206,8 +208,7 @@ def supervise(cmd: list[str], run_dir: Path, limit_s: float | None,
 def _check(parts: Parts | None, watcher: Watcher) -> PartFailure | None:
     if parts is None:
         return None
-    tests = watcher.tests()
-    return parts.check([info for _, _, info in tests])
+    return parts.check([info for _, _, info in watcher.last_tests])  # as the poll just read them
 
 
 def stop_with_reason(proc: subprocess.Popen, failed: PartFailure, say: Callable[[str], None]) -> None:
