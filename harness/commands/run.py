@@ -137,7 +137,7 @@ def _run(plan: RunPlan, say: Callable[[str], None], quiet: bool) -> RunResult:
         raise HarnessError(f"Locust did not start the run; see {run_dir / 'locust.log'}")
     runinfo.update(run_dir, locust_exit=exit_code, **notes.fields())
     failed = failed_parts.record(run_dir, parts.failures if parts else [], stopped_by_us=bool(parts and parts.stopped))
-    res = _results(run_dir, exit_code, signalled, safety_failed)
+    res = _results(run_dir, exit_code, signalled, safety_failed, completed=not failed)
     res.failed_parts = failed
     # a story's, a sweep's or a climb's run: what died reads as a failed check there (`harness run` says it alone)
     res.failed_checks[:0] = [f"the run did not complete: {d['line']}" for d in failed]
@@ -279,12 +279,14 @@ def _check_safety(run_dir: Path, backend: Any) -> list[str]:
     return audit.after_run(wanted[0], backend, True)
 
 
-def _results(run_dir: Path, exit_code: int, signalled: str | None, safety_failed: list[str] = ()) -> RunResult:
-    """Rows and checks of every test, each with the checks of the scenario it actually ran."""
+def _results(run_dir: Path, exit_code: int, signalled: str | None, safety_failed: list[str] = (),
+             completed: bool = True) -> RunResult:
+    """Rows and checks of every test, each with the checks of the scenario it actually ran (``completed``: no
+    part died, so a session that ran no test and a failed exit is Locust's own failure)."""
     watcher = Watcher(run_dir, print)
     session = watcher.session
     tests = watcher.tests()
-    if session and not tests and exit_code != 0 and not signalled:
+    if session and not tests and exit_code != 0 and not signalled and completed:
         raise HarnessError(f"Locust stopped (exit {exit_code}) before any test ran; see {run_dir / 'locust.log'}")
     total, failed, to_report = 0, [], []
     for number, d, info in tests:

@@ -41,11 +41,13 @@ class ServerProcess:
 
     def __init__(self, name: str, proc: Any, log: str | None) -> None:
         self.name, self.proc, self.log = name, proc, log
+        self.said = False
 
     def check(self) -> PartFailure | None:
         code = self.proc.poll()
-        if code is None:
+        if code is None or self.said:
             return None
+        self.said = True
         return failure("stand-in", self.name, time.time(), pid=self.proc.pid, returncode=code, log=self.log)
 
 

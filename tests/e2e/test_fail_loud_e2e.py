@@ -207,7 +207,7 @@ def test_an_endpoint_that_refuses_from_the_start_is_one_line(tmp_path):
 def test_an_endpoint_that_dies_is_backed_off_and_fails_the_run(tmp_path):
     """A user's endpoint (not the harness's: not watched) dies: the workers back off, the last window is only
     connection failures, the built-in check fails the run with one line."""
-    sc = (ROOT / "scenarios" / "namespaced.toml").read_text().replace("[lock]", '[checks]\nwindow = "4s"\n\n[lock]')
+    sc = (ROOT / "scenarios" / "namespaced.toml").read_text().replace("[lock]", '[checks]\nwindow = "3s"\n\n[lock]')
     scenario = tmp_path / "short-window.toml"
     scenario.write_text(sc)
     port = _closed_port()
@@ -220,8 +220,9 @@ def test_an_endpoint_that_dies_is_backed_off_and_fails_the_run(tmp_path):
         run_dir = tmp_path / "dies"
         env = clean_env(AWS_ENDPOINT_URL=f"http://127.0.0.1:{port}", AWS_ACCESS_KEY_ID="x",
                         AWS_SECRET_ACCESS_KEY="y")
-        proc = _start(run_dir, "--duration", "14s", "--no-report", env=env, scenario=str(scenario))
-        _first_rows(proc, run_dir)
+        proc = _start(run_dir, "--duration", "11s", "--no-report", env=env, scenario=str(scenario))
+        wait_for("the test's start", lambda: (run_dir / "run.json").exists(), 90)
+        time.sleep(3)  # a few successful iterations first
         killed_at = time.time()
         os.killpg(server.pid, signal.SIGKILL)
         out, err = _finish(proc)
@@ -230,9 +231,10 @@ def test_an_endpoint_that_dies_is_backed_off_and_fails_the_run(tmp_path):
             os.killpg(server.pid, signal.SIGKILL)
         server.wait(10)
     assert proc.returncode == 3, out + err
-    assert re.fullmatch(r"harness: check failed: dead_endpoint: every one of the \d+ iterations in the last 4s "
+    assert re.fullmatch(r"harness: check failed: dead_endpoint: every one of the \d+ iterations in the last 3s "
                         r"failed to connect .*", _one_line(err))
     d = rows(run_dir)
+    assert d["ok"].any()  # it answered before it died
     after = d[d["ts_start"].map(lambda ts: ts.timestamp()) >= killed_at + 1]
     assert len(after) and (after["error_kind"] == "connection").all()
     seconds = pd.Timestamp(_info(run_dir)["ended_at"]).timestamp() - killed_at
