@@ -213,13 +213,14 @@ def _check(parts: Parts | None, watcher: Watcher) -> PartFailure | None:
 
 def stop_with_reason(proc: subprocess.Popen, failed: PartFailure, say: Callable[[str], None]) -> None:
     """The supervisor's own stop: a part the harness started died (or the disk filled), so the test is stopped
-    through the path a signal takes (SIGINT to Locust: it stops the running test, collects every worker's rows,
-    records them and quits), and waited for as a signal's stop is. What died goes into run.json afterwards
-    (``harness run``); this only stops. (A check that stops a test early from inside the Locust master is a
-    different stop: Locust's own, with its own reason.)"""
+    through the path a signal takes (the master stops the running test, collects every worker's rows, records
+    them and quits), and waited for as a signal's stop is. SIGTERM, not SIGINT: Locust handles it in a greenlet
+    of its own (``gevent.signal_handler``), where SIGINT is a KeyboardInterrupt raised in whichever greenlet
+    runs. What died goes into run.json afterwards (``harness run``); this only stops. (A check that stops a test
+    early from inside the Locust master is a different stop: Locust's own, with its own reason.)"""
     say(f"harness: {failed.what()} {'filled' if failed.part == 'disk' else 'exited'}; stopping Locust (the "
         "running test is recorded first)")
-    _forward(proc, signal.SIGINT)
+    _forward(proc, signal.SIGTERM)
     _wait(proc, STOP_WAIT_S, _hold_signals(), say)
 
 

@@ -116,50 +116,42 @@ def _check_stopped(run_dir: Path, err: str, pattern: str, part: str, pid: int, k
     return info
 
 
-def test_a_killed_stand_in_stops_the_test_and_the_report_says_so(tmp_path):
-    run_dir = tmp_path / "standin"
-    proc = _start(run_dir, "--duration", "40s")
+def _kill_one(run_dir: Path, what: str, match, pattern: str, part: str, *args: str) -> tuple[dict, float]:  # noqa: ANN001
+    """A 40 s run, one part killed once its first rows are written: the checks every kill gets, and run.json."""
+    proc = _start(run_dir, "--duration", "40s", *args)
     before = _first_rows(proc, run_dir)
-    victim = _find(proc.pid, "dynalite", lambda c: any("dynalite_server.js" in x for x in c))
+    victim = _find(proc.pid, what, match)
     killed_at = _killed(victim)
     out, err = _finish(proc)
     assert proc.returncode == 5, out + err
-    info = _check_stopped(run_dir, err, r"the embedded stand-in dynalite exited at \d+ s \(killed by SIGKILL\); "
-                          r"the test was stopped", "stand-in", victim.pid, killed_at, before)
+    return _check_stopped(run_dir, err, pattern, part, victim.pid, killed_at, before), killed_at
+
+
+def test_a_killed_stand_in_stops_the_test_and_the_report_says_so(tmp_path):
+    run_dir = tmp_path / "standin"
+    info, killed_at = _kill_one(run_dir, "dynalite", lambda c: any("dynalite_server.js" in x for x in c),
+                                r"the embedded stand-in dynalite exited at \d+ s \(killed by SIGKILL\); the test was "
+                                r"stopped", "stand-in")
     assert info["failed_parts"][0]["log"].endswith("dynalite.log")
     assert info["stop_reason"] == info["failed_parts"][0]["line"] and info["status"] == "finished"
-    ended = pd.Timestamp(info["ended_at"]).timestamp()
-    assert ended - killed_at < 10, "stopped at the death, not at the run's 40 s"
+    assert pd.Timestamp(info["ended_at"]).timestamp() - killed_at < 10, "stopped at the death, not at 40 s"
     page = (run_dir / "report" / "index.html").read_text()
     first_screen = page[: page.index("<details")]
     assert "The run did not complete: the embedded stand-in dynalite exited at" in first_screen
 
 
 def test_a_killed_probe_stops_the_test(tmp_path):
-    run_dir = tmp_path / "probe"
-    proc = _start(run_dir, "--duration", "40s", "--workers", "2", "--no-report")
-    before = _first_rows(proc, run_dir)
-    victim = _find(proc.pid, "the probe", lambda c: "harness.aws.fidelity.probe" in c)
-    killed_at = _killed(victim)
-    out, err = _finish(proc)
-    assert proc.returncode == 5, out + err
-    info = _check_stopped(run_dir, err, r"the stand-in probe exited at \d+ s \(killed by SIGKILL\); the test was "
-                          r"stopped", "probe", victim.pid, killed_at, before)
+    info, killed_at = _kill_one(tmp_path / "probe", "the probe", lambda c: "harness.aws.fidelity.probe" in c,
+                                r"the stand-in probe exited at \d+ s \(killed by SIGKILL\); the test was stopped",
+                                "probe", "--workers", "2", "--no-report")
     assert info["failed_parts"][0]["log"].endswith("probe.log")
     assert pd.Timestamp(info["ended_at"]).timestamp() - killed_at < 10
 
 
 def test_a_killed_locust_process_is_not_a_pass(tmp_path):
-    run_dir = tmp_path / "locust"
-    proc = _start(run_dir, "--duration", "40s", "--workers", "2", "--no-report")
-    before = _first_rows(proc, run_dir)
-    victim = _find(proc.pid, "Locust", lambda c: "locust" in c[:3] or any(x.endswith("locust") for x in c[:3]))
-    killed_at = _killed(victim)
-    out, err = _finish(proc)
-    assert proc.returncode == 5, out + err
-    info = _check_stopped(run_dir, err, r"the Locust process \(local\) exited at \d+ s \(killed by SIGKILL\); the "
-                          r"run did not complete \(rows up to its last flush are kept\)", "locust", victim.pid,
-                          killed_at, before)
+    info, _ = _kill_one(tmp_path / "locust", "Locust", lambda c: "locust" in c[:3],
+                        r"the Locust process \(local\) exited at \d+ s \(killed by SIGKILL\); the run did not "
+                        r"complete \(rows up to its last flush are kept\)", "locust", "--workers", "2", "--no-report")
     assert info["status"] == "running"  # its record was never closed: run.json says so, and what died
 
 
