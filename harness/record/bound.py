@@ -30,7 +30,7 @@ bound.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 KINDS = ("lock", "step", "capacity", "partition", "generator", "stand-in", "machine")
@@ -98,8 +98,6 @@ def spinning(resources: list[Resource], connection_share: float) -> list[Resourc
     fleet; each says so in its evidence (``spinning``: the share that failed to connect)."""
     if not connection_share >= SPINNING:
         return resources
-    from dataclasses import replace
-
     return [replace(r, candidate=False, evidence={**r.evidence, "spinning": connection_share})
             if r.kind in ("generator", "machine") else r for r in resources]
 
