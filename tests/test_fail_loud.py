@@ -28,6 +28,7 @@ from botocore.exceptions import (
 )
 
 from harness import aws_errors
+from harness.aws.standin.dynalite import missing_runtime as dynalite_missing
 from harness.clock import FakeClock
 from harness.commands import disk, failed_parts
 from harness.commands.watch import FreeSpace, Parts, Reserve, SamplerThread, ServerProcess
@@ -175,6 +176,35 @@ def test_a_server_that_dies_is_one_failure_with_its_status_and_its_log(tmp_path)
     finally:
         if alive.poll() is None:
             alive.kill()
+
+
+@pytest.mark.skipif(dynalite_missing() is not None, reason=f"{dynalite_missing()}")
+def test_a_client_that_goes_away_mid_request_does_not_end_dynalite(tmp_path):
+    """A killed Locust worker resets its connections: dynalite threw the request's error and exited (status 1, "at
+    abortIncoming"), ending the run for every other worker; it now logs it and serves on."""
+    import struct
+
+    import boto3
+    from botocore.config import Config
+
+    from harness.aws.standin.dynalite import EmbeddedDynalite
+
+    server = EmbeddedDynalite(s3_moto=False, in_memory=True, log_path=str(tmp_path / "dynalite.log")).start()
+    try:
+        host, port = server.dynamodb_url.split("//")[1].split(":")
+        s = socket.create_connection((host, int(port)))
+        s.sendall(b"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\n{\"Li")  # half a request
+        time.sleep(0.3)
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        s.close()  # a reset, as a killed process's sockets
+        time.sleep(0.5)
+        assert server.proc.poll() is None, (tmp_path / "dynalite.log").read_text()
+        c = boto3.client("dynamodb", endpoint_url=server.dynamodb_url, region_name="us-east-1",
+                         aws_access_key_id="x", aws_secret_access_key="y", config=Config(retries={"max_attempts": 0}))
+        assert c.list_tables()["TableNames"] == []  # the others are still served
+        assert "went away mid-request" in (tmp_path / "dynalite.log").read_text()
+    finally:
+        server.stop()
 
 
 def test_the_disk_and_the_sampler_are_watched_and_the_reserve_is_given_back(tmp_path):
