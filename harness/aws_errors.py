@@ -8,14 +8,17 @@ all ask here, so a new throttle code or stand-in quirk is taught once.
 from __future__ import annotations
 
 import socket
+import ssl
 
 from botocore.exceptions import (
     ClientError,
     ConnectionClosedError,
     ConnectTimeoutError,
     EndpointConnectionError,
+    ProxyConnectionError,
     ReadTimeoutError,
 )
+from botocore.exceptions import SSLError as BotocoreSSLError
 
 THROTTLE_CODES = frozenset({
     "ProvisionedThroughputExceededException", "ThrottlingException", "RequestLimitExceeded",
@@ -29,6 +32,11 @@ NOT_FOUND_CODES = frozenset({"NoSuchKey", "404", "NotFound", "NoSuchBucket", "Re
 SERVER_CODES = frozenset({"InternalServerError", "InternalError", "ServiceUnavailable", "500", "503"})
 TIMEOUTS = (ReadTimeoutError, ConnectTimeoutError, TimeoutError, socket.timeout)
 DROPS = (ConnectionClosedError, EndpointConnectionError, ConnectionError)
+# No answer could come at all: refused (EndpointConnectionError), DNS (EndpointConnectionError too), reset or
+# closed mid-request, TLS, a proxy. A timeout is not one (a slow server answers later): ``timeout``.
+CONNECTION_FAILURES = (EndpointConnectionError, ConnectionClosedError, BotocoreSSLError, ProxyConnectionError,
+                       ConnectionRefusedError, ConnectionResetError, ConnectionAbortedError, socket.gaierror,
+                       ssl.SSLError)
 
 
 def error_code(exc: BaseException | None) -> str:
@@ -55,6 +63,23 @@ def is_timeout(exc: BaseException | None) -> bool:
     return isinstance(exc, TIMEOUTS)
 
 
+def is_connection_failure(exc: BaseException | None) -> bool:
+    """The endpoint could not be talked to (refused, reset, DNS, TLS), here or in what caused ``exc``.
+
+    The datastore may raise its own error from a failed request (``raise ... from e``), so the chain of causes
+    is read too (a few links: a chain never loops, but it need not be read to its end).
+    """
+    for _ in range(5):
+        if exc is None:
+            return False
+        if isinstance(exc, TIMEOUTS):
+            return False
+        if isinstance(exc, CONNECTION_FAILURES):
+            return True
+        exc = exc.__cause__ or exc.__context__
+    return False
+
+
 def is_transient(exc: BaseException | None) -> bool:
     """Worth retrying: a throttle, a server error, a timeout or a dropped connection."""
     if isinstance(exc, ClientError):
@@ -70,7 +95,7 @@ def outcome_unknown(exc: BaseException | None) -> bool:
 
 
 def kind(exc: BaseException | None) -> str:
-    """``throttled``, ``conflict``, ``timeout``, ``not_found`` or ``other`` for an AWS failure."""
+    """``throttled``, ``conflict``, ``timeout``, ``connection``, ``not_found`` or ``other`` for an AWS failure."""
     code = error_code(exc)
     if code in THROTTLE_CODES:
         return "throttled"
@@ -80,4 +105,6 @@ def kind(exc: BaseException | None) -> str:
         return "not_found"
     if is_timeout(exc):
         return "timeout"
+    if is_connection_failure(exc):
+        return "connection"
     return "other"

@@ -6,7 +6,8 @@ and nothing below reads either again.
 
 Exit codes: 0 success; 1 unexpected error (``suite``: a scenario failed); 2 bad input (one line on stderr,
 no traceback); 3 the run finished but the scenario's checks failed (``suite --compare``: a regression); 4 a job
-paused or failed (its place is kept: `harness resume JOB`).
+paused or failed (its place is kept: `harness resume JOB`); 5 the run did not complete (a part the harness
+started died, or the run directory's disk filled: one line on stderr, what was recorded is kept).
 """
 
 from __future__ import annotations
@@ -283,7 +284,7 @@ def run_options(args: argparse.Namespace) -> RunOptions:
 
 def _cmd_run(args: argparse.Namespace, env: UserEnvironment) -> int:
     from harness.commands import gates
-    from harness.commands.run import EXIT_CHECKS_FAILED, run
+    from harness.commands.run import EXIT_CHECKS_FAILED, EXIT_DID_NOT_COMPLETE, run
     from harness.edge import secret
     from harness.plan.build import PASSWORD_ENV, plan_run
 
@@ -308,6 +309,11 @@ def _cmd_run(args: argparse.Namespace, env: UserEnvironment) -> int:
             out = build_report([run_dir], baseline=compared.get(run_dir))
             print(f"harness: report {out / 'index.html'}")
     gates.write_junit(args.junit, res, compared)
+    if res.failed_parts and not res.signal:  # one line: what died first (the rest are in run.json); no check lines
+        more = len(res.failed_parts) - 1
+        also = f" (and {more} more part{'s' if more > 1 else ''}: run.json failed_parts)" if more else ""
+        print(f"harness: {res.failed_parts[0]['line']}{also}", file=sys.stderr)
+        return EXIT_DID_NOT_COMPLETE
     for line in res.failed_checks:
         print(f"harness: check failed: {line}", file=sys.stderr)
     for line in gates.regressed(compared):

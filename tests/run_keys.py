@@ -55,6 +55,8 @@ ADDED = {
     "fidelity.gsi_lag",  # how long after its write an item shows in a GSI (issue 34)
     "runs[].findings.wait", "runs[].findings.stages",  # an open fleet's wait and queue; a load shape's stages (36)
     "runs[].findings.spans",  # the columns no span filled; the command driver's spans (issue 46)
+    # the parts that died (run.json failed_parts, only then) and the connection failures' error kind (issue 44)
+    "runs[].findings.failed_parts", "runs[].findings.errors.connection",
 }
 
 

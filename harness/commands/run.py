@@ -24,9 +24,11 @@ from typing import Any
 
 from harness import drivers
 from harness.aws.clients import Sessions
+from harness.commands import disk, failed_parts
 from harness.commands.background import background, preage
 from harness.commands.cloudwatch import after_run
 from harness.commands.supervise import GRACE_S, Interrupted, Watcher, signals_raise, supervise
+from harness.commands.watch import Parts
 from harness.errors import HarnessError
 from harness.gates.columns import check_specs
 from harness.plan import scenario as scenarios
@@ -44,6 +46,7 @@ from reports.run import checks as run_checks
 LOCUSTFILE = Path(__file__).parents[1] / "load" / "locustfile.py"
 SHAPEFILE = Path(__file__).parents[1] / "load" / "shape.py"  # a scenario's [[fleet.stages]], only when it has them
 EXIT_CHECKS_FAILED = 3
+EXIT_DID_NOT_COMPLETE = 5  # a part the harness started died (or the disk filled): the run did not complete
 
 
 @dataclass
@@ -58,6 +61,7 @@ class RunResult:
     # each test: (number, directory, run.json, its checks' results as dicts), for --junit and --baseline
     checked: list[tuple[int, Path, dict, list[dict]]] = field(default_factory=list)
     safety: list[str] | None = None  # the safety check's failures when the scenario asked for it (None: not asked)
+    failed_parts: list[dict] = field(default_factory=list)  # run.json's failed_parts: what died, first first
 
 
 def run(plan: RunPlan, quiet: bool = False) -> RunResult:
@@ -84,16 +88,19 @@ def _prepare_run_dir(path: Path) -> Path:
 def _run(plan: RunPlan, say: Callable[[str], None], quiet: bool) -> RunResult:
     check_specs(plan.scenario.checks.thresholds, f"{plan.scenario.source}: checks.thresholds")  # before anything
     run_dir = _prepare_run_dir(Path(plan.run_dir))
+    disk.refuse_if_short(plan, run_dir)  # before anything starts: the stand-in's data is kept here too
     uneven = uneven_groups(plan)
     if uneven:
         say(f"harness: warning: {uneven}")
     local: Any = None
     sampler: ProcessSampler | None = None
+    parts: Parts | None = None
     signalled: str | None = None
     notes = RunNotes(run_dir)
     try:
         local, plan = start_stand_in(plan, say, run_dir)
         sampler = ProcessSampler(run_dir, getattr(local, "pids", None)).start()  # this machine's share, each second
+        parts = Parts.of_run(run_dir, local, sampler)  # watched from here on (supervise), the disk too
         plan_path = plan.write(run_dir)  # complete now: the stand-in's URLs are in it
         sessions = Sessions(plan.connection.region)
         factory = Factory(plan, sessions=sessions)
@@ -109,21 +116,27 @@ def _run(plan: RunPlan, say: Callable[[str], None], quiet: bool) -> RunResult:
         _say_telemetry(plan, say)
         job = background(factory, say)
         try:
-            exit_code, signalled = supervise(locust_command(plan, plan_path), run_dir, _time_limit(plan), say)
+            exit_code, signalled = supervise(locust_command(plan, plan_path), run_dir, _time_limit(plan), say,
+                                             parts)
         finally:
             if job:
                 job.stop()
-        safety_failed = _check_safety(run_dir, backend)  # while the endpoint is up
+        endpoint_up = not any(f.part == "stand-in" for f in parts.failures)
+        safety_failed = _check_safety(run_dir, backend) if endpoint_up else []  # while the endpoint is up
         after_run(plan, [d for _, d, _ in Watcher(run_dir, print).tests()], say)  # --aws: what AWS measured
-        if plan.resources.cleanup:
+        if plan.resources.cleanup and endpoint_up:
             removed = factory.teardown(clients, backend)
             say(f"harness: {'removed' if removed else 'left'} {backend.name} resource of this run")
     finally:
+        if parts:
+            parts.give_back()
         if sampler:
             sampler.stop()
         if local:
             local.stop()
     if not (run_dir / runinfo.RUN_JSON).exists():
+        if parts and parts.failures:  # a part died before the test started: nothing was recorded
+            return RunResult(run_dir, 0, [], exit_code, failed_parts=[f.as_dict() for f in parts.failures])
         if signalled:
             raise Interrupted(signal.Signals[signalled])
         m = plan.locust.master
@@ -133,7 +146,12 @@ def _run(plan: RunPlan, say: Callable[[str], None], quiet: bool) -> RunResult:
                                f"HOST --master-port {m.bind_port}`; see {run_dir / 'locust.log'}")
         raise HarnessError(f"Locust did not start the run; see {run_dir / 'locust.log'}")
     runinfo.update(run_dir, locust_exit=exit_code, **notes.fields())
-    return _results(run_dir, exit_code, signalled, safety_failed)
+    failed = failed_parts.record(run_dir, parts.failures if parts else [], stopped_by_us=bool(parts and parts.stopped))
+    res = _results(run_dir, exit_code, signalled, safety_failed, completed=not failed)
+    res.failed_parts = failed
+    # a story's, a sweep's or a climb's run: what died reads as a failed check there (`harness run` says it alone)
+    res.failed_checks[:0] = [f"the run did not complete: {d['line']}" for d in failed]
+    return res
 
 
 class RunNotes:
@@ -281,12 +299,14 @@ def _check_safety(run_dir: Path, backend: Any) -> list[str]:
     return audit.after_run(wanted[0], backend, True)
 
 
-def _results(run_dir: Path, exit_code: int, signalled: str | None, safety_failed: list[str] = ()) -> RunResult:
-    """Rows and checks of every test, each with the checks of the scenario it actually ran."""
+def _results(run_dir: Path, exit_code: int, signalled: str | None, safety_failed: list[str] = (),
+             completed: bool = True) -> RunResult:
+    """Rows and checks of every test, each with the checks of the scenario it actually ran (``completed``: no
+    part died, so a session that ran no test and a failed exit is Locust's own failure)."""
     watcher = Watcher(run_dir, print)
     session = watcher.session
     tests = watcher.tests()
-    if session and not tests and exit_code != 0 and not signalled:
+    if session and not tests and exit_code != 0 and not signalled and completed:
         raise HarnessError(f"Locust stopped (exit {exit_code}) before any test ran; see {run_dir / 'locust.log'}")
     total, failed, to_report, checked = 0, [], [], []
     for number, d, info in tests:

@@ -9,6 +9,11 @@ Signals: SIGTERM, SIGHUP and SIGINT to ``harness run`` are passed to the
 Locust master, which stops the running test, collects every worker's rows,
 records them and quits; then the supervisor ends whatever is left of Locust's
 process group. Nothing outlives the command.
+
+A part that dies: every half second the supervisor also asks the parts it watches (``harness/commands/watch.py``:
+the stand-in's servers, the sampler, the disk; the probe and Locust's workers through the test's run.json); the
+first that died stops the test through the same path a signal takes (``stop_with_reason``), and Locust's own
+process ending while a test is recorded is one too. ``harness run`` then exits 5 (the run did not complete).
 """
 
 from __future__ import annotations
@@ -24,7 +29,9 @@ from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
 
+from harness.commands.watch import Parts
 from harness.record import runinfo
+from harness.record.parts import PartFailure
 from harness.record.reader import count_rows, shard_paths
 
 GRACE_S = 60.0  # past the run time, Locust gets this long to stop before it is ended
@@ -60,6 +67,7 @@ class Watcher:
         self.stopped: set[Path] = set()
         self.reported: set[Path] = set()
         self.next_progress = time.monotonic() + PROGRESS_EVERY_S
+        self.last_tests: list[tuple[int, Path, dict]] = []  # what the last poll read
 
     def tests(self) -> list[tuple[int, Path, dict]]:
         """(number, directory, run.json) of every test so far."""
@@ -82,6 +90,17 @@ class Watcher:
     def session(self) -> bool:
         return runinfo.is_session(self.run_dir)
 
+    def recording(self, tests: list[tuple[int, Path, dict]]) -> bool:
+        """A test is being recorded: a Locust process that ends now, even with status 0, is a death."""
+        return any(info.get("status") == "running" for _, _, info in tests)
+
+    def open(self) -> bool:
+        """A web session is open (its master ends it by closing it first)."""
+        try:
+            return runinfo.read(self.run_dir).get("status") == "open"
+        except (FileNotFoundError, json.JSONDecodeError):
+            return False
+
     def _count(self, d: Path) -> int:
         seen = self.seen.setdefault(d, set())
         new = [p for p in shard_paths(d) if p not in seen]
@@ -94,7 +113,8 @@ class Watcher:
         if progress:
             self.next_progress += PROGRESS_EVERY_S
         session = self.session
-        for number, d, info in self.tests():
+        self.last_tests = self.tests()
+        for number, d, info in self.last_tests:
             label = f"test {number:03d}" if session else ""
             if info.get("status") == "running" and progress and not final:
                 rows = self._count(d)
@@ -135,15 +155,19 @@ def signals_raise() -> Iterator[None]:
 
 
 def supervise(cmd: list[str], run_dir: Path, limit_s: float | None,
-              say: Callable[[str], None]) -> tuple[int, str | None]:
+              say: Callable[[str], None], parts: Parts | None = None) -> tuple[int, str | None]:
     """Run Locust to its end (``limit_s`` at most, then it is ended); on a signal, let it record the running test,
-    then end its whole process group. Locust inherits this process's environment as it is."""
+    then end its whole process group. Locust inherits this process's environment as it is.
+
+    ``parts``: what else to watch; the first that dies stops the test (``stop_with_reason``) and is kept in
+    ``parts.failures``, as is Locust's own process when it ends while a test is recorded."""
     out = open(run_dir / "locust.out", "wb")  # noqa: SIM115
     proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
     watcher = Watcher(run_dir, say)
     limit = limit_s
     start = time.monotonic()
     received: str | None = None
+    stopped = False  # the supervisor asked Locust to stop (a part died, or it overran)
     try:
         try:
             while proc.poll() is None:
@@ -152,10 +176,19 @@ def supervise(cmd: list[str], run_dir: Path, limit_s: float | None,
                 except subprocess.TimeoutExpired:
                     pass
                 watcher.poll()
+                failed = _check(parts, watcher) if proc.poll() is None else None
+                if failed is not None:
+                    stopped = parts.stopped = True
+                    stop_with_reason(proc, failed, say)
+                    break
                 if limit is not None and time.monotonic() - start > limit:
+                    stopped = True
                     say("harness: Locust overran the run time; stopping it")
                     proc.send_signal(signal.SIGTERM)
                     proc.wait(30)
+            if parts is not None and not stopped and proc.returncode is not None:
+                parts.locust_exited(proc.pid, proc.returncode, watcher.recording(watcher.tests()) or watcher.open(),
+                                    _role(cmd))
         except Interrupted as e:
             received = e.name
             hurry = _hold_signals()
@@ -170,6 +203,29 @@ def supervise(cmd: list[str], run_dir: Path, limit_s: float | None,
         out.close()
         watcher.poll(final=True)
     return (proc.returncode if proc.returncode is not None else -1), received
+
+
+def _check(parts: Parts | None, watcher: Watcher) -> PartFailure | None:
+    if parts is None:
+        return None
+    return parts.check([info for _, _, info in watcher.last_tests])  # as the poll just read them
+
+
+def stop_with_reason(proc: subprocess.Popen, failed: PartFailure, say: Callable[[str], None]) -> None:
+    """The supervisor's own stop: a part the harness started died (or the disk filled), so the test is stopped
+    through the path a signal takes (the master stops the running test, collects every worker's rows, records
+    them and quits), and waited for as a signal's stop is. SIGTERM, not SIGINT: Locust handles it in a greenlet
+    of its own (``gevent.signal_handler``), where SIGINT is a KeyboardInterrupt raised in whichever greenlet
+    runs. What died goes into run.json afterwards (``harness run``); this only stops. (A check that stops a test
+    early from inside the Locust master is a different stop: Locust's own, with its own reason.)"""
+    say(f"harness: {failed.what()} {'filled' if failed.part == 'disk' else 'exited'}; stopping Locust (the "
+        "running test is recorded first)")
+    _forward(proc, signal.SIGTERM)
+    _wait(proc, STOP_WAIT_S, _hold_signals(), say)
+
+
+def _role(cmd: list[str]) -> str:
+    return "master" if "--master" in cmd or "--processes" in cmd else "local"
 
 
 def _forward(proc: subprocess.Popen, signum: int) -> None:

@@ -43,7 +43,7 @@ class ConfigError(HarnessError, ValueError):
 
 def error_kind(exc: BaseException) -> str:
     """A failure as the reports and Locust's failure table name it (the model driver's rows, the reference
-    command's ``--json`` error code): lock_timeout, fenced, conflict, throttled, timeout or other."""
+    command's ``--json`` error code): lock_timeout, fenced, conflict, throttled, timeout, connection or other."""
     if isinstance(exc, LockTimeoutError):
         return "lock_timeout"
     if isinstance(exc, FencedError | LockLostError):
@@ -51,4 +51,4 @@ def error_kind(exc: BaseException) -> str:
     if isinstance(exc, ConflictError):
         return "conflict"
     kind = aws_errors.kind(exc)
-    return kind if kind in ("throttled", "conflict", "timeout") else "other"
+    return kind if kind in ("throttled", "conflict", "timeout", "connection") else "other"

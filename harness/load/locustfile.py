@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import logging
 import os
+import random
 import time
 from pathlib import Path
 from typing import Any
@@ -36,8 +37,12 @@ from locust.runners import MasterRunner, WorkerRunner
 from harness import drivers
 from harness.aws import standin
 from harness.aws.clients import make_clients
+from harness.clock import SystemClock
+from harness.drivers.base import IterationOutcome
 from harness.edge import UserEnvironment
 from harness.errors import HarnessError
+from harness.load.backoff import ConnectionBackoff
+from harness.load.children import watch_workers
 from harness.load.process import (
     FINAL_MESSAGE,
     FLUSH_MESSAGE,
@@ -134,6 +139,7 @@ def _init(environment: Any, **_: Any) -> None:
     if role == ROLE_MASTER:
         ev.worker_report.add_listener(lambda client_id, data, **_: _master_report(session, client_id, data))
         runner.register_message(FINAL_MESSAGE, lambda environment, msg, **_: session.receive(msg.node_id, msg.data))
+        gevent.spawn(watch_workers, session)  # the workers it forked (--processes): a death stops the test
     install_signal_notes(session)
     if environment.web_ui is not None:
         from harness.load.web import ui
@@ -264,6 +270,7 @@ class SwampWorkerUser(User):
         self.driver = drivers.make(drivers.DriverContext(
             load.plan, process=h.name, user=f"w{index}-{n}", namespace=load.scenario.datastore.namespace_of(index, n),
             rng_seed=hash((os.getpid(), n, time.time())), backend=load.backend, shared=h.drivers))
+        self.backoff = ConnectionBackoff(SystemClock(), random.Random(hash((os.getpid(), n, "backoff"))))
 
     def on_stop(self) -> None:
         driver = getattr(self, "driver", None)
@@ -290,3 +297,8 @@ class SwampWorkerUser(User):
              response_length=(out.row.get("bytes_sent") or 0) + (out.row.get("bytes_received") or 0), exception=exc,
              context={})
         self.environment.harness.record(out)
+        self.back_off(out)
+
+    def back_off(self, out: IterationOutcome) -> None:
+        """A failed connection: wait before the next iteration (``harness/load/backoff.py``), once an iteration."""
+        self.backoff.pause(out.row["error_kind"])

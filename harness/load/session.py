@@ -30,6 +30,7 @@ from harness.drivers.base import IterationOutcome
 from harness.errors import HarnessError
 from harness.gates.live import live_gate
 from harness.load import collect
+from harness.load.children import watch_probe
 from harness.load.collect import ActiveTest, Inflow
 from harness.load.process import HarnessProcess, throttle_count
 from harness.load.runrecord import RunRecord, now_iso
@@ -152,6 +153,7 @@ class Session:
         fidelity = plan.fidelity()
         if fidelity.enabled and fidelity.probe_every_s > 0:
             t.probe = self._start_probe(plan, backend, test_dir, fidelity.probe_every_s)
+            t.greenlets.append(gevent.spawn(watch_probe, t))  # its death stops the test (the supervisor's)
         t.greenlets.append(gevent.spawn(self._sample_generator, t))
         t.greenlets.append(gevent.spawn(self._watch, t))
         t.gate = live_gate(sc.checks, t.started_at, users / max(rate, 1e-9), t.live.lag_s)
@@ -322,10 +324,13 @@ class Session:
         self.closed_tests[t.number] = t.dir
         if t.probe is not None:
             t.probe.stop()
-        t.writer.flush()
-        t.history.flush()
-        if t.spans is not None:
-            t.spans.flush()
+        for writer in (t.writer, t.history, t.spans):  # a full disk: the rows kept so far stay, the record closes
+            if writer is None:
+                continue
+            try:
+                writer.flush()
+            except OSError:
+                log.exception("harness: test %03d: cannot write %s", t.number, writer.dir)
         if self.process.sends_load:  # the last interval of this process's own per-key units
             self.process.note_gsi_lag()
             try:

@@ -345,7 +345,8 @@ def _checks(c: _Reader) -> Checks:
     checks = Checks(max_failure_ratio=ratio, min_rate_last_window=c.number("min_rate_last_window", 0.0),
                     window_s=c.duration("window", 30.0), max_p99_wait_s=c.duration("max_p99_wait", 0.0, False),
                     safety=c.boolean("safety", False), thresholds=_thresholds(c),
-                    undecided=c.choice("undecided", "pass", UNDECIDED))
+                    undecided=c.choice("undecided", "pass", UNDECIDED), dead_endpoint=c.boolean("dead_endpoint", True),
+                    allow_lost_workers=c.boolean("allow_lost_workers", False))
     c.done()
     return checks
 

@@ -157,6 +157,8 @@ class Checks:
     # whose interval straddles its limit counts as ``undecided`` says; ``abort`` ones are judged live too
     thresholds: tuple[ThresholdSpec, ...] = ()
     undecided: str = "pass"
+    dead_endpoint: bool = True  # a last window of nothing but connection failures fails the run (false: allowed)
+    allow_lost_workers: bool = False  # a Locust worker process lost during the run still lets it complete
 
 
 @dataclass(frozen=True)

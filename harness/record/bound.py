@@ -20,6 +20,9 @@ by its own iteration time). The rule, in order:
 3. else the busiest resource above 50 %;
 4. else nothing: the fleet is paced by its own think time (``None``).
 
+A stretch in which at least half the iterations failed to connect (``spinning``) names neither the generator nor
+the machine: their CPU went to failing at once, not to load.
+
 The report (``reports/``) and the web UI's harness tab both call ``choose`` and
 ``sentence``, on the same definitions of utilization, so they name the same
 bound.
@@ -27,7 +30,7 @@ bound.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 KINDS = ("lock", "step", "capacity", "partition", "generator", "stand-in", "machine")
@@ -84,6 +87,19 @@ def choose(resources: list[Resource]) -> Resource | None:
         return max(steps, key=lambda r: r.utilization)
     busy = [r for r in shared if r.utilization >= BUSY]
     return max(busy, key=lambda r: r.utilization) if busy else None
+
+
+SPINNING = 0.5  # at least this share of a stretch's iterations failed to connect: its CPU was spent spinning
+
+
+def spinning(resources: list[Resource], connection_share: float) -> list[Resource]:
+    """The resources of a stretch in which at least half the iterations failed to connect (the endpoint stopped
+    answering): the load generator and the machine were busy failing, not measuring, so neither can bind the
+    fleet; each says so in its evidence (``spinning``: the share that failed to connect)."""
+    if not connection_share >= SPINNING:
+        return resources
+    return [replace(r, candidate=False, evidence={**r.evidence, "spinning": connection_share})
+            if r.kind in ("generator", "machine") else r for r in resources]
 
 
 def _pct(x: float | None) -> str:
@@ -153,7 +169,10 @@ def describe(r: Resource) -> str:
         return (f"the partition key {r.name!r}{where} on {e.get('table', '?')}: {_n(e.get('used_per_s'))} {unit}/s of "
                 f"the {_n(e.get('limit_per_s'))} a partition takes ({_pct(r.utilization)}{_iv(r.interval)})")
     if r.kind == "generator":
-        return f"Locust process {r.name} at a mean {_pct(r.utilization)}{_iv(r.interval)} CPU ({_cpu_samples(e)})"
+        spun = (f"; spinning on connection failures: {_pct(e['spinning'])} of the iterations failed to connect"
+                if e.get("spinning") else "")
+        return (f"Locust process {r.name} at a mean {_pct(r.utilization)}{_iv(r.interval)} CPU "
+                f"({_cpu_samples(e)}{spun})")
     if r.kind == "stand-in" and e.get("basis") == "cpu":
         return f"the stand-in {r.name} at a mean {_pct(r.utilization)}{_iv(r.interval)} of a core ({_cpu_samples(e)})"
     if r.kind == "machine":

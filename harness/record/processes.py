@@ -144,6 +144,7 @@ class ProcessSampler:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self.samples = 0
+        self.error: OSError | None = None  # why it stopped before it was told to (the supervisor watches this)
 
     def tree(self) -> list[tuple[str, str, psutil.Process]]:
         """(name, role, process) for the harness and every process under it; Locust's numbered by pid."""
@@ -217,8 +218,9 @@ class ProcessSampler:
         while not self._stop.wait(self.interval_s):
             try:
                 self.write(self.clock(), self.sample())
-            except OSError:
-                return  # the run directory went away: nothing more to record
+            except OSError as e:
+                self.error = e  # the run directory went away or its disk is full: nothing more to record
+                return
 
     def start(self) -> ProcessSampler:
         self._thread = threading.Thread(target=self._loop, name="process-sampler", daemon=True)

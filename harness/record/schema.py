@@ -25,7 +25,7 @@ QUERY_COLUMNS = ("pull_queries",)  # index reads a pull made (DynamoDB Queries, 
 # partition registry (swamp's, and the harness's own when there is no namespace)
 SIZE_ITEMS = {"registry_bytes": "PARTITIONS#registry/LIST"}
 SIZE_COLUMNS = tuple(SIZE_ITEMS)
-ERROR_KINDS = ("lock_timeout", "throttled", "conflict", "fenced", "timeout", "other")
+ERROR_KINDS = ("lock_timeout", "throttled", "conflict", "fenced", "timeout", "connection", "other")
 
 SCHEMA = pa.schema(
     [

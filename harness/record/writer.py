@@ -2,7 +2,9 @@
 
 Memory stays flat on a nine-hour run (a buffer only holds a few seconds of
 records) and a crash loses at most the records since the last flush. A file is
-written under a temporary name and renamed, so a reader never sees half a file.
+written under a temporary name and renamed, so a reader never sees half a file;
+a write that fails (a full disk) removes its temporary file and keeps its
+records for the next flush, so a shard is whole or absent.
 
 File names never collide: each writer has a random token besides its tag and
 process id, and never reuses a sequence number, so two tests, two processes or
@@ -14,6 +16,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import logging
 import os
 import secrets
 import threading
@@ -24,6 +27,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from harness.record.schema import SCHEMA
+
+log = logging.getLogger("harness")
 
 HISTORY_DIR = "history"
 ITERATIONS_DIR = "iterations"
@@ -54,6 +59,7 @@ class _BufferedFiles:
         self._last = time.monotonic()
         self._lock = threading.Lock()
         self.written = 0
+        self.error: OSError | None = None  # the last flush's failure (a full disk), until one succeeds
 
     def add(self, records: list[dict]) -> None:
         if not records:
@@ -61,7 +67,12 @@ class _BufferedFiles:
         with self._lock:
             self._records.extend(records)
         if time.monotonic() - self._last >= self.flush_every_s:
-            self.flush()
+            try:
+                self.flush()
+            except OSError as e:  # a full disk: the records stay buffered, tried again at the next flush
+                if self.error is None:
+                    log.error("harness: cannot write %s (%s); its records are kept for the next flush", self.dir, e)
+                self.error = e
 
     def _next_path(self) -> Path:
         while True:
@@ -77,9 +88,16 @@ class _BufferedFiles:
             return None
         path = self._next_path()
         tmp = path.with_name(path.name + ".tmp")
-        self._write(records, tmp)
-        os.replace(tmp, path)
+        try:
+            self._write(records, tmp)
+            os.replace(tmp, path)
+        except OSError:  # whole or absent: the half-written file goes, its records back to the buffer's front
+            tmp.unlink(missing_ok=True)
+            with self._lock:
+                self._records[:0] = records
+            raise
         self.written += len(records)
+        self.error = None
         return path
 
     def _write(self, records: list[dict], path: Path) -> None:

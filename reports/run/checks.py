@@ -114,7 +114,10 @@ def results(rows: pd.DataFrame, checks: Any, info: dict | None = None, locks: Lo
         for t in ths:
             j = judge(t, obs, rule)
             out.append(CheckResult(j.name, j.passed, j.value, j.limit, j.line, j.side, j.interval, j.abort))
-    return out
+    from reports.run.dead_endpoint import dead_endpoint  # the built-in check (it imports CheckResult from here)
+
+    dead = dead_endpoint(rows, checks, info)
+    return out + ([dead] if dead is not None else [])
 
 
 def _aborted(info: dict) -> list[CheckResult]:

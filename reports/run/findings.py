@@ -95,6 +95,7 @@ def findings(rows: pd.DataFrame, info: dict | None = None, *, probes: pd.DataFra
         "generator": generator_load(generator, span),
         "safety": _safety(safety),
         "incomplete": [p for p in info.get("incomplete") or [] if isinstance(p, dict)],
+        "failed_parts": [p for p in info.get("failed_parts") or [] if isinstance(p, dict)],
         "stand_in": info.get("stand_in"),
         "checks": _checks(rows, info, shares),
     }

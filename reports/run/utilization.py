@@ -25,7 +25,7 @@ import numpy as np
 import pandas as pd
 
 from harness.record import machine
-from harness.record.bound import Resource
+from harness.record.bound import Resource, spinning
 from harness.record.lockuse import Intervals, Timeline, mean_interval, timelines
 from reports.load import STEP_COLUMNS
 from reports.run.causes import STEP_LABELS
@@ -286,7 +286,13 @@ class Usage:
         out = [self.step(a, b)]
         out += [self.lock(k, tl, a, b) for k, tl in sorted(self.locks.items())]
         out += self.capacity(a, b) + self.partitions(a, b) + self.generator(a, b) + self.stand_in(a, b)
-        return out + self.machine(a, b)
+        return spinning(out + self.machine(a, b), self.connection_share(a, b))
+
+    def connection_share(self, a: float, b: float) -> float:
+        """The share of the iterations ending in ``[a, b]`` that failed to connect (the endpoint was gone)."""
+        ending = (self.end >= a) & (self.end <= b)
+        n = int(ending.sum())
+        return float((ending & (self.kind == "connection")).sum()) / n if n else 0.0
 
 
 def table_rows(resources: list[Resource]) -> list[dict[str, Any]]:

@@ -242,8 +242,19 @@ def safety_line(sf: dict[str, Any]) -> str:
         "." if not v else " (the safety section has them).")
 
 
+def did_not_complete(f: dict[str, Any]) -> str | None:
+    """The first sentence a run a part died in gets: its report is built from what was recorded before."""
+    failed = f.get("failed_parts") or []
+    if not failed:
+        return None
+    first = failed[0].get("line") or f"{failed[0].get('part')} {failed[0].get('name')} failed"
+    more = f" ({len(failed) - 1} more in run.json's failed_parts)" if len(failed) > 1 else ""
+    return (f"The run did not complete: {first}{more}. This report is built from what was recorded before: "
+            f"{f['rows']} rows.")
+
+
 def other_sentences(f: dict[str, Any]) -> list[str]:
-    out = []
+    out = [s for s in [did_not_complete(f)] if s]
     sf = f.get("safety")
     if sf:
         out.append(f"Lock safety: {sf['acknowledged']} acknowledged commits, {sf['lost']} lost, {sf['phantom']} "

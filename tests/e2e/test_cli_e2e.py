@@ -38,8 +38,13 @@ def test_processes_two_gives_rows_from_both_worker_processes(tmp_path):
 
 
 def test_a_killed_worker_is_named_and_the_others_rows_are_complete(tmp_path):
+    """A scenario that accepts a lost worker ([checks] allow_lost_workers): the run goes on, exit 0 (without it,
+    a lost worker stops the test and the run exits 5: tests/e2e/test_fail_loud_e2e.py)."""
     run_dir = tmp_path / "killed"
-    proc = subprocess.Popen([sys.executable, "-m", "harness", "run", "namespaced", "--processes", "2", "--workers",
+    sc = (ROOT / "scenarios" / "namespaced.toml").read_text()
+    scenario = tmp_path / "lost-ok.toml"
+    scenario.write_text(sc.replace("[lock]", "[checks]\nallow_lost_workers = true\n\n[lock]"))
+    proc = subprocess.Popen([sys.executable, "-m", "harness", "run", str(scenario), "--processes", "2", "--workers",
                              "4", "--duration", "20s", "--run-dir", str(run_dir), "--no-report"],
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=clean_env(), cwd=ROOT,
                             start_new_session=True)

@@ -43,6 +43,18 @@ for (const method of ['iterator', 'keys', 'values']) {
     return it
   }
 }
+// dynalite throws a request's 'error' (its index.js: `req.on('error', function (err) { throw err })`), so one client
+// that goes away mid-request (a killed Locust worker: ECONNRESET "aborted") ended the server for every other
+// client. That error is the client's, not the store's: it is logged and the server goes on; any other uncaught
+// error still ends the process as Node would (its stack on stderr, status 1), and the harness stops the run.
+process.on('uncaughtException', (err) => {
+  if (err && err.code === 'ECONNRESET') {
+    process.stderr.write(`a client went away mid-request (${err.message}); serving on\n`)
+    return
+  }
+  process.stderr.write(`${(err && err.stack) || err}\n`)
+  process.exit(1)
+})
 const dynalite = req('dynalite')
 const version = req('dynalite/package.json').version
 const server = dynalite({ path: args.path, createTableMs: 0, deleteTableMs: 0, updateTableMs: 0 })

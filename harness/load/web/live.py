@@ -160,6 +160,7 @@ class Bin:
     all_steps: dict[str, float] = field(default_factory=lambda: dict.fromkeys(REPORT_STEPS, 0.0))
     inside_s: float = 0.0
     units: dict[str, float] = field(default_factory=lambda: dict.fromkeys(UNITS, 0.0))
+    connection: int = 0  # failed to connect (the endpoint was gone): the bound's ``spinning``
 
 
 class Live:
@@ -203,6 +204,7 @@ class Live:
             ok = bool(r["ok"])
             b.ok += ok
             b.failed += not ok
+            b.connection += r.get("error_kind") == "connection"
             for c in REPORT_STEPS:
                 v = float(r.get(c) or 0.0)
                 b.all_steps[c] += v
@@ -363,7 +365,9 @@ class Live:
             ts, proc, role, cpu, cores = zip(*p, strict=True)
             proc = tuple(self.worker_names.get(n, n) for n in proc)  # as known now, not when the row came
             out += machine.resources(np.array(ts), np.array(proc), np.array(role), np.array(cpu), max(cores))
-        return out
+        bins = [self.bins[i] for i in self._bin_range(a, b) if i in self.bins]
+        n = sum(x.ok + x.failed for x in bins)
+        return bounds.spinning(out, sum(x.connection for x in bins) / n if n else 0.0)
 
     # ---- charts --------------------------------------------------------------------------------------------
 
