@@ -52,6 +52,7 @@ from harness.plan.sections import (  # noqa: F401  (re-exported: the scenario's 
     DatastoreSpec,
     FidelitySpec,
     Fleet,
+    Observe,
     Pauses,
     Scenario,
     Stage,
@@ -110,7 +111,7 @@ def parse(data: dict, source: str = "<scenario>", default_name: str = "scenario"
     description = top.string("description", "")
     backend = top.choice("backend", "dynamodb", BACKENDS)
     sections = {s: _Reader(top.get(s, {}), s, source)
-                for s in ("fleet", "workload", "datastore", "lock", "checks", "fidelity", "background")}
+                for s in ("fleet", "workload", "datastore", "lock", "checks", "fidelity", "background", "observe")}
     top.done()
     fleet = _fleet(sections["fleet"])
     workload = _workload(sections["workload"])
@@ -120,7 +121,8 @@ def parse(data: dict, source: str = "<scenario>", default_name: str = "scenario"
     background = _background(sections["background"], backend)
     return Scenario(name=name, description=description, backend=backend, source=source, fleet=fleet,
                     workload=workload, datastore=ds, lock=lock, checks=checks,
-                    fidelity=_fidelity(sections["fidelity"]), background=background)
+                    fidelity=_fidelity(sections["fidelity"]), background=background,
+                    observe=_observe(sections["observe"]))
 
 
 def _fleet(f: _Reader) -> Fleet:
@@ -286,6 +288,37 @@ def _background(b: _Reader, backend: str) -> Background:
     if background.items and backend != "dynamodb":
         raise b.fail("items", "needs backend = \"dynamodb\" (the background job writes DynamoDB items)")
     return background
+
+
+MIN_OBSERVE_S = 1.0
+
+
+def _observe(o: _Reader) -> Observe:
+    """``[observe]``: ``every`` a duration of at least 1 s or "off"; the layout keys take [datastore]'s names."""
+    every = o.get("every", "10s")
+    every_s = 0.0 if every == "off" else o.duration("every", 10.0)
+    if every != "off" and every_s < MIN_OBSERVE_S:
+        raise o.fail("every", f"must be at least 1s (or \"off\"), got {every!r}: each sample reads the "
+                              "datastore, and the interval is also its budget's")
+    share = o.number("share", 0.05)
+    if not 0 < share <= 1:
+        raise o.fail("share", f"must be above 0 and at most 1 (a share of the table's read capacity), got {share}")
+    rate = _rate(o, "rate") if "rate" in o.t else Observe.rate_per_s
+    if rate <= 0:
+        raise o.fail("rate", "must be a positive rate like \"10/s\"")
+    observe = Observe(every_s=every_s, share=share, rate_per_s=rate, gsi=_layout(o, "gsi", GSI_LAYOUTS),
+                      s3_index=_layout(o, "s3_index", INDEX_KINDS), s3_shards=_layout(o, "s3_shards", SHARDS))
+    o.done()
+    return observe
+
+
+def _layout(o: _Reader, key: str, names: tuple[str, ...]) -> str:
+    """A layout the observer reads instead of [datastore]'s: one of the names [datastore] takes ("" when unset)."""
+    value = o.get(key, "")
+    if value != "" and value not in names:
+        raise o.fail(key, f"is not a layout the observer can read: choose one of {', '.join(names)} (the names "
+                          f"[datastore] {key} takes), got {value!r}")
+    return value
 
 
 def _fidelity(f: _Reader) -> FidelitySpec:

@@ -198,6 +198,24 @@ class Background:
 
 
 @dataclass(frozen=True)
+class Observe:
+    """``[observe]``: the observer that reads the datastore's own state from outside while the load runs
+    (``harness.observe``), and what it may spend doing so. Self-contained: other sections' readers need none
+    of it, and a key of its own is a field here and a line in ``scenario._observe``."""
+
+    every_s: float = 10.0  # seconds between samples; 0: off ("off" in the TOML)
+    share: float = 0.05  # at most this share of the table's read capacity, where the table has one
+    rate_per_s: float = 25.0  # requests a second where it has none (S3, on-demand tables)
+    gsi: str = ""  # the layout it reads: "" is [datastore]'s (the same names: gsi, s3_index, s3_shards)
+    s3_index: str = ""
+    s3_shards: str = ""
+
+    @property
+    def on(self) -> bool:
+        return self.every_s > 0
+
+
+@dataclass(frozen=True)
 class Scenario:
     name: str
     description: str = ""
@@ -210,6 +228,7 @@ class Scenario:
     checks: Checks = field(default_factory=Checks)
     fidelity: FidelitySpec = field(default_factory=FidelitySpec)
     background: Background = field(default_factory=Background)
+    observe: Observe = field(default_factory=Observe)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
