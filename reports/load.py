@@ -51,6 +51,7 @@ class Run:
     locks: pd.DataFrame | None = None  # lock events from history/*.jsonl (grant, release, lock_timeout, renew)
     keys: pd.DataFrame | None = None  # keys.csv: capacity units per partition key per interval
     processes: pd.DataFrame | None = None  # processes.csv: the harness's processes and the machine, by CPU
+    observed: pd.DataFrame | None = None  # observed.csv: the datastore's own state, read from outside
 
     @property
     def label(self) -> str:
@@ -134,7 +135,7 @@ def open_run(path: str | Path) -> Run:
     partial = info.get("status") != "finished"
     return Run(p, info, rows, partial, probes=_probes(p), generator=_generator(p), users=_users(p),
                safety=_safety(p), locust_stats=_locust_stats(p), locks=lock_events(p), keys=_keys(p),
-               processes=_processes(p, info))
+               processes=_processes(p, info), observed=observed(p))
 
 
 def _csv(path: Path, need: set[str]) -> pd.DataFrame | None:
@@ -339,6 +340,21 @@ def _events_line_by_line(path: Path) -> pd.DataFrame:
             out.append({k: e.get(k) for k in EVENT_FIELDS})
     return pd.DataFrame.from_records(out, columns=list(EVENT_FIELDS))
 
+
+
+def observed(p: Path) -> pd.DataFrame | None:
+    """``observed.csv`` (``time,what,key,value``): ``num`` is the value as a number (NaN for text: a lock's
+    holder, a gap's reason); None when the run has none (the observer off, or a run from before it)."""
+    df = _csv(p / "observed.csv", {"time", "what", "key", "value"})
+    if df is None:
+        return None
+    df["time"] = pd.to_numeric(df["time"], errors="coerce")
+    df = df.dropna(subset=["time"])
+    df["what"] = df["what"].astype(str)
+    df["key"] = df["key"].astype(object).fillna("").astype(str)
+    df["value"] = df["value"].astype(object).fillna("").astype(str)
+    df["num"] = pd.to_numeric(df["value"], errors="coerce")
+    return df
 
 
 def _keys(p: Path) -> pd.DataFrame | None:

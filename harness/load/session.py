@@ -26,7 +26,7 @@ from locust.runners import STATE_MISSING, STATE_RUNNING, MasterRunner
 
 from harness.aws.fidelity.probe import PROBES_CSV, Probe, Target
 from harness.errors import HarnessError
-from harness.load import collect
+from harness.load import collect, observing
 from harness.load.collect import ActiveTest, Inflow
 from harness.load.iteration import IterationOutcome
 from harness.load.process import HarnessProcess, throttle_count
@@ -147,6 +147,8 @@ class Session:
         fidelity = plan.fidelity()
         if fidelity.enabled and fidelity.probe_every_s > 0:
             t.probe = self._start_probe(plan, backend, test_dir, fidelity.probe_every_s)
+        t.observer = observing.start(plan, backend, test_dir, self.process.sessions,
+                                     [self.runner.get_worker_index(c) for c in participants] or [0])
         t.greenlets.append(gevent.spawn(self._sample_generator, t))
         t.greenlets.append(gevent.spawn(self._watch, t))
         why = (f"run time reached ({bound:g} s)" if run_time_s else
@@ -290,6 +292,7 @@ class Session:
             if g is not me:
                 g.kill(block=False)
         incomplete = collect.collect_finals(t, self.runner) if self.distributed else []
+        observing.finish(t.observer)  # every user has stopped: its last sample is the datastore at the end
         self.last_tab = self.tab_rows()
         if self.current is t:
             self.current = None
