@@ -32,7 +32,8 @@ COUNT_COLUMNS = ["pull_items_read", "index_entries_written", "catalog_rows", "fi
 REQUEST_COLUMNS = [c for step, pair in STEP_REQUEST_COLUMNS.items() for c in pair if step != "release"]
 REPORT_COLUMNS = ["ts_start", "ts_end", "ts_intended", "wait_ms", "user", "ok",
                   "error_kind", "error", "total_ms", "requests", *STEP_COLUMNS,
-                  *COUNT_COLUMNS, *REQUEST_COLUMNS, *QUERY_COLUMNS, *SIZE_COLUMNS]
+                  *COUNT_COLUMNS, *REQUEST_COLUMNS, *QUERY_COLUMNS, *SIZE_COLUMNS,
+                  "files_pulled"]  # a pull's content reads, set apart from its index reads (reports/run/observed.py)
 READ_BATCH_BYTES = 16 << 20  # history files parsed together, up to this many bytes at once
 SKIP_DIRS = {"report", "iterations", "history", "figures", "jobs", "seed-state", ".ipynb_checkpoints"}
 

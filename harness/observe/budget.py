@@ -51,8 +51,8 @@ def allowance(service: str, share: float, rate_per_s: float, *, described: Mappi
     ``modelled_read``: a stand-in's provisioned read capacity from the scenario's ``[fidelity]`` (it wins:
     the stand-in's own DescribeTable says nothing true); ``described``: DescribeTable's ``Table``.
     """
-    fixed = Allowance(REQUESTS, rate_per_s, None, f"a fixed {rate_per_s:g} requests/s ("
-                      + ("S3" if service == "s3" else "the table has no provisioned read capacity") + ")")
+    fixed = Allowance(REQUESTS, rate_per_s, None, f"a fixed {rate_per_s:g} requests/s, "
+                      + ("on S3" if service == "s3" else "the table has no provisioned read capacity"))
     if service != "dynamodb":
         return fixed
     if modelled_read:

@@ -21,6 +21,9 @@ and what reading it cost (the observer's own, apart from the fleet's):
   ``observer_read_s`` (how long the sample took);
 - ``gap`` (group; value: the error code): a sample that failed; the series has a hole there. The first
   failure of each kind is one line in the log; a failed read never fails the run.
+
+One loop reads the groups in turn, each request paced by the budget: while a costly group's pages wait
+for their share, the groups behind it wait too (``observer_read_s`` says how long each sample took).
 """
 
 from __future__ import annotations

@@ -45,6 +45,8 @@ OBSERVED_DRIVERS = {"commit_ms": "observed_index_entries", "pull_ms": "observed_
 GROWTH = 0.2  # a level grew when its last is a fifth above its first ...
 AGREE = 0.02  # the legacy FILE key and the pulls agree within 2 %
 PAIR_S = 1.0  # a sample pairs with the pulls that ended in the second before it
+EXACT_SHARE = 0.5  # ... and at least half the samples equal the row before them exactly
+PAIR_MIN = 50  # ... when it counts this many items at least (2 % of fewer is less than one item)
 AFTER_S = 30.0  # the last sample, taken once the load has stopped, still counts
 
 
@@ -123,38 +125,44 @@ def _pull_ends(rows: pd.DataFrame, t0: pd.Timestamp) -> np.ndarray:
 
 
 def legacy_agreement(obs: pd.DataFrame | None, rows: pd.DataFrame, span: Span) -> dict[str, Any] | None:
-    """Items under ``FILE``, each sample against the mean ``pull_items_read`` of the pulls that ended in the
-    second before it: how far apart, and whether they grew alike (within 2 %)."""
+    """Items under ``FILE``, each sample against the pulls that ended in the second before it: how far apart,
+    and whether they grew alike (within 2 %).
+
+    A pull's ``pull_items_read`` is the ``FILE`` key's items and then one item per file whose content it
+    fetched (``files_pulled``: a chunk each, below 256 KB); the pull's own index read is the first part.
+    """
     d = data(obs)
     s = level(d, "gsi_items", span.t0.timestamp(), ["FILE"])
     if s.empty or "pull_items_read" not in rows.columns:
         return None
     ok = rows[rows["ok"].to_numpy(dtype=bool)]
-    reads = ok["pull_items_read"].to_numpy(dtype=float)
+    fetched = ok["files_pulled"].fillna(0).to_numpy(dtype=float) if "files_pulled" in ok.columns else 0.0
+    reads = ok["pull_items_read"].to_numpy(dtype=float) - fetched
     if not np.isfinite(reads).any():
         return None
     ends = _pull_ends(ok, span.t0)
     pairs = []
     for t, v in s.items():
         inside = (ends > t - PAIR_S) & (ends <= t) & np.isfinite(reads)
-        if inside.any():
+        if inside.any() and v >= PAIR_MIN:
             pairs.append((float(t), float(v), float(reads[inside].mean()), int(inside.sum())))
     if not pairs:
-        return {"pairs": 0, "agrees": None, "note": "no pull ended in the second before any sample"}
+        return {"pairs": 0, "agrees": None, "note": f"no pull ended in the second before a sample of {PAIR_MIN} "
+                                                    "items or more"}
     t, o, p, n = (np.array(x) for x in zip(*pairs, strict=True))
     dev = np.divide(o - p, p, out=np.full_like(o, np.nan), where=p > 0)
-    g_obs = o[-1] / o[0] if o[0] > 0 else None
-    g_rows = p[-1] / p[0] if p[0] > 0 else None
-    growth_gap = abs(g_obs / g_rows - 1) if g_obs and g_rows else None
     finite = np.abs(dev[np.isfinite(dev)])
-    median = float(np.median(finite)) if len(finite) else None
-    return {"pairs": int(len(t)), "pulls": int(n.sum()), "median_deviation": median,
+    # how the observed count grows with the pulls' over the whole run: least squares through zero (the large
+    # late counts weigh most; an early pair is a few commits apart in a small count)
+    slope = float((o * p).sum() / (p * p).sum()) if (p * p).sum() > 0 else None
+    return {"pairs": int(len(t)), "pulls": int(n.sum()), "slope": slope,
+            "median_deviation": float(np.median(finite)) if len(finite) else None,
             "max_deviation": float(finite.max()) if len(finite) else None,
             "within": float((finite <= AGREE).mean()) if len(finite) else None,
             "observed_first": float(o[0]), "observed_last": float(o[-1]), "pulls_first": float(p[0]),
-            "pulls_last": float(p[-1]), "observed_growth": g_obs, "pulls_growth": g_rows, "growth_gap": growth_gap,
-            "agrees": bool(median is not None and median <= AGREE and growth_gap is not None
-                           and growth_gap <= AGREE),
+            "pulls_last": float(p[-1]), "observed_growth": float(o[-1] / o[0]) if o[0] > 0 else None,
+            "pulls_growth": float(p[-1] / p[0]) if p[0] > 0 else None,
+            "agrees": bool(slope is not None and abs(slope - 1) <= AGREE),
             "series": {"t": t.tolist(), "observed": o.tolist(), "pulls": p.tolist()}}
 
 
@@ -179,6 +187,7 @@ def level_agreement(obs: pd.DataFrame | None, rows: pd.DataFrame, span: Span, in
         keys = [(k, np.ones(len(ok), dtype=bool)) for k in sorted(m["key"].unique())
                 if k == "PARTITIONS#registry/LIST"]
     total = agree = exact = 0
+    off: list[str] = []  # the keys whose samples do not all agree
     for key, mine in keys:
         sel = mine & np.isfinite(vals) & (vals > 0)
         if not sel.any():
@@ -194,13 +203,17 @@ def level_agreement(obs: pd.DataFrame | None, rows: pd.DataFrame, span: Span, in
         rt, rv = t_end[sel][order], vals[sel][order]
         i = np.searchsorted(rt, ot, side="right")
         prev = np.where(i > 0, rv[np.clip(i - 1, 0, None)], np.nan)
+        same = int((ov == prev).sum())
         total += len(ot)
         agree += int(hit.sum())
-        exact += int((ov == prev).sum())
+        exact += same
+        # every sample between its neighbours (a commit may be landing), most of them the one before exactly
+        if not (hit.all() and same >= EXACT_SHARE * len(ot)):
+            off.append(key)
     if not total:
         return None
     return {"what": what, "column": column, "samples": total, "between": agree, "exact": exact,
-            "agrees": bool(agree == total)}
+            "keys": len(keys), "keys_off": off, "agrees": not off}
 
 
 def row_levels(obs: pd.DataFrame | None, rows: pd.DataFrame, span: Span, info: dict) -> pd.DataFrame:

@@ -40,14 +40,15 @@ def legacy_sentence(a: dict[str, Any] | None) -> str | None:
         return None
     if not a.get("pairs"):
         return f"The FILE key's items could not be set beside the pulls: {a.get('note')}."
-    how = (f"over {a['pairs']} sample(s), each paired with the {a['pulls']} pull(s) that ended in the second before "
-           f"it: {a['median_deviation'] * 100:.2g} % apart at the median, {a['max_deviation'] * 100:.2g} % at most")
     grew = (f"{g(a['observed_first'])} -> {g(a['observed_last'])} ({times(a['observed_growth'])}) against "
             f"{g(a['pulls_first'])} -> {g(a['pulls_last'])} ({times(a['pulls_growth'])})")
-    if a["agrees"]:
-        return (f"The items under the GSI key FILE grew as the rows' items read per pull did, within 2 %: {grew}, "
-                f"{how}.")
-    return f"The items under the GSI key FILE and the rows' items read per pull differ by more than 2 %: {grew}, {how}."
+    how = (f"over {a['pairs']} sample(s), each paired with the {a['pulls']} pull(s) that ended in the second before "
+           f"it (their items read less the files they fetched): the observed count is x{a['slope']:.3f} the pulls' "
+           f"(least squares), {a['median_deviation'] * 100:.2g} % apart at the median sample, "
+           f"{a['max_deviation'] * 100:.2g} % at most")
+    verdict = "grew as the rows' items read per pull did, within 2 %" if a["agrees"] else \
+        "did not grow as the rows' items read per pull did within 2 %"
+    return f"The items under the GSI key FILE {verdict}: {grew}, {how}."
 
 
 LEVEL_NAMES = {"index_entries": ("index entries", "index entries written per commit (a full commit writes them all)"),
@@ -60,16 +61,16 @@ def level_sentence(a: dict[str, Any] | None) -> str | None:
     mine, theirs = LEVEL_NAMES[a["what"]]
     n, k = a["samples"], a["between"]
     lead = "agree with" if a["agrees"] else "do not always agree with"
+    off = f"; not in {', '.join(a['keys_off'])}" if a.get("keys_off") else ""
     return (f"The observer's {mine} {lead} the rows' {theirs}: {k} of {n} sample(s) lie between the rows that ended "
-            f"before and after them ({a['exact']} equal to the one before: a commit lands before its row ends).")
+            f"before and after them ({a['exact']} equal to the one before: a commit lands before its row ends){off}.")
 
 
 def cost_sentences(c: dict[str, Any] | None) -> list[str]:
     if not c:
         return []
     unit = c["unit"] or "requests"
-    spent = (f"{g(c['requests'])} requests, {g(c['read_units'])} read units" if unit == "read units"
-             else f"{g(c['requests'])} requests")
+    spent = f"{g(c['requests'])} requests" + (f", {g(c['read_units'])} read units" if c["read_units"] else "")
     budget = ""
     if c["budget_rate"] is not None:
         within = "within it" if c["within_budget"] else "over it"
