@@ -27,7 +27,8 @@ def test_the_budget_is_a_share_of_read_capacity_where_there_is_one_else_a_reques
     a = allowance("dynamodb", 0.05, 25, described=table)
     assert (a.unit, a.rate, a.capacity) == (READ_UNITS, 20.0, 400.0)  # the lower of the table's and its GSI's
     assert "DescribeTable" in a.source
-    on_demand = {"BillingModeSummary": {"BillingMode": "PAY_PER_REQUEST"}, "WarmThroughput": {"ReadUnitsPerSecond": 12000}}
+    on_demand = {"BillingModeSummary": {"BillingMode": "PAY_PER_REQUEST"},
+                 "WarmThroughput": {"ReadUnitsPerSecond": 12000}}
     assert allowance("dynamodb", 0.05, 25, described=on_demand).unit == REQUESTS
 
 
