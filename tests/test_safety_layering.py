@@ -12,6 +12,8 @@
 - harness/suite (a benchmark suite's runner) drives the datastore and reads its suite file from harness/plan:
   it imports nothing from harness/aws, harness/load or harness/pacing (its tables and buckets come from the
   command, through the plan's factory);
+- harness/observe (the observer) imports no Locust layer, run plan or record, and of the datastore model
+  only the key rule that is the layout (``items.gsi_keys``);
 - nothing below harness/commands (the top layer: `harness run`, the bulk jobs, worker/standin) imports it.
 
 ``KNOWN`` lists edges that exist and are scheduled for removal (empty now: pacing <-> load
@@ -40,6 +42,10 @@ FORBIDDEN = {  # layer -> module prefixes it must not import
     "harness.item_size": ("harness",),
     "harness.safety": ("harness.load", "harness.pacing", "harness.plan", "harness.commands"),
     "harness.suite": ("harness.aws", "harness.load", "harness.pacing", "harness.commands"),
+    # the observer reads the datastore as a stranger would: primitives in, no plan, no Locust, no model
+    "harness.observe": ("harness.load", "harness.plan", "harness.commands", "harness.record", "harness.safety",
+                        "harness.datastore.sync", "harness.datastore.backends.dynamodb.backend",
+                        "harness.datastore.backends.dynamodb.pull", "harness.datastore.backends.s3"),
 }
 REPORTS_CALLERS = ("harness.commands", "harness.cli")  # the report package reads run directories; only the
 # top layer and the CLI call into it

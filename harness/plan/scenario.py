@@ -303,9 +303,7 @@ def _observe(o: _Reader) -> Observe:
     share = o.number("share", 0.05)
     if not 0 < share <= 1:
         raise o.fail("share", f"must be above 0 and at most 1 (a share of the table's read capacity), got {share}")
-    rate = _rate(o, "rate") if "rate" in o.t else Observe.rate_per_s
-    if rate <= 0:
-        raise o.fail("rate", "must be a positive rate like \"10/s\"")
+    rate = _rate(o, "rate") or Observe.rate_per_s  # 0.0: not given
     observe = Observe(every_s=every_s, share=share, rate_per_s=rate, gsi=_layout(o, "gsi", GSI_LAYOUTS),
                       s3_index=_layout(o, "s3_index", INDEX_KINDS), s3_shards=_layout(o, "s3_shards", SHARDS))
     o.done()
