@@ -162,3 +162,37 @@ def test_s3_entries_are_what_a_full_commit_writes(aws, tmp_path, index, shards, 
 def test_an_unknown_layout_is_one_line():
     with pytest.raises(LayoutError, match="cannot read gsi 'flat': choose one of legacy, per-model, swamp"):
         Layout("dynamodb", gsi="flat")
+
+
+class StaleFirst:
+    """A client whose first GET of the head answers the head as it was before a commit (its shard since gone)."""
+
+    def __init__(self, client, head_key: str, stale: bytes) -> None:
+        self.client, self.head_key, self.stale = client, head_key, stale
+
+    def __getattr__(self, name):
+        return getattr(self.client, name)
+
+    def get_object(self, **kw):
+        if kw["Key"] == self.head_key and self.stale is not None:
+            import io
+
+            body, self.stale = self.stale, None
+            return {"Body": io.BytesIO(body), "ETag": '"stale"'}
+        return self.client.get_object(**kw)
+
+
+def test_a_head_that_moved_on_while_its_shards_were_read_is_read_again(aws, tmp_path):
+    clock = FakeClock()
+    be = S3Backend(aws[1], BUCKET, "sharded", clock=clock)
+    be.ensure()
+    st = store(be, "w0-0", clock, index_commit="full")
+    run(st, 1)
+    head = "w0-0/_index/_meta.json"
+    old = SESSION.client("s3").get_object(Bucket=BUCKET, Key=head)["Body"].read()
+    run(st, 2, 1)  # the commits after it replaced (and deleted) the shards the old head names
+    layout = Layout("s3", namespaces=("w0-0",), bucket=BUCKET)
+    obs = open_observer(layout, Where(None), Spend(every_s=1.0), tmp_path, None, clock=clock,
+                        client=StaleFirst(SESSION.client("s3"), head, old))
+    seen = read_all(obs)
+    assert int(seen[("index_entries", "w0-0")]) == sum(1 for r in st.local if r.startswith("w0-0/"))

@@ -37,6 +37,7 @@ from harness.observe.layout import (
     registry_name,
 )
 from harness.observe.reads import Obs, Sender
+from harness.observe.reads import response_length as _length
 
 INDEX = "gsi1"
 SIZE_SAMPLE = 25  # items read whole to learn the mean item size a COUNT is billed by
@@ -45,14 +46,6 @@ SIZE_EVERY = 10  # ... again every so many samples of the key
 
 def _plain(item: dict) -> dict[str, Any]:
     return {k: next(iter(v.values())) for k, v in item.items()}
-
-
-def _length(out: Any) -> int:
-    headers = (out.get("ResponseMetadata") or {}).get("HTTPHeaders") or {}
-    try:
-        return int(headers.get("content-length") or 0)
-    except (TypeError, ValueError):
-        return 0
 
 
 class DynamoReader:

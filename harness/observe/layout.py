@@ -29,7 +29,7 @@ the model writes.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from harness.datastore.backends.dynamodb.items import gsi_keys
 
@@ -63,7 +63,7 @@ class Layout:
     table: str = ""
     bucket: str = ""
     prefix: str = ""  # S3: the run's key prefix in its bucket
-    extra_locks: tuple[str, ...] = field(default_factory=tuple)
+    extra_locks: tuple[str, ...] = ()  # lock keys to read besides the commit domains'
 
     def __post_init__(self) -> None:
         for name, value, known in (("backend", self.backend, BACKENDS), ("gsi", self.gsi, GSI_LAYOUTS),

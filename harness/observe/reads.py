@@ -20,6 +20,15 @@ from harness.observe.budget import READ_UNITS, Pacer
 Obs = tuple[str, str, Any]  # (what, key, value): one row of observed.csv, its time stamped by the observer
 
 
+def response_length(out: Any) -> int:
+    """The bytes an answer carried, as its Content-Length says (0 when it does not say)."""
+    headers = (out.get("ResponseMetadata") or {}).get("HTTPHeaders") or {}
+    try:
+        return int(headers.get("content-length") or 0)
+    except (TypeError, ValueError):
+        return 0
+
+
 @dataclass
 class Meter:
     """What the observer's reads cost, per group of reads."""

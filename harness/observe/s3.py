@@ -30,14 +30,13 @@ from harness.observe.layout import (
     shard_name,
 )
 from harness.observe.reads import Obs, Sender
+from harness.observe.reads import response_length as _length
+
+HEAD_TRIES = 3
 
 
-def _length(out: Any) -> int:
-    headers = (out.get("ResponseMetadata") or {}).get("HTTPHeaders") or {}
-    try:
-        return int(headers.get("content-length") or 0)
-    except (TypeError, ValueError):
-        return 0
+class Superseded(Exception):
+    """A shard the head named is gone: the head moved on while the observer read it."""
 
 
 class S3Reader:
@@ -111,16 +110,29 @@ class S3Reader:
         return out
 
     def _entries(self, key: str, etag: str) -> dict[str, list]:
-        """A shard's entries, read again only when its ETag changed."""
+        """A shard's entries, read again only when its ETag changed; ``Superseded`` when it is gone."""
         have = self._shards.get(key)
         if have is not None and have[0] == etag and etag:
             return have[1]
         got = self._get(key)
-        entries = (json.loads(got[0]).get("entries") or {}) if got else {}
-        self._shards[key] = (got[1] if got else "", entries)
+        if got is None:
+            raise Superseded(key)
+        entries = json.loads(got[0]).get("entries") or {}
+        self._shards[key] = (got[1], entries)
         return entries
 
     def _index(self, head: str) -> list[Obs]:
+        """The head and its shards; read again from the head when a shard it named is gone (a commit swapped
+        the head and deleted what it superseded while these reads ran), a few times."""
+        for attempt in range(HEAD_TRIES):
+            try:
+                return self._index_once(head)
+            except Superseded:
+                if attempt == HEAD_TRIES - 1:
+                    raise
+        return []
+
+    def _index_once(self, head: str) -> list[Obs]:
         got = self._get(head)
         if got is None:
             return []  # nothing committed under this head yet
@@ -137,11 +149,14 @@ class S3Reader:
                 shards[shard_name(head, key, part)] = self._entries(key, etag)
                 sizes += size
                 out.append(("shard_bytes", shard_name(head, key, part), size))
-        else:  # swamp's sharded index: every object beside the head
+        else:  # swamp's sharded index: every object beside the head (rewritten in place: none goes away)
             for key, (size, etag) in sorted(listed.items()):
                 if key == head or not key.endswith(".json"):
                     continue
-                shards[shard_name(head, key)] = self._entries(key, etag)
+                try:
+                    shards[shard_name(head, key)] = self._entries(key, etag)
+                except Superseded:
+                    continue
                 sizes += size
                 out.append(("shard_bytes", shard_name(head, key), size))
         current = set(listed)

@@ -42,7 +42,8 @@ ROW_LABELS = {"observed_index_entries": "index entries in the namespace (observe
               "observed_export_bytes": "catalog export bytes (observed)"}
 OBSERVED_DRIVERS = {"commit_ms": "observed_index_entries", "pull_ms": "observed_gsi_items",
                     "export_ms": "observed_export_bytes", "prune_ms": "observed_index_entries"}
-GROWTH = 0.2  # a level grew when its last is a fifth above its first ...
+GROWTH = 0.2  # a level grew when late it is a fifth above early ...
+QUARTER = 0.25  # early and late: the load's first and last quarter
 AGREE = 0.02  # the legacy FILE key and the pulls agree within 2 %
 PAIR_S = 1.0  # a sample pairs with the pulls that ended in the second before it
 EXACT_SHARE = 0.5  # ... and at least half the samples equal the row before them exactly
@@ -50,21 +51,32 @@ PAIR_MIN = 50  # ... when it counts this many items at least (2 % of fewer is le
 AFTER_S = 30.0  # the last sample, taken once the load has stopped, still counts
 
 
+# keys that come and go between samples (a pruned partition's GSI key is no longer read): a group's sample
+# names all of its keys, so these are summed per sample and carried forward per group of reads, not per key
+PER_SAMPLE = {"gsi_items"}
+
+
 def data(obs: pd.DataFrame | None) -> pd.DataFrame:
-    """The observations of the datastore (not the observer's own costs, gaps or holders), numbers only."""
+    """The observations of the datastore (not the observer's own costs, gaps or holders), numbers only, each
+    with the group of reads its sample came from (``group``: its observer_* rows share its time)."""
     if obs is None or obs.empty:
-        return pd.DataFrame(columns=["time", "what", "key", "num"])
-    d = obs[obs["what"].isin(MEASURES)]
-    return d.dropna(subset=["num"])
+        return pd.DataFrame(columns=["time", "what", "key", "num", "group"])
+    d = obs[obs["what"].isin(MEASURES)].dropna(subset=["num"])
+    by_time = obs.loc[obs["what"] == "observer_requests"].groupby("time")["key"].first()
+    group = d["time"].map(by_time).astype(object)
+    return d.assign(group=group.where(group.notna(), d["key"]).astype(str))
 
 
 def level(d: pd.DataFrame, what: str, t0: float, keys: list[str] | None = None) -> pd.Series:
-    """One measure's level at each of its samples (seconds since ``t0``): keys carried forward, then combined."""
+    """One measure's level at each of its samples (seconds since ``t0``): keys (or, for keys that come and go,
+    groups of reads) carried forward, then combined."""
     m = d[d["what"] == what]
     if keys is not None:
         m = m[m["key"].isin(keys)]
     if m.empty:
         return pd.Series(dtype=float)
+    if what in PER_SAMPLE and keys is None:
+        m = m.groupby(["time", "group"], as_index=False)["num"].sum().rename(columns={"group": "key"})
     wide = m.pivot_table(index="time", columns="key", values="num", aggfunc="last").sort_index().ffill()
     how = COMBINE.get(what, "sum")
     s = wide.max(axis=1) if how == "max" else wide.mean(axis=1) if how == "mean" else wide.sum(axis=1, min_count=1)
@@ -77,19 +89,24 @@ def _inside(s: pd.Series, span: Span) -> pd.Series:
 
 
 def changes(obs: pd.DataFrame | None, span: Span) -> dict[str, dict[str, Any]]:
-    """Each measure's first and last level over the load (and a little after: the last sample)."""
+    """Each measure early in the load against late (its first and last quarter, the last sample after the
+    load included; at least one sample each): it grew when everything late is above everything early, by a
+    fifth and by one at least (a level that swings with each iteration, as a pruned one does, did not)."""
     d, t0 = data(obs), span.t0.timestamp()
     out = {}
     for what, label in MEASURES.items():
         s = _inside(level(d, what, t0), span)
         if s.empty:
             continue
-        first, last = float(s.iloc[0]), float(s.iloc[-1])
+        t = s.index.to_numpy(dtype=float)
+        early, late = s[t <= max(t[0], span.seconds * QUARTER)], s[t >= min(t[-1], span.seconds * (1 - QUARTER))]
+        first, last = float(early.median()), float(late.median())
         growth = last / first if first > 0 else None
-        grew = bool(last > first * (1 + GROWTH) and last - first >= 1)
+        grew = bool(late.min() > early.max() and last > first * (1 + GROWTH) and last - first >= 1)
         out[what] = {"label": label, "first": first, "last": last, "growth": growth, "grew": grew,
                      "samples": int(len(s)), "keys": int(d.loc[d["what"] == what, "key"].nunique()),
-                     "first_s": float(s.index[0]), "last_s": float(s.index[-1])}
+                     "first_s": [float(early.index[0]), float(early.index[-1])],
+                     "last_s": [float(late.index[0]), float(late.index[-1])]}
     return out
 
 
@@ -106,15 +123,29 @@ def namespace_of(users: pd.Series, scenario: dict) -> pd.Series:
     return grouped.fillna(users.astype(str))
 
 
-def _between(obs_t: np.ndarray, obs_v: np.ndarray, row_t: np.ndarray, row_v: np.ndarray) -> np.ndarray:
-    """Per sample: does it lie between the last row that ended at or before it and the first one after?"""
+def _judge(start: np.ndarray, end: np.ndarray, obs_v: np.ndarray, row_t: np.ndarray,
+           row_v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per sample (its reads ran from ``start`` to ``end``): does it lie between the rows' values from the last
+    row that ended before its reads began to the first that ended after they came back (a commit may land
+    while they run, and before its row ends)? And is it exactly one of the values the rows had meanwhile?"""
     order = np.argsort(row_t, kind="stable")
     row_t, row_v = row_t[order], row_v[order]
-    i = np.searchsorted(row_t, obs_t, side="right")
-    prev = np.where(i > 0, row_v[np.clip(i - 1, 0, None)], 0.0)
-    nxt = np.where(i < len(row_v), row_v[np.clip(i, 0, len(row_v) - 1)], prev)
-    lo, hi = np.minimum(prev, nxt), np.maximum(prev, nxt)
-    return (obs_v >= lo) & (obs_v <= hi)
+    between, exact = np.zeros(len(obs_v), dtype=bool), np.zeros(len(obs_v), dtype=bool)
+    for j, (a, b, v) in enumerate(zip(start, end, obs_v, strict=True)):
+        i, k = np.searchsorted(row_t, a, side="right"), np.searchsorted(row_t, b, side="right")
+        seen = list(row_v[max(i - 1, 0):k]) if i > 0 else [0.0, *row_v[:k]]  # the values while it read
+        around = seen + ([row_v[k]] if k < len(row_v) else [])
+        between[j] = min(around) <= v <= max(around)
+        exact[j] = v in seen
+    return between, exact
+
+
+def read_times(obs: pd.DataFrame | None) -> pd.Series:
+    """How long each sample's reads took, by its time (``observer_read_s``: a group's sample shares one time)."""
+    if obs is None or obs.empty:
+        return pd.Series(dtype=float)
+    r = obs[obs["what"] == "observer_read_s"].dropna(subset=["num"])
+    return r.groupby("time")["num"].max()
 
 
 def _pull_ends(rows: pd.DataFrame, t0: pd.Timestamp) -> np.ndarray:
@@ -186,6 +217,7 @@ def level_agreement(obs: pd.DataFrame | None, rows: pd.DataFrame, span: Span, in
     else:
         keys = [(k, np.ones(len(ok), dtype=bool)) for k in sorted(m["key"].unique())
                 if k == "PARTITIONS#registry/LIST"]
+    reads = read_times(obs)
     total = agree = exact = 0
     off: list[str] = []  # the keys whose samples do not all agree
     for key, mine in keys:
@@ -193,17 +225,14 @@ def level_agreement(obs: pd.DataFrame | None, rows: pd.DataFrame, span: Span, in
         if not sel.any():
             continue
         s = m[m["key"] == key]
+        took = s["time"].map(reads).fillna(0.0).to_numpy(dtype=float)
         ot, ov = s["time"].to_numpy(dtype=float) - t0, s["num"].to_numpy(dtype=float)
         keep = (ot >= t_end[sel].min()) & (ot <= t_end[sel].max())  # from the first row to the last
-        ot, ov = ot[keep], ov[keep]
+        ot, ov, took = ot[keep], ov[keep], took[keep]
         if not len(ot):
             continue
-        hit = _between(ot, ov, t_end[sel], vals[sel])
-        order = np.argsort(t_end[sel], kind="stable")
-        rt, rv = t_end[sel][order], vals[sel][order]
-        i = np.searchsorted(rt, ot, side="right")
-        prev = np.where(i > 0, rv[np.clip(i - 1, 0, None)], np.nan)
-        same = int((ov == prev).sum())
+        hit, same_at = _judge(ot - took, ot, ov, t_end[sel], vals[sel])
+        same = int(same_at.sum())
         total += len(ot)
         agree += int(hit.sum())
         exact += same
@@ -292,7 +321,10 @@ def findings(obs: pd.DataFrame | None, rows: pd.DataFrame, span: Span, info: dic
     scenario = info.get("scenario") or {}
     every = ((scenario.get("observe") or {}).get("every_s")) or None
     grew = changes(obs, span)
-    full = (scenario.get("datastore") or {}).get("index_commit") == "full"
+    # a full commit writes every live entry of its namespace: the rows' count is the namespace's entries, until
+    # a delete (disposable models) or a prune removes some after the commit, within the same row
+    full = (scenario.get("datastore") or {}).get("index_commit") == "full" and \
+        (scenario.get("workload") or {}).get("lifecycle", "long-lived") != "disposable"
     agreement = {"legacy": legacy_agreement(obs, rows, span),
                  "index_entries": level_agreement(obs, rows, span, info, "index_entries", "index_entries_written")
                  if full else None,

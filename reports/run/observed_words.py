@@ -63,7 +63,8 @@ def level_sentence(a: dict[str, Any] | None) -> str | None:
     lead = "agree with" if a["agrees"] else "do not always agree with"
     off = f"; not in {', '.join(a['keys_off'])}" if a.get("keys_off") else ""
     return (f"The observer's {mine} {lead} the rows' {theirs}: {k} of {n} sample(s) lie between the rows that ended "
-            f"before and after them ({a['exact']} equal to the one before: a commit lands before its row ends){off}.")
+            f"before its reads began and after they came back, {a['exact']} equal to what a row had then (a commit "
+            f"lands before its row ends){off}.")
 
 
 def cost_sentences(c: dict[str, Any] | None) -> list[str]:
@@ -78,7 +79,8 @@ def cost_sentences(c: dict[str, Any] | None) -> list[str]:
                   f"({c['budget_source']}): {within}")
     share = ""
     if unit == "read units" and c.get("share_of_fleet_units") is not None:
-        share = f"; {times(c['share_of_fleet_units'])} the fleet's read units"
+        x = c["share_of_fleet_units"]
+        share = f"; {times(x)} the fleet's read units" if x >= 1 else f"; {x * 100:.2g} % of the fleet's read units"
     elif c.get("share_of_fleet_requests") is not None:
         share = f"; {c['share_of_fleet_requests'] * 100:.2g} % of the fleet's requests"
     out = [f"The observer's own reads, counted apart from the fleet's: {spent}{budget}{share}."]
