@@ -82,6 +82,9 @@ def test_full_commit_entries_and_partitions_per_namespace(aws, tmp_path, gsi, fe
         reg = f"PARTITIONS#registry#{ns}/LIST"
         assert int(seen[("partitions", reg)]) == len(be.registry(ns, Work()))
         assert int(seen[("export_bytes", f"{ns}/.catalog-export.json")]) == len(st.catalog.export(ns))
+    for ns in stores:  # between commits, one item per entry under the namespace's GSI keys (superseded: collected)
+        items = sum(int(v) for (w, k), v in seen.items() if w == "gsi_items" and (ns in k))
+        assert items == written[ns]
     keys = {k for (w, k) in seen if w == "gsi_items"}
     if gsi == "swamp":  # swamp's gsiFilePartition puts a namespace's every file on one key
         assert keys == {"FILE#_system/w0-0", "FILE#_system/w0-1"}
