@@ -54,6 +54,7 @@ ADDED = {
     "runs[].findings.limits",  # the next ceilings: item size and per-key throughput forecasts (issue 24)
     "fidelity.gsi_lag",  # how long after its write an item shows in a GSI (issue 34)
     "runs[].findings.wait", "runs[].findings.stages",  # an open fleet's wait and queue; a load shape's stages (36)
+    "runs[].findings.observed",  # the datastore's own state read from outside (observed.csv), issue 47
 }
 
 
