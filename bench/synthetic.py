@@ -53,13 +53,14 @@ def make_table(*, workers: int = 10, duration_s: float = 3600.0, rate: Curve,
                failure_ms: Curve | None = None, failure_counts: dict[str, Curve] | None = None,
                requests: dict[str, Curve] | None = None, think_ms: Curve | None = None,
                scenario: str = "synthetic", backend: str = "dynamodb", seed: int = 0,
-               t0: float = T0) -> pa.Table:
+               t0: float = T0, unrecorded: tuple[str, ...] = ()) -> pa.Table:
     """The iteration rows of a synthetic run, in the record schema; ``rate(t)`` is iterations/s per worker.
 
     ``requests`` gives per-step request columns of successful iterations (``pull_requests``,
     ``pull_request_ms``, ``pull_queries``, ..., and the size column ``registry_bytes``); the ones not given are
     left null, as in a run recorded
     before the rows had them. ``think_ms`` is each iteration's time outside the steps (client CPU, waits).
+    ``unrecorded``: columns left null (a driver that cannot measure them: the command driver's work counts).
     """
     rng = np.random.default_rng(seed)
     dt = 1.0
@@ -115,7 +116,7 @@ def make_table(*, workers: int = 10, duration_s: float = 3600.0, rate: Curve,
     }
     for c in SCHEMA.names:
         if c not in data:
-            data[c] = pa.array(cols[c]) if c in cols else pa.nulls(n, SCHEMA.field(c).type)
+            data[c] = pa.array(cols[c]) if c in cols and c not in unrecorded else pa.nulls(n, SCHEMA.field(c).type)
     return pa.table(data, schema=SCHEMA)
 
 

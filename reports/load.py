@@ -33,7 +33,8 @@ REQUEST_COLUMNS = [c for step, pair in STEP_REQUEST_COLUMNS.items() for c in pai
 REPORT_COLUMNS = ["ts_start", "ts_end", "ts_intended", "wait_ms", "user", "ok",
                   "error_kind", "error", "total_ms", "requests", *STEP_COLUMNS,
                   *COUNT_COLUMNS, *REQUEST_COLUMNS, *QUERY_COLUMNS, *SIZE_COLUMNS,
-                  "spans", "spans_rejected", "command_ms"]  # the command driver's (null under the model's)
+                  "spans", "spans_rejected", "command_ms",  # the command driver's (null under the model's)
+                  "files_pulled"]  # a pull's content reads, set apart from its index reads (reports/run/observed.py)
 READ_BATCH_BYTES = 16 << 20  # history files parsed together, up to this many bytes at once
 SKIP_DIRS = {"report", "iterations", "history", "figures", "jobs", "seed-state", ".ipynb_checkpoints", "spans",
              "workdirs"}
@@ -54,6 +55,7 @@ class Run:
     keys: pd.DataFrame | None = None  # keys.csv: capacity units per partition key per interval
     processes: pd.DataFrame | None = None  # processes.csv: the harness's processes and the machine, by CPU
     spans: dict[str, int] | None = None  # the spans table's counts (a command-driver run): spans, late, unjoined
+    observed: pd.DataFrame | None = None  # observed.csv: the datastore's own state, read from outside
 
     @property
     def label(self) -> str:
@@ -137,7 +139,8 @@ def open_run(path: str | Path) -> Run:
     partial = info.get("status") != "finished"
     return Run(p, info, rows, partial, probes=_probes(p), generator=_generator(p), users=_users(p),
                safety=_safety(p), locust_stats=_locust_stats(p), locks=lock_events(p), keys=_keys(p),
-               processes=_processes(p, info), spans=_span_counts(p))
+               processes=_processes(p, info), spans=_span_counts(p),
+               observed=observed(p))
 
 
 def _span_counts(p: Path) -> dict[str, int] | None:
@@ -353,6 +356,21 @@ def _events_line_by_line(path: Path) -> pd.DataFrame:
             out.append({k: e.get(k) for k in EVENT_FIELDS})
     return pd.DataFrame.from_records(out, columns=list(EVENT_FIELDS))
 
+
+
+def observed(p: Path) -> pd.DataFrame | None:
+    """``observed.csv`` (``time,what,key,value``): ``num`` is the value as a number (NaN for text: a lock's
+    holder, a gap's reason); None when the run has none (the observer off, or a run from before it)."""
+    df = _csv(p / "observed.csv", {"time", "what", "key", "value"})
+    if df is None:
+        return None
+    df["time"] = pd.to_numeric(df["time"], errors="coerce")
+    df = df.dropna(subset=["time"])
+    df["what"] = df["what"].astype(str)
+    df["key"] = df["key"].astype(object).fillna("").astype(str)
+    df["value"] = df["value"].astype(object).fillna("").astype(str)
+    df["num"] = pd.to_numeric(df["value"], errors="coerce")
+    return df
 
 
 def _keys(p: Path) -> pd.DataFrame | None:

@@ -57,6 +57,7 @@ ADDED = {
     "runs[].findings.spans",  # the columns no span filled; the command driver's spans (issue 46)
     # the parts that died (run.json failed_parts, only then) and the connection failures' error kind (issue 44)
     "runs[].findings.failed_parts", "runs[].findings.errors.connection",
+    "runs[].findings.observed",  # the datastore's own state read from outside (observed.csv), issue 47
 }
 
 

@@ -17,6 +17,8 @@
 - harness/gates (threshold expressions, their judge, the live abort) imports no layer that runs anything (aws,
   datastore, load, pacing, plan, commands): the plan, the Locust master and the report all use it;
   ``harness.intervals`` (the intervals the report and the gates share) is neutral;
+- harness/observe (the observer) imports no Locust layer, run plan or record, and of the datastore model
+  only the key rule that is the layout (``items.gsi_keys``);
 - nothing below harness/commands (the top layer: `harness run`, the bulk jobs, worker/standin) imports it.
 
 ``KNOWN`` lists edges that exist and are scheduled for removal (empty now: pacing <-> load
@@ -56,6 +58,10 @@ FORBIDDEN = {  # layer -> module prefixes it must not import
     "harness.gates": ("harness.aws", "harness.datastore", "harness.load", "harness.pacing", "harness.plan",
                       "harness.commands"),
     "harness.intervals": ("harness",),
+    # the observer reads the datastore as a stranger would: primitives in, no plan, no Locust, no model
+    "harness.observe": ("harness.load", "harness.plan", "harness.commands", "harness.record", "harness.safety",
+                        "harness.datastore.sync", "harness.datastore.backends.dynamodb.backend",
+                        "harness.datastore.backends.dynamodb.pull", "harness.datastore.backends.s3"),
 }
 REPORTS_CALLERS = ("harness.commands", "harness.cli")  # the report package reads run directories; only the
 # top layer and the CLI call into it

@@ -64,6 +64,7 @@ class ActiveTest:
     live: Live
     keys: KeysLog
     probe: Probe | None = None
+    observer: Any = None  # harness.load.observing.Running: the datastore read from outside (observed.csv)
     inflows: dict[str, Inflow] = field(default_factory=dict)
     stop_reason: str | None = None
     stopping_at: float | None = None

@@ -29,7 +29,7 @@ from harness.aws.fidelity.probe import PROBES_CSV, Probe, Target
 from harness.drivers.base import IterationOutcome
 from harness.errors import HarnessError
 from harness.gates.live import live_gate
-from harness.load import collect
+from harness.load import collect, observing
 from harness.load.children import watch_probe
 from harness.load.collect import ActiveTest, Inflow
 from harness.load.process import HarnessProcess, throttle_count
@@ -154,6 +154,8 @@ class Session:
         if fidelity.enabled and fidelity.probe_every_s > 0:
             t.probe = self._start_probe(plan, backend, test_dir, fidelity.probe_every_s)
             t.greenlets.append(gevent.spawn(watch_probe, t))  # its death stops the test (the supervisor's)
+        t.observer = observing.start(plan, backend, test_dir, self.process.sessions,
+                                     [self.runner.get_worker_index(c) for c in participants] or [0])
         t.greenlets.append(gevent.spawn(self._sample_generator, t))
         t.greenlets.append(gevent.spawn(self._watch, t))
         t.gate = live_gate(sc.checks, t.started_at, users / max(rate, 1e-9), t.live.lag_s)
@@ -318,6 +320,7 @@ class Session:
             if g is not me:
                 g.kill(block=False)
         incomplete = collect.collect_finals(t, self.runner) if self.distributed else []
+        observing.finish(t.observer)  # every user has stopped: its last sample is the datastore at the end
         self.last_tab = self.tab_rows()
         if self.current is t:
             self.current = None

@@ -378,10 +378,34 @@ def _background(b: _Reader, backend: str) -> Background:
     return background
 
 
+MIN_OBSERVE_S = 1.0
+
+
 def _observe(o: _Reader) -> Observe:
-    observe = Observe(otel=o.boolean("otel", False))
+    """``[observe]``: ``every`` a duration of at least 1 s or "off"; the layout keys take [datastore]'s names."""
+    every = o.get("every", "10s")
+    every_s = 0.0 if every == "off" else o.duration("every", 10.0)
+    if every != "off" and every_s < MIN_OBSERVE_S:
+        raise o.fail("every", f"must be at least 1s (or \"off\"), got {every!r}: each sample reads the "
+                              "datastore, and the interval is also its budget's")
+    share = o.number("share", 0.05)
+    if not 0 < share <= 1:
+        raise o.fail("share", f"must be above 0 and at most 1 (a share of the table's read capacity), got {share}")
+    rate = _rate(o, "rate") or Observe.rate_per_s  # 0.0: not given
+    observe = Observe(otel=o.boolean("otel", False), every_s=every_s, share=share, rate_per_s=rate,
+                      gsi=_layout(o, "gsi", GSI_LAYOUTS),
+                      s3_index=_layout(o, "s3_index", INDEX_KINDS), s3_shards=_layout(o, "s3_shards", SHARDS))
     o.done()
     return observe
+
+
+def _layout(o: _Reader, key: str, names: tuple[str, ...]) -> str:
+    """A layout the observer reads instead of [datastore]'s: one of the names [datastore] takes ("" when unset)."""
+    value = o.get(key, "")
+    if value != "" and value not in names:
+        raise o.fail(key, f"is not a layout the observer can read: choose one of {', '.join(names)} (the names "
+                          f"[datastore] {key} takes), got {value!r}")
+    return value
 
 
 def _fidelity(f: _Reader) -> FidelitySpec:

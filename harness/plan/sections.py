@@ -206,9 +206,22 @@ class Background:
 
 @dataclass(frozen=True)
 class Observe:
-    """The scenario's ``[observe]`` section: what the run shows while it runs (``otel``: as ``--otel``)."""
+    """``[observe]``: the observer that reads the datastore's own state from outside while the load runs
+    (``harness.observe``), and what it may spend doing so; ``otel`` (as ``--otel``) sends the run's live metrics.
+    Self-contained: other sections' readers need none of it, and a key of its own is a field here and a line in
+    ``scenario._observe``."""
 
     otel: bool = False  # Locust's OpenTelemetry instrumentation and the harness's meters (docs/live-metrics.md)
+    every_s: float = 10.0  # seconds between samples; 0: off ("off" in the TOML)
+    share: float = 0.05  # at most this share of the table's read capacity, where the table has one
+    rate_per_s: float = 25.0  # requests a second where it has none (S3, on-demand tables)
+    gsi: str = ""  # the layout it reads: "" is [datastore]'s (the same names: gsi, s3_index, s3_shards)
+    s3_index: str = ""
+    s3_shards: str = ""
+
+    @property
+    def on(self) -> bool:
+        return self.every_s > 0
 
 
 @dataclass(frozen=True)

@@ -9,13 +9,16 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from harness.errors import HarnessError
 from harness.record.lockuse import Intervals, intervals
 from harness.record.memory import give_back
 from harness.record.reader import shard_paths
 from reports.compare.compare import compare, overlay_series
 from reports.load import COUNT_COLUMNS, STEP_COLUMNS, Run, expand, open_run
-from reports.run import cloudwatch, compute, figures, page, wait, wait_figure
+from reports.run import cloudwatch, compute, figures, observed_figure, page, wait, wait_figure
+from reports.run import observed as observing
 from reports.run.causes import COUNT_LABELS, STEP_DRIVERS, STEP_LABELS
 from reports.run.findings import findings
 from reports.series import count_means, rate_series, run_span, seconds_since, step_means, successes, with_windows
@@ -44,7 +47,7 @@ def findings_of(run: Run, locks: dict[str, Intervals] | None = None) -> dict[str
     """The run's findings; its lock history from ``locks`` (``take_lock_intervals``) when given."""
     return findings(run.rows, run.info, probes=run.probes, generator=run.generator, safety=run.safety,
                     locks=locks if locks is not None else run.locks, keys=run.keys, processes=run.processes,
-                    spans=run.spans)
+                    spans=run.spans, observed=run.observed)
 
 
 def roles(f: dict[str, Any]) -> dict[int, str]:
@@ -80,7 +83,7 @@ def run_figures(run: Run, f: dict[str, Any], fig_dir: Path, prefix: str = "") ->
         what = "what binds the fleet" if b["bound_binds"] else "the busiest resource (nothing binds the fleet)"
         figures.bound(b, span.seconds, title, out("bound.png", f"utilization per segment of {what}, {b['bound']}, "
                                                                "beside the next busiest shared resources (95 % band)"))
-    grew = _grew_points(rows, f, span)
+    grew = _grew_points(_with_observed(run, f, span), f, span)
     if grew:
         figures.causes(grew, span.seconds, title, out(
             "grew.png", f"the step that grew most, {f['grew_most']}, against its driver, "
@@ -134,7 +137,37 @@ def run_figures(run: Run, f: dict[str, Any], fig_dir: Path, prefix: str = "") ->
                                    window, f.get("stages") or [], span.seconds, title,
                                    out("wait.png", "arrivals queued (arrived, not yet started) and the wait's p50 / "
                                                    "p99 by intended start; each stage's start dotted"))
+    ob = f.get("observed")
+    lv = observed_levels(run, span) if ob else {}
+    if lv:
+        legacy = (ob.get("agreement") or {}).get("legacy") or {}
+        pairs = legacy.get("series")
+        observed_figure.observed(series, window, lv, (np.array(pairs["t"]), np.array(pairs["pulls"])) if pairs
+                                 else None, span.seconds, title,
+                                 out("observed.png", "the datastore's own counts over time, as the observer read "
+                                                     "them (observed.csv), under the successful iterations per "
+                                                     "second"))
     return made
+
+
+OBSERVED_SHOWN = 4  # panels: the measures that grew first
+
+
+def observed_levels(run: Run, span) -> dict[str, Any]:
+    """The observed measures' levels over the load, those that grew first (at most ``OBSERVED_SHOWN``)."""
+    d = observing.data(run.observed)
+    found = {w: observing.level(d, w, span.t0.timestamp()) for w in observing.MEASURES}
+    changes = observing.changes(run.observed, span)
+    order = sorted((w for w in found if not found[w].empty), key=lambda w: not changes.get(w, {}).get("grew"))
+    return {observing.MEASURES[w]: found[w] for w in order[:OBSERVED_SHOWN]}
+
+
+def _with_observed(run: Run, f: dict[str, Any], span):
+    """The rows, with the observer's level at each row's end when that is what explains the step that grew."""
+    drv = f.get("explained_by") or ""
+    if not drv.startswith("observed_") or run.observed is None:
+        return run.rows
+    return run.rows.join(observing.row_levels(run.observed, run.rows, span, run.info))
 
 
 def _grew_points(rows, f: dict[str, Any], span) -> dict[str, tuple]:

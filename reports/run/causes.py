@@ -21,6 +21,7 @@ import pandas as pd
 
 from harness.record.schema import STEP_LABELS
 from reports.load import COUNT_COLUMNS, STEP_COLUMNS
+from reports.run.observed import ROW_LABELS
 from reports.series import Span, seconds_since
 from reports.stats import Change, mean_change, rank_trend
 
@@ -36,6 +37,7 @@ REQUEST_PREFIX = {c: ("lock" if c == "lock_wait_ms" else c.removesuffix("_ms")) 
 REQUEST_DRIVERS = {c: ([f"{p}_queries"] if p == "pull" else []) + [f"{p}_requests"] for c, p in REQUEST_PREFIX.items()}
 COUNT_LABELS.update({f"{p}_requests": f"requests per {STEP_LABELS[c]}" for c, p in REQUEST_PREFIX.items()})
 COUNT_LABELS["pull_queries"] = "Queries per pull"
+COUNT_LABELS.update(ROW_LABELS)  # the observer's levels at each row's end: drivers where the rows carry no counts
 COUNT_NOTES = {"pull_queries": "an unscoped pull makes one Query per registered partition on DynamoDB, reads one "
                                "index object per shard on S3"}
 STEP_GROWTH = 0.2  # a step must grow by a fifth ...
@@ -123,17 +125,23 @@ def _driven(stretch: Stretch, col: str, drv: str, entry: dict[str, Any]) -> dict
             "explained": bool(entry["grew"] and d["grew"] and follows)}
 
 
-def step_causes(stretch: Stretch) -> dict[str, Any]:
+def step_causes(stretch: Stretch, observed: dict[str, str] | None = None) -> dict[str, Any]:
     """Per step: did its time grow, did its driver (or, failing that, its request count) grow with it; and the
-    step that grew most, with its time split into requests x time per request and the time outside them."""
+    step that grew most, with its time split into requests x time per request and the time outside them.
+
+    ``observed``: step -> a column of the observer's levels (``reports.run.observed.OBSERVED_DRIVERS``), the
+    driver of a step whose own count the rows do not carry (the command driver's rows)."""
     rows = stretch.all
     steps: dict[str, dict[str, Any]] = {}
     for col in STEP_COLUMNS:
         if not rows[col].any():
             continue
+        drv = STEP_DRIVERS.get(col)
+        seen = (observed or {}).get(col)
+        if seen and stretch.has(seen) and not (drv and stretch.has(drv)):
+            drv = seen
         entry: dict[str, Any] = {"label": STEP_LABELS[col], **stretch.change(col, STEP_GROWTH, STEP_MIN_MS),
-                                 "driver": STEP_DRIVERS.get(col)}
-        drv = entry["driver"]
+                                 "driver": drv}
         if drv is not None and rows[drv].any():
             entry.update(_driven(stretch, col, drv, entry))
         else:

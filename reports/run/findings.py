@@ -12,8 +12,10 @@ from harness.record.lockuse import Intervals
 from harness.record.schema import QUERY_COLUMNS, SIZE_COLUMNS
 from reports.limits import limits
 from reports.load import COUNT_COLUMNS, REQUEST_COLUMNS, STEP_COLUMNS
+from reports.run import observed as observing
 from reports.run import words
 from reports.run.causes import (
+    STEP_DRIVERS,
     STEP_LABELS,
     Stretch,
     between,
@@ -37,7 +39,7 @@ def findings(rows: pd.DataFrame, info: dict | None = None, *, probes: pd.DataFra
              generator: pd.DataFrame | None = None, safety: dict | None = None,
              window: float | None = None, locks: pd.DataFrame | dict[str, Intervals] | None = None,
              keys: pd.DataFrame | None = None, processes: pd.DataFrame | None = None,
-             spans: dict[str, int] | None = None) -> dict[str, Any]:
+             spans: dict[str, int] | None = None, observed: pd.DataFrame | None = None) -> dict[str, Any]:
     """The findings of one run from its rows and side files (all optional but the rows)."""
     info = info or {}
     span = run_span(info, rows)
@@ -61,11 +63,14 @@ def findings(rows: pd.DataFrame, info: dict | None = None, *, probes: pd.DataFra
     # is NaN here, so no stretch holds it): a copy of every success would be the report's largest frame
     t_succ = np.where(ok_mask, t, np.nan)
     ok = rows[["ts_end", *STEP_COLUMNS, *COUNT_COLUMNS, *extra, "total_ms"]]  # copied on write only
+    seen = _observed_drivers(observed, rows, span, info)
+    if seen.shape[1]:  # rows without a step's count (the command driver's): the observer's level drives it
+        ok = ok.join(seen)
     first, last = compared_windows(t_ok, (start.t0, start.t1), (late.t0, late.t1))
     first, final = compared_windows(t_ok, (start.t0, start.t1), (end.t0, end.t1))
     early_rows = between(ok, t_succ, *first)
     end_rows = between(ok, t_succ, *final)
-    cause = step_causes(Stretch(ok, t_succ, first, last))
+    cause = step_causes(Stretch(ok, t_succ, first, last), observing.OBSERVED_DRIVERS)
     s_first, s_last = step_shares(early_rows), step_shares(end_rows)
     failed = int((~ok_mask).sum())
     errors = rows.loc[~ok_mask, "error_kind"].value_counts()
@@ -98,6 +103,7 @@ def findings(rows: pd.DataFrame, info: dict | None = None, *, probes: pd.DataFra
         "failed_parts": [p for p in info.get("failed_parts") or [] if isinstance(p, dict)],
         "stand_in": info.get("stand_in"),
         "checks": _checks(rows, info, shares),
+        "observed": observing.findings(observed, rows, span, info),
     }
     out.update(bound)
     out["wait"], out["stages"] = wait_findings(rows, info, span, window), stage_rows(rows, info, span)
@@ -110,6 +116,16 @@ def findings(rows: pd.DataFrame, info: dict | None = None, *, probes: pd.DataFra
                                                        if worth_saying(x, span.seconds - float(fleet["warmup_s"]))]
     out["verdict"] = words.verdict(out)
     return out
+
+
+def _observed_drivers(observed: pd.DataFrame | None, rows: pd.DataFrame, span: Any, info: dict) -> pd.DataFrame:
+    """The observer's level at each row's end, for the steps whose own count the rows never carry."""
+    missing = [lvl for step, lvl in observing.OBSERVED_DRIVERS.items()
+               if not (STEP_DRIVERS[step] in rows.columns and rows[STEP_DRIVERS[step]].notna().any())]
+    if observed is None or not missing:
+        return pd.DataFrame(index=rows.index)
+    levels = observing.row_levels(observed, rows, span, info)
+    return levels[[c for c in dict.fromkeys(missing) if c in levels.columns]]
 
 
 def _limits(rows: pd.DataFrame, t: np.ndarray, ok_mask: np.ndarray, info: dict, out: dict[str, Any],

@@ -300,7 +300,22 @@ def _cloudwatch(f: dict[str, Any]) -> str:
 
 
 FIGURES = ("rate.png", "bound.png", "grew.png", "failures.png", "step_time.png", "causes.png", "work_counts.png",
-           "lock_wait.png", "latency_percentiles.png", "probe.png", "generator.png", "wait.png")
+           "lock_wait.png", "latency_percentiles.png", "probe.png", "generator.png", "wait.png", "observed.png")
+
+
+def _observed(f: dict[str, Any]) -> str:
+    """What the observer read, first to last sample, and what its reads cost per group."""
+    ob = f.get("observed") or {}
+    rows = [[c["label"], c["keys"], c["samples"], c["first"], c["last"], c["growth"], c["grew"],
+             c.get("beside") or ""] for c in (ob.get("changes") or {}).values()]
+    out = table(["measure", "keys", "samples", "first", "last", "growth", "grew", "beside the rows'"], rows)
+    c = ob.get("cost") or {}
+    if c:
+        groups = [[k, v, c["stretched"].get(k, ""), (c["gaps"].get(k) or {}).get("count", 0)]
+                  for k, v in c["intervals"].items()]
+        out += "<h4>The observer's reads</h4>" + table(["group", "interval (s), longest", "stretched", "gaps"],
+                                                        groups)
+    return out
 
 
 def _by_base(figures: list[tuple[str, str]]) -> dict[str, str]:
@@ -372,6 +387,9 @@ def sections(run: Run, f: dict[str, Any], figures: list[tuple[str, str]]) -> lis
                 _said(said["steps"]) + _steps(f) + "<h4>Each step's time: requests x time per request + time outside "
                 "them</h4>" + _requests(f) + fig.get("step_time.png", "") + fig.get("causes.png", "")),
         details("What did each iteration do? Work counts", _spans(f) + _counts(f) + fig.get("work_counts.png", "")),
+        *([details("What did the datastore hold? Its own state, read from outside (observed.csv)",
+                   _said(said["observed"]) + _observed(f) + fig.get("observed.png", ""))]
+          if f.get("observed") else []),
         *([details("How long did arrivals wait? The wait from each intended start, and the queue",
                    _wait(f) + fig.get("wait.png", ""))] if f.get("wait") or f.get("stages") else []),
         details("How long did iterations take? Response times (ms)",

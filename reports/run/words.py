@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from reports.run import observed_words
 from reports.run.verdict import MAX_SEGMENTS
 from reports.show import ci, g, pct, shape_words, times
 from reports.stats import MATERIAL, successes_to_tell
@@ -373,12 +374,12 @@ def sections(f: dict[str, Any]) -> dict[str, list[str]]:
     return {"failure story": failure_story_sentences(f), "bound": bottleneck_sentences(f),
             "rate": fleet_sentences(f), "failures": failure_sentences(f),
             "steps": [s for s in step_sentences(f) if s != grew], "generator": generator_sentences(f),
-            "other": other_sentences(f)}
+            "other": other_sentences(f), "observed": observed_words.sentences(f)}
 
 
 def sentences(f: dict[str, Any]) -> list[str]:
     return (failure_story_sentences(f) + bottleneck_sentences(f) + fleet_sentences(f) + failure_sentences(f)
-            + step_sentences(f) + generator_sentences(f) + other_sentences(f))
+            + step_sentences(f) + observed_words.sentences(f) + generator_sentences(f) + other_sentences(f))
 
 
 def global_lock_said(scenario: dict[str, Any], backend: str | None) -> str | None:

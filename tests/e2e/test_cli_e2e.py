@@ -10,6 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 from tests.e2e.conftest import ROOT, clean_env, harness, rows, senders
@@ -35,6 +36,9 @@ def test_processes_two_gives_rows_from_both_worker_processes(tmp_path):
     assert_contiguous(d)
     on_disk = d.groupby("worker").size().to_dict()
     assert {name: p["rows_sent"] for name, p in info["processes"].items()} == on_disk
+    # the observer runs in the master: its last sample, after the load, reads every worker's namespace
+    observed = pd.read_csv(run_dir / "observed.csv")
+    assert set(observed.loc[observed["what"] == "index_entries", "key"]) == set(d["user"])
 
 
 def test_a_killed_worker_is_named_and_the_others_rows_are_complete(tmp_path):
