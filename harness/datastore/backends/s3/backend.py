@@ -32,7 +32,7 @@ from botocore.exceptions import ClientError
 
 from harness.aws_errors import error_code, is_condition_failed
 from harness.clock import Clock, SystemClock
-from harness.datastore.backends.base import FileMeta, PullResult, partition_of
+from harness.datastore.backends.base import AfterRelease, FileMeta, PullResult, partition_of
 from harness.datastore.backends.s3.commit import S3Commits
 from harness.datastore.backends.s3.index import (
     ALL,
@@ -59,7 +59,7 @@ from harness.datastore.paths import check_bucket_name
 from harness.work import Work, recording
 
 
-class S3Backend(S3Commits):
+class S3Backend(S3Commits, AfterRelease):
     name = "s3"
 
     def __init__(self, client: Any, bucket: str, index: str = "sharded", *, prefix: str = "",
