@@ -40,8 +40,15 @@ class DynamoCursor:
 
     def entries_in(self, part: str, namespace: str | None) -> dict[str, str]:
         """(path -> version item) of every path this cursor holds in ``part``, tombstones included."""
-        out = {r: k.sk for r, k in self.refs.items() if partition_of(r, namespace) == part}
-        out.update({r: k.sk for r, k in self.tombs.items() if partition_of(r, namespace) == part})
+        return self.held(namespace).get(part, {})
+
+    def held(self, namespace: str | None) -> dict[str, dict[str, str]]:
+        """Per partition, (path -> version item) of every path this cursor holds, tombstones included (one pass)."""
+        out: dict[str, dict[str, str]] = {}
+        for bag in (self.refs, self.tombs):
+            for r, k in bag.items():
+                if (p := partition_of(r, namespace)) is not None:
+                    out.setdefault(p, {})[r] = k.sk
         return out
 
     def ref_of(self, rel: str) -> Known | None:

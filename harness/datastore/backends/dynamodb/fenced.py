@@ -221,10 +221,11 @@ class FencedCommit:
                 self.delta += (entry_hash(rel, sk) if counts else 0) - (entry_hash(rel, old.sk) if old else 0)
             return
         by_part: dict[str, dict[str, str]] = {}
+        holds = self.cur.held(self.ns)
         for rel in mine:
             p = partition_of(rel, self.ns)
             if p and p not in gone:
-                by_part.setdefault(p, self.cur.entries_in(p, self.ns))[rel] = sk
+                by_part.setdefault(p, dict(holds.get(p, {})))[rel] = sk
         self.records = {p: (record_name(p, self.cid), f"{seq}|{digest_of(held.items())}")
                         for p, held in by_part.items()}
         self.records.update({p: (record_name(p, self.cid), f"{seq}|{PRUNED}") for p in gone})

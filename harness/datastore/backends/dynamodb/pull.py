@@ -237,6 +237,7 @@ class DynamoReads:
                     cur.newest.pop(p, None)
         by_seq = fencing
         whole = set(full)
+        holds = cur.held(namespace) if fencing else {}
 
         def query(job: tuple[str, int], w: Work) -> list[dict]:
             part, after = job
@@ -244,7 +245,7 @@ class DynamoReads:
                 got = self._query_partition(part, after if by_seq else -1, by_seq, w)
                 if not by_seq:
                     return got
-                held = {} if part in whole else cur.entries_in(part, namespace)
+                held = {} if part in whole else holds.get(part, {})
                 return self._verified(part, got, held, expect[part], state, key, w,
                                       lambda: self._query_partition(part, after, True, w), after=after)
             return self._query_partition(part, since_ms, False, w)
