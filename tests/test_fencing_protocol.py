@@ -94,11 +94,12 @@ class Writes:
 @pytest.mark.parametrize("kind", KINDS)
 def test_no_key_is_written_by_two_commits_not_even_a_recreation_with_the_same_bytes(aws, clock, kind):
     """Content, version items and shard objects carry an id only their writer uses: a model deleted, pruned and
-    re-created three times with the same definition bytes (version 1 each time) writes no key twice."""
+    re-created with the same definition bytes (version 1 each time), and full commits around it, write no key
+    twice."""
     events: list[dict] = []
     a, b = pair(aws, clock, kind, events)
     writes = [Writes(a.backend.client), Writes(b.backend.client)]
-    for who, other in ((a, b), (b, a), (a, b)):
+    for who, other in ((a, b), (b, a)):
         who.sync_run("m", "get_uptime", 100, [])
         other.sync_run("keep", "get_uptime", 100, [])  # a full commit: every entry written again, as new keys
         who.delete_model("m", [])
@@ -107,7 +108,7 @@ def test_no_key_is_written_by_two_commits_not_even_a_recreation_with_the_same_by
     keys = [k for w in writes for k in w.keys]
     twice = sorted({k for k in keys if keys.count(k) > 1})
     assert not twice, f"written by two commits: {twice[:5]}"
-    assert sum(1 for k in keys if "definition.yaml" in k) >= 3  # (the definitions were written, each anew)
+    assert sum(1 for k in keys if "models/system/m/definition.yaml" in k) >= 2  # (written, each time anew)
     no_violations(events, a.backend)
 
 

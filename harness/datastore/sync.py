@@ -30,13 +30,7 @@ from harness.aws_errors import outcome_unknown
 from harness.clock import Clock, SystemClock, now_ms
 from harness.datastore.backends.base import Backend, CommitResult, FileMeta, PullResult, partition_of
 from harness.datastore.catalog import Catalog
-from harness.datastore.errors import (
-    CommitIndeterminateError,
-    ConfigError,
-    ConflictError,
-    ContentMissingError,
-    LockLostError,
-)
+from harness.datastore.errors import ConfigError, ConflictError, ContentMissingError, LockLostError
 from harness.datastore.lock import Heartbeat, Lock, LockConfig, LockGrant, Recorder
 from harness.datastore.model import MODEL_TYPE, run_method
 from harness.datastore.paths import Paths, model_of
@@ -191,30 +185,18 @@ class Datastore:
                 yield beat
             ok = True
         finally:
-            try:
-                with self.step(steps, "release") as w:
-                    w.add(beat_work)
-                    try:
-                        lock.release(grant, w)
-                    except Exception:
-                        if ok:  # do not hide the step's own failure behind a release failure
-                            raise
-                    finally:
-                        self.backend.release_grant(grant)
-            finally:
-                self.collect_released(steps, grant)
-
-    def collect_released(self, steps: list[Step], grant: LockGrant) -> None:
-        """After a fenced grant's release: the garbage its commits left (step ``collect``), outside the lock.
-
-        No key a fenced commit writes is ever written by another commit, and a
-        sealed commit is never undone, so none of it can be live however late
-        this runs (docs/safety.md, "What a collection may delete")."""
-        pending = getattr(self.backend, "pending_collection", None)
-        if pending is None or not pending(grant):
-            return
-        with self.step(steps, "collect") as w:
-            self.backend.collect_after(grant, w)
+            with self.step(steps, "release") as w:
+                w.add(beat_work)
+                try:
+                    lock.release(grant, w)
+                except Exception:
+                    if ok:  # do not hide the step's own failure behind a release failure
+                        raise
+                finally:
+                    self.backend.release_grant(grant)
+            if getattr(self.backend, "pending_collection", lambda _g: False)(grant):  # after the release: the
+                with self.step(steps, "collect") as w:  # garbage a fenced commit left, none of it live (safety.md)
+                    self.backend.collect_after(grant, w)
 
     def fence_hook(self) -> Callable[[LockGrant, Work], None] | None:
         """What a fenced grant of the commit domain's lock tells the backend first (None unfenced)."""
@@ -295,7 +277,7 @@ class Datastore:
             self.record({**event, "ok": False, "complete_ms": now_ms(self.clock),
                          "error": f"{type(e).__name__}: {e}"[:300],
                          "indeterminate": not isinstance(e, Exception) or outcome_unknown(e)
-                         or isinstance(e, CommitIndeterminateError)})
+                         or getattr(e, "indeterminate", False)})
             raise
         self.record({**event, "ok": True, "complete_ms": now_ms(self.clock), "seq": res.seq, "base": res.base,
                      "domain": res.domain, "cid": res.cid, "seal_ms": res.seal_ms, "sent_ms": res.sent_ms})

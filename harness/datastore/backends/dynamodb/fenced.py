@@ -394,9 +394,8 @@ class FencedCommit:
             cur.newest[p] = name
         forget = {p: [*([cur.newest.pop(p)] if p in cur.newest else []), *cur.stale.pop(p, [])]
                   for p in gone}  # its registry record goes too
-        for p in gone:
+        for p in gone:  # (held whole still: nothing of it is left)
             cur.drop_partition(p, self.ns)
-            cur.known.discard(p)
         DynamoCursor.add(cur.garbage, old)
         self.be.later(self.grant, lambda w: self.be.collect(cur, w, content=True))
         if gone:  # the tombstones go only once readers no longer query their partitions and nothing older is left

@@ -260,9 +260,8 @@ class DynamoReads:
             cur.parts[p] = state.seq
         for p in dropped:
             cur.parts.pop(p, None)
-        if fencing:
-            cur.known.update(partitions if partitions is not None else live)
-            cur.known.difference_update(dropped)
+        if fencing:  # held whole now: what is listed, and (empty) what was dropped or is not there
+            cur.known.update(partitions if partitions is not None else [*live, *dropped])
         return res, full, dropped
 
     def _verified(self, part: str, got: list[dict], held: dict[str, str], expect: int, state: DomainState,
