@@ -176,18 +176,18 @@ def lose_answer(client, other, service: str, op: str, when, meanwhile=None):
     return state
 
 
-def hide_newest_from_gsi(client, when):
-    """The first GSI Query matching ``when(params)`` answers without its newest item (an index behind its table,
-    as DynamoDB's GSIs are read eventually consistently on AWS). Returns the hidden items."""
+def _hide_once(client, when, choose):
+    """The first GSI Query matching ``when(params)`` for whose answer ``choose(items)`` names some items answers
+    without them, once. Returns the hidden items."""
     hidden: list = []
 
     def hook(parsed, model, **kw):
         params = kw.get("context", {}).get("harness_query_params")
         items = parsed.get("Items") or []
-        if not hidden and params is not None and when(params) and items:
-            newest = max(items, key=lambda i: i.get("gsi1sk", {}).get("S", ""))
-            hidden.append(newest)
-            parsed["Items"] = [i for i in items if i is not newest]
+        gone = choose(items) if not hidden and params is not None and when(params) and items else []
+        if gone:
+            hidden.extend(gone)
+            parsed["Items"] = [i for i in items if not any(i is g for g in gone)]
             parsed["Count"] = len(parsed["Items"])
 
     def keep(params, context=None, **_):
@@ -197,6 +197,12 @@ def hide_newest_from_gsi(client, when):
     client.meta.events.register("before-parameter-build.dynamodb.Query", keep)
     client.meta.events.register("after-call.dynamodb.Query", hook)
     return hidden
+
+
+def hide_newest_from_gsi(client, when):
+    """The first GSI Query matching ``when(params)`` answers without its newest item (an index behind its table,
+    as DynamoDB's GSIs are read eventually consistently on AWS). Returns the hidden items."""
+    return _hide_once(client, when, lambda items: [max(items, key=lambda i: i.get("gsi1sk", {}).get("S", ""))])
 
 
 def fail_once(client, op: str, when, code: str = "ProvisionedThroughputExceededException"):
@@ -220,23 +226,7 @@ def hide_from_gsi(client, when, hidden_item):
     """The first GSI Query matching ``when(params)`` whose answer holds an item matching ``hidden_item(item)``
     answers without those items, once (a GSI showing newer items of other keys first: DynamoDB's documentation
     does not rule out an answer out of write order). Returns the hidden items."""
-    hidden: list = []
-
-    def hook(parsed, model, **kw):
-        params = kw.get("context", {}).get("harness_hide_params")
-        items = parsed.get("Items") or []
-        if not hidden and params is not None and when(params) and any(hidden_item(i) for i in items):
-            hidden.extend(i for i in items if hidden_item(i))
-            parsed["Items"] = [i for i in items if not hidden_item(i)]
-            parsed["Count"] = len(parsed["Items"])
-
-    def keep(params, context=None, **_):
-        if context is not None and "IndexName" in params:
-            context["harness_hide_params"] = dict(params)
-
-    client.meta.events.register("before-parameter-build.dynamodb.Query", keep)
-    client.meta.events.register("after-call.dynamodb.Query", hook)
-    return hidden
+    return _hide_once(client, when, lambda items: [i for i in items if hidden_item(i)])
 
 
 class Actor:
