@@ -64,6 +64,7 @@ class S3Commits:
     clock: Clock
     swamp: S3Swamp
     later: Any
+    _wants: Any
 
     def commit(self, namespace: str | None, entries: Sequence[FileMeta], grant: LockGrant, work: Work, *,
                base_seq: int | None = None, fencing: bool = True, cid: str | None = None,
@@ -130,6 +131,8 @@ class S3Commits:
             by_part[self.shard_of(rel, namespace)][0][rel] = m
         for rel in removals:
             by_part[self.shard_of(rel, namespace)][1].add(rel)
+        if fencing and model_fence is not None:  # (the model's shards this commit does not rewrite: unchanged too)
+            self._model_shards_unchanged(grant, cur, shards, set(by_part), model_fence[0], namespace)
         written: list[str] = []  # our new shard objects: deleted again if the swap fails
         superseded: list[str] = []  # shards and content the swap replaces: deleted after it
         new_shards: dict[str, Shard | None] = {}
@@ -220,6 +223,16 @@ class S3Commits:
         if got is not None:
             return got == cid
         return True if doc.get("cid") == cid else None
+
+    def _model_shards_unchanged(self, grant: LockGrant, cur: S3Cursor, shards: dict[str, str], touched: set[str],
+                                partition: str, namespace: str | None) -> None:
+        """Two-phase: every shard of the model the commit leaves alone is the one its scoped pull read."""
+        of_model = self._wants({partition}, namespace)
+        for part in {p for p in {*shards, *cur.shards} if of_model(p)} - touched:
+            have = cur.shards.get(part)
+            if shards.get(part) != (have.ref if have else None):
+                raise self._fenced(grant, f"commits model {partition}, which changed since its scoped pull (a "
+                                          f"delete or prune of it sealed since)")
 
     def _model_unchanged(self, grant: LockGrant, cur: S3Cursor, part: str, old: dict[str, FileMeta],
                          partition: str, namespace: str | None) -> None:
