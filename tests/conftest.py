@@ -150,9 +150,10 @@ def once_before(client, event: str, when, action):
     return done
 
 
-def lose_answer(client, other, service: str, op: str, when):
+def lose_answer(client, other, service: str, op: str, when, meanwhile=None):
     """The first ``op`` matching ``when(params)`` lands (sent through ``other``, an unhooked client of the same
-    endpoint) but its answer is lost: botocore sees a read timeout and sends it again, as its retries do."""
+    endpoint) but its answer is lost: botocore sees a read timeout and sends it again, as its retries do.
+    ``meanwhile()`` runs after it landed and before the timeout is seen (the sender frozen, others going on)."""
     from botocore.exceptions import ReadTimeoutError
 
     state = {"params": None, "lost": 0}
@@ -166,6 +167,8 @@ def lose_answer(client, other, service: str, op: str, when):
         if state["params"] is not None and state["lost"] == 0:
             state["lost"] = 1
             getattr(other, method)(**state["params"])  # it lands ...
+            if meanwhile is not None:
+                meanwhile()
             raise ReadTimeoutError(endpoint_url=request.url)  # ... and its answer never arrives
 
     client.meta.events.register(f"before-parameter-build.{service}.{op}", build)
@@ -173,18 +176,18 @@ def lose_answer(client, other, service: str, op: str, when):
     return state
 
 
-def hide_newest_from_gsi(client, when):
-    """The first GSI Query matching ``when(params)`` answers without its newest item (an index behind its table,
-    as DynamoDB's GSIs are read eventually consistently on AWS). Returns the hidden items."""
+def _hide_once(client, when, choose):
+    """The first GSI Query matching ``when(params)`` for whose answer ``choose(items)`` names some items answers
+    without them, once. Returns the hidden items."""
     hidden: list = []
 
     def hook(parsed, model, **kw):
         params = kw.get("context", {}).get("harness_query_params")
         items = parsed.get("Items") or []
-        if not hidden and params is not None and when(params) and items:
-            newest = max(items, key=lambda i: i.get("gsi1sk", {}).get("S", ""))
-            hidden.append(newest)
-            parsed["Items"] = [i for i in items if i is not newest]
+        gone = choose(items) if not hidden and params is not None and when(params) and items else []
+        if gone:
+            hidden.extend(gone)
+            parsed["Items"] = [i for i in items if not any(i is g for g in gone)]
             parsed["Count"] = len(parsed["Items"])
 
     def keep(params, context=None, **_):
@@ -194,6 +197,36 @@ def hide_newest_from_gsi(client, when):
     client.meta.events.register("before-parameter-build.dynamodb.Query", keep)
     client.meta.events.register("after-call.dynamodb.Query", hook)
     return hidden
+
+
+def hide_newest_from_gsi(client, when):
+    """The first GSI Query matching ``when(params)`` answers without its newest item (an index behind its table,
+    as DynamoDB's GSIs are read eventually consistently on AWS). Returns the hidden items."""
+    return _hide_once(client, when, lambda items: [max(items, key=lambda i: i.get("gsi1sk", {}).get("S", ""))])
+
+
+def fail_once(client, op: str, when, code: str = "ProvisionedThroughputExceededException"):
+    """The first ``op`` request matching ``when(params)`` fails with ``code`` as botocore would hand it over after
+    its own retries (a throttle past them, by default): nothing is sent. Returns the list of failed calls."""
+    from botocore.exceptions import ClientError
+
+    failed: list = []
+    service = client.meta.service_model.service_name
+
+    def hook(params, **_):
+        if not failed and when(params):
+            failed.append(dict(params))
+            raise ClientError({"Error": {"Code": code, "Message": "injected"}}, op)
+
+    client.meta.events.register(f"before-parameter-build.{service}.{op}", hook)
+    return failed
+
+
+def hide_from_gsi(client, when, hidden_item):
+    """The first GSI Query matching ``when(params)`` whose answer holds an item matching ``hidden_item(item)``
+    answers without those items, once (a GSI showing newer items of other keys first: DynamoDB's documentation
+    does not rule out an answer out of write order). Returns the hidden items."""
+    return _hide_once(client, when, lambda items: [i for i in items if hidden_item(i)])
 
 
 class Actor:

@@ -84,7 +84,7 @@ def test_the_checker_sees_corruption_made_in_the_store_itself(aws, clock):
     raw = next(m for r, m in b.local.items() if r.endswith("/raw"))
     from harness.datastore.backends.dynamodb import chunk_key
 
-    chunk = {"pk": {"S": f"FILE#{raw.rel_path}"}, "sk": {"S": chunk_key(raw.version, raw.digest, 0)}}
+    chunk = {"pk": {"S": f"FILE#{raw.rel_path}"}, "sk": {"S": chunk_key(raw.version, raw.digest, 0, raw.content_id)}}
     be.client.put_item(TableName=be.table, Item={**chunk, "data": {"B": b"x"}})
     report = check(events, snapshot(be))
     assert (report["lost"], report["phantom"], report["corrupt"]) == (1, 1, 2)  # the foreign one has no content

@@ -260,12 +260,12 @@ def test_swamps_dynamodb_writes_the_export_inside_the_commit_under_the_global_lo
     steps: list = []
     store.sync_run("m0", "get_uptime", 100, steps)
     names = [s.name for s in steps]
-    assert names[names.index("commit"):] == ["commit", "export", "release", "release"]
+    assert names[names.index("commit"):] == ["commit", "export", "release", "collect", "release"]
     assert held_at_export == [True]
     after: list = []
     held_at_export.clear()
     two_phase(be, namespace="w2").sync_run("m0", "get_uptime", 100, after)
-    assert [s.name for s in after][-3:] == ["release", "export", "release"] and held_at_export == [False]
+    assert [s.name for s in after][-4:] == ["release", "collect", "export", "release"] and held_at_export == [False]
 
 
 def test_swamps_retries_wrap_the_data_path_and_leave_lock_items_alone(aws):

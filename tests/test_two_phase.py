@@ -24,7 +24,9 @@ from harness.load.iteration import summarize
 from harness.work import Work
 from tests.conftest import FAST_LOCK, SleepLog, make_backend
 
-TWO_PHASE_ORDER = ["lock", "pull", "method", "push", "commit_lock", "commit", "release", "export", "release"]
+# (fenced: what the commit made garbage is collected after the global lock's release, step "collect")
+TWO_PHASE_ORDER = ["lock", "pull", "method", "push", "commit_lock", "commit", "release", "collect", "export",
+                   "release"]
 
 
 
@@ -68,7 +70,7 @@ def test_one_lock_is_the_seeds_loop_unchanged(aws):
     store = Datastore(be, Catalog(), SyncConfig(namespace="w1", lock=FAST_LOCK, heartbeat=False))
     steps: list = []
     store.sync_run("m0", "get_uptime", 100, steps)
-    assert [s.name for s in steps] == ["lock", "pull", "method", "push", "commit", "export", "release"]
+    assert [s.name for s in steps] == ["lock", "pull", "method", "push", "commit", "export", "release", "collect"]
 
 
 def test_a_model_run_polls_the_global_lock_every_second_and_gives_up_after_twice_the_ttl(aws):

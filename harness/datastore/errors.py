@@ -24,6 +24,12 @@ class FencedError(DatastoreError):
     """A commit was rejected because its lock grant is no longer the current one."""
 
 
+class CommitIndeterminateError(DatastoreError):
+    """A commit whose seal may or may not have landed, and whose fate record no longer says: indeterminate."""
+
+    indeterminate = True  # (the history records the commit so: neither acknowledged nor refused)
+
+
 class ConflictError(DatastoreError):
     """A push found the remote file changed since this worker last pulled it."""
 

@@ -32,7 +32,7 @@ def write_state(state_dir: Path, ns: str | None, store: Datastore) -> None:
     local = {**store.local, **store.staged}
     local_path.write_text(json.dumps({
         "watermark_ms": max((m.updated_at_ms for m in local.values()), default=0),
-        "files": [[m.rel_path, m.size, m.digest, m.updated_at_ms, m.version] for m in local.values()]}))
+        "files": [[m.rel_path, m.size, m.digest, m.updated_at_ms, m.version, m.content_id] for m in local.values()]}))
 
 
 def load_state(state_dir: str | Path, store: Datastore) -> bool:

@@ -143,6 +143,7 @@ class Datastore:
         self._model_view: int | None = None  # two-phase: the sequence the section's scoped pull saw (its model's)
         self._model_grant: LockGrant | None = None  # two-phase: the per-model lock held for the section
         self._model_part: str | None = None  # ... and its model's partition
+        self._cid: str | None = None  # fenced: the id of the commit whose content is uploaded (picked before it)
 
     # ---- plumbing ----------------------------------------------------------------
     @contextmanager
@@ -193,6 +194,9 @@ class Datastore:
                         raise
                 finally:
                     self.backend.release_grant(grant)
+            if getattr(self.backend, "pending_collection", lambda _g: False)(grant):  # after the release: the
+                with self.step(steps, "collect") as w:  # garbage a fenced commit left, none of it live (safety.md)
+                    self.backend.collect_after(grant, w)
 
     def fence_hook(self) -> Callable[[LockGrant, Work], None] | None:
         """What a fenced grant of the commit domain's lock tells the backend first (None unfenced)."""
@@ -252,7 +256,7 @@ class Datastore:
         The backend may seal under an id of its own (DynamoDB: the one the
         grant claimed); the record takes the id the commit really used.
         """
-        cid = uuid.uuid4().hex[:16]
+        cid, self._cid = self._cid or uuid.uuid4().hex[:16], None
         event = {"type": "commit", "op": op, "key": grant.key, "holder": self.holder, "fence": grant.fence,
                  "nonce": grant.nonce, "namespace": self.ns, "cid": cid, "fencing": self.cfg.fencing,
                  "view_seq": self._base if grant is self._grant else self._model_view, "invoke_ms": now_ms(self.clock),
@@ -272,7 +276,8 @@ class Datastore:
         except BaseException as e:  # interrupted too (the run ending): its outcome is then unknown
             self.record({**event, "ok": False, "complete_ms": now_ms(self.clock),
                          "error": f"{type(e).__name__}: {e}"[:300],
-                         "indeterminate": not isinstance(e, Exception) or outcome_unknown(e)})
+                         "indeterminate": not isinstance(e, Exception) or outcome_unknown(e)
+                         or getattr(e, "indeterminate", False)})
             raise
         self.record({**event, "ok": True, "complete_ms": now_ms(self.clock), "seq": res.seq, "base": res.base,
                      "domain": res.domain, "cid": res.cid, "seal_ms": res.seal_ms, "sent_ms": res.sent_ms})
@@ -413,6 +418,10 @@ class Datastore:
         work.files_pushed += len(paths)
 
     def _upload(self, work: Work) -> None:
+        if self.cfg.fencing:  # the commit's id, picked before its content is written: every content key names it
+            self._cid = uuid.uuid4().hex[:16]
+            for m in self.staged.values():
+                m.content_id = self._cid
         self.backend.put_content(self.dirty, self.staged, work, cursor=self._cursor,
                                  concurrency=self.cfg.upload_concurrency)
 
@@ -448,6 +457,7 @@ class Datastore:
         finally:
             self.staged.clear()
             self.dirty.clear()
+            self._cid = None
         return res.seq
 
     def _model_fence(self) -> tuple[str, int] | None:

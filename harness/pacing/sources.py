@@ -134,7 +134,9 @@ class PreAgeSource:
         if kind == "content":
             self.backend.put_content({r: store.dirty[r] for r in rels}, {r: store.staged[r] for r in rels}, work)
         else:
-            self.backend.commit(store.ns, [store.staged[r] for r in rels], self._grant(ns), work)
+            # (the namespace's cursor: a fenced commit then knows the partitions it writes without reading them)
+            self.backend.commit(store.ns, [store.staged[r] for r in rels], self._grant(ns), work,
+                                cursor=store._cursor)
 
     def finish(self) -> None:
         """Release the locks and write each namespace's catalog and local view for the workers."""

@@ -8,13 +8,14 @@ a GSI on DynamoDB, manifest files on S3.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable, Sequence
+import threading
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
 from harness.datastore.lock import LockGrant, LockStore
 from harness.datastore.paths import model_of
-from harness.work import Work
+from harness.work import Work, recording
 
 
 @dataclass
@@ -26,6 +27,10 @@ class FileMeta:
     digest: str
     updated_at_ms: int
     version: int = 1
+    # the id of the commit whose writer uploaded this version's content (picked before the upload; fenced runs):
+    # part of the content's key, so a re-creation with the same path, version and bytes gets a key of its own.
+    # "" for swamp's unfenced keys (path, version and digest) and for entries older than the field.
+    content_id: str = ""
 
     @staticmethod
     def digest_of(data: bytes) -> str:
@@ -61,6 +66,41 @@ class CommitResult:
     domain: str  # what the sequence counts: the lock item (DynamoDB) or the namespace's index (S3)
     seal_ms: int | None = None  # when the request that sealed it was first sent (the safety checker's overlap test)
     sent_ms: int | None = None  # ... and last sent (a retry): a seal in flight across a grant is uncertain, not unsafe
+
+
+class AfterRelease:
+    """Work a fenced commit leaves for after its grant's release: deleting what it made garbage (both backends).
+
+    No key a fenced commit writes is written by another commit, and a sealed
+    commit is never undone: nothing live is among that garbage, however late
+    it is deleted, so it need not hold the lock (docs/safety.md)."""
+
+    def _jobs(self) -> tuple[threading.Lock, dict[str, list[Callable[[Work], None]]]]:
+        if not hasattr(self, "_later_jobs"):
+            self._later_guard, self._later_jobs = threading.Lock(), {}
+        return self._later_guard, self._later_jobs
+
+    def later(self, grant: LockGrant, job: Callable[[Work], None]) -> None:
+        guard, jobs = self._jobs()
+        with guard:
+            jobs.setdefault(grant.nonce, []).append(job)
+
+    def pending_collection(self, grant: LockGrant) -> bool:
+        guard, jobs = self._jobs()
+        with guard:
+            return bool(jobs.get(grant.nonce))
+
+    def collect_after(self, grant: LockGrant, work: Work) -> None:
+        """After the release: the grant's jobs, best effort (garbage left behind only takes space)."""
+        guard, jobs = self._jobs()
+        with guard:
+            todo = jobs.pop(grant.nonce, [])
+        with recording(work):
+            for job in todo:
+                try:
+                    job(work)
+                except Exception:  # noqa: BLE001 - garbage is invisible: what is left only takes space
+                    pass
 
 
 def partition_of(rel_path: str, namespace: str | None) -> str | None:
@@ -109,6 +149,12 @@ class Backend(Protocol):
 
     def release_grant(self, grant: LockGrant) -> None:
         """The locked section is over: drop what the backend kept for the grant."""
+
+    def pending_collection(self, grant: LockGrant) -> bool:
+        """Did the grant's fenced commits leave garbage for after its release (``AfterRelease``)?"""
+
+    def collect_after(self, grant: LockGrant, work: Work) -> None:
+        """After the grant's release: delete the garbage its fenced commits left (``AfterRelease``)."""
 
     def commit(self, namespace: str | None, entries: Sequence[FileMeta], grant: LockGrant, work: Work, *,
                base_seq: int | None = None, fencing: bool = True, cid: str | None = None,

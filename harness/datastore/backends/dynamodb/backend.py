@@ -17,10 +17,11 @@ from botocore.exceptions import ClientError
 
 from harness.aws_errors import is_condition_failed
 from harness.clock import Clock, SystemClock, now_ms
-from harness.datastore.backends.base import CommitResult, FileMeta, partition_of
+from harness.datastore.backends.base import AfterRelease, CommitResult, FileMeta, partition_of
 from harness.datastore.backends.dynamodb.bookkeeping import REGISTRY_ADDS, SwampBookkeeping
-from harness.datastore.backends.dynamodb.commit import Claims, FencedCommit, registry_update, unfenced_commit
+from harness.datastore.backends.dynamodb.commit import Claims, registry_update, unfenced_commit
 from harness.datastore.backends.dynamodb.cursor import DynamoCursor
+from harness.datastore.backends.dynamodb.fenced import FencedCommit
 from harness.datastore.backends.dynamodb.items import (
     BATCH_GET_MAX,
     BATCH_WRITE_MAX,
@@ -34,6 +35,7 @@ from harness.datastore.backends.dynamodb.items import (
     chunk_count,
     chunk_key,
     chunk_keys,
+    chunk_owner,
     chunks,
     file_key,
     lock_item_key,
@@ -60,7 +62,7 @@ from harness.datastore.paths import Paths, check_table_name
 from harness.work import Work, recording
 
 
-class DynamoBackend(DynamoReads):
+class DynamoBackend(DynamoReads, AfterRelease):
     name = "dynamodb"
 
     def __init__(self, client: Any, table: str, gsi_layout: str = "per-model", *,
@@ -242,12 +244,15 @@ class DynamoBackend(DynamoReads):
             got = self.parallel(lambda r, w: self._versions_of(r, w), sorted(rels), work)
         return [{"pk": i["pk"], "sk": i["sk"]} for items in got for i in items]
 
-    def forget(self, namespace: str | None, partitions: Sequence[str], seq: int, work: Work) -> bool:
-        """Remove pruned partitions from the registry (after their prune sealed); False if that failed."""
+    def forget(self, namespace: str | None, partitions: Sequence[str], seq: int, work: Work, *,
+               remove: dict[str, list[str]] | None = None) -> bool:
+        """Remove pruned partitions from the registry (after their prune sealed), with ``remove``, their records;
+        False if that failed (their prune's sealed record says they are gone: readers drop them all the same)."""
         if self.gsi_layout not in PER_MODEL:
             return True  # legacy readers read everything: a path they knew that is gone is gone
         try:
-            for update, cond, names, values in registry_update(set(), partitions, seq, conditional=True):
+            for update, cond, names, values in registry_update(set(), partitions, seq, conditional=True,
+                                                               remove=remove):
                 with recording(work):
                     self.client.update_item(TableName=self.table, Key=registry_key(namespace), UpdateExpression=update,
                                             ConditionExpression=cond, ExpressionAttributeNames=names,
@@ -277,7 +282,8 @@ class DynamoBackend(DynamoReads):
         per_file = []
         for rel, data in files.items():
             m = metas[rel]
-            reqs = [{"PutRequest": {"Item": {"pk": s_(f"FILE#{rel}"), "sk": s_(chunk_key(m.version, m.digest, i)),
+            reqs = [{"PutRequest": {"Item": {"pk": s_(f"FILE#{rel}"),
+                                             "sk": s_(chunk_key(m.version, m.digest, i, m.content_id)),
                                              "data": {"B": chunk}}}} for i, chunk in enumerate(chunks(data))]
             work.items_written += len(reqs)
             per_file.append(reqs)
@@ -385,7 +391,7 @@ class DynamoBackend(DynamoReads):
         """Every visible index entry with the digest of the content it points at (a full Scan)."""
         locks: dict[str, DomainState] = {}
         entries_items: list[dict] = []
-        parts: dict[tuple[str, int, str], list[tuple[str, bytes]]] = {}
+        parts: dict[tuple[str, int, str, str], list[tuple[str, bytes]]] = {}
         kwargs: dict[str, Any] = {"TableName": self.table, "ConsistentRead": True}
         with recording(work):
             while True:
@@ -397,8 +403,8 @@ class DynamoBackend(DynamoReads):
                     elif pk.startswith("FILE#") and (sk == META_SK or sk.startswith("V#")) and "gsi1pk" in item:
                         entries_items.append(item)
                     elif pk.startswith("FILE#") and sk.startswith("CHUNK#v"):
-                        ver, digest, idx = sk[7:].split("#", 2)
-                        parts.setdefault((pk[5:], int(ver), digest), []).append((idx, item["data"]["B"]))
+                        ver, digest, content_id, idx = chunk_owner(sk)
+                        parts.setdefault((pk[5:], ver, digest, content_id), []).append((idx, item["data"]["B"]))
                 work.items_read += len(out.get("Items", []))
                 if "LastEvaluatedKey" not in out:
                     break
@@ -407,7 +413,7 @@ class DynamoBackend(DynamoReads):
         entries = []
         for v in res.visible.values():
             m = v.meta
-            got = parts.get((m.rel_path, m.version, m.digest))
+            got = parts.get((m.rel_path, m.version, m.digest, m.content_id))
             content = b"".join(b for _, b in sorted(got)) if got is not None else None
             entries.append({"path": m.rel_path, "version": m.version, "digest": m.digest, "size": m.size,
                             "content_digest": FileMeta.digest_of(content) if content is not None else None,
@@ -428,12 +434,13 @@ class DynamoBackend(DynamoReads):
                base_seq: int | None = None, fencing: bool = True, cid: str | None = None,
                cursor: dict | None = None, model_fence: tuple[str, int] | None = None,
                bookkeeping: str = "harness") -> CommitResult:
+        cursor = cursor if cursor is not None else {}
         cur = DynamoCursor.of(cursor)
         with recording(work):
             if not fencing:
                 res = unfenced_commit(self, namespace, entries, [], [], grant, cur, cid, work)
             else:
-                res = FencedCommit(self, namespace, grant, base_seq, cur, work, model_fence).run(entries, [], [])
+                res = FencedCommit(self, namespace, grant, base_seq, cursor, work, model_fence).run(entries, [], [])
             if bookkeeping == "swamp" and entries:
                 self.swamp.after_push(namespace, entries, work)
             return res
@@ -443,13 +450,14 @@ class DynamoBackend(DynamoReads):
                      base_seq: int | None = None, forget: Sequence[str] = (),
                      bookkeeping: str = "harness") -> CommitResult:
         """Remove entries: a commit of tombstones (fenced like any commit); ``forget`` prunes whole partitions."""
+        cursor = cursor if cursor is not None else {}
         cur = DynamoCursor.of(cursor)
         forget = list(forget)
         with recording(work):
             if not fencing:
                 res = unfenced_commit(self, namespace, [], metas, forget, grant, cur, cid, work)
             else:
-                res = FencedCommit(self, namespace, grant, base_seq, cur, work).run([], metas, forget)
+                res = FencedCommit(self, namespace, grant, base_seq, cursor, work).run([], metas, forget)
             if bookkeeping == "swamp" and metas:
                 self.swamp.after_push(namespace, metas, work)
             return res

@@ -8,23 +8,31 @@ Items (pk / sk):
   ``fence``, the commit sequence ``seq`` and ``pending`` (the ids of commits
   that may still be writing: their entries are invisible); two-phase, fenced:
   ``m:<partition>``, the newest fence of each model's own lock, which the seal
-  of a commit of that model must match; ``lastc``, the newest sealed commit's
-  id, item count and one path (set by the seal itself);
+  of a commit of that model must match; with the legacy layout (no registry)
+  ``h:<namespace>``, the digest of the namespace's sealed entries (see
+  ``registry.py``), which every seal moves by what its commit changed, and
+  ``z:<namespace>``, the sequence of its newest delete or prune (a two-phase
+  seal asserts the one its scoped pull saw);
 - index entry, fenced: ``FILE#<relPath>`` / ``V#<cid>``, one item per version,
   never overwritten: ``s`` (the sequence it seals at), ``cid``, ``fence``,
-  ``dom`` (the lock key whose sequence governs it), ``del`` on a tombstone;
+  ``dom`` (the lock key whose sequence governs it), ``ck`` (its content's
+  writer id), ``del`` on a tombstone, ``fg`` on a prune's (its partition is
+  removed whole: it counts in no digest);
 - index entry, unfenced (swamp's own): ``FILE#<relPath>`` / ``META``, rewritten
   in place; a delete rewrites it as a tombstone (``del``), as swamp's extension
   keeps tombstones;
-- content chunks ``FILE#<relPath>`` / ``CHUNK#v<N>#<digest>#<7-digit index>``
-  (256 KB; swamp's key plus the digest, so a version's content is immutable);
+- content chunks ``FILE#<relPath>`` / ``CHUNK#v<N>#<digest>#<content id>#<7-digit index>``
+  (256 KB): fenced, the content id is the id of the commit whose writer uploaded it, picked before the
+  upload (``ck`` on the entry), so no two commits ever write one chunk key, not even a re-creation with the
+  same path, version and bytes; unfenced (swamp's own) ``CHUNK#v<N>#<digest>#<7-digit index>``, swamp's key
+  plus the digest;
 - a blob outside the index (the catalog export): ``FILE#<relPath>`` / ``BLOB``
   (its size and chunk count) and ``BLOB#<7-digit index>`` chunks, rewritten in place;
 - partition registry ``PARTITIONS#registry[#<ns>]`` / ``LIST``: per partition,
   ``c:<partition>`` (the last sequence that touched it), ``b:<partition>``
-  (the sequence it was born at) and ``k:<partition>`` (that commit's id, how
-  many items it wrote there and one of their paths: a pull whose GSI query
-  shows fewer knows the GSI is behind), so
+  (the sequence it was born at) and, fenced, ``r:<partition>|<cid>``, each
+  commit's record of what it left the partition holding (``registry.py``: a
+  pull checks its view against the newest sealed one), so
   a pull queries only what changed and learns which partitions were removed or
   re-created; ``forgot``, the sequence of the newest prune that removed
   partitions (a commit older than it may not list a partition again). A namespace's registry
@@ -65,8 +73,10 @@ META_SK = "META"
 VERSION_PREFIX = "V#"
 BLOB_SK = "BLOB"
 SEQ_DIGITS = 12
-LAST_COMMIT = "lastc"  # on a lock item: the newest sealed commit, ``<cid>|<items>|<path>``, set by its seal
+LAST_COMMIT = "lastc"  # on a lock item: the newest sealed commit, ``<cid>|<items>|<path>`` (older tables)
 MODEL_FENCE = "m:"  # on a commit domain's lock item: ``m:<partition>``, the newest fence of that model's lock
+NS_DIGEST = "h:"  # on a lock item (legacy layout): ``h:<namespace>``, the digest of the namespace's sealed entries
+NS_EPOCH = "z:"  # on a lock item (legacy layout): ``z:<namespace>``, the sequence of its newest delete or prune
 FORGOT = "forgot"  # on a registry item: the sequence of the newest prune that removed partitions from it
 NEWEST = "k:"  # registry: ``k:<partition>`` = ``<cid>|<items>|<path>``, the newest fenced commit that touched it
 OWNER_ITEM_KEY = {"pk": {"S": "HARNESS#owner"}, "sk": {"S": "TAGS"}}
@@ -89,13 +99,28 @@ def chunk_count(size: int) -> int:
     return max(1, -(-size // CHUNK_BYTES))
 
 
-def chunk_key(version: int, digest: str, index: int) -> str:
-    return f"CHUNK#v{version}#{digest}#{index:07d}"
+def chunk_key(version: int, digest: str, index: int, content_id: str = "") -> str:
+    """A content chunk's sort key: the version, its digest, the id of the commit that wrote it (fenced), the index."""
+    return f"CHUNK#v{version}#{digest}#{content_id}#{index:07d}" if content_id else \
+        f"CHUNK#v{version}#{digest}#{index:07d}"
+
+
+def chunk_owner(sk: str) -> tuple[int, str, str, str]:
+    """(version, digest, content id, index) of a chunk's sort key (content id "" for swamp's keys)."""
+    parts = sk[len("CHUNK#v"):].split("#")
+    if len(parts) == 3:
+        return int(parts[0]), parts[1], "", parts[2]
+    return int(parts[0]), parts[1], parts[2], parts[3]
 
 
 def chunk_keys(meta: FileMeta) -> list[dict]:
-    return [{"pk": s_(f"FILE#{meta.rel_path}"), "sk": s_(chunk_key(meta.version, meta.digest, i))}
+    return [{"pk": s_(f"FILE#{meta.rel_path}"), "sk": s_(chunk_key(meta.version, meta.digest, i, meta.content_id))}
             for i in range(chunk_count(meta.size))]
+
+
+def same_content(a: FileMeta, b: FileMeta) -> bool:
+    """Do two entries point at the same content keys (the same version, digest and writer's id)?"""
+    return (a.version, a.digest, a.content_id) == (b.version, b.digest, b.content_id)
 
 
 def chunks(data: bytes) -> list[bytes]:
@@ -174,22 +199,27 @@ def gsi_attrs(layout: str, namespace: str | None, meta: FileMeta, seq: int | Non
 
 
 def entry_attrs(meta: FileMeta) -> dict:
-    return {"relPath": s_(meta.rel_path), "size": n_(meta.size), "digest": s_(meta.digest),
-            "updatedAt": n_(meta.updated_at_ms), "version": n_(meta.version), "chunks": n_(chunk_count(meta.size))}
+    attrs = {"relPath": s_(meta.rel_path), "size": n_(meta.size), "digest": s_(meta.digest),
+             "updatedAt": n_(meta.updated_at_ms), "version": n_(meta.version), "chunks": n_(chunk_count(meta.size))}
+    if meta.content_id:
+        attrs["ck"] = s_(meta.content_id)
+    return attrs
 
 
 def meta_of(item: dict) -> FileMeta:
     return FileMeta(item["relPath"]["S"], int(item["size"]["N"]), item["digest"]["S"], int(item["updatedAt"]["N"]),
-                    int(item["version"]["N"]))
+                    int(item["version"]["N"]), item.get("ck", {}).get("S", ""))
 
 
 def version_item(layout: str, namespace: str | None, meta: FileMeta, *, cid: str, seq: int, fence: int,
-                 domain: str, tombstone: bool = False) -> dict:
-    """One fenced version of an entry (or its tombstone): a new item, never overwritten."""
+                 domain: str, tombstone: bool = False, gone: bool = False) -> dict:
+    """One fenced version of an entry (or its tombstone; ``gone``: a prune's): a new item, never overwritten."""
     item = {**version_key(meta.rel_path, cid), **entry_attrs(meta), "cid": s_(cid), "s": n_(seq),
             "fence": n_(fence), "dom": s_(domain), **gsi_attrs(layout, namespace, meta, seq)}
-    if tombstone:
+    if tombstone or gone:
         item["del"] = {"BOOL": True}
+    if gone:
+        item["fg"] = {"BOOL": True}
     return item
 
 
@@ -205,18 +235,24 @@ class DomainState:
     """A lock item's commit state, as one read saw it: the sealed sequence and the pending commit ids."""
 
     def __init__(self, seq: int = 0, pending: Iterable[str] = (), nonce: str | None = None, fence: int = 0,
-                 model_fences: dict[str, int] | None = None, last: str | None = None) -> None:
+                 model_fences: dict[str, int] | None = None, last: str | None = None,
+                 digests: dict[str, int] | None = None, epochs: dict[str, int] | None = None) -> None:
         self.seq, self.pending, self.nonce, self.fence = seq, frozenset(pending), nonce, fence
         self.model_fences = model_fences or {}  # two-phase, fenced: partition -> its model lock's newest fence
-        self.last = last  # the newest sealed commit: ``<cid>|<items>|<path>`` (a legacy pull's GSI check)
+        self.last = last  # (older tables) the newest sealed commit: ``<cid>|<items>|<path>``
+        self.digests = digests or {}  # legacy: namespace ("" for none) -> the digest of its sealed entries
+        self.epochs = epochs or {}  # legacy: namespace -> the sequence of its newest delete or prune
 
     @staticmethod
     def of(item: dict | None) -> DomainState:
         item = item or {}
+
+        def by(prefix: str) -> dict[str, int]:
+            return {k[len(prefix):]: int(v["N"]) for k, v in item.items() if k.startswith(prefix)}
+
         return DomainState(num(item, "seq"), item.get("pending", {}).get("SS", []),
-                           item.get("nonce", {}).get("S"), num(item, "fence"),
-                           {k[len(MODEL_FENCE):]: int(v["N"]) for k, v in item.items() if k.startswith(MODEL_FENCE)},
-                           item.get(LAST_COMMIT, {}).get("S"))
+                           item.get("nonce", {}).get("S"), num(item, "fence"), by(MODEL_FENCE),
+                           item.get(LAST_COMMIT, {}).get("S"), by(NS_DIGEST), by(NS_EPOCH))
 
     def sealed(self, item: dict) -> bool:
         """Is this fenced version sealed (its sequence reached, its commit no longer pending)?"""
@@ -234,6 +270,7 @@ class Version:
     fence: int
     deleted: bool
     sealed: bool
+    gone: bool = False  # a prune's tombstone: the partition is removed whole (it counts in no digest)
 
     @property
     def rank(self) -> tuple[int, int]:
@@ -246,7 +283,7 @@ def version_of(item: dict, states: dict[str, DomainState]) -> Version:
     dom = item.get("dom", {}).get("S")
     sealed = not fenced or states.get(dom, DomainState()).sealed(item)
     return Version(item["relPath"]["S"], sk, meta_of(item), num(item, "s"), num(item, "fence"), "del" in item,
-                   sealed)
+                   sealed, "fg" in item)
 
 
 @dataclass

@@ -43,7 +43,6 @@ from harness.datastore.backends.base import PullResult, partition_of
 from harness.datastore.backends.dynamodb.cursor import DynamoCursor, Known
 from harness.datastore.backends.dynamodb.items import (
     GSI_NAME,
-    NEWEST,
     DomainState,
     Resolved,
     file_key,
@@ -53,8 +52,8 @@ from harness.datastore.backends.dynamodb.items import (
     resolve,
     s_,
     seq_sk,
-    version_key,
 )
+from harness.datastore.backends.dynamodb.registry import ABSENT, newest_sealed, records_of, stale, view_digest
 from harness.datastore.errors import TornReadError
 from harness.datastore.lock import LockGrant
 from harness.item_size import item_size
@@ -86,6 +85,7 @@ class DynamoReads:
     lock_store: Any
     parallel: Any
     _states: Any
+    _versions_of: Any
 
     def _registry_item(self, namespace: str | None, work: Work) -> dict:
         with recording(work):
@@ -170,22 +170,28 @@ class DynamoReads:
                      cur: DynamoCursor, own: bool, work: Work, recheck: Any) -> tuple[Resolved, list[str]]:
         """swamp's queryAllFileMeta: read every file item of every namespace, keep ours on the client."""
         query = {"KeyConditionExpression": "gsi1pk = :p", "ExpressionAttributeValues": {":p": s_("FILE")}}
+        root = f"{namespace}/" if namespace else ""
         everything = self._query(query, work)
-        if recheck is not None:  # fenced: the newest sealed commit (the lock item names it) is all there
-            everything = self._complete("FILE", everything, state.last, state, key, work,
-                                        lambda: self._query(query, work))
+        if recheck is not None:  # fenced: what it holds of the namespace is what the lock item's digest says
+            known = [r for r in [*cur.refs, *cur.tombs] if r.startswith(root)]  # (for a consistent read, if need be)
+            everything = self._verified(namespace or "", everything, {}, state.digests.get(namespace or "", 0),
+                                        state, key, work, lambda: self._query(query, work), known=known,
+                                        keep=lambda i: i["relPath"]["S"].startswith(root)
+                                        and i.get("dom", {}).get("S") == key)
+            cur.epoch = state.epochs.get(namespace or "")
         if recheck is not None and not recheck():
             raise _Moved()
-        root = f"{namespace}/" if namespace else ""
         wanted = set(partitions) if partitions is not None else None
         mine = [i for i in everything if i["relPath"]["S"].startswith(root)
                 and (wanted is None or partition_of(i["relPath"]["S"], namespace) in wanted)]
         res = resolve(mine, self._states(mine, {key: state}, work), _alive(state, own))
         first = cur.seq is None and not cur.refs and wanted is None  # a first look: everything it sees is new
         # every entry is read every time: anything the cursor knew that is not there now is gone
-        for rel in [r for r in cur.refs if wanted is None or partition_of(r, namespace) in wanted]:
+        for rel in [r for r in [*cur.refs, *cur.tombs] if wanted is None or partition_of(r, namespace) in wanted]:
             if rel not in res.visible and rel not in res.removed:
                 res.removed[rel] = None  # type: ignore[assignment]
+        if recheck is not None:
+            cur.known.update(wanted if wanted is not None else {"*"})
         return res, ["*"] if first else []
 
     def _pull_partitions(self, namespace: str | None, since_ms: int, partitions: list[str] | None,
@@ -195,50 +201,53 @@ class DynamoReads:
         dropped: list[str] = []
         reborn: list[str] = []
         plan: list[tuple[str, int]] = []  # (partition, read past)
-        newest: dict[str, str] = {}
-        if partitions is not None:
-            # fenced: the registry too (one GetItem): a scoped partition pruned since (dropped) or born again, as an
-            # unscoped pull sees them, and the newest commit of each (see _complete)
-            item = self._registry_item(namespace, work) if fencing else {}
-            reg = _parts_of(item)
-            for p in partitions:
-                seen = cur.parts.get(p)
-                if fencing and p not in reg and seen is not None:
+        expect: dict[str, int] = {}  # fenced: partition -> the digest of its newest sealed record
+        item = self._registry_item(namespace, work) if partitions is None or fencing else {}
+        reg = _parts_of(item)
+        recs = records_of(item) if fencing else {}
+        newest = {p: newest_sealed(recs.get(p), state) for p in reg} if fencing else {}
+        # a partition whose newest sealed record is a prune's is gone for readers, as if no longer listed
+        live = {p: v for p, v in reg.items() if not (newest.get(p) and newest[p].pruned)}
+        for p in (partitions if partitions is not None else live):
+            seen = cur.parts.get(p)
+            if fencing and p not in live:
+                if seen is not None:
                     dropped.append(p)  # pruned since this worker read it: nothing of it is left
-                    continue
-                born = reg[p][0] if p in reg else 0
-                if seen is None or born > seen:
-                    plan.append((p, 0))
-                    full.append(p)
-                    if seen is not None:
-                        reborn.append(p)
+                continue  # nothing sealed is there: nothing to read
+            born, changed = live.get(p, (0, 0))
+            if seen is None or born > seen:  # new to this worker, or pruned and born again since it looked
+                plan.append((p, max(born - 1, 0) if fencing else 0))
+                full.append(p)
+                if seen is not None:  # what it knew of the old partition is gone with it
+                    reborn.append(p)
+            elif changed > seen or partitions is not None:
+                plan.append((p, seen))
+            if fencing:
+                rec = newest.get(p)
+                expect[p] = rec.digest if rec is not None and rec.seq >= born and rec.digest is not None else 0
+        if partitions is None:
+            dropped = [p for p in cur.parts if p not in live]
+        if fencing:  # what the worker's next commit of these partitions needs: the registry as read here
+            for p in (partitions if partitions is not None else reg):
+                cur.seen_c[p] = reg[p][1] if p in reg else ABSENT
+                cur.stale[p] = stale(recs.get(p, []), state)
+                if newest.get(p) is not None:
+                    cur.newest[p] = newest[p].name
                 else:
-                    plan.append((p, seen))
-                if (k := item.get(NEWEST + p)) and p in reg and reg[p][1] <= state.seq:
-                    newest[p] = k["S"]
-        else:
-            item = self._registry_item(namespace, work)
-            reg = _parts_of(item)
-            for p, (born, changed) in reg.items():
-                seen = cur.parts.get(p)
-                if seen is None or born > seen:  # new to this worker, or pruned and born again since it looked
-                    plan.append((p, 0))
-                    full.append(p)
-                    if seen is not None:  # what it knew of the old partition is gone with it
-                        reborn.append(p)
-                elif changed > seen:
-                    plan.append((p, seen))
-                if changed <= state.seq and (k := item.get(NEWEST + p)):
-                    newest[p] = k["S"]
-            dropped = [p for p in cur.parts if p not in reg]
+                    cur.newest.pop(p, None)
         by_seq = fencing
+        whole = set(full)
+        holds = cur.held(namespace) if fencing else {}
 
         def query(job: tuple[str, int], w: Work) -> list[dict]:
             part, after = job
             if by_seq or after == 0:
                 got = self._query_partition(part, after if by_seq else -1, by_seq, w)
-                return self._complete(part, got, newest.get(part), state, key, w,
-                                      lambda: self._query_partition(part, after, True, w)) if by_seq else got
+                if not by_seq:
+                    return got
+                held = {} if part in whole else holds.get(part, {})
+                return self._verified(part, got, held, expect[part], state, key, w,
+                                      lambda: self._query_partition(part, after, True, w), after=after)
             return self._query_partition(part, since_ms, False, w)
 
         items = [i for got in self.parallel(query, plan, work) for i in got]
@@ -246,46 +255,46 @@ class DynamoReads:
             raise _Moved()
         res = resolve(items, self._states(items, {key: state}, work), _alive(state, own))
         for p in reborn:
-            for rel in [r for r in cur.refs if partition_of(r, namespace) == p]:
-                cur.refs.pop(rel)
+            cur.drop_partition(p, namespace)
         for p, _ in plan:
             cur.parts[p] = state.seq
         for p in dropped:
             cur.parts.pop(p, None)
+        if fencing:  # held whole now: what is listed, and (empty) what was dropped or is not there
+            cur.known.update(partitions if partitions is not None else [*live, *dropped])
         return res, full, dropped
 
-    def _complete(self, part: str, got: list[dict], newest: str | None, state: DomainState, key: str,
-                  work: Work, again: Any) -> list[dict]:
-        """The partition's items, once they hold every item of the newest sealed commit the registry names.
-
-        Fewer may also mean a newer commit sealed meanwhile and collected what it superseded: then the pull
-        starts over (``_Moved``), whoever holds the lock.
+    def _verified(self, part: str, got: list[dict], held: dict[str, str], expect: int, state: DomainState,
+                  key: str, work: Work, again: Any, *, after: int = 0, keep: Any = None,
+                  known: Iterable[str] = ()) -> list[dict]:
+        """The partition's items, once what the pull holds of it (``held`` from before, ``got`` now) has the
+        digest of its newest sealed record: every sealed version, tombstones included, below the newest commit
+        too. A GSI answer that is behind (or out of write order) is read again after a short wait; one that never
+        catches up gives way to a consistent read of every path the pull holds or was shown there; after that
+        the pull refuses (it cannot vouch for its view). Fewer may also mean a newer commit sealed meanwhile (and
+        its superseded versions were collected): then the pull starts over (``_Moved``), whoever holds the lock.
         """
-        if newest is None:
-            return got
-        cid, n, rel = _newest(newest)
-        if cid in state.pending:  # not sealed: invisible whatever the GSI shows
-            return got
+        ours = (lambda items: [i for i in items if keep(i)]) if keep is not None else (lambda items: items)
         wait = GSI_WAIT_S
         for attempt in range(GSI_TRIES):
-            seen = sum(1 for i in got if i.get("cid", {}).get("S") == cid)
-            if seen >= n:
+            if view_digest(held, ours(got), self._states(got, {key: state}, work)) == expect:
                 return got
             if self.lock_store.state(key, work).seq != state.seq:
                 raise _Moved()
-            if attempt == 0 and seen == 0:  # is that commit's item there at all (a refused commit leaves its
-                with recording(work):      # registry write; its items were undone)?
-                    out = self.client.get_item(TableName=self.table, Key=version_key(rel, cid), ConsistentRead=True)
-                if "Item" not in out:
-                    return got
-                work.items_read += 1
             if attempt == GSI_TRIES - 1:
                 break
             self.clock.sleep(wait)
             wait *= 2
             got = again()
-        raise GsiBehindError(f"the GSI of partition {part} never showed all {n} item(s) of commit {cid} "
-                             f"({GSI_TRIES} queries): the pull cannot vouch for its view")
+        rels = sorted(set(held) | set(known) | {i["relPath"]["S"] for i in ours(got)})
+        consistent = [i for found in self.parallel(lambda r, w: self._versions_of(r, w), rels, work) for i in found
+                      if "s" not in i or int(i["s"]["N"]) > after]
+        if view_digest(held, ours(consistent), self._states(consistent, {key: state}, work)) == expect:
+            return consistent if keep is None else consistent + [i for i in got if not keep(i)]
+        if self.lock_store.state(key, work).seq != state.seq:
+            raise _Moved()
+        raise GsiBehindError(f"the GSI of partition {part} never showed every sealed version its record counts "
+                             f"({GSI_TRIES} queries and a consistent read): the pull cannot vouch for its view")
 
     def _absorb(self, res: Resolved, cur: DynamoCursor, namespace: str | None, seq: int, scoped: bool,
                 full: list[str], dropped: list[str]) -> PullResult:
@@ -300,14 +309,18 @@ class DynamoReads:
                     or partition_of(rel, namespace) in reread:
                 changed.append(v.meta)
             cur.refs[rel] = Known(v.ref, v.meta)
+            cur.tombs.pop(rel, None)
         removed = []
-        for rel in res.removed:
+        for rel, v in res.removed.items():
             removed.append(rel)
             cur.refs.pop(rel, None)
+            if v is None or v.gone:  # (a prune's tombstone: the path counts no more)
+                cur.tombs.pop(rel, None)
+            else:
+                cur.tombs[rel] = Known(v.ref, v.meta)
         DynamoCursor.add(cur.garbage, [file_key(v.rel, v.ref) for v in [*res.superseded, *res.dead]])
         for p in dropped:
-            for rel in [r for r in cur.refs if partition_of(r, namespace) == p]:
-                cur.refs.pop(rel)
+            cur.drop_partition(p, namespace)
         if not scoped:
             cur.seq = seq
         return PullResult(changed, seq, removed=removed, dropped=dropped, full=full)
@@ -321,12 +334,6 @@ def _parts_of(item: dict) -> dict[str, tuple[int, int]]:
 def _same(now: DomainState, then: DomainState, own: bool) -> bool:
     """Nothing sealed between two reads of the lock item (and, for a holder's own pull, no other grant)."""
     return now.seq == then.seq and (not own or now.nonce == then.nonce)
-
-
-def _newest(value: str) -> tuple[str, int, str]:
-    """A registry ``k:`` value: (commit id, its items in the partition, one of their paths)."""
-    cid, n, rel = value.split("|", 2)
-    return cid, int(n), rel
 
 
 def _alive(state: DomainState, own: bool) -> frozenset[str] | None:

@@ -5,15 +5,18 @@ A fenced grant writes its fence into the domain's index head as it is made
 head with ``If-Match`` on the ETag this holder last saw: so the seal is
 refused once anyone else has been granted the lock since, with no separate
 holder check to race. A commit writes the shards it changes under new keys
-(copy-on-write), swaps the head, then deletes the shards and content it
-superseded: shards touched + 2 requests, the old shards' entries taken from the
-worker's cursor (what its pull read; the ETag proves it current). A commit
-becomes visible at once or not at all; a stale holder's shards are never
-referenced (and it deletes them).
+(copy-on-write) and swaps the head: shards touched + 1 requests under the
+lock, the old shards' entries taken from the worker's cursor (what its pull
+read; the ETag proves it current); the shards and content it superseded are
+deleted after the release (``commit.py``). A commit becomes visible at once or
+not at all; a stale holder's shards are never referenced (and it deletes
+them).
 
-Content: a file's content lives at ``<path>@v<version>.<digest>``, not at the
-path itself as in swamp, so it is immutable: a holder whose lease ran out while
-it uploaded cannot overwrite the content a newer, sealed entry points at.
+Content: a file's content lives at ``<path>@v<version>.<digest>.<id>``, not at
+the path itself as in swamp (``<id>``: the commit's, picked by its writer before
+the upload), so no two commits write one content object: a holder whose lease
+ran out while it uploaded cannot overwrite the content a newer, sealed entry
+points at, nor can a collection of one commit's garbage delete another's.
 
 Without fencing (swamp's behaviour) the same writes are made unconditionally.
 """
@@ -32,7 +35,7 @@ from botocore.exceptions import ClientError
 
 from harness.aws_errors import error_code, is_condition_failed
 from harness.clock import Clock, SystemClock
-from harness.datastore.backends.base import FileMeta, PullResult, partition_of
+from harness.datastore.backends.base import AfterRelease, FileMeta, PullResult, partition_of
 from harness.datastore.backends.s3.commit import S3Commits
 from harness.datastore.backends.s3.index import (
     ALL,
@@ -59,7 +62,7 @@ from harness.datastore.paths import check_bucket_name
 from harness.work import Work, recording
 
 
-class S3Backend(S3Commits):
+class S3Backend(S3Commits, AfterRelease):
     name = "s3"
 
     def __init__(self, client: Any, bucket: str, index: str = "sharded", *, prefix: str = "",

@@ -1,10 +1,28 @@
 """The S3 commit: copy-on-write shards, then the head swapped with ``If-Match`` (see ``backend.py``).
 
 Per commit: the shards it changes are written under new keys, one after
-another, then the head is swapped, then the shards and content it superseded
-are deleted (one DeleteObjects): shards + 2 requests under the lock, or with
+another, then the head is swapped: shards + 1 requests under the lock, or with
 ``commit = "swamp"`` (``swamp.py``) the head and each dirty shard read first,
-as swamp's ``commitPushShardFirst`` reads them: 2 x shards + 3.
+as swamp's ``commitPushShardFirst`` reads them: 2 x shards + 2. Fenced, the
+shards and content it superseded are deleted after the release (one
+DeleteObjects: their keys name the commits that wrote them, which no other
+commit writes, and a sealed commit is never undone); unfenced, right after the
+swap.
+
+The head is the commit's fate record: it carries ``sealed``, the ids of the
+newest ``SEALED_WINDOW`` commits by sequence. A seal whose answer was lost and
+whose retry is refused (someone changed the head since: a newer holder's fence
+write or commit) reads it: its id at its sequence, it sealed (acknowledged,
+whoever holds the lock now); another id there, or a sequence not reached, it
+did not (refused, and its shards no head names go); its sequence past the
+window, its fate is unknown (indeterminate: nothing of it is deleted). Never
+"refused" while visible (issue 43's hole 3).
+
+A two-phase commit (``model_fence``) is refused when its model's lock has a
+newer holder, when a prune removed its model (the prune drops the model's
+entry from ``modelFences``), and when its model's entries are no longer those
+its scoped pull read (a delete or prune of the model sealed since): as on
+DynamoDB.
 """
 
 from __future__ import annotations
@@ -13,26 +31,30 @@ import json
 import uuid
 from collections import defaultdict
 from collections.abc import Sequence
+from typing import Any
 
 from botocore.exceptions import ClientError
 
 from harness.aws_errors import is_condition_failed, outcome_unknown
 from harness.clock import Clock, now_ms
-from harness.datastore.backends.base import CommitResult, FileMeta
+from harness.datastore.backends.base import CommitResult, FileMeta, partition_of
 from harness.datastore.backends.s3.index import (
     META_RETRIES,
     S3Cursor,
     Shard,
     StaleHead,
     content_rel,
+    same_content,
     shard_doc,
     shard_rel,
 )
 from harness.datastore.backends.s3.objects import S3Objects
 from harness.datastore.backends.s3.swamp import S3Swamp
-from harness.datastore.errors import FencedError, LockLostError
+from harness.datastore.errors import CommitIndeterminateError, FencedError, LockLostError
 from harness.datastore.lock import LockGrant
 from harness.work import Sends, Work, recording, sending
+
+SEALED_WINDOW = 64  # commits whose ids the head keeps by sequence: a lost seal's retry reads its fate there
 
 
 class S3Commits:
@@ -41,6 +63,8 @@ class S3Commits:
     objects: S3Objects
     clock: Clock
     swamp: S3Swamp
+    later: Any
+    _wants: Any
 
     def commit(self, namespace: str | None, entries: Sequence[FileMeta], grant: LockGrant, work: Work, *,
                base_seq: int | None = None, fencing: bool = True, cid: str | None = None,
@@ -60,20 +84,20 @@ class S3Commits:
         A partition whose shard empties leaves the head with it (``forget`` needs nothing more)."""
         with recording(work):
             return self._apply(namespace, {}, {m.rel_path for m in metas}, grant, work, base_seq, fencing,
-                               cid or uuid.uuid4().hex[:16], cursor)
+                               cid or uuid.uuid4().hex[:16], cursor, forget=forget)
 
     def _fenced(self, grant: LockGrant, why: str) -> FencedError:
         return FencedError(f"commit rejected: lock {grant.key} (fence {grant.fence}) {why}")
 
     def _apply(self, namespace: str | None, upserts: dict[str, FileMeta], removals: set[str], grant: LockGrant,
                work: Work, base_seq: int | None, fencing: bool, cid: str, cursor: dict | None,
-               model_fence: tuple[str, int] | None = None) -> CommitResult:
+               model_fence: tuple[str, int] | None = None, forget: Sequence[str] = ()) -> CommitResult:
         cur = S3Cursor.of(cursor, self._head_rel(grant.key, namespace))
         with self._mutex_of(grant):
             for attempt in range(META_RETRIES):
                 try:
                     return self._apply_once(namespace, upserts, removals, grant, work, base_seq, fencing, cid, cur,
-                                            model_fence)
+                                            model_fence, forget)
                 except StaleHead:
                     cur.head = cur.etag = None
                     if attempt == META_RETRIES - 1:
@@ -82,7 +106,8 @@ class S3Commits:
 
     def _apply_once(self, namespace: str | None, upserts: dict[str, FileMeta], removals: set[str],
                     grant: LockGrant, work: Work, base_seq: int | None, fencing: bool, cid: str,
-                    cur: S3Cursor, model_fence: tuple[str, int] | None = None) -> CommitResult:
+                    cur: S3Cursor, model_fence: tuple[str, int] | None = None,
+                    forget: Sequence[str] = ()) -> CommitResult:
         if fencing and grant.lost:
             raise LockLostError(f"commit refused: lock {grant.key} (fence {grant.fence}) was lost")
         swamp = self.swamp.commit == "swamp"
@@ -96,15 +121,18 @@ class S3Commits:
             if base_seq is not None and seq != base_seq:
                 raise self._fenced(grant, f"was held, but the index moved since this holder pulled it "
                                           f"(sequence {seq}, pulled at {base_seq})")
-            if model_fence is not None and int(doc.get("modelFences", {}).get(model_fence[0], 0)) > model_fence[1]:
+            if model_fence is not None and int(doc.get("modelFences", {}).get(model_fence[0], 0)) != model_fence[1]:
                 raise self._fenced(grant, f"commits model {model_fence[0]} under a stale lock (fence "
-                                          f"{model_fence[1]}): a newer holder of the model was granted")
+                                          f"{model_fence[1]}): a newer holder of the model was granted, or a "
+                                          f"prune removed the model")
         shards = dict(doc.get("shards", {}))
         by_part: dict[str, tuple[dict[str, FileMeta], set[str]]] = defaultdict(lambda: ({}, set()))
         for rel, m in upserts.items():
             by_part[self.shard_of(rel, namespace)][0][rel] = m
         for rel in removals:
             by_part[self.shard_of(rel, namespace)][1].add(rel)
+        if fencing and model_fence is not None:  # (the model's shards this commit does not rewrite: unchanged too)
+            self._model_shards_unchanged(grant, cur, shards, set(by_part), model_fence[0], namespace)
         written: list[str] = []  # our new shard objects: deleted again if the swap fails
         superseded: list[str] = []  # shards and content the swap replaces: deleted after it
         new_shards: dict[str, Shard | None] = {}
@@ -113,10 +141,12 @@ class S3Commits:
                 old_ref = shards.get(part)
                 # (swamp's GETs each dirty shard before its PUT, one shard after another, cached or not)
                 old = self._shard_entries(cur, part, old_ref, work, trust=fencing and not swamp) if old_ref else {}
+                if fencing and model_fence is not None:
+                    self._model_unchanged(grant, cur, part, old, model_fence[0], namespace)
                 entries = {r: m for r, m in old.items() if r not in rems}
                 entries.update(ups)
                 superseded += [content_rel(m) for r, m in old.items()
-                               if r in rems or (r in ups and (m.version, m.digest) != (ups[r].version, ups[r].digest))]
+                               if r in rems or (r in ups and not same_content(m, ups[r]))]
                 if old_ref:
                     superseded.append(old_ref)
                 if entries:
@@ -137,6 +167,11 @@ class S3Commits:
             raise
         head = {**doc, "commitSeq": seq + 1, "fence": max(int(doc.get("fence", 0)), grant.fence), "cid": cid,
                 "shards": shards}
+        if fencing:  # the fate record: this commit's id at its sequence; a prune fences its models' holders
+            sealed = {k: v for k, v in doc.get("sealed", {}).items() if int(k) > seq + 1 - SEALED_WINDOW}
+            head["sealed"] = {**sealed, str(seq + 1): cid}
+            if forget and doc.get("modelFences"):
+                head["modelFences"] = {p: f for p, f in doc["modelFences"].items() if p not in set(forget)}
         sent = Sends(lambda: now_ms(self.clock))
         try:
             with sending(self.clock) as sent:
@@ -145,20 +180,25 @@ class S3Commits:
                                             if_none_match=fencing and etag is None)
         except BaseException as e:
             refused = isinstance(e, ClientError) and is_condition_failed(e)
-            if refused and self._landed(cur, cid, written, work):
-                # a seal whose answer was lost and which botocore sent again: the first attempt landed (the
-                # retry's 412 is against its own write); the commit is sealed, its shards are the index now
-                new_etag = cur.etag
-            else:
+            fate = self._fate(cur, cid, seq + 1, work) if refused and fencing else False
+            if fate is None:  # past the head's window: it may have sealed; nothing of it is deleted
+                cur.head = cur.etag = None
+                raise CommitIndeterminateError(f"commit {cid}: its seal's answer was lost and the head has moved "
+                                               f"{SEALED_WINDOW} commits past its sequence: its fate is unknown") from e
+            if not fate:
                 if isinstance(e, Exception) and not outcome_unknown(e):  # known not swapped: our shards are garbage
                     self._discard(written if not refused else self._unreferenced(cur, written), work)
                 if refused:
                     raise self._refusal(grant, cur) from e
                 cur.head = cur.etag = None
                 raise  # (a swap that may have landed references them: they stay)
+            # a seal whose answer was lost and which botocore sent again: the first attempt landed (the retry's
+            # 412 is against its own write, or a newer holder's since): sealed; the head as just read is current
+            new_etag = None
         current = cur.seq is not None and cur.seq == seq
-        cur.know(head, new_etag)
-        cur.fresh_for = grant.nonce
+        if new_etag is not None:
+            cur.know(head, new_etag)
+            cur.fresh_for = grant.nonce
         for part, shard in new_shards.items():
             if shard is None:
                 cur.shards.pop(part, None)
@@ -166,14 +206,45 @@ class S3Commits:
                 cur.shards[part] = shard
         if current:
             cur.seq = seq + 1
-        self._discard(superseded, work)
+        if fencing:  # after the release: nothing live is among them, however late that is
+            self.later(grant, lambda w: self._discard(superseded, w))
+        else:
+            self._discard(superseded, work)
         return CommitResult(seq + 1, seq, cid, cur.head_rel or "", seal_ms=sent.first, sent_ms=sent.last)
 
-    def _landed(self, cur: S3Cursor, cid: str, written: list[str], work: Work) -> bool:
-        """After a refused seal: is the head this commit's own (its id), or built on it (it names our shards)?"""
+    def _fate(self, cur: S3Cursor, cid: str, seq: int, work: Work) -> bool | None:
+        """After a refused seal: did this commit seal at ``seq``? From the head, its fate record: True, False, or
+        None (unknown: the head's window of sealed ids has moved past it)."""
         self._read_head(cur, work)
         doc = cur.head or {}
-        return doc.get("cid") == cid or bool(set(doc.get("shards", {}).values()) & set(written))
+        if int(doc.get("commitSeq", 0)) < seq:
+            return False  # its swap would have set this sequence, and sequences never go back
+        got = doc.get("sealed", {}).get(str(seq))
+        if got is not None:
+            return got == cid
+        return True if doc.get("cid") == cid else None
+
+    def _model_shards_unchanged(self, grant: LockGrant, cur: S3Cursor, shards: dict[str, str], touched: set[str],
+                                partition: str, namespace: str | None) -> None:
+        """Two-phase: every shard of the model the commit leaves alone is the one its scoped pull read."""
+        of_model = self._wants({partition}, namespace)
+        for part in {p for p in {*shards, *cur.shards} if of_model(p)} - touched:
+            have = cur.shards.get(part)
+            if shards.get(part) != (have.ref if have else None):
+                raise self._fenced(grant, f"commits model {partition}, which changed since its scoped pull (a "
+                                          f"delete or prune of it sealed since)")
+
+    def _model_unchanged(self, grant: LockGrant, cur: S3Cursor, part: str, old: dict[str, FileMeta],
+                         partition: str, namespace: str | None) -> None:
+        """Two-phase: the model's entries in this shard are those its scoped pull read (else a delete or prune
+        of the model sealed since: refused, as the registry's check refuses it on DynamoDB)."""
+        def model(entries: dict[str, FileMeta]) -> dict[str, FileMeta]:
+            return {r: m for r, m in entries.items() if partition_of(r, namespace) == partition}
+
+        have = cur.shards.get(part)
+        if model(old) != model(have.entries if have else {}):
+            raise self._fenced(grant, f"commits model {partition}, which changed since its scoped pull (a delete or "
+                                      f"prune of it sealed since)")
 
     @staticmethod
     def _unreferenced(cur: S3Cursor, written: list[str]) -> list[str]:

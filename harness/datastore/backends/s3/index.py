@@ -60,17 +60,27 @@ def in_scope(part: str, namespace: str | None) -> bool:
 
 
 def entries_of(doc: dict) -> dict[str, FileMeta]:
-    return {rel: FileMeta(rel, e[0], e[1], e[2], e[3]) for rel, e in doc.get("entries", {}).items()}
+    """A shard's entries: ``[size, digest, updated, version]``, and the content's writer id when it has one."""
+    return {rel: FileMeta(rel, e[0], e[1], e[2], e[3], e[4] if len(e) > 4 else "")
+            for rel, e in doc.get("entries", {}).items()}
 
 
 def shard_doc(entries: dict[str, FileMeta], **extra: Any) -> bytes:
     return json.dumps({**extra, "entries": {
-        r: [m.size, m.digest, m.updated_at_ms, m.version] for r, m in entries.items()}}).encode()
+        r: [m.size, m.digest, m.updated_at_ms, m.version, *([m.content_id] if m.content_id else [])]
+        for r, m in entries.items()}}).encode()
 
 
 def content_rel(meta: FileMeta) -> str:
-    """Where one version of a file's content lives (immutable: never overwritten with other bytes)."""
-    return f"{meta.rel_path}@v{meta.version}.{meta.digest}"
+    """Where one version of a file's content lives: ``<path>@v<version>.<digest>``, and fenced ``.<id>`` of the
+    commit whose writer uploaded it (picked before the upload), so no two commits write one content object."""
+    suffix = f".{meta.content_id}" if meta.content_id else ""
+    return f"{meta.rel_path}@v{meta.version}.{meta.digest}{suffix}"
+
+
+def same_content(a: FileMeta, b: FileMeta) -> bool:
+    """Do two entries point at the same content object?"""
+    return content_rel(a) == content_rel(b)
 
 
 @dataclass
