@@ -115,6 +115,13 @@ class DatastoreSpec:
     retries: str = "harness"
     swamp_values: tuple[str, ...] = ()  # the keys given as "swamp": resolved again when --backend changes it
 
+    @property
+    def swamp_own(self) -> bool:
+        """Is the run swamp's own: unfenced with swamp's bookkeeping? Then its lock's requests, its reads
+        (DynamoDB: eventually consistent) and its commit (DynamoDB: file by file) are swamp's, and the harness
+        writes nothing of its own (docs/swamp-today.md)."""
+        return not self.fencing and self.bookkeeping == "swamp"
+
     def namespace_of(self, process: int, n: int) -> str | None:
         """The namespace of user ``n`` of Locust process ``process`` (its user id is ``w<process>-<n>``).
 

@@ -29,6 +29,10 @@ class DynamoCursor:
     refs: dict[str, Known] = field(default_factory=dict)  # rel -> the visible version's item
     garbage: dict[tuple[str, str], dict] = field(default_factory=dict)  # index items to delete: (pk, sk) -> key
     content_garbage: dict[tuple[str, str], dict] = field(default_factory=dict)  # chunk items to delete
+    # a run that is swamp's own: the push's content, held until its commit writes each file's chunks beside its
+    # entry (swamp_commit.py), and how many files that commit writes at a time
+    held: dict[str, bytes] = field(default_factory=dict)
+    held_at: int = 10
 
     @staticmethod
     def of(cursor: dict | None) -> DynamoCursor:
@@ -50,3 +54,9 @@ class DynamoCursor:
         keys = list(bag.values())
         bag.clear()
         return keys
+
+    @staticmethod
+    def take_held(cursor: DynamoCursor) -> tuple[dict[str, bytes], int]:
+        """The content a swamp-own push held for its commit (handed over once), and how many files at a time."""
+        held, cursor.held = cursor.held, {}
+        return held, cursor.held_at

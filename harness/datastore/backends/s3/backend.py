@@ -52,6 +52,7 @@ from harness.datastore.backends.s3.index import (
 from harness.datastore.backends.s3.locks import S3LockStore
 from harness.datastore.backends.s3.objects import S3Objects
 from harness.datastore.backends.s3.swamp import PREPARE_BATCH, S3Swamp, model_shards, of_model
+from harness.datastore.backends.s3.swamp_lock import SwampS3LockStore
 from harness.datastore.backends.swamp_retry import SwampRetry
 from harness.datastore.errors import ConfigError, ContentMissingError, FencedError
 from harness.datastore.lock import LockGrant
@@ -64,7 +65,8 @@ class S3Backend(S3Commits):
 
     def __init__(self, client: Any, bucket: str, index: str = "sharded", *, prefix: str = "",
                  clock: Clock | None = None, tags: dict[str, str] | None = None, create: bool = True,
-                 read_concurrency: int = 8, executor: Executor | None = None, swamp: S3Swamp | None = None) -> None:
+                 read_concurrency: int = 8, executor: Executor | None = None, swamp: S3Swamp | None = None,
+                 own: bool = False) -> None:
         if index not in INDEX_KINDS:
             raise ConfigError(f"unknown S3 index kind {index!r}: choose one of {', '.join(INDEX_KINDS)}")
         self.client, self.bucket, self.index = client, check_bucket_name(bucket), index
@@ -74,7 +76,11 @@ class S3Backend(S3Commits):
         # swamp's retries: its sync layer's around index and content requests; none around the lock's
         retry = SwampRetry(self.clock) if self.swamp.retries == "swamp" else None
         self.objects = S3Objects(client, bucket, prefix, retry=retry)
-        self.lock_store = S3LockStore(S3Objects(client, bucket, prefix))
+        # a run that is swamp's own (fencing = false, bookkeeping = "swamp"): swamp's lock requests (swamp_lock.py)
+        self.own = own
+        lock_objects = S3Objects(client, bucket, prefix)
+        self.lock_store: S3LockStore | SwampS3LockStore = (SwampS3LockStore(lock_objects, self.clock) if own
+                                                           else S3LockStore(lock_objects))
         # threads by default; a greenlet pool where threads are gevent's (see DynamoBackend)
         self._pool = executor or ThreadPoolExecutor(max_workers=read_concurrency, thread_name_prefix="s3-pool")
         self._guard = threading.Lock()
@@ -84,7 +90,8 @@ class S3Backend(S3Commits):
         return DATASTORE_LOCK
 
     def global_lock_key(self, namespace: str | None) -> str:
-        """swamp's global lock today: ``.datastore.lock``, under the namespace when there is one."""
+        """The global lock of ``global_lock = "one-item"`` (a stored copy of core, 68a1128): ``.datastore.lock``,
+        under the namespace when there is one. (swamp-club/swamp 06b6147 passes ``.locks/<ns>.lock``.)"""
         return f"{namespace}/{DATASTORE_LOCK}" if namespace else DATASTORE_LOCK
 
     def ensure(self) -> None:
