@@ -373,3 +373,18 @@ def global_lock_said(scenario: dict[str, Any], backend: str | None) -> str | Non
                     "\".datastore.lock\", which the DynamoDB extension takes without the namespace)")
         return "one-item: <ns>/.datastore.lock (the S3 extension keys it under the namespace)"
     return "swamp: .locks/<ns>.lock, one a namespace (core's datastoreGlobalLockOptions, 06b6147)"
+
+
+def reads_said(scenario: dict[str, Any]) -> str | None:
+    """Whose lock, commit and reads a run made: swamp's own (unfenced, swamp's bookkeeping), or fenced (the
+    harness's, beyond swamp), or unfenced on the harness's items (docs/swamp-today.md)."""
+    ds = scenario.get("datastore") or {}
+    if not ds:
+        return None
+    if ds.get("fencing", True):
+        return ("fenced (beyond swamp): the harness's lock object and fenced commit, reads strongly consistent "
+                "where fencing needs it; what fencing adds is in fencing_requests")
+    if ds.get("bookkeeping") == "swamp":
+        return ("swamp's own: swamp's lock requests, its commit and its reads (DynamoDB: eventually consistent), "
+                "none of the harness's own writes")
+    return "unfenced on the harness's items: swamp's unconditional commit, reads strongly consistent"

@@ -60,7 +60,7 @@ from harness.datastore.backends.dynamodb.table import DynamoTable
 from harness.datastore.errors import ConfigError, ContentMissingError, FencedError
 from harness.datastore.lock import LockGrant
 from harness.datastore.paths import Paths, check_table_name
-from harness.work import Work, recording
+from harness.work import Work, for_fencing, recording
 
 
 class DynamoBackend(DynamoReads):
@@ -221,7 +221,7 @@ class DynamoBackend(DynamoReads):
         frozen between the two seal after a newer holder of its model had pulled)."""
         key = lock_key or self.global_lock_key(namespace)
         try:
-            with recording(work):
+            with for_fencing(work):  # (swamp's model lock fences nothing)
                 self.client.update_item(TableName=self.table, Key=lock_item_key(key),
                                         UpdateExpression="SET #m = :f",
                                         ConditionExpression="attribute_not_exists(#m) OR #m < :f",

@@ -76,7 +76,7 @@ from harness.datastore.backends.dynamodb.items import (
 )
 from harness.datastore.errors import FencedError, LockLostError
 from harness.datastore.lock import LockGrant
-from harness.work import Work, sending
+from harness.work import Work, for_fencing, sending
 
 if TYPE_CHECKING:
     from harness.datastore.backends.dynamodb.backend import DynamoBackend
@@ -194,7 +194,8 @@ class FencedCommit:
                 seq = self.base + 1
                 # everything a prune will delete after its seal
                 doomed = self.be.partition_items(self.ns, forget, removals, self.work)
-                self._register(upserts, removals, forget, seq)
+                with for_fencing(self.work):  # the harness's registry: swamp's commit writes none of it
+                    self._register(upserts, removals, forget, seq)
                 items = [self._item(m, seq, False) for m in upserts] + [self._item(m, seq, True) for m in removals]
                 self.written = [version_key(i["relPath"]["S"], self.cid) for i in items]
                 if items:
@@ -208,7 +209,8 @@ class FencedCommit:
                 self._undo()
                 raise
             try:
-                sealed = self._seal(seq, forget)
+                with for_fencing(self.work):  # the seal on the lock item (swamp's sequence is its bookkeeping's)
+                    sealed = self._seal(seq, forget)
             except BaseException as e:
                 # Undo only a seal known not to have landed; one that may have (a lost answer, an interrupted call)
                 # leaves everything: sealed, it is whole; not sealed, the id stays pending and it stays invisible.
@@ -363,8 +365,9 @@ class FencedCommit:
         DynamoCursor.add(cur.garbage, old)
         # content too, now, under the lock: left for the next push, a chunk key this commit made garbage could be
         # written again meanwhile by someone re-creating the same file with the same bytes, and then deleted
-        self.be.collect(cur, self.work, content=True,
-                        keep={(k["pk"]["S"], k["sk"]["S"]) for m in upserts for k in chunk_keys(m)})
+        with for_fencing(self.work) as fw:  # superseded versions and chunks (swamp rewrites in place)
+            self.be.collect(cur, fw, content=True,
+                            keep={(k["pk"]["S"], k["sk"]["S"]) for m in upserts for k in chunk_keys(m)})
         if gone:  # the tombstones go only once readers no longer query their partitions and nothing older is left
             forgotten = self.be.forget(self.ns, sorted(gone), seq, self.work)
             self.be.bury(doomed, tombstones if forgotten else [], self.work)

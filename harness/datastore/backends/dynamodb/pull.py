@@ -58,7 +58,7 @@ from harness.datastore.backends.dynamodb.items import (
 from harness.datastore.errors import TornReadError
 from harness.datastore.lock import LockGrant
 from harness.item_size import item_size
-from harness.work import Work, recording
+from harness.work import Work, for_fencing, recording
 
 if TYPE_CHECKING:
     from harness.clock import Clock
@@ -96,6 +96,16 @@ class DynamoReads:
             name = f"{item['pk']['S']}/{item['sk']['S']}"
             work.item_bytes[name] = max(work.item_bytes.get(name, 0), item_size(item))
         return item
+
+    def _fencing_registry(self, namespace: str | None, work: Work) -> dict:
+        """A scoped pull's registry read: only fencing's checks need it (counted apart, ``for_fencing``)."""
+        with for_fencing(work) as fw:
+            return self._registry_item(namespace, fw)
+
+    def _fencing_state(self, key: str, work: Work) -> DomainState:
+        """The lock item read again after a fenced pull's queries (one sealed state: fencing's, counted apart)."""
+        with for_fencing(work) as fw:
+            return self.lock_store.state(key, fw)
 
     def registry(self, namespace: str | None, work: Work) -> dict[str, tuple[int, int]]:
         """Registered partitions: ``{partition: (born at, last changed at)}``."""
@@ -149,7 +159,7 @@ class DynamoReads:
                 # read again after the queries: the same sequence, and (own) the same holder all along. A grant
                 # can run out mid-pull (a frozen holder); then another holder's seal, or its pending items taken
                 # for dead, would be read across.
-                recheck = (lambda state=state, own=own: _same(self.lock_store.state(key, work), state, own)) \
+                recheck = (lambda state=state, own=own: _same(self._fencing_state(key, work), state, own)) \
                     if fencing else None
                 try:
                     if self.gsi_layout == "legacy":
@@ -199,7 +209,7 @@ class DynamoReads:
         if partitions is not None:
             # fenced: the registry too (one GetItem): a scoped partition pruned since (dropped) or born again, as an
             # unscoped pull sees them, and the newest commit of each (see _complete)
-            item = self._registry_item(namespace, work) if fencing else {}
+            item = self._fencing_registry(namespace, work) if fencing else {}
             reg = _parts_of(item)
             for p in partitions:
                 seen = cur.parts.get(p)

@@ -57,7 +57,7 @@ from harness.datastore.backends.swamp_retry import SwampRetry
 from harness.datastore.errors import ConfigError, ContentMissingError, FencedError
 from harness.datastore.lock import LockGrant
 from harness.datastore.paths import check_bucket_name
-from harness.work import Work, recording
+from harness.work import Work, for_fencing, recording
 
 
 class S3Backend(S3Commits):
@@ -180,17 +180,17 @@ class S3Backend(S3Commits):
         before this write, is refused.
         """
         cur = S3Cursor.of(cursor, self._head_rel(grant.key, namespace))
-        with recording(work):
+        with for_fencing(work) as fw:  # (swamp's S3 lock writes no fence into its index)
             for _ in range(META_RETRIES + 1):
                 if cur.head is None:
-                    self._read_head(cur, work)
+                    self._read_head(cur, fw)
                 doc = dict(cur.head or {})
                 if int(doc.get("fence", 0)) > grant.fence:
                     raise FencedError(f"lock {grant.key} (fence {grant.fence}) is stale: the index head carries "
                                       f"fence {doc['fence']}")
                 doc.update(fence=grant.fence, commitSeq=int(doc.get("commitSeq", 0)), shards=doc.get("shards", {}))
                 try:
-                    etag = self.objects.put(cur.head_rel or "", json.dumps(doc).encode(), work, if_match=cur.etag,
+                    etag = self.objects.put(cur.head_rel or "", json.dumps(doc).encode(), fw, if_match=cur.etag,
                                             if_none_match=cur.etag is None)
                 except ClientError as e:
                     if not is_condition_failed(e):
@@ -210,10 +210,10 @@ class S3Backend(S3Commits):
         ``lock_key`` is the commit domain's lock: the head its commits seal (one more head write per model run,
         which swamp, unfenced, does not make)."""
         cur = S3Cursor.of(cursor, self._head_rel(lock_key or self.global_lock_key(namespace), namespace))
-        with recording(work):
+        with for_fencing(work) as fw:
             for _ in range(META_RETRIES + 1):
                 if cur.head is None:
-                    self._read_head(cur, work)
+                    self._read_head(cur, fw)
                 doc = dict(cur.head or {})
                 fences = dict(doc.get("modelFences", {}))
                 if int(fences.get(partition, 0)) >= grant.fence:
@@ -222,7 +222,7 @@ class S3Backend(S3Commits):
                 fences[partition] = grant.fence
                 doc.update(modelFences=fences, commitSeq=int(doc.get("commitSeq", 0)), shards=doc.get("shards", {}))
                 try:
-                    etag = self.objects.put(cur.head_rel or "", json.dumps(doc).encode(), work, if_match=cur.etag,
+                    etag = self.objects.put(cur.head_rel or "", json.dumps(doc).encode(), fw, if_match=cur.etag,
                                             if_none_match=cur.etag is None)
                 except ClientError as e:
                     if not is_condition_failed(e):
