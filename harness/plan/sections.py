@@ -81,7 +81,7 @@ class Workload:
     payload_bytes: tuple[int, ...] = (100,)
     think_time_s: float = 0.0
     shared_models: bool = False  # every worker cycles through the same models (their paths collide)
-    catalog_export: str = "compact"  # compact | swamp (every row's 23 columns, 2-space JSON, as swamp writes it) | stored-28
+    catalog_export: str = "compact"  # compact | swamp (23 columns a row, 2-space JSON, as swamp writes it) | stored-28
 
 
 @dataclass(frozen=True)

@@ -87,8 +87,7 @@ class DynamoBackend(DynamoReads):
         # a run that is swamp's own (fencing = false, bookkeeping = "swamp"): swamp's lock, commit and reads, none of
         # the harness's own writes, nothing read strongly consistently (swamp_lock.py, swamp_commit.py, swamp_pull.py)
         self.own = own
-        self.lock_store: DynamoLockStore | SwampDynamoLockStore = (SwampDynamoLockStore(client, table) if own
-                                                                   else DynamoLockStore(client, table))
+        self.lock_store = SwampDynamoLockStore(client, table) if own else DynamoLockStore(client, table)
         self.claims = Claims()
         self.claims.keep = self.lock_store.keep  # ids the release must leave pending: one set for both
         self.swamp = SwampBookkeeping(self)

@@ -28,16 +28,20 @@ from botocore.exceptions import ClientError
 
 from harness.aws_errors import is_condition_failed
 from harness.clock import iso
-from harness.datastore.backends.dynamodb.items import DomainState, lock_item_key, n_, s_
+from harness.datastore.backends.dynamodb.items import lock_item_key, n_, s_
+from harness.datastore.backends.dynamodb.locks import DynamoLockStore
 from harness.work import Work, recording
 
 TTL_SWEEP_BUFFER_S = 3600  # the native ``ttl`` attribute: the lock's expiry plus an hour
 
 
-class SwampDynamoLockStore:
+class SwampDynamoLockStore(DynamoLockStore):
+    """swamp's acquire, renewal and release; the harness's ``inspect`` and ``state``, eventually consistent."""
+
+    consistent = False
+
     def __init__(self, client: Any, table: str) -> None:
-        self.client, self.table = client, table
-        self.keep: set[str] = set()  # (the harness's fenced commits' claims: none here)
+        super().__init__(client, table)
         self._ttls: dict[tuple[str, str], int] = {}  # (key, nonce) -> the grant's TTL, which a renewal restamps
 
     def try_acquire(self, key: str, record: dict, now: int, work: Work) -> int | None:
@@ -87,17 +91,3 @@ class SwampDynamoLockStore:
                 return False  # already released or taken over (swamp swallows it)
             raise
         return True
-
-    def inspect(self, key: str, now: int, work: Work) -> dict | None:
-        """The live holder's record (one eventually consistent GetItem), or None when free or expired."""
-        with recording(work):
-            out = self.client.get_item(TableName=self.table, Key=lock_item_key(key))
-        item = out.get("Item") or {}
-        if "nonce" not in item or int(item.get("expiresAtMs", {}).get("N", 0)) < now:
-            return None
-        return {k: next(iter(v.values())) for k, v in item.items() if k in ("holder", "nonce", "expiresAtMs")}
-
-    def state(self, key: str, work: Work) -> DomainState:
-        with recording(work):
-            out = self.client.get_item(TableName=self.table, Key=lock_item_key(key))
-        return DomainState.of(out.get("Item"))
