@@ -2,6 +2,7 @@
 
     git worktree add --detach /tmp/base 4844447 && ln -s "$PWD/node_modules" /tmp/base/node_modules
     python bench/before_after.py --base /tmp/base --out /tmp/ba [--duration 60s] [--only rates|safety|seed]
+                                 [--latency aws]    # the rates with AWS's latencies modelled (round trips show)
 
 Each pair runs the older checkout first (its own code and its own scenario file, through ``PYTHONPATH``), then
 this one, on the embedded stand-ins, one run at a time:
@@ -47,7 +48,7 @@ def variant(tree: Path, name: str, out: Path, fencing: bool) -> Path:
 
 
 def run(tree: Path | None, scenario: str | Path, backend: str, run_dir: Path, duration: str,
-        extra: list[str] = ()) -> Path:
+        extra: list[str] | tuple[str, ...] = ()) -> Path:
     """``harness run`` by ``tree``'s code (None: this checkout)."""
     env = dict(os.environ)
     if tree is not None:
@@ -76,6 +77,7 @@ def main(argv: list[str]) -> int:
     p.add_argument("--out", required=True, type=Path)
     p.add_argument("--duration", default="60s")
     p.add_argument("--only", choices=("rates", "safety", "seed"))
+    p.add_argument("--latency", help="the rates' latency profile (harness run --latency), e.g. aws")
     a = p.parse_args(argv)
     if not (a.base / "harness").is_dir():
         print(f"--base {a.base}: not a checkout of the harness (no harness/ there)", file=sys.stderr)
@@ -83,13 +85,14 @@ def main(argv: list[str]) -> int:
     a.out.mkdir(parents=True, exist_ok=True)
     if a.only in (None, "rates"):
         dirs = []
+        lat, tag = (["--latency", a.latency], f"-{a.latency}") if a.latency else ([], "")
         for name in RATES:
             for b in BACKENDS:
-                dirs.append(run(a.base, name, b, a.out / f"{name}-{b}-before", a.duration))
-                dirs.append(run(None, name, b, a.out / f"{name}-{b}-after", a.duration))
+                dirs.append(run(a.base, name, b, a.out / f"{name}-{b}{tag}-before", a.duration, lat))
+                dirs.append(run(None, name, b, a.out / f"{name}-{b}{tag}-after", a.duration, lat))
                 if name == "two-phase-namespaced":
                     fenced = variant(ROOT, name, a.out, fencing=True)
-                    dirs.append(run(None, fenced, b, a.out / f"{name}-{b}-after-fenced", a.duration))
+                    dirs.append(run(None, fenced, b, a.out / f"{name}-{b}{tag}-after-fenced", a.duration, lat))
         subprocess.run([sys.executable, str(ROOT / "bench" / "global_lock.py"), *map(str, dirs)], check=False)
     if a.only in (None, "safety"):
         for b in BACKENDS:
