@@ -64,13 +64,17 @@ class SwampBookkeeping:
                                   UpdateExpression="ADD seq :one", ExpressionAttributeValues={":one": n_(1)})
             be.client.put_item(TableName=be.table, Item={"pk": s_(SYNC_STATE), "sk": s_("STATE"),
                                                          "lastPushedAt": n_(now_ms(be.clock))})
-            if be.registry_adds == "swamp":
+            if be.registry_adds == "swamp":  # a wave's ADDs at once, as each file's writeFileEntry sends its own
                 each = registry_values(be.gsi_layout, namespace, metas)
-                adds = [[v] for v, sent in zip(each, racing_adds(each), strict=True) if sent]
+                sent = racing_adds(each)
+                for i in range(0, len(each), WRITE_CONCURRENCY):
+                    wave = [[v] for v, s in zip(each[i:i + WRITE_CONCURRENCY], sent[i:i + WRITE_CONCURRENCY],
+                                                strict=True) if s]
+                    be.parallel(lambda values, w: register(be, values, w), wave, work)
             else:
-                adds = [sorted({p for m in metas if (p := partition_of(m.rel_path, namespace))})]
-            for values in [v for v in adds if v]:
-                register(be, values, work)
+                parts = sorted({p for m in metas if (p := partition_of(m.rel_path, namespace))})
+                if parts:
+                    register(be, parts, work)
 
 
 def registry_values(layout: str, namespace: str | None, metas: Sequence[FileMeta]) -> list[str]:
