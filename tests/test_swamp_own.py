@@ -210,3 +210,12 @@ def test_swamps_catalog_export_has_the_23_columns_of_todays_catalog_table_a_stor
                               "streaming", "size", "created_at", "tags", "owner_ref", "workflow_run_id",
                               "workflow_name", "job_name", "step_name", "source"]
     assert today[0]["workflow_run_id"] == "" and len(stored[0]) == 28 and stored[0]["workflow_run_id"] is None
+
+
+def test_a_swamp_own_backend_refuses_a_fenced_commit_rather_than_lose_the_content_it_holds(aws):
+    from harness.datastore.errors import ConfigError
+
+    be = ddb_backend(aws)
+    f = store(be, fencing=True)
+    with pytest.raises(ConfigError, match="commits unfenced only"):
+        f.sync_run("m0", "get_uptime", 100, [])
