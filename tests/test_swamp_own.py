@@ -212,10 +212,19 @@ def test_swamps_catalog_export_has_the_23_columns_of_todays_catalog_table_a_stor
     assert today[0]["workflow_run_id"] == "" and len(stored[0]) == 28 and stored[0]["workflow_run_id"] is None
 
 
-def test_a_swamp_own_backend_refuses_a_fenced_commit_rather_than_lose_the_content_it_holds(aws):
+@pytest.mark.parametrize("kind", ["dynamodb", "s3"])
+def test_a_swamp_own_backend_refuses_a_fenced_run_rather_than_mix_swamps_lock_with_fencing(aws, kind):
     from harness.datastore.errors import ConfigError
 
-    be = ddb_backend(aws)
-    f = store(be, fencing=True)
-    with pytest.raises(ConfigError, match="commits unfenced only"):
-        f.sync_run("m0", "get_uptime", 100, [])
+    be = ddb_backend(aws) if kind == "dynamodb" else s3_backend(aws)
+    with pytest.raises(ConfigError, match="serves unfenced runs only"):
+        store(be, fencing=True)
+
+
+def test_pre_ageing_a_swamp_own_run_is_refused_while_planning():
+    from harness.errors import HarnessError
+    from harness.plan.model import PreAge
+    from tests.plans import make_plan
+
+    with pytest.raises(HarnessError, match="--seed-models writes the harness's fenced items"):
+        make_plan("two-phase-namespaced", preage=PreAge(2, 2))

@@ -125,7 +125,10 @@ class Datastore:
         # swamp's DynamoDB extension (swamp_push.py): its push rewrites a data name's versions, its commit the export
         self.rewrites = cfg.push_scope == "swamp" and backend.name == "dynamodb"
         # (a swamp-own DynamoDB run, ``backend.own``, writes the export as a file of the push, as swamp's push does)
-        own = getattr(backend, "own", False) and not cfg.fencing
+        if getattr(backend, "own", False) and cfg.fencing:
+            raise ConfigError("a backend that is swamp's own (own=True) serves unfenced runs only: build it with "
+                              "own=False for fencing = true")
+        own = getattr(backend, "own", False)
         self.exports_in_commit = cfg.export_at == "swamp" and backend.name == "dynamodb" and not own
         self.exports_in_push = cfg.export_at == "swamp" and (backend.name == "s3" or own)  # a file of the push
         # paths every worker of the namespace writes, the last writer's kept (swamp_push.py): no version conflict

@@ -283,7 +283,7 @@ class DynamoBackend(DynamoReads):
         files at once, each in batches of its own. A swamp-own run writes nothing here: swamp's commit writes each
         file's chunks beside its entry (``swamp_commit.py``), so the content is held for it.
         """
-        if self.own:  # (its commits are unfenced: ``commit`` refuses a fenced one rather than lose this)
+        if self.own:  # (its runs are unfenced: the datastore refuses a fenced one on it)
             cur_ = DynamoCursor.of(cursor)
             cur_.held, cur_.held_at = dict(files), max(1, concurrency)
             return
@@ -454,9 +454,6 @@ class DynamoBackend(DynamoReads):
                cursor: dict | None = None, model_fence: tuple[str, int] | None = None,
                bookkeeping: str = "harness") -> CommitResult:
         cur = DynamoCursor.of(cursor)
-        if fencing and self.own:
-            raise ConfigError("a backend that is swamp's own (own=True) commits unfenced only: its content is held "
-                              "for swamp's commit; build it with own=False for fenced runs")
         with recording(work):
             if not fencing and self.own:  # swamp's commitPush, its bookkeeping included
                 return swamp_commit(self, namespace, entries, [], grant, cur, cid, work)
