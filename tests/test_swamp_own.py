@@ -228,3 +228,15 @@ def test_pre_ageing_a_swamp_own_run_is_refused_while_planning():
 
     with pytest.raises(HarnessError, match="--seed-models writes the harness's fenced items"):
         make_plan("two-phase-namespaced", preage=PreAge(2, 2))
+
+
+@pytest.mark.parametrize("argv", [["run", "two-phase-namespaced", "--seed-models", "2"],
+                                  ["seed", "two-phase-namespaced", "--table", "t-own", "--models", "2",
+                                   "--versions", "1"]])
+def test_seeding_a_swamp_own_scenario_is_one_line_and_exit_2(capsys, monkeypatch, argv):
+    from harness.cli import main
+
+    monkeypatch.setenv("AWS_ENDPOINT_URL", "http://127.0.0.1:9")  # (never reached: refused before)
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "fenced items, which a run that is swamp's own" in err, err
