@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import threading
 import time
+from datetime import UTC, datetime
 from typing import Protocol
 
 
@@ -50,3 +51,13 @@ class FakeClock:
 
 def now_ms(clock: Clock) -> int:
     return int(clock.now() * 1000)
+
+
+def iso(ms: int) -> str:
+    """An epoch time in ms as JavaScript's ``new Date(ms).toISOString()`` writes it (swamp's timestamps)."""
+    return datetime.fromtimestamp(ms / 1000, UTC).strftime("%Y-%m-%dT%H:%M:%S.") + f"{ms % 1000:03d}Z"
+
+
+def ms_of(text: str) -> int:
+    """``iso``'s inverse: the epoch ms of an ISO-8601 time with milliseconds and a ``Z``."""
+    return int(datetime.strptime(text, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=UTC).timestamp() * 1000)

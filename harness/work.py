@@ -16,6 +16,10 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field, fields
 from typing import Any
 
+# The requests that write (DynamoDB's and S3's): the seed's "write operations" (the row's ``write_requests``)
+WRITES = frozenset({"PutItem", "UpdateItem", "DeleteItem", "BatchWriteItem", "TransactWriteItems", "PutObject",
+                    "DeleteObject", "DeleteObjects", "CopyObject", "UploadPart", "CompleteMultipartUpload"})
+
 
 @dataclass
 class Work:
@@ -36,6 +40,9 @@ class Work:
     request_ms: float = 0.0  # time inside this step's calls, summed (concurrent calls each count)
     queries: int = 0  # index reads of a pull: DynamoDB Queries, S3 index objects read (the backend counts them)
     item_bytes: dict[str, int] = field(default_factory=dict)  # sizes of items that grow, as last seen (the largest)
+    # of the above, what only the harness's fencing made (beyond swamp): counted in ``for_fencing`` blocks
+    fencing_requests: int = 0
+    fencing_write_units: float = 0.0
 
     def request(self, op: str, n: int = 1) -> None:
         self.requests[op] += n
@@ -43,6 +50,10 @@ class Work:
     @property
     def total_requests(self) -> int:
         return sum(self.requests.values())
+
+    @property
+    def write_requests(self) -> int:
+        return sum(n for op, n in self.requests.items() if op in WRITES)
 
     def add(self, other: Work) -> Work:
         """Add ``other`` into self; catalog_rows is a level, so the latest non-zero wins."""
@@ -70,6 +81,20 @@ def recording(work: Work) -> Iterator[Work]:
         yield work
     finally:
         _current.reset(token)
+
+
+@contextmanager
+def for_fencing(work: Work) -> Iterator[Work]:
+    """Requests made in the block exist only for the harness's fencing (swamp makes none of them): they count
+    into ``work`` as any request does, and into its ``fencing_requests`` and ``fencing_write_units`` too, so a
+    fenced run says what fencing costs on top of swamp. Pass the yielded Work to calls that take one."""
+    sub = Work()
+    try:
+        with recording(sub):
+            yield sub
+    finally:
+        sub.fencing_requests, sub.fencing_write_units = sub.total_requests, sub.write_units  # all of them
+        work.add(sub)
 
 
 def current_work() -> Work | None:

@@ -25,6 +25,8 @@ def test_every_plan_survives_its_json_exactly(name, shape):
     opts = SHAPES[shape]
     if opts.get("preage") and scenarios.load(name).backend != "dynamodb":
         opts = {**opts, "backend": "dynamodb"}
+    if opts.get("preage") and scenarios.load(name).datastore.swamp_own:  # pre-ageing is refused there
+        opts = {k: v for k, v in opts.items() if k != "preage"}
     plan = make_plan(name, **opts)
     text = plan.to_json()
     assert RunPlan.from_json(text) == plan  # every field, the scenario's nested tuples and floats included

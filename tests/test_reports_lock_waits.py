@@ -54,8 +54,22 @@ def test_the_report_names_the_global_lock_a_two_phase_run_took():
     from reports.run.words import global_lock_said
 
     ns = {"sync": "two-phase", "lock_scope": "namespace", "namespaces": "per-worker"}
+    for backend in ("dynamodb", "s3"):
+        assert ".locks/<ns>.lock" in global_lock_said({"datastore": {**ns, "global_lock": "swamp"}}, backend)
+        assert "<ns>/.datastore.lock" in global_lock_said({"datastore": {**ns, "global_lock": "per-namespace"}},
+                                                          backend)
     assert "one LOCK#.datastore.lock for every namespace" in global_lock_said(
-        {"datastore": {**ns, "global_lock": "swamp"}}, "dynamodb")
-    assert "core's intent" in global_lock_said({"datastore": {**ns, "global_lock": "per-namespace"}}, "dynamodb")
-    assert "<ns>/.datastore.lock" in global_lock_said({"datastore": {**ns, "global_lock": "swamp"}}, "s3")
+        {"datastore": {**ns, "global_lock": "one-item"}}, "dynamodb")
+    assert "<ns>/.datastore.lock" in global_lock_said({"datastore": {**ns, "global_lock": "one-item"}}, "s3")
     assert global_lock_said({"datastore": {**ns, "sync": "one-lock"}}, "dynamodb") is None
+
+
+def test_the_report_says_whose_lock_commit_and_reads_a_run_made():
+    from reports.run.words import reads_said
+
+    assert reads_said({"datastore": {"fencing": False, "bookkeeping": "swamp"}}).startswith("swamp's own")
+    assert "eventually consistent" in reads_said({"datastore": {"fencing": False, "bookkeeping": "swamp"}})
+    assert reads_said({"datastore": {"fencing": True, "bookkeeping": "swamp"}}).startswith("fenced")
+    assert "fencing_requests" in reads_said({"datastore": {"fencing": True}})
+    assert reads_said({"datastore": {"fencing": False, "bookkeeping": "harness"}}).startswith("unfenced")
+    assert reads_said({}) is None

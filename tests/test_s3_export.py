@@ -57,7 +57,7 @@ def test_the_export_is_uploaded_in_the_push_and_indexed_in_root_under_the_lock(a
     assert step(steps, "commit").work.total_requests == len(under) == 11 - fencing
     # the export's content went up in the push, before the global lock was taken; no export step after the commit
     export_put = [i for i, (op, k) in enumerate(pushed) if op == "PutObject" and k.startswith("w1/.catalog-export")]
-    lock_put = [i for i, (op, k) in enumerate(pushed) if op == "PutObject" and k == "w1/.datastore.lock"]
+    lock_put = [i for i, (op, k) in enumerate(pushed) if op == "PutObject" and k == ".locks/w1.lock"]
     assert len(export_put) == 1 and export_put[0] < lock_put[0]
     assert "export" not in [s.name for s in steps]
     assert step(steps, "push").work.catalog_rows == 2

@@ -334,8 +334,7 @@ def test_two_phase_histories_are_checked_fenced_clean_unfenced_damaged(aws, cloc
     """Two workers on one model under two-phase sync; a freezes with its model lock held, b syncs the model."""
     be, events, outcome = stale_commit(aws, clock, kind, fencing, writers=_two_phase_writers)
     keys = {e["key"] for e in events if e.get("type") == "grant"}
-    assert keys == {"w1/.datastore.lock" if kind == "sharded" else ".datastore.lock",
-                    "w1/data/system/shared/.lock"}  # both locks, the global and the model's, in the history
+    assert keys == {".locks/w1.lock", "w1/data/system/shared/.lock"}  # the global and the model's, in the history
     report = check(events, snapshot(be))
     if fencing:
         assert type(outcome).__name__ == "FencedError" and report["violations"] == 0, report["details"]

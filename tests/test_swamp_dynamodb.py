@@ -9,7 +9,7 @@ import pytest
 from botocore.exceptions import ClientError
 
 from harness.datastore.backends.dynamodb import DynamoBackend
-from harness.datastore.backends.dynamodb.bookkeeping import REGISTRY
+from harness.datastore.backends.dynamodb.bookkeeping import REGISTRY, racing_adds
 from harness.datastore.backends.dynamodb.items import gsi_keys, swamp_partition
 from harness.datastore.backends.dynamodb.retry import (
     UNPROCESSED_TRIES,
@@ -86,7 +86,7 @@ def registry(ddb) -> set[str]:
     return set((item.get("partitions") or {}).get("SS", []))
 
 
-def test_swamp_registry_adds_one_update_per_distinct_partition_with_file_values(aws):
+def test_swamp_registry_adds_race_one_update_per_file_of_a_wave_with_file_values(aws):
     ddb, _ = aws
     be = backend(aws, "swamp", registry_adds="swamp")
     store = two_phase(be, namespace=None, lock_scope="datastore", bookkeeping="swamp")
@@ -100,9 +100,18 @@ def test_swamp_registry_adds_one_update_per_distinct_partition_with_file_values(
         store.sync_run("m0", "get_uptime", 100, [])
         adds.append(len(sent))
         assert all(len(p["ExpressionAttributeValues"][":p"]["SS"]) == 1 for p in sent)
-    # the first run: definition (_system/models), data (model/m0), output (_system/outputs); then data + output
+    # registerPartition marks a partition seen only after its ADD returns, and the files of a push go 10 at a
+    # time: every file of the first wave sends one. The first run: definition, raw, metadata, latest, output (5);
+    # then raw, metadata, latest, output (4), three of them for the one partition of the model's data
     assert registry(ddb) == {"FILE#system/m0", "FILE#_system/models", "FILE#_system/outputs"}
-    assert adds == [3, 2]
+    assert adds == [5, 4]
+
+
+def test_the_race_sends_an_add_per_file_of_the_first_wave_of_a_partition_only():
+    assert racing_adds(["a"] * 4) == [True] * 4
+    assert racing_adds(["a", "b"] * 7) == [True] * 10 + [False] * 4  # wave two finds both registered
+    assert racing_adds(["a"] * 3 + ["b"] * 9) == [True] * 10 + [False, False]  # b registered in wave one
+    assert racing_adds(["a", "a", "b"], concurrency=1) == [True, False, True]  # one at a time: no race
 
 
 def test_a_namespaced_swamp_registry_holds_one_entry_per_namespace(aws):

@@ -44,7 +44,7 @@ def test_the_model_lock_covers_pull_method_upload_and_the_global_lock_only_the_c
     be = make_backend(kind, aws)
     store = two_phase(be)
     model_key, global_key = store.paths.model_lock(MODEL_TYPE, "m0"), store.lock_key()
-    assert model_key == f"w1/data/{MODEL_TYPE}/m0/.lock" and global_key.endswith(".datastore.lock")
+    assert model_key == f"w1/data/{MODEL_TYPE}/m0/.lock" and global_key == ".locks/w1.lock"
     seen: list[tuple[str, bool, bool]] = []
 
     def spy(name, fn):
@@ -101,7 +101,7 @@ def test_a_model_run_waits_out_a_global_holder_then_runs(aws):
 
 @pytest.mark.parametrize(("backoff", "bounds"), [
     ("swamp-dynamodb", lambda n: (0.5 * min(1.5 ** min(n, 4), 2), min(1.5 ** min(n, 4), 2))),
-    ("swamp-s3", lambda n: (1.0, min(8.0, 2 ** n))),
+    ("s3-doubling", lambda n: (1.0, min(8.0, 2 ** n))),
     ("harness", lambda n: (0.5 * min(2, 2 ** n), min(2, 2 ** n))),
 ])
 def test_a_refused_acquire_sleeps_on_the_providers_schedule(aws, backoff, bounds):
@@ -124,8 +124,19 @@ def test_backoff_schedules_reach_their_caps():
     rng = random.Random(1)
     ddb = LockConfig(retry_s=1.0, backoff="swamp-dynamodb")
     assert max(backoff_delay(10, ddb, rng) for _ in range(200)) <= 2.0  # min(1 s x 1.5^n, 2 s) x U(0.5, 1)
-    s3 = LockConfig(retry_s=1.0, backoff="swamp-s3")
-    assert max(backoff_delay(10, s3, rng) for _ in range(200)) > 6.0  # up to 8 s for S3
+    stored = LockConfig(retry_s=1.0, backoff="s3-doubling")
+    assert max(backoff_delay(10, stored, rng) for _ in range(200)) > 6.0  # a stored copy's: up to 8 s
+
+
+def test_swamps_s3_lock_retries_at_its_fixed_interval(aws):
+    """s3_lock.ts (0e41e5f): every refused acquire sleeps retryIntervalMs, 1 s, whatever the attempt."""
+    clock = SleepLog()
+    be = make_backend("sharded", aws, clock=clock)
+    cfg = LockConfig(ttl_s=600, wait_s=10, retry_s=1.0, backoff="swamp-s3")
+    Lock(be.lock_store, "k.lock", clock, cfg, "holder").acquire(Work())
+    with pytest.raises(LockTimeoutError):
+        Lock(be.lock_store, "k.lock", clock, cfg, "waiter", random.Random(7)).acquire(Work())
+    assert clock.sleeps[:-1] == [1.0] * 9 and clock.sleeps[-1] <= 1.0
 
 
 class InFlight:
@@ -259,19 +270,24 @@ def test_a_model_holder_that_outlived_its_lock_commits_only_without_fencing(aws,
     assert commit["ok"] is (not fencing) and commit["model_fence"] == 1  # the stale model grant's commit
 
 
-def test_the_global_lock_is_one_item_for_every_namespace_on_dynamodb_unless_per_namespace(aws):
+def test_the_global_lock_is_the_namespaces_own_on_both_backends_unless_one_item(aws):
     ddb = make_backend("per-model", aws)
     s3 = make_backend("sharded", aws)
-    assert two_phase(ddb, "w1").lock_key() == two_phase(ddb, "w2").lock_key() == ".datastore.lock"
-    assert two_phase(s3, "w1").lock_key() == "w1/.datastore.lock"  # swamp's S3 lock takes the namespace
+    # core's datastoreGlobalLockOptions (06b6147): .locks/<ns>.lock, passed to every backend
+    assert two_phase(ddb, "w1").lock_key() == two_phase(s3, "w1").lock_key() == ".locks/w1.lock"
+    assert two_phase(ddb, "w2").lock_key() == ".locks/w2.lock"
+    # a stored copy's (68a1128): .datastore.lock with the namespace, which DynamoDB's extension drops
+    assert two_phase(ddb, "w1", global_lock="one-item").lock_key() == two_phase(
+        ddb, "w2", global_lock="one-item").lock_key() == ".datastore.lock"
+    assert two_phase(s3, "w1", global_lock="one-item").lock_key() == "w1/.datastore.lock"
     assert two_phase(ddb, "w1", global_lock="per-namespace").lock_key() == "w1/.datastore.lock"
     clock = SleepLog()
     ddb.clock = clock
     # a structural command of namespace w1 holds w1's global lock: w2 commits as if nothing held it ...
-    Lock(ddb.lock_store, "w1/.datastore.lock", clock, LockConfig(ttl_s=100, wait_s=1), "w1-structural").acquire(Work())
-    two_phase(ddb, "w2", clock=clock, global_lock="per-namespace").sync_run("m0", "get_uptime", 100, [])
+    Lock(ddb.lock_store, ".locks/w1.lock", clock, LockConfig(ttl_s=100, wait_s=1), "w1-structural").acquire(Work())
+    two_phase(ddb, "w2", clock=clock).sync_run("m0", "get_uptime", 100, [])
     assert clock.sleeps == []
-    # ... while with swamp's one DynamoDB global lock, held the same way, w2 waits and gives up
+    # ... while with the one-item lock, held the same way, w2 waits and gives up
     Lock(ddb.lock_store, ".datastore.lock", clock, LockConfig(ttl_s=100, wait_s=1), "structural").acquire(Work())
     with pytest.raises(LockTimeoutError):
-        two_phase(ddb, "w2", clock=clock).sync_run("m1", "get_uptime", 100, [])
+        two_phase(ddb, "w2", clock=clock, global_lock="one-item").sync_run("m1", "get_uptime", 100, [])

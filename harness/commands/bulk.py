@@ -149,6 +149,9 @@ def cmd_seed(connection: Connection, scenario: str, models: int, versions: int, 
     sc = scenarios.load(scenario, scenario_dirs)
     if sc.backend != "dynamodb":
         raise HarnessError("seeding writes DynamoDB items: use a scenario on the dynamodb backend")
+    if sc.datastore.swamp_own:
+        raise HarnessError("seeding writes the harness's fenced items, which a run that is swamp's own (fencing = "
+                           "false with bookkeeping = \"swamp\") does not read: seed a copy with fencing = true")
     factory = Factory(job_plan(connection, table, sc, "seed"))
     check_reachable(connection, "dynamodb", factory.sessions)
     clients = paced_clients(factory)

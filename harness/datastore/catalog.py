@@ -12,13 +12,20 @@ import json
 import sqlite3
 import time
 
-CATALOG_EXPORTS = ("compact", "swamp")
-# The row of swamp's catalog export today (catalog schema 8; docs/swamp-today.md): 28 fields.
+CATALOG_EXPORTS = ("compact", "swamp", "stored-28")
+# The row of swamp's catalog export today: writeCatalogExport (repository_factory.ts) writes `SELECT *` of the
+# `catalog` table, whose 23 columns (catalog_store.ts, CatalogRow, CATALOG_SCHEMA_VERSION "4", swamp-club/swamp
+# 0c7a0fa, the newest at 06b6147) are these; its text columns default to "".
 SWAMP_ROW_FIELDS = ("namespace", "type_normalized", "model_id", "data_name", "id", "version", "is_latest",
-                    "is_step_latest", "model_name", "spec_name", "data_type", "content_type", "lifetime",
-                    "garbage_collection", "owner_type", "streaming", "size", "created_at", "tags", "owner_ref",
-                    "workflow_run_id", "workflow_name", "job_name", "step_name", "source", "is_pending",
-                    "pending_pid", "pending_host")
+                    "model_name", "spec_name", "data_type", "content_type", "lifetime", "owner_type", "streaming",
+                    "size", "created_at", "tags", "owner_ref", "workflow_run_id", "workflow_name", "job_name",
+                    "step_name", "source")
+# "stored-28": a stored copy's row (a "CATALOG_COLUMNS" of schema 8, in no branch of swamp-club/swamp): 28 fields
+STORED_ROW_FIELDS = ("namespace", "type_normalized", "model_id", "data_name", "id", "version", "is_latest",
+                     "is_step_latest", "model_name", "spec_name", "data_type", "content_type", "lifetime",
+                     "garbage_collection", "owner_type", "streaming", "size", "created_at", "tags", "owner_ref",
+                     "workflow_run_id", "workflow_name", "job_name", "step_name", "source", "is_pending",
+                     "pending_pid", "pending_host")
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS models (
@@ -72,13 +79,15 @@ class Catalog:
         """Every row of the namespace, as ``.catalog-export.json``.
 
         ``compact``: seven fields a row in one line of JSON. ``swamp``: as swamp
-        writes it today, every row's 28 catalog fields, pretty-printed with a
-        two-space indent and a trailing newline (the export is the larger for it).
+        writes it today, every row's 23 catalog columns, pretty-printed with a
+        two-space indent and a trailing newline (the export is the larger for it);
+        ``stored-28``: the same with a stored copy's 28 fields.
         """
         cur = self.db.execute("SELECT type, id, name, version, path, size, created_at FROM data WHERE ns=? "
                               "ORDER BY type, id, name, version", (self._ns(ns),))
-        if style == "swamp":
-            rows = [_swamp_row(ns, *r) for r in cur]
+        if style in ("swamp", "stored-28"):
+            fields = SWAMP_ROW_FIELDS if style == "swamp" else STORED_ROW_FIELDS
+            rows = [_swamp_row(ns, *r, fields=fields) for r in cur]
             return (json.dumps(rows, indent=2) + "\n").encode()
         cols = ("type", "id", "name", "version", "path", "size", "createdAt")
         return json.dumps({"namespace": ns, "rows": [dict(zip(cols, r, strict=True)) for r in cur]}).encode()
@@ -97,8 +106,9 @@ class Catalog:
 
 
 def _swamp_row(ns: str | None, model_type: str, model_id: str, name: str, version: int, path: str, size: int,
-               created_at: float) -> dict:
-    """One catalog row with swamp's 28 fields (what the harness does not track is swamp's default for it)."""
+               created_at: float, fields: tuple[str, ...] = SWAMP_ROW_FIELDS) -> dict:
+    """One catalog row with swamp's fields (what the harness does not track is swamp's default for it: "" for
+    today's text columns, null in the stored copy's)."""
     iso = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(created_at)) + f".{int(created_at * 1000) % 1000:03d}Z"
     values = {"namespace": ns or "", "type_normalized": model_type, "model_id": model_id, "data_name": name,
               "id": f"{model_id}/{name}/{version}", "version": version, "is_latest": 1, "is_step_latest": 0,
@@ -107,4 +117,6 @@ def _swamp_row(ns: str | None, model_type: str, model_id: str, name: str, versio
               "size": size, "created_at": iso, "tags": "{}", "owner_ref": f"{model_type}/{model_id}",
               "workflow_run_id": None, "workflow_name": None, "job_name": None, "step_name": None, "source": path,
               "is_pending": 0, "pending_pid": None, "pending_host": None}
-    return {k: values[k] for k in SWAMP_ROW_FIELDS}
+    if fields is SWAMP_ROW_FIELDS:  # NOT NULL DEFAULT '' today
+        values.update(workflow_run_id="", workflow_name="", job_name="", step_name="")
+    return {k: values[k] for k in fields}

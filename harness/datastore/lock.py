@@ -33,11 +33,14 @@ from harness.work import Work, recording
 Recorder = Callable[[dict], None]
 
 
-# How a waiter backs off between attempts. "harness": the seed's, retry x 2^n capped at retry_cap, 50-100 %
-# jitter. swamp's extensions today (docs/swamp-today.md): DynamoDB min(retry x 1.5^min(n, 4), 2 x retry) x
-# U(0.5, 1); S3 U(retry, min(8 x retry, retry x 2^n)) (swamp: 8 s over a 1 s retry).
-BACKOFFS = ("harness", "swamp-dynamodb", "swamp-s3", "swamp")
-S3_BACKOFF_CAP = 8.0  # swamp's S3 lock: maxRetryInterval 8 s over a 1 s retryInterval (scaled with retry)
+# How a waiter backs off between attempts (docs/swamp-today.md names each source). "harness": the seed's,
+# retry x 2^n capped at retry_cap, 50-100 % jitter. swamp's extensions at their newest fetched commits:
+# "swamp-dynamodb", min(retry x 1.5^min(n, 4), 2 x retry) x U(0.5, 1) (lock.ts, createDynamoLock, webframp a929b7a);
+# "swamp-s3", a fixed retry (s3_lock.ts, S3Lock.acquire, DEFAULT_RETRY_INTERVAL_MS 1 s, swamp-club 0e41e5f).
+# "s3-doubling": U(retry, min(8 x retry, retry x 2^n)), what a stored copy of s3_lock.ts read (the search tool's,
+# from a "2026.09 manifest" in no branch of swamp-club/swamp-extensions): kept only as this named option.
+BACKOFFS = ("harness", "swamp-dynamodb", "swamp-s3", "s3-doubling", "swamp")
+S3_BACKOFF_CAP = 8.0  # s3-doubling: maxRetryInterval 8 s over a 1 s retryInterval (scaled with retry)
 
 
 def swamp_backoff(backend: str) -> str:
@@ -59,7 +62,7 @@ class LockConfig:
         if self.wait_s < self.retry_s:
             raise ConfigError(f"lock wait ({self.wait_s}s) is shorter than its retry ({self.retry_s}s)")
         if self.backoff not in BACKOFFS or self.backoff == "swamp":
-            raise ConfigError(f"unknown lock backoff {self.backoff!r}: choose one of {', '.join(BACKOFFS[:3])}")
+            raise ConfigError(f"unknown lock backoff {self.backoff!r}: choose one of {', '.join(BACKOFFS[:-1])}")
 
 
 @dataclass
@@ -96,6 +99,8 @@ def backoff_delay(attempt: int, cfg: LockConfig, rng: random.Random) -> float:
     if cfg.backoff == "swamp-dynamodb":
         return min(cfg.retry_s * 1.5 ** min(attempt, 4), 2 * cfg.retry_s) * rng.uniform(0.5, 1.0)
     if cfg.backoff == "swamp-s3":
+        return cfg.retry_s
+    if cfg.backoff == "s3-doubling":
         cap = S3_BACKOFF_CAP * cfg.retry_s
         return rng.uniform(cfg.retry_s, max(cfg.retry_s, min(cap, cfg.retry_s * 2 ** attempt)))
     base = min(cfg.retry_cap_s, cfg.retry_s * (2 ** attempt))

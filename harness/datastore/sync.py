@@ -41,7 +41,7 @@ from harness.work import Work, recording
 LOCK_SCOPES = ("datastore", "namespace")
 INDEX_COMMITS = ("full", "delta")
 BOOKKEEPING = ("harness", "swamp")
-GLOBAL_LOCKS = ("swamp", "per-namespace")
+GLOBAL_LOCKS = ("swamp", "one-item", "per-namespace")  # profiles/two_phase.py: commit_lock_key says each
 CONTENT_TRIES = 3  # pulls in a row whose content went missing under them before the pull fails
 VIEW_LIMIT = 2000  # entries of a pull's view kept in the history (larger views are recorded by their size)
 
@@ -56,7 +56,7 @@ class SyncConfig:
     fencing: bool = True
     sync: str = "one-lock"
     global_poll_s: float = 1.0
-    global_lock: str = "swamp"  # per-namespace: <ns>/.datastore.lock on DynamoDB too (as swamp's S3 has it)
+    global_lock: str = "swamp"  # two-phase's global lock key (profiles/two_phase.py: commit_lock_key)
     bookkeeping: str = "harness"
     upload_concurrency: int = 1
     download_concurrency: int = 1
@@ -124,8 +124,13 @@ class Datastore:
             self._profile.uploads_at_commit(backend.name))
         # swamp's DynamoDB extension (swamp_push.py): its push rewrites a data name's versions, its commit the export
         self.rewrites = cfg.push_scope == "swamp" and backend.name == "dynamodb"
-        self.exports_in_commit = cfg.export_at == "swamp" and backend.name == "dynamodb"
-        self.exports_in_push = cfg.export_at == "swamp" and backend.name == "s3"  # swamp's S3: a file of the push
+        # (a swamp-own DynamoDB run, ``backend.own``, writes the export as a file of the push, as swamp's push does)
+        if getattr(backend, "own", False) and cfg.fencing:
+            raise ConfigError("a backend that is swamp's own (own=True) serves unfenced runs only: build it with "
+                              "own=False for fencing = true")
+        own = getattr(backend, "own", False)
+        self.exports_in_commit = cfg.export_at == "swamp" and backend.name == "dynamodb" and not own
+        self.exports_in_push = cfg.export_at == "swamp" and (backend.name == "s3" or own)  # a file of the push
         # paths every worker of the namespace writes, the last writer's kept (swamp_push.py): no version conflict
         self.overwrites = {Paths(cfg.namespace).catalog_export()} if self.exports_in_push else set()
         self.kept: dict[str, bytes] = {}  # the bytes of this worker's data-name files, which a rewrite writes again

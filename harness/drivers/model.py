@@ -64,6 +64,8 @@ def summarize(steps: list[Step]) -> dict[str, Any]:
         **{col: total.item_bytes.get(item, 0) for col, item in SIZE_ITEMS.items()},
         requests=total.total_requests, lock_attempts=total.lock_attempts, bytes_sent=total.bytes_sent,
         bytes_received=total.bytes_received, read_units=total.read_units, write_units=total.write_units,
+        write_requests=total.write_requests, fencing_requests=total.fencing_requests,
+        fencing_write_units=total.fencing_write_units,
     )
     return out
 

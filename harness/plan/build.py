@@ -121,6 +121,10 @@ def plan_run(opts: RunOptions, env: UserEnvironment, *, password: str = "",
     run_dir = Path(opts.run_dir or Path("runs") / run_id)  # as given: messages name it the way the user did
     if opts.preage and sc.backend != "dynamodb":
         raise HarnessError("--seed-models seeds DynamoDB items: run the scenario with --backend dynamodb")
+    if opts.preage and sc.datastore.swamp_own:
+        raise HarnessError("--seed-models writes the harness's fenced items, which a run that is swamp's own "
+                           "(fencing = false with bookkeeping = \"swamp\") does not read: run a copy of the scenario "
+                           "with fencing = true, or drop --seed-models")
     if sc.background.items and sc.backend != "dynamodb":
         raise HarnessError("a [background] job writes DynamoDB items: run the scenario with --backend dynamodb")
     seeding = Seeding(opts.preage, str((run_dir / "seed-state").resolve()) if opts.preage else

@@ -101,12 +101,13 @@ class Factory:
             register_table(r.table, *TABLE_KEYS, GSI_KEYS)  # so write units count the GSI from the first call
             return DynamoBackend(clients.dynamodb, r.table, sc.datastore.gsi, tags=tags, create=create,
                                  executor=self.executor, pull_concurrency=threads,
-                                 registry_adds=sc.datastore.registry_adds, retries=sc.datastore.retries)
+                                 registry_adds=sc.datastore.registry_adds, retries=sc.datastore.retries,
+                                 own=sc.datastore.swamp_own)
         ds = sc.datastore
         swamp = S3Swamp(shards=ds.s3_shards, commit=ds.s3_commit, prepare_read=ds.prepare_index_read,
                         command_requests=ds.s3_command_requests, retries=ds.retries)
         return S3Backend(clients.s3, r.bucket, ds.s3_index, prefix=r.prefix, tags=tags, create=create,
-                         executor=self.executor, read_concurrency=threads, swamp=swamp)
+                         executor=self.executor, read_concurrency=threads, swamp=swamp, own=ds.swamp_own)
 
     # ---- provisioning and teardown ------------------------------------------------------------
 

@@ -82,7 +82,7 @@ class Workload:
     payload_bytes: tuple[int, ...] = (100,)
     think_time_s: float = 0.0
     shared_models: bool = False  # every worker cycles through the same models (their paths collide)
-    catalog_export: str = "compact"  # compact | swamp (every row's 28 fields, 2-space pretty JSON, as swamp writes it)
+    catalog_export: str = "compact"  # compact | swamp (23 columns a row, 2-space JSON, as swamp writes it) | stored-28
 
 
 @dataclass(frozen=True)
@@ -115,6 +115,13 @@ class DatastoreSpec:
     # each data-path request, the SDK's kept, unprocessed batch items min(500 ms x 2^n, 5 s) x 8)
     retries: str = "harness"
     swamp_values: tuple[str, ...] = ()  # the keys given as "swamp": resolved again when --backend changes it
+
+    @property
+    def swamp_own(self) -> bool:
+        """Is the run swamp's own: unfenced with swamp's bookkeeping? Then its lock's requests, its reads
+        (DynamoDB: eventually consistent) and its commit (DynamoDB: file by file) are swamp's, and the harness
+        writes nothing of its own (docs/swamp-today.md)."""
+        return not self.fencing and self.bookkeeping == "swamp"
 
     def namespace_of(self, process: int, n: int) -> str | None:
         """The namespace of user ``n`` of Locust process ``process`` (its user id is ``w<process>-<n>``).

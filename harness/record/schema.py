@@ -25,6 +25,10 @@ QUERY_COLUMNS = ("pull_queries",)  # index reads a pull made (DynamoDB Queries, 
 # partition registry (swamp's, and the harness's own when there is no namespace)
 SIZE_ITEMS = {"registry_bytes": "PARTITIONS#registry/LIST"}
 SIZE_COLUMNS = tuple(SIZE_ITEMS)
+# Requests that write, and what of the requests and write units only the harness's fencing made (beyond swamp's
+# own: harness/work.py's for_fencing); appended last, so rows written before them read as nulls
+FENCING_COLUMNS = ("write_requests", "fencing_requests")
+FENCING_UNIT_COLUMNS = ("fencing_write_units",)
 ERROR_KINDS = ("lock_timeout", "throttled", "conflict", "fenced", "timeout", "connection", "other")
 
 SCHEMA = pa.schema(
@@ -55,5 +59,6 @@ SCHEMA = pa.schema(
     # The command driver's (harness.drivers.command): spans joined to the iteration, OTLP bodies its commands
     # posted that could not be read, and its processes' wall time (spawn to exit); null under the model driver
     + [("spans", pa.int64()), ("spans_rejected", pa.int64()), ("command_ms", pa.float64())]
+    + [(c, pa.int64()) for c in FENCING_COLUMNS] + [(c, pa.float64()) for c in FENCING_UNIT_COLUMNS]
 )
 COLUMNS = tuple(SCHEMA.names)

@@ -200,6 +200,9 @@ def _settings(run: Run, f: dict[str, Any]) -> str:
     glock = words.global_lock_said(info.get("scenario") or {}, info.get("backend"))
     if glock:
         meta.append(["global lock (two-phase)", glock])
+    mode = words.reads_said(info.get("scenario") or {})
+    if mode:
+        meta.append(["lock, commit and reads", mode])
     scen = flatten(info.get("scenario") or {})
     vers = info.get("versions") or {}
     return (table(["", ""], meta) +

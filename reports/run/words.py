@@ -383,16 +383,32 @@ def sentences(f: dict[str, Any]) -> list[str]:
 
 
 def global_lock_said(scenario: dict[str, Any], backend: str | None) -> str | None:
-    """Which global lock a two-phase run took, named for what it does (swamp's DynamoDB extension and core's
-    intent differ: docs/swamp-today.md)."""
+    """Which global lock a two-phase run took, named for what it does (docs/swamp-today.md has the sources)."""
     ds = scenario.get("datastore") or {}
     if ds.get("sync") != "two-phase":
         return None
     if ds.get("lock_scope") != "namespace" or ds.get("namespaces") == "shared":
         return "one datastore lock (no namespace)"
     if ds.get("global_lock") == "per-namespace":
-        return "per-namespace: <ns>/.datastore.lock, core's intent (datastoreGlobalLockOptions)"
-    if backend == "dynamodb":
-        return ("swamp: one LOCK#.datastore.lock for every namespace (the DynamoDB extension drops core's "
-                "namespace option)")
-    return "swamp: <ns>/.datastore.lock (the S3 extension keys it under the namespace)"
+        return "per-namespace: <ns>/.datastore.lock, one a namespace"
+    if ds.get("global_lock") == "one-item":
+        if backend == "dynamodb":
+            return ("one-item: one LOCK#.datastore.lock for every namespace (a stored copy of core passed "
+                    "\".datastore.lock\", which the DynamoDB extension takes without the namespace)")
+        return "one-item: <ns>/.datastore.lock (the S3 extension keys it under the namespace)"
+    return "swamp: .locks/<ns>.lock, one a namespace (core's datastoreGlobalLockOptions, 06b6147)"
+
+
+def reads_said(scenario: dict[str, Any]) -> str | None:
+    """Whose lock, commit and reads a run made: swamp's own (unfenced, swamp's bookkeeping), or fenced (the
+    harness's, beyond swamp), or unfenced on the harness's items (docs/swamp-today.md)."""
+    ds = scenario.get("datastore") or {}
+    if not ds:
+        return None
+    if ds.get("fencing", True):
+        return ("fenced (beyond swamp): the harness's lock object and fenced commit, reads strongly consistent "
+                "where fencing needs it; what fencing adds is in fencing_requests")
+    if ds.get("bookkeeping") == "swamp":
+        return ("swamp's own: swamp's lock requests, its commit and its reads (DynamoDB: eventually consistent), "
+                "none of the harness's own writes")
+    return "unfenced on the harness's items: swamp's unconditional commit, reads strongly consistent"

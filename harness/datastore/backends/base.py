@@ -132,7 +132,7 @@ class Backend(Protocol):
         """Download these files' content, ``concurrency`` at a time, in fixed batches as swamp's transfers run."""
 
     def global_lock_key(self, namespace: str | None) -> str:
-        """swamp's global lock today (two-phase sync): the key structural commands and index commits take."""
+        """The one-item global lock of a stored copy of core (two-phase's ``global_lock = "one-item"``)."""
 
     def fence_model(self, namespace: str | None, partition: str, grant: LockGrant, cursor: dict | None,
                     work: Work, *, lock_key: str | None = None) -> None:

@@ -42,10 +42,22 @@ GLOBAL_WAIT_TTLS = 2  # swamp: a model run waits at most twice the holder's TTL 
 
 
 def commit_lock_key(store: Datastore) -> str:
-    """swamp today's global lock (``backend.global_lock_key``); with ``global_lock = "per-namespace"``
-    and namespace scope, the namespace's own on either backend."""
+    """The global lock a model run commits under (``[datastore] global_lock``), per namespace with namespace scope.
+
+    ``"swamp"``: core's ``datastoreGlobalLockOptions`` (``src/cli/repo_context.ts``, swamp-club/swamp 06b6147)
+    passes ``.locks/<ns>.lock`` to every backend, so each namespace has its own global lock on both; without a
+    namespace it passes nothing and the backend's default holds (DynamoDB the datastore path
+    ``dynamodb://<table>``, S3 ``.datastore.lock``). ``"one-item"``: a stored copy of core (68a1128, in no branch of
+    swamp-club/swamp) passed ``.datastore.lock`` beside the namespace, which DynamoDB's extension drops (its
+    ``createDynamoLock`` takes ``lockKey`` alone): one item for every namespace there, ``<ns>/.datastore.lock`` on
+    S3. ``"per-namespace"``: ``<ns>/.datastore.lock`` on both (older scenario files).
+    """
     ns = store.ns if store.cfg.lock_scope == "namespace" else None
-    if ns and store.cfg.global_lock == "per-namespace":
+    if not ns:
+        return store.backend.datastore_lock_key()
+    if store.cfg.global_lock == "swamp":
+        return f".locks/{ns}.lock"
+    if store.cfg.global_lock == "per-namespace":
         return f"{ns}/.datastore.lock"
     return store.backend.global_lock_key(ns)
 

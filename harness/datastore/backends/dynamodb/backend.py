@@ -17,7 +17,7 @@ from botocore.exceptions import ClientError
 
 from harness.aws_errors import is_condition_failed
 from harness.clock import Clock, SystemClock, now_ms
-from harness.datastore.backends.base import AfterRelease, CommitResult, FileMeta, partition_of
+from harness.datastore.backends.base import AfterRelease, CommitResult, FileMeta, PullResult, partition_of
 from harness.datastore.backends.dynamodb.bookkeeping import REGISTRY_ADDS, SwampBookkeeping
 from harness.datastore.backends.dynamodb.commit import Claims, registry_update, unfenced_commit
 from harness.datastore.backends.dynamodb.cursor import DynamoCursor
@@ -55,11 +55,14 @@ from harness.datastore.backends.dynamodb.retry import (
     UnprocessedError,
     unprocessed_delay,
 )
+from harness.datastore.backends.dynamodb.swamp_commit import swamp_commit
+from harness.datastore.backends.dynamodb.swamp_lock import SwampDynamoLockStore
+from harness.datastore.backends.dynamodb.swamp_pull import fetch_chunks, own_pull, read_all
 from harness.datastore.backends.dynamodb.table import DynamoTable
 from harness.datastore.errors import ConfigError, ContentMissingError, FencedError
 from harness.datastore.lock import LockGrant
 from harness.datastore.paths import Paths, check_table_name
-from harness.work import Work, recording
+from harness.work import Work, for_fencing, recording
 
 
 class DynamoBackend(DynamoReads, AfterRelease):
@@ -69,7 +72,7 @@ class DynamoBackend(DynamoReads, AfterRelease):
                  clock: Clock | None = None, billing: str = "on-demand",
                  provisioned: tuple[int, int] = (1000, 1000), tags: dict[str, str] | None = None,
                  create: bool = True, pull_concurrency: int = 8, executor: Executor | None = None,
-                 registry_adds: str = "one", retries: str = "harness") -> None:
+                 registry_adds: str = "one", retries: str = "harness", own: bool = False) -> None:
         if gsi_layout not in GSI_LAYOUTS:
             raise ConfigError(f"unknown GSI layout {gsi_layout!r}: choose one of {', '.join(GSI_LAYOUTS)}")
         if registry_adds not in REGISTRY_ADDS or retries not in RETRIES:
@@ -83,7 +86,10 @@ class DynamoBackend(DynamoReads, AfterRelease):
         self.client = RetryingClient(client, Retryable(self.clock, self._rng)) if retries == "swamp" else client
         self.provisioning = DynamoTable(client, table, billing=billing, provisioned=provisioned, tags=tags,
                                         create=create)
-        self.lock_store = DynamoLockStore(client, table)
+        # a run that is swamp's own (fencing = false, bookkeeping = "swamp"): swamp's lock, commit and reads, none of
+        # the harness's own writes, nothing read strongly consistently (swamp_lock.py, swamp_commit.py, swamp_pull.py)
+        self.own = own
+        self.lock_store = SwampDynamoLockStore(client, table) if own else DynamoLockStore(client, table)
         self.claims = Claims()
         self.claims.keep = self.lock_store.keep  # ids the release must leave pending: one set for both
         self.swamp = SwampBookkeeping(self)
@@ -112,8 +118,10 @@ class DynamoBackend(DynamoReads, AfterRelease):
         return f"dynamodb://{self.table}"
 
     def global_lock_key(self, namespace: str | None) -> str:
-        """swamp's global lock today: the datastore path alone; with a namespace ``.datastore.lock`` (its DynamoDB
-        extension has no namespace option: every namespace's global lock is this one item)."""
+        """The global lock of ``global_lock = "one-item"`` (a stored copy of core, 68a1128, in no branch): the
+        datastore path alone; with a namespace ``.datastore.lock``, since the extension's ``createDynamoLock`` takes
+        ``lockKey`` alone: every namespace's global lock is this one item. (swamp-club/swamp 06b6147 passes
+        ``.locks/<ns>.lock``: ``profiles/two_phase.py: commit_lock_key``.)"""
         return ".datastore.lock" if namespace else self.datastore_lock_key()
 
     def default_lock_key(self, namespace: str | None) -> str:
@@ -146,10 +154,10 @@ class DynamoBackend(DynamoReads, AfterRelease):
                     self._backoff(attempt, len(pending.get(self.table, [])))
 
     def batch_get(self, keys: list[dict], work: Work) -> list[dict]:
-        """BatchGetItem, 100 keys a call, strongly consistent."""
+        """BatchGetItem, 100 keys a call, strongly consistent (a swamp-own run's: eventually, as swamp's)."""
         found: list[dict] = []
         for i in range(0, len(keys), BATCH_GET_MAX):
-            pending: dict = {self.table: {"Keys": keys[i:i + BATCH_GET_MAX], "ConsistentRead": True}}
+            pending: dict = {self.table: {"Keys": keys[i:i + BATCH_GET_MAX], "ConsistentRead": not self.own}}
             attempt = 0
             while pending:
                 with recording(work):
@@ -214,7 +222,7 @@ class DynamoBackend(DynamoReads, AfterRelease):
         frozen between the two seal after a newer holder of its model had pulled)."""
         key = lock_key or self.global_lock_key(namespace)
         try:
-            with recording(work):
+            with for_fencing(work):  # (swamp's model lock fences nothing)
                 self.client.update_item(TableName=self.table, Key=lock_item_key(key),
                                         UpdateExpression="SET #m = :f",
                                         ConditionExpression="attribute_not_exists(#m) OR #m < :f",
@@ -277,8 +285,13 @@ class DynamoBackend(DynamoReads, AfterRelease):
 
         One file after another, their chunks and the garbage in shared batches of
         25; with ``concurrency`` > 1 (swamp writes 10 files at a time) that many
-        files at once, each in batches of its own.
+        files at once, each in batches of its own. A swamp-own run writes nothing here: swamp's commit writes each
+        file's chunks beside its entry (``swamp_commit.py``), so the content is held for it.
         """
+        if self.own:  # (its runs are unfenced: the datastore refuses a fenced one on it)
+            cur_ = DynamoCursor.of(cursor)
+            cur_.own_content, cur_.own_at = dict(files), max(1, concurrency)
+            return
         per_file = []
         for rel, data in files.items():
             m = metas[rel]
@@ -309,7 +322,10 @@ class DynamoBackend(DynamoReads, AfterRelease):
             self.parallel(lambda m, w: self.get_content(m, w), list(metas[i:i + max(1, concurrency)]), work)
 
     def get_content(self, meta: FileMeta, work: Work) -> bytes:
-        """The file's chunks by key (their count follows from its size): a GetItem, or BatchGetItems."""
+        """The file's chunks by key (their count follows from its size): a GetItem, or BatchGetItems (a swamp-own
+        run: a Query of the chunks' prefix, ``swamp_pull.fetch_chunks``)."""
+        if self.own:
+            return fetch_chunks(self, meta, work)
         keys = chunk_keys(meta)
         with recording(work):
             if len(keys) == 1:
@@ -383,6 +399,15 @@ class DynamoBackend(DynamoReads, AfterRelease):
             res = resolve(items, self._states(items, {}, work))
         return {rel: v.meta for rel, v in res.visible.items()}
 
+    def pull(self, namespace: str | None, since_ms: int, partitions: Iterable[str] | None, work: Work, *,
+             lock_key: str | None = None, cursor: dict | None = None, fencing: bool = True,
+             grant: LockGrant | None = None) -> PullResult:
+        """What changed since the worker's cursor (``pull.py``; a swamp-own run's unfenced pull: ``swamp_pull.py``)."""
+        if self.own and not fencing:
+            return own_pull(self, namespace, since_ms, partitions, cursor, work)
+        return super().pull(namespace, since_ms, partitions, work, lock_key=lock_key, cursor=cursor, fencing=fencing,
+                            grant=grant)
+
     def commit_seq(self, lock_key: str, work: Work) -> int:
         """The sealed commit sequence of the commits made under ``lock_key``."""
         return self.lock_store.state(lock_key, work).seq
@@ -437,6 +462,8 @@ class DynamoBackend(DynamoReads, AfterRelease):
         cursor = cursor if cursor is not None else {}
         cur = DynamoCursor.of(cursor)
         with recording(work):
+            if not fencing and self.own:  # swamp's commitPush, its bookkeeping included
+                return swamp_commit(self, namespace, entries, [], grant, cur, cid, work)
             if not fencing:
                 res = unfenced_commit(self, namespace, entries, [], [], grant, cur, cid, work)
             else:
@@ -454,6 +481,8 @@ class DynamoBackend(DynamoReads, AfterRelease):
         cur = DynamoCursor.of(cursor)
         forget = list(forget)
         with recording(work):
+            if not fencing and self.own:  # swamp's tombstones; its registry forgets nothing
+                return swamp_commit(self, namespace, [], metas, grant, cur, cid, work)
             if not fencing:
                 res = unfenced_commit(self, namespace, [], metas, forget, grant, cur, cid, work)
             else:
@@ -465,6 +494,8 @@ class DynamoBackend(DynamoReads, AfterRelease):
     def read_index(self, namespace: str | None, work: Work, *, lock_key: str | None = None) -> int:
         """Everything the namespace's index holds, read whole (a push past swamp's dirty-path cap walks it all);
         the number of items read."""
+        if self.own:
+            return len(read_all(self, namespace, -1, work))
         with recording(work):
             if self.gsi_layout == "legacy":
                 items = self._query({"KeyConditionExpression": "gsi1pk = :p",

@@ -31,6 +31,10 @@ class DynamoCursor:
     refs: dict[str, Known] = field(default_factory=dict)  # rel -> the visible version's item
     garbage: dict[tuple[str, str], dict] = field(default_factory=dict)  # index items to delete: (pk, sk) -> key
     content_garbage: dict[tuple[str, str], dict] = field(default_factory=dict)  # chunk items to delete
+    # a run that is swamp's own: the push's content, held until its commit writes each file's chunks beside its
+    # entry (swamp_commit.py), and how many files that commit writes at a time
+    own_content: dict[str, bytes] = field(default_factory=dict)
+    own_at: int = 10
     tombs: dict[str, Known] = field(default_factory=dict)  # rel -> its newest sealed version, a tombstone
     known: set[str] = field(default_factory=set)  # partitions held whole as last read ("*": every one, legacy)
     seen_c: dict[str, int] = field(default_factory=dict)  # partition -> the registry's ``c:`` as last read
@@ -82,3 +86,9 @@ class DynamoCursor:
         keys = list(bag.values())
         bag.clear()
         return keys
+
+    @staticmethod
+    def take_own(cursor: DynamoCursor) -> tuple[dict[str, bytes], int]:
+        """The content a swamp-own push held for its commit (handed over once), and how many files at a time."""
+        held, cursor.own_content = cursor.own_content, {}
+        return held, cursor.own_at

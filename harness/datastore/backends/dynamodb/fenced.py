@@ -86,7 +86,7 @@ from harness.datastore.backends.dynamodb.registry import (
 )
 from harness.datastore.errors import FencedError, LockLostError
 from harness.datastore.lock import LockGrant
-from harness.work import Work, sending
+from harness.work import Work, for_fencing, sending
 
 if TYPE_CHECKING:
     from harness.datastore.backends.dynamodb.backend import DynamoBackend
@@ -141,7 +141,8 @@ class FencedCommit:
                     [self._item(m, seq, True, partition_of(m.rel_path, self.ns) in gone) for m in removals] + \
                     [self._item(m, seq, True, True) for m in buried]
                 self._digests(items, seq, gone)
-                self._register(touched, seq)
+                with for_fencing(self.work):  # the harness's registry records: swamp's commit writes none
+                    self._register(touched, seq)
                 self.written = [version_key(i["relPath"]["S"], self.cid) for i in items]
                 self._write(items)
                 self.work.index_entries_written += len(upserts)
@@ -152,7 +153,8 @@ class FencedCommit:
                 self._undo()
                 raise
             try:
-                sealed = self._seal(seq, forget, bool(removals))
+                with for_fencing(self.work):  # the seal on the lock item (swamp's sequence is its bookkeeping's)
+                    sealed = self._seal(seq, forget, bool(removals))
             except BaseException as e:
                 # Undo only a seal known not to have landed; one that may have (a lost answer, an interrupted call)
                 # leaves everything: sealed, it is whole; not sealed, the id stays pending and it stays invisible.
@@ -397,7 +399,10 @@ class FencedCommit:
         for p in gone:  # (held whole still: nothing of it is left)
             cur.drop_partition(p, self.ns)
         DynamoCursor.add(cur.garbage, old)
-        self.be.later(self.grant, lambda w: self.be.collect(cur, w, content=True))
+        def collect(w: Work) -> None:  # superseded versions and chunks (swamp rewrites in place): fencing's
+            with for_fencing(w) as fw:
+                self.be.collect(cur, fw, content=True)
+        self.be.later(self.grant, collect)
         if gone:  # the tombstones go only once readers no longer query their partitions and nothing older is left
             def bury(w: Work) -> None:
                 forgotten = self.be.forget(self.ns, sorted(gone), seq, w, remove=forget)

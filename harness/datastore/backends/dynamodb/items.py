@@ -28,7 +28,7 @@ Items (pk / sk):
   plus the digest;
 - a blob outside the index (the catalog export): ``FILE#<relPath>`` / ``BLOB``
   (its size and chunk count) and ``BLOB#<7-digit index>`` chunks, rewritten in place;
-- partition registry ``PARTITIONS#registry[#<ns>]`` / ``LIST``: per partition,
+- partition registry ``PARTITIONS#registry#<ns>`` (or ``PARTITIONS#harness``) / ``LIST``: per partition,
   ``c:<partition>`` (the last sequence that touched it), ``b:<partition>``
   (the sequence it was born at) and, fenced, ``r:<partition>|<cid>``, each
   commit's record of what it left the partition holding (``registry.py``: a
@@ -38,8 +38,9 @@ Items (pk / sk):
   partitions (a commit older than it may not list a partition again). A namespace's registry
   has a partition key of its own: every commit writes its namespace's
   registry, and one key for all of them would be a hot key of the harness's
-  making (a key takes ~1,000 WCU/s); swamp's one registry is the item without
-  a namespace.
+  making (a key takes ~1,000 WCU/s). Without a namespace it is
+  ``PARTITIONS#harness``: swamp's registry, ``PARTITIONS#registry`` / ``LIST``,
+  is swamp's bookkeeping's alone (``bookkeeping.py``).
 
 GSI ``gsi1``: ``legacy`` puts every entry under ``gsi1pk = "FILE"`` (sort key
 the path); ``per-model`` under ``FILE#<partition>``, sorted by the version's
@@ -144,7 +145,9 @@ def lock_item_key(key: str) -> dict:
 
 
 def registry_key(namespace: str | None) -> dict:
-    return {"pk": s_(f"PARTITIONS#registry#{namespace}" if namespace else "PARTITIONS#registry"), "sk": s_("LIST")}
+    """The harness's own registry: a namespace's, or ``PARTITIONS#harness`` (never swamp's ``PARTITIONS#registry``,
+    whose size swamp's bookkeeping measures: the harness's attributes there would inflate it)."""
+    return {"pk": s_(f"PARTITIONS#registry#{namespace}" if namespace else "PARTITIONS#harness"), "sk": s_("LIST")}
 
 
 def claim_id(nonce: str) -> str:

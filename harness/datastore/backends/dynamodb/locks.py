@@ -18,6 +18,8 @@ from harness.work import Work, recording
 
 
 class DynamoLockStore:
+    consistent = True  # its reads (inspect, state): strongly consistent (swamp's own lock: swamp_lock.py, not)
+
     def __init__(self, client: Any, table: str) -> None:
         self.client, self.table = client, table
         self.keep: set[str] = set()  # claims something may still land under: the release leaves them pending
@@ -77,9 +79,9 @@ class DynamoLockStore:
                                     ExpressionAttributeValues={":c": {"SS": [cid]}})
 
     def inspect(self, key: str, now: int, work: Work) -> dict | None:
-        """The live holder's record (one strongly consistent GetItem), or None when free or expired."""
+        """The live holder's record (one GetItem, strongly consistent unless swamp's), or None when free or expired."""
         with recording(work):
-            out = self.client.get_item(TableName=self.table, Key=self.key_of(key), ConsistentRead=True)
+            out = self.client.get_item(TableName=self.table, Key=self.key_of(key), ConsistentRead=self.consistent)
         item = out.get("Item") or {}
         if "nonce" not in item or int(item.get("expiresAtMs", {}).get("N", 0)) < now:
             return None
@@ -87,6 +89,6 @@ class DynamoLockStore:
 
     def state(self, key: str, work: Work) -> DomainState:
         with recording(work):
-            out = self.client.get_item(TableName=self.table, Key=self.key_of(key), ConsistentRead=True)
+            out = self.client.get_item(TableName=self.table, Key=self.key_of(key), ConsistentRead=self.consistent)
         work.items_read += 1 if "Item" in out else 0
         return DomainState.of(out.get("Item"))

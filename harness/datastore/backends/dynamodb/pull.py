@@ -57,7 +57,7 @@ from harness.datastore.backends.dynamodb.registry import ABSENT, newest_sealed, 
 from harness.datastore.errors import TornReadError
 from harness.datastore.lock import LockGrant
 from harness.item_size import item_size
-from harness.work import Work, recording
+from harness.work import Work, for_fencing, recording
 
 if TYPE_CHECKING:
     from harness.clock import Clock
@@ -96,6 +96,16 @@ class DynamoReads:
             name = f"{item['pk']['S']}/{item['sk']['S']}"
             work.item_bytes[name] = max(work.item_bytes.get(name, 0), item_size(item))
         return item
+
+    def _fencing_registry(self, namespace: str | None, work: Work) -> dict:
+        """A scoped pull's registry read: only fencing's checks need it (counted apart, ``for_fencing``)."""
+        with for_fencing(work) as fw:
+            return self._registry_item(namespace, fw)
+
+    def _fencing_state(self, key: str, work: Work) -> DomainState:
+        """The lock item read again after a fenced pull's queries (one sealed state: fencing's, counted apart)."""
+        with for_fencing(work) as fw:
+            return self.lock_store.state(key, fw)
 
     def registry(self, namespace: str | None, work: Work) -> dict[str, tuple[int, int]]:
         """Registered partitions: ``{partition: (born at, last changed at)}``."""
@@ -149,7 +159,7 @@ class DynamoReads:
                 # read again after the queries: the same sequence, and (own) the same holder all along. A grant
                 # can run out mid-pull (a frozen holder); then another holder's seal, or its pending items taken
                 # for dead, would be read across.
-                recheck = (lambda state=state, own=own: _same(self.lock_store.state(key, work), state, own)) \
+                recheck = (lambda state=state, own=own: _same(self._fencing_state(key, work), state, own)) \
                     if fencing else None
                 try:
                     if self.gsi_layout == "legacy":
@@ -202,7 +212,10 @@ class DynamoReads:
         reborn: list[str] = []
         plan: list[tuple[str, int]] = []  # (partition, read past)
         expect: dict[str, int] = {}  # fenced: partition -> the digest of its newest sealed record
-        item = self._registry_item(namespace, work) if partitions is None or fencing else {}
+        if partitions is None:
+            item = self._registry_item(namespace, work)
+        else:  # a scoped pull reads the registry only for fencing's checks (counted apart)
+            item = self._fencing_registry(namespace, work) if fencing else {}
         reg = _parts_of(item)
         recs = records_of(item) if fencing else {}
         newest = {p: newest_sealed(recs.get(p), state) for p in reg} if fencing else {}
@@ -279,7 +292,7 @@ class DynamoReads:
         for attempt in range(GSI_TRIES):
             if view_digest(held, ours(got), self._states(got, {key: state}, work)) == expect:
                 return got
-            if self.lock_store.state(key, work).seq != state.seq:
+            if self._fencing_state(key, work).seq != state.seq:
                 raise _Moved()
             if attempt == GSI_TRIES - 1:
                 break
@@ -291,7 +304,7 @@ class DynamoReads:
                       if "s" not in i or int(i["s"]["N"]) > after]
         if view_digest(held, ours(consistent), self._states(consistent, {key: state}, work)) == expect:
             return consistent if keep is None else consistent + [i for i in got if not keep(i)]
-        if self.lock_store.state(key, work).seq != state.seq:
+        if self._fencing_state(key, work).seq != state.seq:
             raise _Moved()
         raise GsiBehindError(f"the GSI of partition {part} never showed every sealed version its record counts "
                              f"({GSI_TRIES} queries and a consistent read): the pull cannot vouch for its view")

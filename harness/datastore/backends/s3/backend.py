@@ -55,11 +55,12 @@ from harness.datastore.backends.s3.index import (
 from harness.datastore.backends.s3.locks import S3LockStore
 from harness.datastore.backends.s3.objects import S3Objects
 from harness.datastore.backends.s3.swamp import PREPARE_BATCH, S3Swamp, model_shards, of_model
+from harness.datastore.backends.s3.swamp_lock import SwampS3LockStore
 from harness.datastore.backends.swamp_retry import SwampRetry
 from harness.datastore.errors import ConfigError, ContentMissingError, FencedError
 from harness.datastore.lock import LockGrant
 from harness.datastore.paths import check_bucket_name
-from harness.work import Work, recording
+from harness.work import Work, for_fencing, recording
 
 
 class S3Backend(S3Commits, AfterRelease):
@@ -67,7 +68,8 @@ class S3Backend(S3Commits, AfterRelease):
 
     def __init__(self, client: Any, bucket: str, index: str = "sharded", *, prefix: str = "",
                  clock: Clock | None = None, tags: dict[str, str] | None = None, create: bool = True,
-                 read_concurrency: int = 8, executor: Executor | None = None, swamp: S3Swamp | None = None) -> None:
+                 read_concurrency: int = 8, executor: Executor | None = None, swamp: S3Swamp | None = None,
+                 own: bool = False) -> None:
         if index not in INDEX_KINDS:
             raise ConfigError(f"unknown S3 index kind {index!r}: choose one of {', '.join(INDEX_KINDS)}")
         self.client, self.bucket, self.index = client, check_bucket_name(bucket), index
@@ -77,7 +79,11 @@ class S3Backend(S3Commits, AfterRelease):
         # swamp's retries: its sync layer's around index and content requests; none around the lock's
         retry = SwampRetry(self.clock) if self.swamp.retries == "swamp" else None
         self.objects = S3Objects(client, bucket, prefix, retry=retry)
-        self.lock_store = S3LockStore(S3Objects(client, bucket, prefix))
+        # a run that is swamp's own (fencing = false, bookkeeping = "swamp"): swamp's lock requests (swamp_lock.py)
+        self.own = own
+        lock_objects = S3Objects(client, bucket, prefix)
+        self.lock_store: S3LockStore | SwampS3LockStore = (SwampS3LockStore(lock_objects, self.clock) if own
+                                                           else S3LockStore(lock_objects))
         # threads by default; a greenlet pool where threads are gevent's (see DynamoBackend)
         self._pool = executor or ThreadPoolExecutor(max_workers=read_concurrency, thread_name_prefix="s3-pool")
         self._guard = threading.Lock()
@@ -87,7 +93,8 @@ class S3Backend(S3Commits, AfterRelease):
         return DATASTORE_LOCK
 
     def global_lock_key(self, namespace: str | None) -> str:
-        """swamp's global lock today: ``.datastore.lock``, under the namespace when there is one."""
+        """The global lock of ``global_lock = "one-item"`` (a stored copy of core, 68a1128): ``.datastore.lock``,
+        under the namespace when there is one. (swamp-club/swamp 06b6147 passes ``.locks/<ns>.lock``.)"""
         return f"{namespace}/{DATASTORE_LOCK}" if namespace else DATASTORE_LOCK
 
     def ensure(self) -> None:
@@ -176,17 +183,17 @@ class S3Backend(S3Commits, AfterRelease):
         before this write, is refused.
         """
         cur = S3Cursor.of(cursor, self._head_rel(grant.key, namespace))
-        with recording(work):
+        with for_fencing(work) as fw:  # (swamp's S3 lock writes no fence into its index)
             for _ in range(META_RETRIES + 1):
                 if cur.head is None:
-                    self._read_head(cur, work)
+                    self._read_head(cur, fw)
                 doc = dict(cur.head or {})
                 if int(doc.get("fence", 0)) > grant.fence:
                     raise FencedError(f"lock {grant.key} (fence {grant.fence}) is stale: the index head carries "
                                       f"fence {doc['fence']}")
                 doc.update(fence=grant.fence, commitSeq=int(doc.get("commitSeq", 0)), shards=doc.get("shards", {}))
                 try:
-                    etag = self.objects.put(cur.head_rel or "", json.dumps(doc).encode(), work, if_match=cur.etag,
+                    etag = self.objects.put(cur.head_rel or "", json.dumps(doc).encode(), fw, if_match=cur.etag,
                                             if_none_match=cur.etag is None)
                 except ClientError as e:
                     if not is_condition_failed(e):
@@ -206,10 +213,10 @@ class S3Backend(S3Commits, AfterRelease):
         ``lock_key`` is the commit domain's lock: the head its commits seal (one more head write per model run,
         which swamp, unfenced, does not make)."""
         cur = S3Cursor.of(cursor, self._head_rel(lock_key or self.global_lock_key(namespace), namespace))
-        with recording(work):
+        with for_fencing(work) as fw:
             for _ in range(META_RETRIES + 1):
                 if cur.head is None:
-                    self._read_head(cur, work)
+                    self._read_head(cur, fw)
                 doc = dict(cur.head or {})
                 fences = dict(doc.get("modelFences", {}))
                 if int(fences.get(partition, 0)) >= grant.fence:
@@ -218,7 +225,7 @@ class S3Backend(S3Commits, AfterRelease):
                 fences[partition] = grant.fence
                 doc.update(modelFences=fences, commitSeq=int(doc.get("commitSeq", 0)), shards=doc.get("shards", {}))
                 try:
-                    etag = self.objects.put(cur.head_rel or "", json.dumps(doc).encode(), work, if_match=cur.etag,
+                    etag = self.objects.put(cur.head_rel or "", json.dumps(doc).encode(), fw, if_match=cur.etag,
                                             if_none_match=cur.etag is None)
                 except ClientError as e:
                     if not is_condition_failed(e):

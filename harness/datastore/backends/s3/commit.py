@@ -152,7 +152,7 @@ class S3Commits:
                 if entries:
                     ref = shard_rel(cur.head_rel or "", part, cid)
                     written.append(ref)
-                    self.objects.put(ref, shard_doc(entries, fence=grant.fence, cid=cid), work)
+                    self.objects.put(ref, shard_doc(entries, self.swamp.shards, fence=grant.fence, cid=cid), work)
                     shards[part] = ref
                     new_shards[part] = Shard(ref, entries)
                     work.index_entries_written += len(entries)

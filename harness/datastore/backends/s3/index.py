@@ -16,6 +16,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from harness.clock import iso, ms_of
 from harness.datastore.backends.base import FileMeta, partition_of
 from harness.datastore.backends.s3.swamp import ROOT, swamp_shard
 
@@ -59,13 +60,35 @@ def in_scope(part: str, namespace: str | None) -> bool:
     return part in (ALL, ROOT) or not namespace or part.startswith(f"{namespace}/")
 
 
+ENTRY_FORMS = ("model", "swamp")  # a shard entry as the harness writes it, or at swamp's size (s3_shards)
+DIGEST_HEX = len(FileMeta.digest_of(b""))
+
+
+def _entry(rel: str, e: list | dict) -> FileMeta:
+    if isinstance(e, list):  # [size, digest, updated, version] and the writer's commit id when fenced
+        return FileMeta(rel, e[0], e[1], e[2], e[3], e[4] if len(e) > 4 else "")
+    return FileMeta(rel, e["size"], e["sha256"][-DIGEST_HEX:], ms_of(e["lastModified"]), e.get("v", 1),
+                    e.get("cid", ""))
+
+
 def entries_of(doc: dict) -> dict[str, FileMeta]:
-    """A shard's entries: ``[size, digest, updated, version]``, and the content's writer id when it has one."""
-    return {rel: FileMeta(rel, e[0], e[1], e[2], e[3], e[4] if len(e) > 4 else "")
-            for rel, e in doc.get("entries", {}).items()}
+    """A shard's entries (either form), with the content's writer id when it has one."""
+    return {rel: _entry(rel, e) for rel, e in doc.get("entries", {}).items()}
 
 
-def shard_doc(entries: dict[str, FileMeta], **extra: Any) -> bytes:
+def shard_doc(entries: dict[str, FileMeta], form: str = "model", **extra: Any) -> bytes:
+    """A shard's body. ``"model"``: ``[size, digest, time, version]`` an entry. ``"swamp"``: at the size of
+    swamp's ``IndexEntry`` (``{key, size, lastModified, localMtime, sha256}``, ``s3_cache_sync.ts``,
+    swamp-club/swamp-extensions 33f4075, ``JSON.stringify`` without spaces): the path twice, two ISO times (the
+    harness has no local mtime: the commit time again) and 64 hex digits (the harness's digest, zero-padded),
+    plus ``v`` (the harness's version, which swamp does not write) and, fenced, ``cid`` (the content's writer):
+    about 2.5 times the harness's own."""
+    if form == "swamp":
+        return json.dumps({**extra, "entries": {r: {
+            "key": r, "size": m.size, "lastModified": iso(m.updated_at_ms), "localMtime": iso(m.updated_at_ms),
+            "sha256": m.digest.rjust(64, "0"), "v": m.version, **({"cid": m.content_id} if m.content_id else {})}
+            for r, m in entries.items()}},
+            separators=(",", ":")).encode()
     return json.dumps({**extra, "entries": {
         r: [m.size, m.digest, m.updated_at_ms, m.version, *([m.content_id] if m.content_id else [])]
         for r, m in entries.items()}}).encode()

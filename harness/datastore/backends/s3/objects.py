@@ -62,6 +62,21 @@ class S3Objects:
         with recording(work):
             self._send(lambda: self.client.head_bucket(Bucket=self.bucket))
 
+    def head(self, rel: str, work: Work) -> dict | None:
+        """HeadObject's answer (``LastModified``, ``ETag``, ...), or None when the object is missing."""
+        try:
+            with recording(work):
+                return self._send(lambda: self.client.head_object(Bucket=self.bucket, Key=self.key(rel)))
+        except ClientError as e:
+            if is_not_found(e):
+                return None
+            raise
+
+    def delete_one(self, rel: str, work: Work) -> None:
+        """One DeleteObject (swamp's lock deletes its object this way; a missing object is no error on S3)."""
+        with recording(work):
+            self._send(lambda: self.client.delete_object(Bucket=self.bucket, Key=self.key(rel)))
+
     def delete(self, rels: Iterable[str], work: Work) -> None:
         keys = [{"Key": self.key(r)} for r in rels]
         for i in range(0, len(keys), 1000):
