@@ -120,7 +120,7 @@ def test_swamp_registry_bytes_are_the_rows_registry_bytes(aws, tmp_path):
                     table=TABLE)
     seen = read_all(observer(layout, tmp_path, clock))
     assert int(seen[("registry_bytes", "PARTITIONS#registry/LIST")]) == model > 0
-    assert seen[("lock_held", ".datastore.lock")] == "0"
+    assert seen[("lock_held", ".locks/w0-0.lock")] == "0"
 
 
 def test_a_held_lock_and_its_holder(aws, tmp_path):
@@ -199,3 +199,18 @@ def test_a_head_that_moved_on_while_its_shards_were_read_is_read_again(aws, tmp_
                         client=StaleFirst(SESSION.client("s3"), head, old))
     seen = read_all(obs)
     assert int(seen[("index_entries", "w0-0")]) == sum(1 for r in st.local if r.startswith("w0-0/"))
+
+
+@pytest.mark.parametrize("backend", ["dynamodb", "s3"])
+@pytest.mark.parametrize("sync,scope,global_lock", [
+    ("one-lock", "namespace", "swamp"), ("one-lock", "datastore", "swamp"), ("two-phase", "namespace", "swamp"),
+    ("two-phase", "namespace", "per-namespace"), ("two-phase", "namespace", "one-item"),
+    ("two-phase", "datastore", "swamp")])
+def test_the_observer_watches_the_lock_the_datastore_commits_under(aws, backend, sync, scope, global_lock):
+    """The observer names the commit lock from the layout alone; it must be the key the datastore itself takes
+    (swamp's global lock key moved once already: a drift here would watch a lock nobody holds)."""
+    be = DynamoBackend(aws[0], TABLE, "per-model") if backend == "dynamodb" else S3Backend(aws[1], BUCKET, "sharded")
+    st = store(be, "w0-0", FakeClock(), sync=sync, lock_scope=scope, global_lock=global_lock)
+    layout = Layout(backend, sync=sync, lock_scope=scope, global_lock=global_lock, namespaces=("w0-0",),
+                    table=TABLE)
+    assert commit_lock(layout, "w0-0") == st.lock_key()

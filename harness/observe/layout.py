@@ -90,21 +90,22 @@ def datastore_lock(layout: Layout) -> str:
 
 
 def commit_lock(layout: Layout, ns: str | None) -> str:
-    """The lock whose holder commits a namespace's index.
+    """The lock whose holder commits a namespace's index (what ``harness.datastore`` takes: a test compares them).
 
     One lock (the seed's loop): ``.locks/<ns>.lock`` with namespace scope, else the datastore's. Two-phase
-    (swamp today): the global lock, ``.datastore.lock`` (DynamoDB: one item for every namespace, the
-    extension drops the namespace; S3: under the namespace) or, with ``global_lock = "per-namespace"``,
-    ``<ns>/.datastore.lock`` on both.
+    (swamp today): the global lock, ``.locks/<ns>.lock`` (``global_lock = "swamp"``: core's
+    ``datastoreGlobalLockOptions``, swamp-club/swamp 06b6147), ``<ns>/.datastore.lock`` (``"per-namespace"``), or
+    a stored copy's one item (``"one-item"``: ``.datastore.lock`` for every namespace on DynamoDB, under the
+    namespace on S3); without a namespace the datastore's own.
     """
     scoped = ns if layout.lock_scope == "namespace" else None
-    if layout.sync != "two-phase":
-        return f".locks/{scoped}.lock" if scoped else datastore_lock(layout)
-    if scoped and layout.global_lock == "per-namespace":
+    if not scoped:
+        return datastore_lock(layout)
+    if layout.sync != "two-phase" or layout.global_lock == "swamp":
+        return f".locks/{scoped}.lock"
+    if layout.global_lock == "per-namespace" or layout.backend == "s3":
         return f"{scoped}/{DATASTORE_LOCK}"
-    if layout.backend == "dynamodb":
-        return DATASTORE_LOCK if scoped else datastore_lock(layout)
-    return f"{scoped}/{DATASTORE_LOCK}" if scoped else DATASTORE_LOCK
+    return DATASTORE_LOCK
 
 
 def lock_keys(layout: Layout) -> list[str]:
