@@ -7,7 +7,13 @@ import json
 
 import pytest
 
+from harness.datastore.lock import LockConfig
+from harness.otlp.decode import Span
+from harness.otlp.mapping import DURATION, SWAMP, TEARDOWN
+from harness.record.schema import STEP_COLUMNS
 from harness.refcmd.main import main, parse
+from harness.refcmd.tracing import TEARDOWN_STEPS, Invocation, _step_attributes
+from harness.work import Work
 from tests.plans import make_plan
 
 
@@ -50,3 +56,20 @@ def test_init_keeps_the_tests_plan_and_the_workers_settings(tmp_path, monkeypatc
     assert json.loads((repo / "settings.json").read_text()) == {"namespace": "w0-1", "holder": "w0-1"}
     assert json.loads((repo / "plan.json").read_text())["scenario"]["name"] == "namespaced-command"
     assert main(["init", "--plan", str(tmp_path / "missing.json")]) == 2
+
+
+@pytest.mark.parametrize("backend", ["dynamodb", "s3"])
+@pytest.mark.parametrize("step", [*STEP_COLUMNS, "collect"])
+def test_each_model_step_becomes_a_span_the_mapping_counts_where_the_model_driver_does(backend, step):
+    """A step's span (and its place under swamp.cli or its teardown) must land in the column the model driver's
+    summarize() puts the step in: a step the reference command did not know once fell through to
+    swamp.data.prune, and a fenced run's collection after the release read as a prune."""
+    inv = Invocation(command={"command": "run", "instance": "m", "method": "get"}, backend=backend,
+                     lock_key="k", lock=LockConfig(), catalog_rows=0, steps=[], calls=[], started_ns=0,
+                     ready_ns=0, done_ns=0, saved_ns=0)
+    name, _ = _step_attributes(inv, step, Work(), 0)
+    above = [TEARDOWN if step in TEARDOWN_STEPS else "swamp.cli"]
+    span = Span("t", "s", "p", name, 0, 1)
+    cols = {c for c, rules in SWAMP.columns.items() for r in rules
+            if c.endswith("_ms") and (r.value == DURATION or r.value.endswith("_ms")) and r.matches(span, above)}
+    assert cols == {STEP_COLUMNS.get(step, "release_ms")}, (name, cols)

@@ -33,7 +33,7 @@ from harness.work import current_work
 EXT = {"dynamodb": "dynamodb-datastore", "s3": "s3-datastore"}
 SCOPES = {"dynamodb": "@webframp/dynamodb-datastore", "s3": "@swamp/s3-datastore"}
 REQUEST = {"dynamodb": "DynamoDB", "s3": "S3"}
-TEARDOWN_STEPS = ("push", "commit_lock", "commit", "export", "release")
+TEARDOWN_STEPS = ("push", "commit_lock", "commit", "export", "release", "collect")
 COMMANDS = {"run": ("model", "method run", "swamp.model.method.run"), "delete": ("model", "delete",
                                                                                  "swamp.model.delete"),
             "prune": ("data", "prune", "swamp.data.prune")}
@@ -168,7 +168,11 @@ def _step_attributes(inv: Invocation, name: str, work: Any, pushed: int) -> tupl
                                           "method.name": c.get("method", "")}
     if name == "delete":
         return "swamp.model.delete", {"model.id_or_name": c.get("instance", "")}
-    return "swamp.data.prune", {}
+    if name == "prune":
+        return "swamp.data.prune", {}
+    # the harness's own steps swamp has none of (a fenced commit's garbage, collected after the release): a span
+    # name of its own, which the mapping counts where the model driver counts the step (release_ms)
+    return f"harness-swamp {name}", {}
 
 
 def export(endpoint: str, traceparent: str | None, inv: Invocation) -> None:
