@@ -20,7 +20,9 @@ checker's verdict of the schedule's history.
 Found since by ``harness explore --random`` (its schedules are in ``tests/fixtures/explore-holes.json``):
 
 10. a pull whose content read failed (a throttle past botocore's retries) left its cursor past what its view
-    held: the next pull short-cut, its view missing entries for good (both backends, every layout).
+    held: the next pull short-cut, its view missing entries for good (both backends, every layout);
+11. S3 monolith, two-phase, no fault: a scoped pull kept the whole shard in its cursor but gave the view only
+    its model's entries; the next full pull diffed against the cursor and never brought the other models'.
 """
 
 from __future__ import annotations
@@ -334,6 +336,24 @@ def test_10_a_pull_whose_content_read_fails_leaves_the_cursor_with_the_view_it_h
         b.pull(Work())
     assert failed, "no content read was throttled"
     assert b.local == {}, "a failed pull changed the view"
+    clock.advance(0.1)
+    b.pull(Work())
+    sealed = {x["path"]: (x["version"], x["digest"]) for x in snapshot(b.backend)["entries"]}
+    assert {r: (m.version, m.digest) for r, m in b.local.items()} == sealed
+    verdict(events, b.backend)
+
+
+@pytest.mark.parametrize("kind", ["monolith", "sharded", "per-model", "legacy"])
+def test_11_a_scoped_pull_leaves_the_cursor_knowing_only_what_the_view_took(aws, clock, kind):
+    """Two-phase, no fault: A runs m0; B runs m1 (a scoped pull: on the monolith it reads the one shard holding
+    every model, m0's entries too); B then pulls everything. B's view must hold m0's entries (old code, S3
+    monolith: the cursor held the shard as read, the full pull found nothing changed in it, and B's view lacked
+    m0 for good: torn reads 1)."""
+    events: list[dict] = []
+    a, b = (two_phase_store(kind, c, clock, n, events) for c, n in ((aws, "a"), (second_clients(), "b")))
+    a.sync_run("m0", "get_uptime", 100, [])
+    clock.advance(0.1)
+    b.sync_run("m1", "get_uptime", 100, [])
     clock.advance(0.1)
     b.pull(Work())
     sealed = {x["path"]: (x["version"], x["digest"]) for x in snapshot(b.backend)["entries"]}
