@@ -17,7 +17,8 @@ checker's verdict of the schedule's history.
 7. S3 two-phase, no fault: a prune did not fence the model holder (both agree);
 8. hole 3 writing only new paths: what readers had read is still there.
 
-Found since by ``harness explore --random`` (its schedules are in ``tests/fixtures/explore-holes.json``):
+Found since by ``harness explore --random`` (its schedules are in ``tests/fixtures/explore-holes.json``), each
+failing on 40f1eee (issue 43's fixes) and passing now:
 
 10. a pull whose content read failed (a throttle past botocore's retries) left its cursor past what its view
     held: the next pull short-cut, its view missing entries for good (both backends, every layout);

@@ -337,9 +337,9 @@ class S3Backend(S3Commits, AfterRelease):
                         full.append("*" if p == ALL and wanted is None else p)
                     changed += [m for r, m in entries.items() if mine(r) and old.get(r) != m]
                     removed += [r for r in old if mine(r) and r not in entries]
-                    taken = {**{r: m for r, m in old.items() if not mine(r)},
-                             **{r: m for r, m in entries.items() if mine(r)}}
-                    cur.shards[p] = Shard.of(shards[p], entries, entries if wanted is None else taken)
+                    taken = entries if wanted is None else {**{r: m for r, m in old.items() if not mine(r)},
+                                                            **{r: m for r, m in entries.items() if mine(r)}}
+                    cur.shards[p] = Shard.of(shards[p], entries, taken)
                 for p in [p for p in cur.shards if p not in shards and in_scope(p, namespace) and want(p)]:
                     removed += [r for r in cur.shards.pop(p).view if mine(r)]
                 if wanted is None:

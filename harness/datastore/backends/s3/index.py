@@ -122,7 +122,7 @@ class Shard:
 
     @staticmethod
     def of(ref: str, entries: dict[str, FileMeta], taken: dict[str, FileMeta]) -> Shard:
-        return Shard(ref, entries, None if taken == entries else taken)
+        return Shard(ref, entries, None if taken is entries or taken == entries else taken)
 
 
 @dataclass
