@@ -16,6 +16,14 @@ checker's verdict of the schedule's history.
 6. two-phase, no fault: a re-creation uploads while a delete collects (both);
 7. S3 two-phase, no fault: a prune did not fence the model holder (both agree);
 8. hole 3 writing only new paths: what readers had read is still there.
+
+Found since by ``harness explore --random`` (its schedules are in ``tests/fixtures/explore-holes.json``), each
+failing on 40f1eee (issue 43's fixes) and passing now:
+
+10. a pull whose content read failed (a throttle past botocore's retries) left its cursor past what its view
+    held: the next pull short-cut, its view missing entries for good (both backends, every layout);
+11. S3 monolith, two-phase, no fault: a scoped pull kept the whole shard in its cursor but gave the view only
+    its model's entries; the next full pull diffed against the cursor and never brought the other models'.
 """
 
 from __future__ import annotations
@@ -23,12 +31,14 @@ from __future__ import annotations
 import threading
 
 import pytest
+from botocore.exceptions import ClientError
 
 from harness.datastore.catalog import Catalog
 from harness.datastore.errors import FencedError
 from harness.datastore.sync import Datastore, SyncConfig
 from harness.safety.checker import check
 from harness.safety.state import snapshot
+from harness.work import Work
 from tests.conftest import (
     FAST_LOCK,
     Actor,
@@ -304,3 +314,49 @@ def test_8_what_a_reader_read_of_a_landed_seal_is_still_there_after_the_retry(aw
     mine = [c for c in events if c.get("type") == "commit" and c["holder"] == "a"][-1]
     assert mine["ok"] or mine.get("indeterminate"), f"a landed seal was reported refused: {mine.get('error')}"
     verdict(events, a.backend)
+
+
+def _is_content_read(kind: str):
+    if kind in ("sharded", "monolith"):
+        return "GetObject", "SlowDown", lambda p: "@v" in p["Key"]
+    return "GetItem", "ProvisionedThroughputExceededException", lambda p: "CHUNK#" in p["Key"]["sk"]["S"]
+
+
+@pytest.mark.parametrize("kind", ["per-model", "legacy", "sharded", "monolith"])
+def test_10_a_pull_whose_content_read_fails_leaves_the_cursor_with_the_view_it_had(aws, clock, kind):
+    """B's pull reads the index, then one content read is throttled past botocore's retries and the pull fails;
+    B's next pull must bring what the failed one did not (old code: the cursor had moved on with the index read,
+    the next pull short-cut, and B's view lacked A's entries for good: torn reads 1)."""
+    events: list[dict] = []
+    a, b = trio(aws, clock, kind, events, names=("a", "b"))
+    a.sync_run("m", "get_uptime", 100, [])
+    clock.advance(0.1)
+    op, code, when = _is_content_read(kind)
+    failed = fail_once(b.backend.client, op, when, code=code)
+    with pytest.raises(ClientError, match=code):
+        b.pull(Work())
+    assert failed, "no content read was throttled"
+    assert b.local == {}, "a failed pull changed the view"
+    clock.advance(0.1)
+    b.pull(Work())
+    sealed = {x["path"]: (x["version"], x["digest"]) for x in snapshot(b.backend)["entries"]}
+    assert {r: (m.version, m.digest) for r, m in b.local.items()} == sealed
+    verdict(events, b.backend)
+
+
+@pytest.mark.parametrize("kind", ["monolith", "sharded", "per-model", "legacy"])
+def test_11_a_scoped_pull_leaves_the_cursor_knowing_only_what_the_view_took(aws, clock, kind):
+    """Two-phase, no fault: A runs m0; B runs m1 (a scoped pull: on the monolith it reads the one shard holding
+    every model, m0's entries too); B then pulls everything. B's view must hold m0's entries (old code, S3
+    monolith: the cursor held the shard as read, the full pull found nothing changed in it, and B's view lacked
+    m0 for good: torn reads 1)."""
+    events: list[dict] = []
+    a, b = (two_phase_store(kind, c, clock, n, events) for c, n in ((aws, "a"), (second_clients(), "b")))
+    a.sync_run("m0", "get_uptime", 100, [])
+    clock.advance(0.1)
+    b.sync_run("m1", "get_uptime", 100, [])
+    clock.advance(0.1)
+    b.pull(Work())
+    sealed = {x["path"]: (x["version"], x["digest"]) for x in snapshot(b.backend)["entries"]}
+    assert {r: (m.version, m.digest) for r, m in b.local.items()} == sealed
+    verdict(events, b.backend)

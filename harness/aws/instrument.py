@@ -190,7 +190,9 @@ def instrument(client: Any) -> Any:
     if getattr(client, "_harness_instrumented", False):
         return client
     ev = client.meta.events
-    ev.register("before-send", _on_send, unique_id="harness-count-send")
+    # first: a send is noted before any other before-send hook answers it (moto's mock) or raises (a fault hook
+    # that lands the request itself and loses its answer: the explorer's), so a landed attempt is never missed
+    ev.register_first("before-send", _on_send, unique_id="harness-count-send")
     ev.register("after-call", _on_after_call, unique_id="harness-count-recv")  # the call's time too
     ev.register("before-call", _on_before_call, unique_id="harness-time-start")
     ev.register("after-call-error", _on_call_done, unique_id="harness-time-error")

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 
 from harness.aws_errors import outcome_unknown
 from harness.clock import Clock, SystemClock, now_ms
-from harness.datastore.backends.base import Backend, CommitResult, FileMeta, PullResult, partition_of
+from harness.datastore.backends.base import Backend, CommitResult, CursorDraft, FileMeta, PullResult, partition_of
 from harness.datastore.catalog import Catalog
 from harness.datastore.errors import ConfigError, ConflictError, ContentMissingError, LockLostError
 from harness.datastore.lock import Heartbeat, Lock, LockConfig, LockGrant, Recorder
@@ -42,7 +42,7 @@ LOCK_SCOPES = ("datastore", "namespace")
 INDEX_COMMITS = ("full", "delta")
 BOOKKEEPING = ("harness", "swamp")
 GLOBAL_LOCKS = ("swamp", "one-item", "per-namespace")  # profiles/two_phase.py: commit_lock_key says each
-CONTENT_TRIES = 3  # pulls in a row whose content went missing under them before the pull fails
+CONTENT_TRIES = 3  # pulls in a row whose content went missing under them before one is taken as read
 VIEW_LIMIT = 2000  # entries of a pull's view kept in the history (larger views are recorded by their size)
 
 
@@ -312,27 +312,29 @@ class Datastore:
 
         The pull never writes: the watermark is this worker's own, and the
         backend's cursor remembers what it has read, so an unchanged index
-        costs one read.
+        costs one read. A pull that fails leaves the view and the cursor as they were (``CursorDraft``).
         """
         start = now_ms(self.clock)
         with recording(work):
             for attempt in range(CONTENT_TRIES):
+                # the pull reads into a draft of the cursor; view and cursor move together, once it has it all
+                draft = CursorDraft(self._cursor)
                 res = self.backend.pull(self.ns, self.watermark_ms, partitions, work, lock_key=self.lock_key(),
-                                        cursor=self._cursor, fencing=self.cfg.fencing, grant=self._grant)
-                self._forget(res)
+                                        cursor=draft.parts, fencing=self.cfg.fencing, grant=self._grant)
+                view = self._forget(res, dict(self.local))
                 fetch = [m for m in res.changed
-                         if (have := self.local.get(m.rel_path)) is None or have.digest != m.digest]
+                         if (have := view.get(m.rel_path)) is None or have.digest != m.digest]
                 try:
                     self.backend.get_contents(fetch, work, concurrency=self.cfg.download_concurrency)
                 except ContentMissingError:
-                    # superseded and collected after this pull read the index (a reader without the commit
-                    # lock): the view is torn; what the pull did read stands, and a pull again brings the rest
-                    self.local.update({m.rel_path: m for m in res.changed})
-                    if attempt == CONTENT_TRIES - 1:
-                        raise
-                    continue
+                    # superseded and collected after this pull read the index (a reader without the commit lock):
+                    # the draft goes, and a pull again, from the cursor as it was, brings the newer version. Still
+                    # missing on the last: the view is the index's as read (its content lost: corrupt, not torn)
+                    if attempt < CONTENT_TRIES - 1:
+                        continue
                 break
-            self.local.update({m.rel_path: m for m in res.changed})
+            self.local = {**view, **{m.rel_path: m for m in res.changed}}
+            draft.adopt()
             pulled = len(fetch)
             work.files_pulled += pulled
             if partitions is None:  # a scoped pull cannot vouch for other models: only this one advances it
@@ -357,19 +359,21 @@ class Datastore:
                      "fencing": self.cfg.fencing,
                      "complete_ms": now_ms(self.clock), "view": view[:VIEW_LIMIT], "view_size": len(view)})
 
-    def _forget(self, res: PullResult) -> None:
-        """Drop from the local view what the pull says is gone: removed paths, pruned or re-read partitions."""
+    def _forget(self, res: PullResult, view: dict[str, FileMeta]) -> dict[str, FileMeta]:
+        """Drop from ``view`` (a copy of the local view) what the pull says is gone: removed paths, pruned or
+        re-read partitions."""
         for rel in res.removed:
-            self.local.pop(rel, None)
+            view.pop(rel, None)
         if not (res.dropped or res.full):
-            return
+            return view
         present = {m.rel_path for m in res.changed}
         whole = "*" in res.full
         dropped, reread = set(res.dropped), set(res.full)
-        for rel in list(self.local):
+        for rel in list(view):
             part = partition_of(rel, self.ns)
             if part in dropped or ((whole or part in reread) and rel not in present):
-                del self.local[rel]
+                del view[rel]
+        return view
 
     def run_method_locally(self, model_type: str, model_id: str, method: str, payload_bytes: int,
                            work: Work) -> None:

@@ -7,6 +7,8 @@ a GSI on DynamoDB, manifest files on S3.
 
 from __future__ import annotations
 
+import copy
+import dataclasses
 import hashlib
 import threading
 from collections.abc import Callable, Iterable, Sequence
@@ -101,6 +103,33 @@ class AfterRelease:
                     job(work)
                 except Exception:  # noqa: BLE001 - garbage is invisible: what is left only takes space
                     pass
+
+
+class CursorDraft:
+    """A pull's working copy of a worker's cursor (each backend's part, its containers copied): the pull reads into
+    ``parts``, and ``adopt()`` makes it the cursor only once the pull's view is complete, content included. A pull
+    that fails halfway (a read throttled past botocore's retries, content gone) leaves the cursor as it was, so the
+    next pull cannot short-cut past entries the view never got. Values are replaced, never changed in place."""
+
+    def __init__(self, cursor: dict) -> None:
+        self.cursor = cursor
+        self.parts = {k: self._copy(v) for k, v in cursor.items()}
+
+    @staticmethod
+    def _copy(v: object) -> object:
+        if not dataclasses.is_dataclass(v) or isinstance(v, type):
+            return copy.copy(v)
+        return dataclasses.replace(v, **{f.name: copy.copy(x) for f in dataclasses.fields(v)
+                                         if isinstance(x := getattr(v, f.name), dict | set | list)})
+
+    def adopt(self) -> None:
+        """The pull succeeded: the draft becomes the cursor, in place (whatever holds a backend's part keeps it)."""
+        for k, v in self.parts.items():
+            live = self.cursor.get(k)
+            if live is not None and type(live) is type(v) and dataclasses.is_dataclass(v):
+                vars(live).update(vars(v))
+            else:
+                self.cursor[k] = v
 
 
 def partition_of(rel_path: str, namespace: str | None) -> str | None:

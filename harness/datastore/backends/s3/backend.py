@@ -332,14 +332,16 @@ class S3Backend(S3Commits, AfterRelease):
 
                 for p, entries in read.items():
                     before = cur.shards.get(p)
-                    old = before.entries if before else {}
+                    old = before.view if before else {}  # what the view holds of it (a scoped read: its models')
                     if before is None:
                         full.append("*" if p == ALL and wanted is None else p)
                     changed += [m for r, m in entries.items() if mine(r) and old.get(r) != m]
                     removed += [r for r in old if mine(r) and r not in entries]
-                    cur.shards[p] = Shard(shards[p], entries)
+                    taken = entries if wanted is None else {**{r: m for r, m in old.items() if not mine(r)},
+                                                            **{r: m for r, m in entries.items() if mine(r)}}
+                    cur.shards[p] = Shard.of(shards[p], entries, taken)
                 for p in [p for p in cur.shards if p not in shards and in_scope(p, namespace) and want(p)]:
-                    removed += [r for r in cur.shards.pop(p).entries if mine(r)]
+                    removed += [r for r in cur.shards.pop(p).view if mine(r)]
                 if wanted is None:
                     cur.seq = seq
                 return PullResult(changed, seq, removed=removed, full=full)

@@ -154,7 +154,11 @@ class S3Commits:
                     written.append(ref)
                     self.objects.put(ref, shard_doc(entries, self.swamp.shards, fence=grant.fence, cid=cid), work)
                     shards[part] = ref
-                    new_shards[part] = Shard(ref, entries)
+                    # the committer's view of it: what its pull took in (not what another model's commit added
+                    # since, read here), with this commit's own entries
+                    had = cur.shards[part].view if part in cur.shards else {}
+                    new_shards[part] = Shard.of(ref, entries, {**{r: m for r, m in had.items() if r not in rems},
+                                                               **ups})
                     work.index_entries_written += len(entries)
                 else:
                     shards.pop(part, None)

@@ -108,8 +108,21 @@ def same_content(a: FileMeta, b: FileMeta) -> bool:
 
 @dataclass
 class Shard:
+    """A shard object as read (``entries``, all of them: a commit rewrites it from these) and what of it the
+    worker's view took in (``taken``; None: all of it). A scoped pull of a shard holding several models (the
+    monolith, swamp's shards) takes in only its models' entries: the next pull diffs against ``taken``."""
+
     ref: str
     entries: dict[str, FileMeta]
+    taken: dict[str, FileMeta] | None = None
+
+    @property
+    def view(self) -> dict[str, FileMeta]:
+        return self.entries if self.taken is None else self.taken
+
+    @staticmethod
+    def of(ref: str, entries: dict[str, FileMeta], taken: dict[str, FileMeta]) -> Shard:
+        return Shard(ref, entries, None if taken is entries or taken == entries else taken)
 
 
 @dataclass
