@@ -84,7 +84,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--workers", type=int, help="workers per run (default: the scenario's)")
     args = p.parse_args(argv)
     if args.quick:
-        args.target, args.chunk, args.max_time, args.processes, args.workers = 1, 8, 1, 0, 3
+        args.target, args.chunk, args.max_time, args.processes, args.workers = 1, 5, 1, 0, 3
     fleet = ((["--processes", str(args.processes)] if args.processes else [])
              + (["--workers", str(args.workers)] if args.workers else []))
     backends = ["dynamodb", "s3"] if args.backend == "both" else [args.backend]

@@ -27,6 +27,25 @@ def harness(*args: str, env: dict[str, str] | None = None, timeout: float = 240,
                           env=env or clean_env(), timeout=timeout, cwd=cwd or ROOT)
 
 
+def harness_all(*argvs: tuple[str, ...], env: dict[str, str] | None = None,
+                timeout: float = 240) -> list[subprocess.CompletedProcess]:
+    """Several independent `harness` processes at once (each its own stand-in and run directory), in the order
+    given: a test that needs two real runs waits for the longer one instead of for both in turn."""
+    procs = [subprocess.Popen([sys.executable, "-m", "harness", *a], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              text=True, env=env or clean_env(), cwd=ROOT) for a in argvs]
+    done = []
+    try:
+        for p in procs:
+            out, err = p.communicate(timeout=timeout)
+            done.append(subprocess.CompletedProcess(p.args, p.returncode, out, err))
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+                p.communicate()
+    return done
+
+
 def senders(run_dir: Path) -> set[str]:
     """The worker processes whose rows a (running) test has written so far."""
     parts = list((run_dir / "iterations").glob("*.parquet")) if (run_dir / "iterations").is_dir() else []

@@ -170,19 +170,3 @@ def test_scenarios_lists_every_file():
     assert p.returncode == 0
     names = [ln.split()[0] for ln in p.stdout.splitlines()]
     assert names == sorted(x.stem for x in Path(ROOT / "scenarios").glob("*.toml"))
-
-
-def test_a_default_run_prints_nothing_to_stderr(tmp_path):
-    """stderr is for what the user must act on: a default run on the embedded default has nothing there.
-
-    dynalite lacks UpdateTimeToLive; the harness does not need it, so the note is kept in the run's files.
-    """
-    run_dir = tmp_path / "r"
-    p = harness("run", "namespaced", "--duration", "6s", "--workers", "2", "--run-dir", str(run_dir))
-    assert p.returncode == 0, p.stdout + p.stderr
-    assert p.stderr == ""
-    assert "harness: report " in p.stdout and "UpdateTimeToLive" not in p.stdout
-    info = json.loads((run_dir / "run.json").read_text())
-    if info["stand_in"]["name"].startswith("dynalite"):  # moto (no node here) implements TTL: no note
-        assert any("does not implement UpdateTimeToLive" in n for n in info["notes"])
-        assert "does not implement UpdateTimeToLive" in (run_dir / "harness.log").read_text()

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
 from html import escape
 from pathlib import Path
 
@@ -28,11 +29,16 @@ from tests.run_keys import changes, run_json_keys, summary_keys
 pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("report_e2e")]
 
 
+# each shared run's `harness run` process (its output), by run directory
+_PROCESSES: dict[Path, subprocess.CompletedProcess] = {}
+
+
 def _run(tmp_path_factory, scenario: str, duration: str):
     run_dir = tmp_path_factory.mktemp(scenario) / "run"
     p = harness("run", scenario, "--duration", duration, "--run-dir", str(run_dir), timeout=300)
     assert p.returncode == 0, p.stdout + p.stderr
     assert f"harness: report {run_dir / 'report' / 'index.html'}" in p.stdout
+    _PROCESSES[run_dir] = p
     return run_dir
 
 
@@ -203,3 +209,19 @@ def test_the_run_directory_holds_what_the_docs_list(legacy_run, namespaced_run):
         assert sorted(present - set(listed)) == [], f"{run}: files docs/run-directory.md does not list"
         assert sorted(always - present) == [], f"{run}: files docs/run-directory.md says every run writes"
         assert (run / "report" / "index.html").is_file() and (run / "report" / "summary.json").is_file()
+
+
+def test_a_default_run_prints_nothing_to_stderr(namespaced_run):
+    """stderr is for what the user must act on: a default run on the embedded default has nothing there.
+
+    dynalite lacks UpdateTimeToLive; the harness does not need it, so the note is kept in the run's files.
+    (moved from test_cli_e2e.py: this module's namespaced run is such a default run, its report included)
+    """
+    run_dir = namespaced_run
+    p = _PROCESSES[run_dir]
+    assert p.stderr == ""
+    assert "harness: report " in p.stdout and "UpdateTimeToLive" not in p.stdout
+    info = json.loads((run_dir / "run.json").read_text())
+    if info["stand_in"]["name"].startswith("dynalite"):  # moto (no node here) implements TTL: no note
+        assert any("does not implement UpdateTimeToLive" in n for n in info["notes"])
+        assert "does not implement UpdateTimeToLive" in (run_dir / "harness.log").read_text()

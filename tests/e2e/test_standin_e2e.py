@@ -22,6 +22,8 @@ needs_dynamodb_local = pytest.mark.skipif(dynamodb_local_missing() is not None,
                                           reason=f"DynamoDB Local unavailable: {dynamodb_local_missing()}")
 needs_weed = pytest.mark.skipif(weed_missing() is not None, reason=f"seaweedfs unavailable: {weed_missing()}")
 RUN = ("--duration", "10s", "--workers", "2", "--no-report")
+# for what a run's start decides (the stand-in chosen, its notes, run.json, the table's tags): a shorter load
+START = ("--duration", "3s", "--workers", "2", "--no-report")
 
 
 def _ts(text: str) -> float:
@@ -53,7 +55,7 @@ def test_the_default_is_dynalite_recorded_in_run_json_with_probes_taken_while_lo
 
 def test_stand_in_moto_is_selectable_and_serves_both(tmp_path):
     run_dir = tmp_path / "run"
-    proc = harness("run", "pruning", *RUN, "--run-dir", str(run_dir), "--stand-in", "moto")
+    proc = harness("run", "pruning", *START, "--run-dir", str(run_dir), "--stand-in", "moto")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     info = json.loads((run_dir / "run.json").read_text())
     assert info["stand_in"]["name"] == "moto" and info["stand_in"]["version"] == info["versions"]["moto"]
@@ -88,7 +90,7 @@ def test_s3_runs_on_seaweedfs_by_default_and_nothing_is_left_running(tmp_path):
 @needs_weed
 def test_s3_stand_in_moto_is_selectable_for_an_s3_run(tmp_path):
     run_dir = tmp_path / "run"
-    proc = harness("run", "pruning", "--backend", "s3", *RUN, "--run-dir", str(run_dir), "--s3-stand-in", "moto")
+    proc = harness("run", "pruning", "--backend", "s3", *START, "--run-dir", str(run_dir), "--s3-stand-in", "moto")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     info = json.loads((run_dir / "run.json").read_text())
     assert info["stand_in"]["s3"] == {"name": "moto", "version": info["versions"]["moto"]}
@@ -99,13 +101,13 @@ def test_s3_stand_in_moto_is_selectable_for_an_s3_run(tmp_path):
 def test_missing_weed_falls_back_to_moto_for_s3_with_one_note(tmp_path):
     run_dir = tmp_path / "run"
     env = clean_env(HARNESS_WEED=str(tmp_path / "no-weed"))
-    proc = harness("run", "pruning", "--backend", "s3", *RUN, "--run-dir", str(run_dir), env=env)
+    proc = harness("run", "pruning", "--backend", "s3", *START, "--run-dir", str(run_dir), env=env)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     notes = [ln for ln in proc.stdout.splitlines() if "unavailable" in ln and "S3" in ln]
     assert notes == [f"harness: the default S3 stand-in seaweedfs is unavailable (no executable `weed` at "
                      f"HARNESS_WEED={tmp_path / 'no-weed'}); using moto"]
     assert json.loads((run_dir / "run.json").read_text())["stand_in"]["s3"]["name"] == "moto"
-    named = harness("run", "pruning", "--backend", "s3", *RUN, "--run-dir", str(tmp_path / "named"),
+    named = harness("run", "pruning", "--backend", "s3", *START, "--run-dir", str(tmp_path / "named"),
                     "--s3-stand-in", "seaweedfs", env=env)
     assert named.returncode == 2 and named.stderr.strip().splitlines() == [
         f"harness: cannot start S3 stand-in 'seaweedfs': no executable `weed` at HARNESS_WEED={tmp_path / 'no-weed'}"]
@@ -161,7 +163,7 @@ def test_missing_node_falls_back_to_moto_with_one_note(tmp_path):
     empty = tmp_path / "bin"
     empty.mkdir()
     run_dir = tmp_path / "run"
-    proc = harness("run", "pruning", *RUN, "--run-dir", str(run_dir), env=clean_env(PATH=str(empty)))
+    proc = harness("run", "pruning", *START, "--run-dir", str(run_dir), env=clean_env(PATH=str(empty)))
     assert proc.returncode == 0, proc.stdout + proc.stderr
     notes = [ln for ln in proc.stdout.splitlines() if "unavailable" in ln]
     assert notes == ["harness: the default stand-in dynalite is unavailable (no `node` on PATH); using moto"]
@@ -229,7 +231,7 @@ def test_a_dynalite_the_user_runs_works_through_the_endpoint_variables(tmp_path)
         env = clean_env(AWS_ENDPOINT_URL_DYNAMODB=d.urls["dynamodb"], AWS_ENDPOINT_URL_S3=d.urls["s3"],
                         AWS_ACCESS_KEY_ID="x", AWS_SECRET_ACCESS_KEY="x", AWS_DEFAULT_REGION="us-east-1")
         run_dir = tmp_path / "run"
-        proc = harness("run", "pruning", *RUN, "--run-dir", str(run_dir), env=env)
+        proc = harness("run", "pruning", *START, "--run-dir", str(run_dir), env=env)
         assert proc.returncode == 0, proc.stdout + proc.stderr
         assert proc.stderr == ""  # the note goes to the run's log and run.json, not stderr
         info = json.loads((run_dir / "run.json").read_text())
