@@ -92,10 +92,11 @@ class Job:
             self._lock.notify_all()
 
     def _units_rate(self) -> float:
+        """Units done in the last second. Read from a copy (one C call, so a worker thread's append cannot land
+        mid-iteration: iterating the deque itself raced them, "deque mutated during iteration"); only the
+        appender, under the lock, drops old entries."""
         now = self.clock.now()
-        while self.units_log and self.units_log[0][0] < now - 1.0:
-            self.units_log.popleft()
-        return sum(u for _, u in self.units_log)
+        return sum(u for t, u in self.units_log.copy() if t >= now - 1.0)
 
     def _progress(self, state: str) -> Progress:
         return Progress(self.done, self.failed, self.source.total, self.throttled, self._units_rate(),
@@ -135,7 +136,10 @@ class Job:
             if error is None:
                 self.done += 1
                 self.aimd.on_success(latency_ms)
-                self.units_log.append((self.clock.now(), work.write_units or self.source.cost(idx)))
+                now = self.clock.now()
+                self.units_log.append((now, work.write_units or self.source.cost(idx)))
+                while self.units_log[0][0] < now - 1.0:
+                    self.units_log.popleft()
                 self._results.append((idx, "ok", None))
             else:
                 self.failed += 1
