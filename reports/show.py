@@ -56,7 +56,28 @@ def figures_dir(out_dir: Path) -> Path:
     return fig_dir
 
 
+CHAR_EM = 0.6  # a title character's mean width, in ems of its font size (DejaVu Sans: ~0.55-0.6)
+
+
+def fit_titles(fig: plt.Figure) -> None:
+    """Shrink any axes title or suptitle that would run past the figure's edges (a long scenario name, a long
+    resource name), so no title is cut off in the PNG. Estimated from the character count and the axes'
+    position, without a draw: the figures keep fixed margins because a layout engine costs seconds a figure."""
+    width_in = fig.get_figwidth()
+    texts = [(ax.title, ax.get_position().x0 + ax.get_position().width / 2) for ax in fig.axes
+             if ax.get_title()]
+    sup = getattr(fig, "_suptitle", None)
+    if sup is not None and sup.get_text():
+        texts.append((sup, sup.get_position()[0]))
+    for text, centre in texts:
+        room_in = 2 * min(centre, 1 - centre) * width_in * 0.98  # a centred text may spread this far
+        need_in = len(text.get_text()) * CHAR_EM * text.get_fontsize() / 72
+        if need_in > room_in > 0:
+            text.set_fontsize(max(6.0, text.get_fontsize() * room_in / need_in))
+
+
 def save(fig: plt.Figure, path: Path) -> Path:
+    fit_titles(fig)
     fig.savefig(path, dpi=DPI)
     plt.close(fig)
     return path

@@ -8,6 +8,7 @@ nothing to show are left out by the caller.
 
 from __future__ import annotations
 
+import textwrap
 from pathlib import Path
 from typing import Any
 
@@ -38,9 +39,13 @@ def _x(index: pd.Index | np.ndarray, span_s: float) -> np.ndarray:
     return np.asarray(index, dtype=float) / div
 
 
+LEGEND_CHARS = 40  # a label line that fits the 2.9 in kept right of the axes at 8 pt
+
+
 def _outside_legend(ax: plt.Axes, **kw: Any) -> None:
     handles, labels = ax.get_legend_handles_labels()
-    if handles:
+    if handles:  # long labels (a bound's full name) wrap rather than run off the figure
+        labels = [textwrap.fill(label, LEGEND_CHARS) for label in labels]
         ax.legend(handles, labels, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0, fontsize=8, **kw)
 
 
