@@ -67,7 +67,7 @@ def cpu_split(iterations: int, users: int = USERS) -> tuple[float, float, dict[s
     from harness.aws.clients import make_clients
     from harness.aws.endpoints import Endpoints
     from harness.datastore.backends.dynamodb import DynamoBackend
-    from harness.load.iteration import SwampWorker, summarize
+    from harness.drivers.model import SwampWorker, summarize
     from harness.plan import scenario
     from harness.record.writer import ShardWriter
 

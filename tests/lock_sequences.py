@@ -152,7 +152,7 @@ def _mocked() -> Iterator[Any]:
 def record(backend: str, profile: str, run: str) -> dict[str, tuple[str, str, str]]:
     """{lock: (take, held, give back)} for one row of ``ROWS``."""
     from harness.clock import FakeClock
-    from harness.load.iteration import SwampWorker
+    from harness.drivers.model import SwampWorker
     from harness.plan.factory import Factory
     from tests.plans import make_plan
 

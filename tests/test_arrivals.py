@@ -190,7 +190,7 @@ def test_closed_rows_stay_valid_and_old_shards_read_as_nulls(tmp_path):
 
 def test_an_iteration_records_its_intended_start_and_wait(aws, clock):
     """Closed: intended = actual start, wait = total; open: the wait runs from the intended start (before it)."""
-    from harness.load.iteration import SwampWorker
+    from harness.drivers.model import SwampWorker
     from tests.conftest import make_backend
 
     sw = SwampWorker(scenarios.parse({}, "x.toml"), make_backend("per-model", aws, clock=clock), process="local",

@@ -32,9 +32,9 @@ from harness.aws.standin.dynalite import missing_runtime as dynalite_missing
 from harness.clock import FakeClock
 from harness.commands import disk, failed_parts
 from harness.commands.watch import FreeSpace, Parts, Reserve, SamplerThread, ServerProcess
+from harness.drivers.model import classify
 from harness.errors import HarnessError
 from harness.load.backoff import CAP_S, ConnectionBackoff
-from harness.load.iteration import classify
 from harness.record import bound, runinfo
 from harness.record.bound import Resource
 from harness.record.parts import PartFailure, ended, failure, merge, telling

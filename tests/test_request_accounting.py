@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 
-from harness.load.iteration import summarize
+from harness.drivers.model import summarize
 from harness.record.schema import COLUMNS, STEP_COLUMNS, STEP_REQUEST_COLUMNS
 from harness.work import Work
 from tests.conftest import make_backend, make_store

@@ -7,8 +7,8 @@ import threading
 import pytest
 
 from harness.datastore.lock import Heartbeat, Lock, LockConfig
+from harness.drivers.model import SwampWorker
 from harness.errors import HarnessError
-from harness.load.iteration import SwampWorker
 from harness.plan import scenario
 from harness.work import Work
 from tests.conftest import make_backend, make_store

@@ -229,7 +229,7 @@ def test_failed_disposable_iteration_still_deletes_its_model(aws, clock):
     never orphaned, never pruned."""
     from dataclasses import replace
 
-    from harness.load.iteration import SwampWorker
+    from harness.drivers.model import SwampWorker
     from harness.plan import scenario
 
     sc = scenario.parse({"workload": {"kind": "disposable"},

@@ -19,7 +19,7 @@ from harness.datastore.backends.dynamodb.retry import (
 )
 from harness.datastore.catalog import Catalog
 from harness.datastore.sync import Datastore, SyncConfig
-from harness.load.iteration import summarize
+from harness.drivers.model import summarize
 from harness.work import Work, recording
 from tests.conftest import FAST_LOCK, SleepLog
 

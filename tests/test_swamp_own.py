@@ -20,7 +20,7 @@ from harness.datastore.backends.s3.swamp import S3Swamp
 from harness.datastore.catalog import Catalog
 from harness.datastore.lock import Lock, LockConfig
 from harness.datastore.sync import Datastore, SyncConfig
-from harness.load.iteration import summarize
+from harness.drivers.model import summarize
 from harness.work import Work
 from tests.conftest import SleepLog
 

@@ -20,7 +20,7 @@ from harness.datastore.catalog import Catalog
 from harness.datastore.errors import FencedError, LockTimeoutError
 from harness.datastore.lock import Lock, LockConfig, backoff_delay
 from harness.datastore.sync import MODEL_TYPE, Datastore, SyncConfig
-from harness.load.iteration import summarize
+from harness.drivers.model import summarize
 from harness.work import Work
 from tests.conftest import FAST_LOCK, SleepLog, make_backend
 
