@@ -99,6 +99,9 @@ def test_harness_runs_gives_four_true_outcomes_in_each_reports_own_words(runs, c
 def test_a_run_cut_short_says_so_first_and_its_checks_are_not_passed(runs):
     screen = _first_screen(runs / "ctrl-c")
     assert screen.index("Interrupted by Ctrl-C (SIGINT) at 35 s of 90 s") < screen.index("Bound by")
+    for name, cut in (("ctrl-c", True), ("exit-5", True), ("falling", False)):  # a cut run's line stands out
+        html = (runs / name / "report" / "index.html").read_text()
+        assert ('<tr class="warn"><th>Outcome</th>' in html) is cut, name
     exit5 = _findings(runs / "exit-5")
     assert exit5["outcome"]["checks_state"] == "not evaluated" and "passed" not in _first_screen(runs / "exit-5")
     assert "The run did not complete: " + DIED in _first_screen(runs / "exit-5")

@@ -158,7 +158,8 @@ def too_short(f: dict[str, Any]) -> str | None:
     seg = float(start["t1"]) - float(start["t0"])
     n = start.get("successes")
     if n is not None and n < MIN_START_SUCCESSES:
-        return f"{n} successful iteration{'' if n == 1 else 's'} in its first {seg:.0f} s, {MIN_START_SUCCESSES} needed"
+        return (f"{n} successful iteration{'' if n == 1 else 's'} in the first {seg:.0f} s after the warm-up, "
+                f"{MIN_START_SUCCESSES} needed")
     typical = next((r.get("p50") for r in f.get("percentiles") or [] if r.get("name") == "iteration (succeeded)"),
                    None)
     if typical and seg < typical / 1000:

@@ -218,8 +218,11 @@ def _verdict(f: dict[str, Any]) -> str:
     the rate, what grew, the checks: the outcome's words (``reports/run/outcome.py``), as ``harness runs`` says
     them."""
     v = f.get("verdict") or {}
-    return verdict_box([("Outcome", v.get("outcome")), ("Bound by", v.get("bound")), ("Failures", v.get("failures")),
-                        ("Rate", v.get("rate")), ("What grew", v.get("grew")), ("Checks", v.get("checks"))])
+    box = verdict_box([("Outcome", v.get("outcome")), ("Bound by", v.get("bound")), ("Failures", v.get("failures")),
+                       ("Rate", v.get("rate")), ("What grew", v.get("grew")), ("Checks", v.get("checks"))])
+    if (f.get("outcome") or {}).get("completion", "completed") != "completed":  # cut short: its line stands out
+        box = box.replace("<tr><th>Outcome</th>", '<tr class="warn"><th>Outcome</th>', 1)
+    return box
 
 
 def _utilization(f: dict[str, Any]) -> str:
