@@ -4,7 +4,7 @@ Shared by the run report, the comparison, the story and the suite, so a number
 reads the same wherever it is shown: ``g``, ``ci``, ``times`` and ``pct`` in
 sentences; the figures' resolution, the level marks' colours and ``save``;
 the pages' frame (``frame``: a first screen, then ``details``), CSS, ``figure``,
-``verdict_box`` and ``table``; ``shape_words`` for how a rate moved; ``json_safe``
+``verdict_box`` and ``table``; ``shape_words`` for how a rate moved (``reports/run/outcome.py``'s); ``json_safe``
 for summary.json and story.json.
 """
 
@@ -20,6 +20,7 @@ from typing import Any
 import matplotlib
 
 from harness.errors import HarnessError
+from reports.run.outcome import shape_words, times  # noqa: F401 - how a rate moved: the outcome's own words
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
@@ -33,10 +34,6 @@ def g(x: float | None) -> str:
 
 def ci(v: list[float] | None) -> str:
     return "" if not v else f" [{v[0]:.3g}-{v[1]:.3g}]"
-
-
-def times(x: float | None) -> str:
-    return "n/a" if x is None else f"x{x:.3g}"
 
 
 def pct(x: float, digits: int = 0) -> str:
@@ -132,25 +129,6 @@ def frame(title: str, first: list[str], sections: list[str], css: str = "") -> s
         body.extend(rest)
     return (f"<!doctype html><html><head><meta charset='utf-8'><meta name='viewport' content='width=device-width'>"
             f"<title>{escape(title)}</title><style>{CSS}{css}</style></head><body>{''.join(body)}</body></html>")
-
-
-def shape_words(shape: str, degraded: bool, start: float, floor: float, end: float) -> str:
-    """How the rate moved, in words its numbers bear out (``fell x5.75, then held at the floor``), never a bare
-    shape name that could contradict them (a run that fell x5.75 and then held is not "flat")."""
-    fell = f"fell {times(start / floor)}" if floor > 0 else "fell to no successful iteration"
-    if shape == "stalled":
-        return "stalled: no iteration succeeded at the end"
-    if degraded:
-        if shape == "still falling":
-            return f"{fell} and was still falling at the end"
-        if shape == "recovering":
-            return f"{fell}, then recovered to {times(end / floor)} the floor" if floor > 0 else f"{fell}, recovered"
-        return f"{fell}, then held at the floor"
-    if shape == "still falling":
-        return "fell at the end, though no segment was credibly below the start"
-    if shape == "rising":
-        return f"rose {times(end / start)}" if start > 0 else "rose"
-    return "within the noise: no segment is credibly below the start"
 
 
 def fmt(v: Any) -> str:

@@ -58,6 +58,8 @@ ADDED = {
     # the parts that died (run.json failed_parts, only then) and the connection failures' error kind (issue 44)
     "runs[].findings.failed_parts", "runs[].findings.errors.connection",
     "runs[].findings.observed",  # the datastore's own state read from outside (observed.csv), issue 47
+    # one outcome, said alike everywhere: run.json's how it ended, summary.json's whole outcome (issue 54)
+    "outcome", "outcome_line", "runs[].findings.outcome", "tests[].outcome", "tests[].outcome_line",
 }
 
 

@@ -146,6 +146,21 @@ def test_the_iteration_columns_the_docs_list_are_the_schema():
     assert sorted(documented - written) == [], "columns docs/run-directory.md lists that no run writes"
 
 
+def test_the_outcome_every_reader_prints_is_documented_field_by_field():
+    """run.json's ``outcome`` fields and each state in docs/run-directory.md; summary.json's ``findings.outcome``
+    keys in docs/reports.md (reports/run/outcome.py writes them)."""
+    import dataclasses
+
+    from reports.run import outcome
+
+    page = read("docs/run-directory.md")
+    assert [k for k in outcome.run_json_fields({"status": "finished"}) if f"`{k}`" not in page] == []
+    states = (outcome.COMPLETED, outcome.INTERRUPTED, outcome.STOPPED_EARLY, outcome.DID_NOT_COMPLETE)
+    assert [s for s in states if f"| `{s}` |" not in page] == []
+    reports = read("docs/reports.md")
+    assert [f.name for f in dataclasses.fields(outcome.Outcome) if f"`{f.name}`" not in reports] == []
+
+
 def test_the_scenario_table_lists_what_harness_scenarios_lists(capsys):
     assert main(["scenarios"]) == 0
     listed = {line.split()[0] for line in capsys.readouterr().out.splitlines()}

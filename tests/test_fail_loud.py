@@ -395,13 +395,18 @@ def test_the_harness_tab_discounts_a_spinning_generator_too():
 
 
 def test_a_report_built_from_a_dead_parts_leftovers_says_so_first():
-    from reports.run.words import did_not_complete, other_sentences
+    """The outcome's first line (the report's first screen leads with it, reports/run/outcome.py), said once."""
+    from reports.run.outcome import completion
+    from reports.run.words import other_sentences
 
     line = PartFailure("stand-in", "dynalite", 19.0, signal="SIGKILL").line(0.0)
-    f = {"failed_parts": [{"line": line}], "rows": 56, "incomplete": [], "span": {"note": ""}, "checks": []}
-    assert other_sentences(f)[0] == did_not_complete(f) == (
-        f"The run did not complete: {line}. This report is built from what was recorded before: 56 rows.")
-    assert did_not_complete({"rows": 3}) is None
+    failed = [{"part": "stand-in", "name": "dynalite", "at_s": 19.0, "line": line}]
+    assert completion({"status": "finished", "failed_parts": failed}).line == (
+        f"The run did not complete: {line}. This report is built from what was recorded before; its checks are "
+        "not evaluated.")
+    f = {"failed_parts": failed, "rows": 56, "incomplete": [], "span": {"note": ""}, "checks": []}
+    assert not any("did not complete" in s for s in other_sentences(f))
+    assert completion({"status": "finished"}).state == "completed"
 
 
 def test_run_json_failed_parts_is_json():

@@ -343,7 +343,7 @@ def test_report_files_figures_and_legends(tmp_path, monkeypatch):
     assert f["fleet"]["shape"] == "still falling" and all(escape(s) in html for s in f["sentences"])
     # the page leads with the verdict: the bound, the rate and what grew come before the first table of numbers
     lead = html.index('<table class="verdict">')
-    assert lead < html.index("<h3>") and escape(f["bottleneck"]["sentence"]) in html[lead:html.index("<h3>")]
+    assert lead < html.index("<h3>") and escape(f["outcome"]["bound"]) in html[lead:html.index("<h3>")]
     # nothing said twice: the verdict's lines are not repeated below it, and no bullet list repeats the box
     for line in f["verdict"].values():
         assert line is None or html.count(escape(line)) == 1, line

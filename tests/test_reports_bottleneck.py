@@ -269,7 +269,9 @@ def test_the_page_leads_with_the_bound_the_rate_and_what_grew(tmp_path):
     html = (build_report([run]) / "index.html").read_text()
     f = findings_of(open_run(run))
     lead = html[html.index('<table class="verdict">'):html.index("<h3>")]
-    for part in ("Bound by", "Failures", "Rate"):
+    for part in ("Outcome", "Bound by", "Failures", "Rate"):
         assert f"<th>{part}</th>" in lead
-    assert escape(f["bottleneck"]["sentence"]) in lead
+    # the lead says the bound in one short sentence; the long one, with every number, opens the bound's section
+    assert escape(f["outcome"]["bound"]) in lead and escape(f["bottleneck"]["sentence"]) not in lead
+    assert html.count(escape(f["bottleneck"]["sentence"])) == 1
     assert escape("What binds the fleet? Every shared resource's utilization") in html

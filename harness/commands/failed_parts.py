@@ -17,6 +17,7 @@ from typing import Any
 
 from harness.record import runinfo
 from harness.record.parts import PartFailure, merge
+from reports.run import outcome
 
 
 def _epoch(text: str | None) -> float | None:
@@ -88,5 +89,7 @@ def record(run_dir: Path, failures: list[PartFailure], stopped_by_us: bool) -> l
         fields["stop_reason"] = recorded[0]["line"]
     for d in {run_dir, test_dir}:
         if (d / runinfo.RUN_JSON).exists():
-            runinfo.update(d, **fields)
+            info = runinfo.update(d, **fields)
+            if not info.get("session"):  # a run's (a test's) outcome now reads "did not complete"
+                runinfo.update(d, **outcome.run_json_fields(info))
     return failed

@@ -29,6 +29,7 @@ from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
 
+from harness.commands import progress as progress_line
 from harness.commands.watch import Parts
 from harness.record import runinfo
 from harness.record.parts import PartFailure
@@ -64,6 +65,7 @@ class Watcher:
         self.run_dir, self.say = run_dir, say
         self.seen: dict[Path, set[Path]] = {}
         self.rows: dict[Path, int] = {}
+        self.ends: dict[Path, progress_line.Ends] = {}  # each test's recorded end times: the rate now
         self.stopped: set[Path] = set()
         self.reported: set[Path] = set()
         self.next_progress = time.monotonic() + PROGRESS_EVERY_S
@@ -121,8 +123,10 @@ class Watcher:
                 started = _iso_to_epoch(info.get("started_at")) or time.time()
                 elapsed = max(time.time() - started, 0.0)
                 bound = info.get("options", {}).get("run_time_s") or info["scenario"]["fleet"]["duration_s"]
-                self.say(f"[{label}{' ' if label else ''}{elapsed:5.0f}s/{bound:.0f}s] {rows} iterations recorded "
-                         f"({rows / max(elapsed, 1.0):.2f} it/s)")
+                ends = self.ends.setdefault(d, progress_line.Ends())
+                ends.add(self.seen.get(d, set()))
+                now = progress_line.current_rate(ends.array(), started)
+                self.say(progress_line.line(label, elapsed, bound, rows, now))
             if info.get("status") == "finished" and d not in self.stopped:
                 self.stopped.add(d)
                 if session:

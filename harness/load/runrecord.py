@@ -19,6 +19,7 @@ from typing import Any
 from harness.load.collect import ActiveTest
 from harness.plan.model import RunPlan
 from harness.record import runinfo
+from reports.run import outcome
 
 
 def iso(ts: float) -> str:
@@ -59,11 +60,14 @@ class RunRecord:
         return info
 
     def test_finished(self, t: ActiveTest, reason: str, incomplete: list[dict]) -> dict:
+        """The test's closed record, with how it ended (``outcome``, ``outcome_line``: reports/run/outcome.py)."""
         assert t.stopping_at is not None
-        info = runinfo.update(t.dir, ended_at=iso(t.stopping_at), status="finished", stop_reason=reason,
-                              options=t.options, incomplete=incomplete, rows_written=t.writer.written,
-                              events_written=t.history.written, processes=t.processes(),
-                              generator_samples=t.generator.samples)
+        info = runinfo.read(t.dir)
+        info.update(ended_at=iso(t.stopping_at), status="finished", stop_reason=reason, options=t.options,
+                    incomplete=incomplete, rows_written=t.writer.written, events_written=t.history.written,
+                    processes=t.processes(), generator_samples=t.generator.samples)
+        info.update(outcome.run_json_fields(info))
+        runinfo.write(t.dir, info)
         self.update_session(t, info)
         return info
 
@@ -73,7 +77,8 @@ class RunRecord:
                 "scenario_source": t.scenario.source, "users": t.options["users"],
                 "spawn_rate": t.options["spawn_rate"], "run_time_s": t.run_time_s, "options": t.options,
                 "stop_reason": info.get("stop_reason"), "rows": info.get("rows_written", 0),
-                "incomplete": info.get("incomplete", []), "report": info.get("report")}
+                "incomplete": info.get("incomplete", []), "report": info.get("report"),
+                "outcome": info.get("outcome"), "outcome_line": info.get("outcome_line")}
 
     def update_session(self, t: ActiveTest, info: dict) -> None:
         if not self.web:

@@ -41,16 +41,18 @@ class Entry:
     backend: str | None = None
     workers: int | None = None
     rate: float | None = None  # successful iterations a second (a --no-report run: rows a second, marked)
-    verdict: str = ""
+    verdict: str = ""  # a run's: how its rate moved (or "too short to judge"); a product's own verdict
     checks: str = ""
+    outcome: str = ""  # a run's: completed, interrupted, stopped early, did not complete (with when and why)
+    bound: str = ""  # a run's: what bound the fleet, and where it moved
     reported: bool = True
     findings: dict[str, Any] | None = field(default=None, repr=False)  # a run's, for the trend
 
     def as_dict(self) -> dict[str, Any]:
         return {"path": str(self.path), "kind": self.kind,
                 "started_at": self.started_at.isoformat() if self.started_at else None, "scenario": self.scenario,
-                "backend": self.backend, "workers": self.workers, "rate": self.rate, "verdict": self.verdict,
-                "checks": self.checks, "reported": self.reported}
+                "backend": self.backend, "workers": self.workers, "rate": self.rate, "outcome": self.outcome,
+                "verdict": self.verdict, "bound": self.bound, "checks": self.checks, "reported": self.reported}
 
 
 def _when(text: Any) -> datetime | None:
@@ -80,30 +82,28 @@ def _mtime(path: Path) -> datetime | None:
 
 
 def run_entry(d: Path, info: dict[str, Any], kind: str = "run", findings: bool = False) -> Entry:
-    """A run from its summary.json (a --no-report run: run.json alone)."""
+    """A run from its summary.json (a --no-report run: run.json alone), in its outcome's words
+    (``reports/run/outcome.py``: its report's first screen says the same). The outcome is recomputed from
+    run.json and the findings, since run.json may learn more after the report (a web test's failed part)."""
+    from reports.run import outcome
+
     e = Entry(d, kind, _when(info.get("started_at")), info.get("scenario_name"), info.get("backend"),
               (info.get("fleet") or {}).get("workers"))
     summary = _json(d / "report" / "summary.json")
     f = ((summary or {}).get("runs") or [{}])[0].get("findings") if summary else None
+    o = outcome.of(info, f or None)
+    e.outcome, e.checks = o.completion_short, o.checks
     if not f:
         e.reported = False
         seconds = _seconds(info)
         rows = info.get("rows_written")
         e.rate = rows / seconds if seconds and rows is not None else None
-        e.verdict = _stopped(info) or f"{info.get('status', '?')} (no report: `harness report {d}`)"
-        e.checks = "not judged"
+        e.verdict = f"no report: `harness report {d}`"
         return e
     e.rate = f["successes"] / f["duration_s"] if f.get("duration_s") else None
-    fl = f.get("fleet") or {}
-    b = f.get("bottleneck") or {}
-    bound = f"bound by {b['kind']} {b.get('name') or ''}".rstrip() if b.get("kind") else "no bound"
     sf = f.get("safety")
-    safety = f"; safety {sf.get('violations')} violations" if sf else ""
-    e.verdict = (_stopped(info) + "; " if _stopped(info) else "") + f"{fl.get('shape', '?')}, {bound}{safety}"
-    checks = f.get("checks") or []
-    failed = [c["name"] for c in checks if not c.get("passed")]
-    e.checks = (f"FAILED {len(failed)}/{len(checks)}: {', '.join(failed)[:60]}" if failed
-                else f"passed {len(checks)}/{len(checks)}" if checks else "none")
+    e.verdict = (o.rate or "") + (f"; safety {sf.get('violations')} violations" if sf else "")
+    e.bound = o.bound or ""
     if findings:
         e.findings = f
     return e
@@ -112,11 +112,6 @@ def run_entry(d: Path, info: dict[str, Any], kind: str = "run", findings: bool =
 def _seconds(info: dict[str, Any]) -> float | None:
     a, b = _when(info.get("started_at")), _when(info.get("ended_at"))
     return (b - a).total_seconds() if a and b and b > a else None
-
-
-def _stopped(info: dict[str, Any]) -> str:
-    a = info.get("aborted")
-    return f"stopped early at {a.get('at_s', 0):.0f} s" if isinstance(a, dict) else ""
 
 
 def story_entry(d: Path) -> Entry:
@@ -216,9 +211,13 @@ def select(found: list[Entry], scenario: str | None = None, since: datetime | No
             and (since is None or (e.started_at is not None and e.started_at >= since))]
 
 
+WIDEST = {"outcome": 64, "verdict": 60, "bound": 60}  # longer cells end in "…" (--json has them whole)
+
+
 def lines(found: list[Entry], root: Path) -> list[str]:
     """The table ``harness runs`` prints: one line per entry, paths relative to the runs directory."""
-    head = ["started (UTC)", "kind", "scenario", "backend", "workers", "rate it/s", "verdict", "checks", "path"]
+    head = ["started (UTC)", "kind", "scenario", "backend", "workers", "rate it/s", "outcome", "verdict", "bound",
+            "checks", "path"]
     rows = []
     for e in found:
         try:
@@ -227,10 +226,9 @@ def lines(found: list[Entry], root: Path) -> list[str]:
             rel = str(e.path)
         rate = "" if e.rate is None else f"{e.rate:.3g}" + ("" if e.reported else "~")
         rows.append([e.started_at.strftime("%Y-%m-%d %H:%M") if e.started_at else "-", e.kind, e.scenario or "-",
-                     e.backend or "-", "" if e.workers is None else str(e.workers), rate, e.verdict, e.checks,
-                     rel or "."])
-    widths = [max([len(h)] + [len(r[i]) for r in rows]) for i, h in enumerate(head)]
-    widths[6] = min(widths[6], 60)
+                     e.backend or "-", "" if e.workers is None else str(e.workers), rate, e.outcome or "-",
+                     e.verdict, e.bound or "-", e.checks or "-", rel or "."])
+    widths = [min(max([len(h)] + [len(r[i]) for r in rows]), WIDEST.get(h, 10_000)) for i, h in enumerate(head)]
     fmt = "  ".join(f"{{:{w}s}}" for w in widths[:-1]) + "  {}"
-    return [fmt.format(*head), *(fmt.format(*[c if len(c) <= widths[i] or i == 8 else c[:widths[i] - 1] + "…"
-                                               for i, c in enumerate(r)]) for r in rows)]
+    return [fmt.format(*head), *(fmt.format(*[c if len(c) <= widths[i] or i == len(head) - 1
+                                               else c[:widths[i] - 1] + "…" for i, c in enumerate(r)]) for r in rows)]

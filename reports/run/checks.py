@@ -5,7 +5,8 @@ fleet that hangs before the end reads a rate of 0 in the last window, and the
 report's stall test fails the rate check as well.
 
 Beside the four named checks (``max_failure_ratio``, ``min_rate_last_window``, ``max_p99_wait``, ``safety``,
-the last judged by ``harness run`` against the table), ``[checks] thresholds`` and ``--check`` are
+the last judged by ``harness run`` against the table; a ``max_failure_ratio`` of 100 %, the default, cannot fail
+and is no check), ``[checks] thresholds`` and ``--check`` are
 expressions on any column (``harness.gates``), each judged with its interval; a test a threshold stopped
 early (run.json ``aborted``) fails with the line that stopped it.
 """
@@ -78,13 +79,14 @@ def results(rows: pd.DataFrame, checks: Any, info: dict | None = None, locks: Lo
         return [CheckResult("rows", False, 0, 1, "no iteration was recorded")]
     out = [*_aborted(info or {})]
     max_ratio = _get(checks, "max_failure_ratio", 1.0)
-    failed, n = int((~rows["ok"]).sum()), len(rows)
-    ratio = failed / n
-    lo, hi = wilson_interval(failed, n)
-    verdict = "above the allowed" if ratio > max_ratio else "within the allowed"
-    out.append(CheckResult("max_failure_ratio", ratio <= max_ratio, ratio, max_ratio,
-                           f"failure ratio {ratio:.1%} ({failed} of {n}; 95 % interval {lo:.1%}-{hi:.1%}) is "
-                           f"{verdict} {max_ratio:.1%}"))
+    if max_ratio < 1.0:  # at 100 % (the default) no run can fail it: no check, so never "passed 1/1"
+        failed, n = int((~rows["ok"]).sum()), len(rows)
+        ratio = failed / n
+        lo, hi = wilson_interval(failed, n)
+        verdict = "above the allowed" if ratio > max_ratio else "within the allowed"
+        out.append(CheckResult("max_failure_ratio", ratio <= max_ratio, ratio, max_ratio,
+                               f"failure ratio {ratio:.1%} ({failed} of {n}; 95 % interval {lo:.1%}-{hi:.1%}) is "
+                               f"{verdict} {max_ratio:.1%}"))
     min_rate = _get(checks, "min_rate_last_window", 0.0)
     if min_rate > 0:
         span = run_span(info or {}, rows)

@@ -13,7 +13,7 @@ from harness.record.schema import QUERY_COLUMNS, SIZE_COLUMNS
 from reports.limits import limits
 from reports.load import COUNT_COLUMNS, REQUEST_COLUMNS, STEP_COLUMNS
 from reports.run import observed as observing
-from reports.run import words
+from reports.run import outcome, words
 from reports.run.causes import (
     STEP_DRIVERS,
     STEP_LABELS,
@@ -114,6 +114,7 @@ def findings(rows: pd.DataFrame, info: dict | None = None, *, probes: pd.DataFra
     queue = [out["wait"]["sentence"]] if out["wait"] else []
     out["sentences"] = words.sentences(out) + queue + [x["sentence"] for x in out["limits"]
                                                        if worth_saying(x, span.seconds - float(fleet["warmup_s"]))]
+    out["outcome"] = outcome.of(info, out).as_dict()  # how it ended, the rate, the bound, the checks: once
     out["verdict"] = words.verdict(out)
     return out
 

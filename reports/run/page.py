@@ -19,7 +19,8 @@ from typing import Any
 from reports.load import Run
 from reports.run import words
 from reports.run.compute import PERCENTILES
-from reports.show import details, figure, fmt, frame, iv, shape_words, table, verdict_box
+from reports.run.outcome import rate_words
+from reports.show import details, figure, fmt, frame, iv, table, verdict_box
 
 
 def _figure(name: str, caption: str, lead: bool = False) -> str:
@@ -51,10 +52,7 @@ def _alarms(f: dict[str, Any]) -> list[str]:
 
 
 def _warnings(run: Run, f: dict[str, Any]) -> list[str]:
-    out = []
-    if run.partial:
-        out.append("This run was still being written (or did not finish): the report covers the rows recorded "
-                   f"so far ({f['rows']}).")
+    out = []  # a run still being written (run.partial) says so in the outcome's first line
     out.extend(escape(x) for x in _alarms(f))
     return [f'<p class="warn">{w}</p>' for w in out]
 
@@ -70,7 +68,7 @@ def _levels(f: dict[str, Any]) -> str:
     verdict = table(["", "start", "floor", "end", "degraded", "how it moved", "start / floor"], [[
         "successful iterations/s", f"{fl['start_rate']:.3g} [{iv(fl['start_interval'])}]",
         f"{fl['floor_rate']:.3g} [{iv(fl['floor_interval'])}]", f"{fl['end_rate']:.3g} [{iv(fl['end_interval'])}]",
-        fl["degraded"], shape_words(fl["shape"], fl["degraded"], fl["start_rate"], fl["floor_rate"], fl["end_rate"]),
+        fl["degraded"], rate_words(f)[1],
         fl["degradation_ratio"] if fl["degradation_ratio"] is not None
         else fl["degradation_note"]]])
     segs = table(["segment", "seconds", "succeeded", "failed", "users", "it/s", "95 % interval", "it/s per user"],
@@ -148,6 +146,10 @@ def _locust(run: Run) -> str:
 def _checks(f: dict[str, Any]) -> str:
     if not f.get("checks"):
         return ""
+    if (f.get("outcome") or {}).get("checks_state") == "not evaluated":  # a run that did not complete: no verdict
+        rows = [[c["name"], c["value"], c["limit"], "not evaluated", c["line"]] for c in f["checks"]]
+        return ("<p>The run did not complete, so its checks are not evaluated; what they measured on the rows "
+                "recorded:</p>" + table(["check", "measured", "limit", "result", ""], rows))
     rows = [[c["name"], c["value"], c["limit"], "passed" if c["passed"] else "FAILED", c["line"]] for c in f["checks"]]
     return table(["check", "measured", "limit", "result", ""], rows)
 
@@ -212,10 +214,15 @@ def _settings(run: Run, f: dict[str, Any]) -> str:
 
 
 def _verdict(f: dict[str, Any]) -> str:
-    """The page's lead: what the fleet is bound by, the rate, what grew (before any table)."""
+    """The page's lead (before any table): how the run ended, what the fleet is bound by and whether that moved,
+    the rate, what grew, the checks: the outcome's words (``reports/run/outcome.py``), as ``harness runs`` says
+    them."""
     v = f.get("verdict") or {}
-    return verdict_box([("Bound by", v.get("bound")), ("Failures", v.get("failures")), ("Rate", v.get("rate")),
-                        ("What grew", v.get("grew"))])
+    box = verdict_box([("Outcome", v.get("outcome")), ("Bound by", v.get("bound")), ("Failures", v.get("failures")),
+                       ("Rate", v.get("rate")), ("What grew", v.get("grew")), ("Checks", v.get("checks"))])
+    if (f.get("outcome") or {}).get("completion", "completed") != "completed":  # cut short: its line stands out
+        box = box.replace("<tr><th>Outcome</th>", '<tr class="warn"><th>Outcome</th>', 1)
+    return box
 
 
 def _utilization(f: dict[str, Any]) -> str:
@@ -382,7 +389,7 @@ def sections(run: Run, f: dict[str, Any], figures: list[tuple[str, str]]) -> lis
     rest = [fig[n] for n in fig if n not in FIGURES]  # a figure no section names (none today) still shows
     return [
         details("What binds the fleet? Every shared resource's utilization, and the bound per segment",
-                _said(said["bound"][1:]) + _utilization(f) + fig.get("lock_wait.png", "")),
+                _said(said["bound"]) + _utilization(f) + fig.get("lock_wait.png", "")),
         details("How did the rate move? The segments behind the start, floor and end",
                 _said(said["rate"]) + _levels(f)),
         details("What failed, and when?", _said(said["failures"]) + _failures(f) + fig.get("failures.png", "")),

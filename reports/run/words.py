@@ -9,8 +9,9 @@ from __future__ import annotations
 from typing import Any
 
 from reports.run import observed_words
+from reports.run.outcome import NOT_EVALUATED, rate_words
 from reports.run.verdict import MAX_SEGMENTS
-from reports.show import ci, g, pct, shape_words, times
+from reports.show import ci, g, pct, times
 from reports.stats import MATERIAL, successes_to_tell
 
 
@@ -243,19 +244,8 @@ def safety_line(sf: dict[str, Any]) -> str:
         "." if not v else " (the safety section has them).")
 
 
-def did_not_complete(f: dict[str, Any]) -> str | None:
-    """The first sentence a run a part died in gets: its report is built from what was recorded before."""
-    failed = f.get("failed_parts") or []
-    if not failed:
-        return None
-    first = failed[0].get("line") or f"{failed[0].get('part')} {failed[0].get('name')} failed"
-    more = f" ({len(failed) - 1} more in run.json's failed_parts)" if len(failed) > 1 else ""
-    return (f"The run did not complete: {first}{more}. This report is built from what was recorded before: "
-            f"{f['rows']} rows.")
-
-
 def other_sentences(f: dict[str, Any]) -> list[str]:
-    out = [s for s in [did_not_complete(f)] if s]
+    out = []  # how the run ended (did not complete, interrupted) is the outcome's first line (reports/run/outcome.py)
     sf = f.get("safety")
     if sf:
         out.append(f"Lock safety: {sf['acknowledged']} acknowledged commits, {sf['lost']} lost, {sf['phantom']} "
@@ -267,9 +257,10 @@ def other_sentences(f: dict[str, Any]) -> list[str]:
                    f"the {f['rows']} rows are a lower bound.")
     if f["span"]["note"]:
         out.append(f["span"]["note"])
-    for c in f.get("checks") or []:
-        if not c["passed"]:
-            out.append(f"Check failed: {c['line']}.")
+    if (f.get("outcome") or {}).get("checks_state") != NOT_EVALUATED:
+        for c in f.get("checks") or []:
+            if not c["passed"]:
+                out.append(f"Check failed: {c['line']}.")
     return out
 
 
@@ -346,15 +337,14 @@ def failure_story_sentences(f: dict[str, Any]) -> list[str]:
 
 def rate_line(f: dict[str, Any]) -> str:
     """The verdict's rate: the start, the lowest (when it is neither the start nor the end), the end, and how it
-    moved in words the numbers bear out."""
+    moved in words the numbers bear out (the outcome's: ``too short to judge`` when it cannot tell)."""
     fl = f["fleet"]
     lv, i = fl["levels"], fl["floor_index"]
     parts = [f"{_rate(lv[0])} at the start"]
     if 0 < i < len(lv) - 1:
         parts.append(f"{_rate(lv[i])} at the lowest")
     parts.append(f"{_rate(lv[-1])} at the end")
-    how = shape_words(fl["shape"], fl["degraded"], fl["start_rate"], fl["floor_rate"], fl["end_rate"])
-    return f"{' -> '.join(parts)}: {how}."
+    return f"{' -> '.join(parts)}: {rate_words(f)[1]}."
 
 
 def grew_line(f: dict[str, Any]) -> str | None:
@@ -362,10 +352,13 @@ def grew_line(f: dict[str, Any]) -> str | None:
 
 
 def verdict(f: dict[str, Any]) -> dict[str, str | None]:
-    """What the page leads with: the bound resource, the rate, what grew."""
+    """What the page leads with: how the run ended, the bound (the outcome's short sentence; the long one with its
+    numbers opens the bound's section), the rate, what grew, the checks."""
     first = failure_story_sentences(f)
-    return {"bound": (f.get("bottleneck") or {}).get("sentence"), "failures": first[0] if first else None,
-            "rate": rate_line(f), "grew": grew_line(f)}
+    o = f.get("outcome") or {}
+    return {"outcome": o.get("completion_line"), "bound": o.get("bound"), "failures": first[0] if first else None,
+            "rate": rate_line(f), "grew": grew_line(f),
+            "checks": o.get("checks") if o.get("checks_state") not in (None, "none") else None}
 
 
 def sections(f: dict[str, Any]) -> dict[str, list[str]]:

@@ -134,6 +134,8 @@ def test_a_killed_stand_in_stops_the_test_and_the_report_says_so(tmp_path):
                                 r"stopped", "stand-in")
     assert info["failed_parts"][0]["log"].endswith("dynalite.log")
     assert info["stop_reason"] == info["failed_parts"][0]["line"] and info["status"] == "finished"
+    assert info["outcome"] == "did not complete"  # beside status, which keeps its meaning
+    assert info["outcome_line"].startswith("did not complete: the embedded stand-in dynalite exited at ")
     assert pd.Timestamp(info["ended_at"]).timestamp() - killed_at < 10, "stopped at the death, not at 40 s"
     page = (run_dir / "report" / "index.html").read_text()
     first_screen = page[: page.index("<details")]

@@ -171,7 +171,8 @@ def test_the_first_screen_of_a_real_run_is_the_verdict_and_the_rate(namespaced_r
 
     got = first_screen(namespaced_run / "report" / "index.html")
     assert_answer_first(got)
-    assert got["text"].startswith("Bound by") and "Rate" in got["text"] and "shape:" not in got["text"]
+    assert got["text"].startswith("Outcome") and "Completed (" in got["text"]  # how it ended, first
+    assert "Bound by" in got["text"] and "Rate" in got["text"] and "shape:" not in got["text"]
 
 
 def test_report_of_a_directory_that_is_not_a_run(tmp_path):

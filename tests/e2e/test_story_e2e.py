@@ -212,6 +212,7 @@ def test_ctrl_c_keeps_the_finished_chapters_and_writes_the_page_from_them(tmp_pa
     assert [c["name"] for c in data["chapters"]] == ["short"] and data["chapters"][0]["shown"] is True
     run = json.loads((long_run / "run.json").read_text())  # the interrupted chapter's run is kept, recorded
     assert run["stop_reason"] == "SIGINT" and run["rows_written"] > 0
+    assert run["outcome"] == "interrupted" and run["outcome_line"].startswith("interrupted by Ctrl-C (SIGINT) at ")
     # its load was cut short of its 90 s (what the run recorded, not how long a loaded machine took to stop)
     loaded = datetime.fromisoformat(run["ended_at"]) - datetime.fromisoformat(run["started_at"])
     assert loaded.total_seconds() < 75, (run["started_at"], run["ended_at"], f"stopped {stopped_in:.0f} s after")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import signal
 
 import pytest
@@ -41,6 +42,10 @@ def test_after_the_run_time_the_workers_stay_and_the_next_test_runs(tmp_path):
     t1, t2 = session["tests"]
     assert (t1["scenario_name"], t2["scenario_name"]) == ("disposable", "namespaced")
     assert t1["run_time_s"] == 6 and t2["run_time_s"] is None and t2["stop_reason"] == "stopped from the web UI"
+    # Stop is how a web test without a run time ends: completed, not cut short (reports/run/outcome.py)
+    assert (t1["outcome"], t2["outcome"]) == ("completed", "completed")
+    assert re.fullmatch(r"completed \(\d+ s\)", t1["outcome_line"]), t1
+    assert t2["outcome_line"].startswith("completed (stopped from the web UI at "), t2
     info2 = json.loads((run_dir / t2["dir"] / "run.json").read_text())
     assert info2["scenario"]["fleet"]["duration_s"] == 60  # no run time in the form: the scenario's duration bounds it
     for t in (t1, t2):
