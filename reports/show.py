@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 from html import escape
 from pathlib import Path
 from typing import Any
@@ -20,6 +19,7 @@ from typing import Any
 import matplotlib
 
 from harness.errors import HarnessError
+from harness.record import atomic
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
@@ -189,10 +189,7 @@ def read_record(path: Path, schema: int, what: str) -> dict[str, Any]:
 
 def write_record(path: Path, data: dict[str, Any]) -> Path:
     """Written whole or not at all (a temporary file renamed over it): a reader never sees half a record."""
-    tmp = path.with_suffix(".json.tmp")
-    tmp.write_text(json.dumps(json_safe(data), indent=2, allow_nan=False) + "\n")
-    os.replace(tmp, path)
-    return path
+    return atomic.write_text(path, json.dumps(json_safe(data), indent=2, allow_nan=False) + "\n")
 
 
 def json_safe(o: object) -> object:

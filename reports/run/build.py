@@ -215,6 +215,9 @@ def build_report(run_dirs: list[str | Path], out: str | Path | None = None,
         if r.partial:
             print(f"harness: note: {r.path} is still being written or did not finish; reporting what it has",
                   file=sys.stderr)
+        if r.skipped:  # the intact rows are reported; what was left out is named
+            print(f"harness: note: {r.path}: skipped {len(r.skipped)} damaged iteration shard"
+                  f"{'s' if len(r.skipped) > 1 else ''}: {'; '.join(r.skipped)}", file=sys.stderr)
     out_dir = Path(out) if out else default_out(given, runs)
     fig_dir = figures_dir(out_dir)
     summary: dict[str, Any] = {"runs": []}
@@ -236,6 +239,7 @@ def build_report(run_dirs: list[str | Path], out: str | Path | None = None,
         summary["runs"].append({"run_dir": str(run.path), "label": run.label, "partial": run.partial,
                                 "scenario": run.info.get("scenario_name"), "backend": run.info.get("backend"),
                                 "endpoint_kind": run.info.get("endpoint_kind"), "findings": f,
+                                **({"skipped_shards": run.skipped} if run.skipped else {}),
                                 "figures": [n for n, _ in figs]})
     comparison, comp_figs = None, []
     if len(runs) > 1:
