@@ -446,6 +446,13 @@ def _jobs(args: argparse.Namespace, env: UserEnvironment) -> int:
     return commands.cmd_resume(job_connection(env, aws=aws), args.job, _journal(args, env), extra)
 
 
+def _refused_by_the_file_system(e: OSError) -> str:
+    """A write the file system refused, as one line; any other OSError is a bug and goes on up (a traceback)."""
+    if e.errno not in FS_REFUSALS or not e.filename:
+        raise e
+    return f"cannot write {e.filename}: {e.strerror}"
+
+
 def main(argv: list[str] | None = None) -> int:
     args = _parse(argv)
     try:
@@ -501,9 +508,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"harness: {e}", file=sys.stderr)
         return 2
     except OSError as e:  # the file system refused a write (read-only, immutable, no permission): the user's to fix
-        if e.errno not in FS_REFUSALS or not e.filename:
-            raise
-        print(f"harness: cannot write {e.filename}: {e.strerror}", file=sys.stderr)
+        print(f"harness: {_refused_by_the_file_system(e)}", file=sys.stderr)
         return 2
     except KeyboardInterrupt as e:
         print(f"harness: interrupted ({getattr(e, 'name', 'SIGINT')})", file=sys.stderr)

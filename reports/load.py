@@ -133,7 +133,7 @@ def open_run(path: str | Path) -> Run:
         raise HarnessError(f"{p} has no iteration rows yet: wait for the run to record some, or check locust.log")
     # counts, ms sums, sizes: float32 (and a null), cast while still Arrow
     rows = read_rows(p, REPORT_COLUMNS, float32=(*REQUEST_COLUMNS, *QUERY_COLUMNS, *SIZE_COLUMNS))
-    skipped = skipped_shards(rows)
+    skipped = skipped_shards(rows)  # damaged shards left out (and the spans table's, below)
     if rows.empty and skipped:
         raise HarnessError(f"{p} has no intact iteration rows: every shard is damaged ({len(skipped)} skipped, "
                            f"the first {skipped[0]})")
@@ -142,19 +142,22 @@ def open_run(path: str | Path) -> Run:
     rows["error"] = rows["error"].fillna("")
     rows["error_kind"] = rows["error_kind"].fillna("")
     partial = info.get("status") != "finished"
+    spans = _span_counts(p, skipped)
     return Run(p, info, rows, partial, probes=_probes(p), generator=_generator(p), users=_users(p),
                safety=_safety(p), locust_stats=_locust_stats(p), locks=lock_events(p), keys=_keys(p),
-               processes=_processes(p, info), spans=_span_counts(p),
+               processes=_processes(p, info), spans=spans,
                observed=observed(p), skipped=skipped)
 
 
-def _span_counts(p: Path) -> dict[str, int] | None:
-    """The spans table's size, its late spans and those of no iteration (two columns read, not the table)."""
+def _span_counts(p: Path, skipped: list[str]) -> dict[str, int] | None:
+    """The spans table's size, its late spans and those of no iteration (two columns read, not the table); its
+    damaged shards added to ``skipped``."""
     from harness.record.spans import read_spans
 
     t = read_spans(p, ["late", "iteration"])
     if t is None:
         return None
+    skipped.extend(skipped_shards(t))
     return {"spans": int(len(t)), "late": int(t["late"].fillna(False).sum()),
             "unjoined": int(t["iteration"].isna().sum())}
 

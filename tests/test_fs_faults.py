@@ -27,6 +27,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
@@ -222,13 +223,28 @@ def test_a_report_of_a_run_with_a_truncated_shard_reports_the_intact_rows_and_na
     _truncate(damaged)
     assert main(["report", str(run)]) == 0  # before: ArrowInvalid, a traceback, no report
     err = capsys.readouterr().err
-    assert (f"harness: note: {run}: skipped 1 damaged iteration shard: {damaged.name} (Parquet magic bytes not "
+    assert (f"harness: note: {run}: skipped 1 damaged shard: iterations/{damaged.name} (Parquet magic bytes not "
             "found in footer") in err
     summary = json.loads((run / "report" / "summary.json").read_text())["runs"][0]
     assert summary["findings"]["rows"] == sum(counts) - counts[1]
-    assert summary["skipped_shards"][0].startswith(f"{damaged.name} (")
+    assert summary["skipped_shards"][0].startswith(f"iterations/{damaged.name} (")
     page = (run / "report" / "index.html").read_text()
-    assert f"1 damaged iteration shard skipped (their rows are not in this report): {damaged.name}" in page
+    assert f"1 damaged shard skipped (their rows are not in this report): iterations/{damaged.name}" in page
+
+
+def test_a_truncated_spans_shard_is_skipped_and_named(tmp_path):
+    """A command-driver run's spans table: the same fault, the same answer (the counts of the intact shards)."""
+    from harness.record.reader import skipped_shards
+    from harness.record.spans import SCHEMA, SPANS_DIR, read_spans
+
+    d = tmp_path / SPANS_DIR
+    d.mkdir()
+    for i in range(3):
+        pq.write_table(pa.Table.from_pylist([{}] * (i + 1), schema=SCHEMA), d / f"part-{i}.parquet")
+    _truncate(d / "part-1.parquet")
+    t = read_spans(tmp_path, ["late", "iteration"])
+    assert len(t) == 1 + 3
+    assert [x.split(" (")[0] for x in skipped_shards(t)] == [f"{SPANS_DIR}/part-1.parquet"]
 
 
 def test_harness_runs_recommends_the_report_only_when_it_works(tmp_path, capsys):

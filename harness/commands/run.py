@@ -73,14 +73,11 @@ def run(plan: RunPlan, quiet: bool = False) -> RunResult:
         started = _LoadStarted()
         try:
             res = _run(plan, _sayer(quiet), quiet, claim.path, started)
-        except (HarnessError, KeyboardInterrupt) as e:  # refused (or Ctrl-C) before the load: take back what we made
-            if not started:
-                claim.refused(str(e))
-                raise
-            claim.release()
-            raise
-        except BaseException:  # a bug: what the run wrote stays for the traceback's reader
-            claim.release()
+        except BaseException as e:
+            if not started and isinstance(e, HarnessError | KeyboardInterrupt):
+                claim.refused(str(e))  # refused (or Ctrl-C) before any work: take back what the run made
+            else:
+                claim.release()  # its record (or, for a bug, what the traceback's reader needs) stays
             raise
         claim.release()
         return res
@@ -101,7 +98,8 @@ def _prepare_run_dir(path: Path, run_id: str = "") -> RunDirClaim:
 
 
 class _LoadStarted:
-    """Whether the load has started: until then, a refusal takes back what the run made in its directory."""
+    """Whether the run's work (pre-ageing, the load) has started: until then, a refusal takes back what the run
+    made in its directory."""
 
     def __init__(self) -> None:
         self.value = False
@@ -132,6 +130,7 @@ def _run(plan: RunPlan, say: Callable[[str], None], quiet: bool, run_dir: Path, 
         clients = factory.clients()
         backend = factory.backend(clients)
         factory.provision(clients, backend, note=notes.add)  # not a problem: the log and run.json, not stderr
+        started.value = True  # from here on the run writes what it keeps (pre-ageing's journal, the load)
         if plan.seeding.preage:
             preage(factory, say, quiet)
         say(f"harness: {plan.scenario.name} on {plan.backend} ({_where(plan)}), {plan.locust.users} workers, "
@@ -139,7 +138,6 @@ def _run(plan: RunPlan, say: Callable[[str], None], quiet: bool, run_dir: Path, 
         _say_distribution(plan, say)
         _say_telemetry(plan, say)
         job = background(factory, say)
-        started.value = True  # from here on what the run wrote is its record, kept whatever happens
         try:
             exit_code, signalled = supervise(locust_command(plan, plan_path), run_dir, _time_limit(plan), say,
                                              parts)

@@ -40,6 +40,7 @@ def read_rows(run_dir: str | Path, columns: list[str] | None = None,
             table = _read(paths, cols)
         except (pa.ArrowException, OSError):  # a damaged shard: read the intact ones, one by one
             table, skipped = read_intact(paths, cols)
+            skipped = [f"iterations/{x}" for x in skipped]
     for c in float32:
         i = table.schema.get_field_index(c)
         table = table.set_column(i, c, table.column(i).cast(pa.float32()))
@@ -52,7 +53,8 @@ def read_rows(run_dir: str | Path, columns: list[str] | None = None,
 
 
 def skipped_shards(rows: pd.DataFrame) -> list[str]:
-    """The damaged shards ``read_rows`` left out of these rows, each as ``name (why)``; [] when none."""
+    """The damaged shards ``read_rows`` (or ``read_spans``) left out, each as ``iterations/NAME (why)``; [] when
+    none."""
     return list(rows.attrs.get(SKIPPED, []))
 
 
@@ -60,7 +62,7 @@ def _read(paths: list[Path], cols: list[str]) -> pa.Table:
     return ds.dataset([str(p) for p in paths], format="parquet", schema=SCHEMA).to_table(columns=cols)
 
 
-def read_intact(paths: list[Path], cols: list[str]) -> tuple[pa.Table, list[str]]:
+def read_intact(paths: list[Path], cols: list[str], schema: pa.Schema = SCHEMA) -> tuple[pa.Table, list[str]]:
     """The rows of the shards that read whole, and the others as ``name (why)``.
 
     A shard is written whole or not at all, but a disk fault, a copy cut short or a hand can still truncate one
@@ -71,11 +73,11 @@ def read_intact(paths: list[Path], cols: list[str]) -> tuple[pa.Table, list[str]
     tables, bad = [], []
     for p in paths:
         try:
-            tables.append(pq.read_table(p, schema=SCHEMA, columns=cols))
+            tables.append(pq.read_table(p, schema=schema, columns=cols))
         except (pa.ArrowException, OSError) as e:
             why = _OPEN.sub("", str(e).splitlines()[0])[:100] if str(e) else type(e).__name__
             bad.append(f"{p.name} ({why})")
-    return (pa.concat_tables(tables) if tables else SCHEMA.empty_table().select(cols)), bad
+    return (pa.concat_tables(tables) if tables else schema.empty_table().select(cols)), bad
 
 
 def first_intact(run_dir: str | Path) -> Path | None:

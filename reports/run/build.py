@@ -215,9 +215,7 @@ def build_report(run_dirs: list[str | Path], out: str | Path | None = None,
         if r.partial:
             print(f"harness: note: {r.path} is still being written or did not finish; reporting what it has",
                   file=sys.stderr)
-        if r.skipped:  # the intact rows are reported; what was left out is named
-            print(f"harness: note: {r.path}: skipped {len(r.skipped)} damaged iteration shard"
-                  f"{'s' if len(r.skipped) > 1 else ''}: {'; '.join(r.skipped)}", file=sys.stderr)
+        _say_skipped(r)
     out_dir = Path(out) if out else default_out(given, runs)
     fig_dir = figures_dir(out_dir)
     summary: dict[str, Any] = {"runs": []}
@@ -258,6 +256,14 @@ def build_report(run_dirs: list[str | Path], out: str | Path | None = None,
                                                   comp_figs, runs))
     (out_dir / "summary.json").write_text(json.dumps(json_safe(summary), indent=2, allow_nan=False))
     return out_dir
+
+
+def _say_skipped(run: Run) -> None:
+    """Damaged shards the report left out, named on stderr (the intact rows are reported)."""
+    if run.skipped:
+        n = len(run.skipped)
+        print(f"harness: note: {run.path}: skipped {n} damaged shard{'s' if n > 1 else ''}: "
+              f"{'; '.join(run.skipped)}", file=sys.stderr)
 
 
 def run_summary(run_dir: Path, rebuild: bool) -> dict[str, Any] | None:

@@ -65,7 +65,7 @@ def _skipped(run: Run) -> list[str]:
     if not run.skipped:
         return []
     n = len(run.skipped)
-    return [f"{n} damaged iteration shard{'s' if n > 1 else ''} skipped (their rows are not in this report): "
+    return [f"{n} damaged shard{'s' if n > 1 else ''} skipped (their rows are not in this report): "
             f"{escape('; '.join(run.skipped))}."]
 
 
