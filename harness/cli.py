@@ -13,16 +13,20 @@ started died, or the run directory's disk filled: one line on stderr, what was r
 from __future__ import annotations
 
 import argparse
+import errno
 import json
+import re
 import signal
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from harness import cli_gates, cli_open, cli_telemetry
-from harness.durations import parse_duration
+from harness.durations import DurationArg
 from harness.edge import UserEnvironment
 from harness.errors import HarnessError
+
+FS_REFUSALS = (errno.EROFS, errno.EACCES, errno.EPERM)  # a file-system refusal, not a bug: one line, exit 2
 
 if TYPE_CHECKING:
     from harness.pacing.journal import Journal
@@ -32,15 +36,17 @@ if TYPE_CHECKING:
 class _OneLineParser(argparse.ArgumentParser):
     """Argument errors as one line naming the problem and where the usage is, exit 2 (no usage block)."""
 
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        # "-5s" is a (negative) value, not an unknown option: no option of ours starts with a digit, so the
+        # option's type says what is wrong with it ("must be positive") instead of "expected one argument"
+        self._negative_number_matcher = re.compile(r"^-\.?\d")
+
     def error(self, message: str) -> NoReturn:
         self.exit(2, f"{self.prog}: {message} (see `{self.prog} --help`)\n")
 
 
-def _duration(text: str) -> float:
-    try:
-        return parse_duration(text)
-    except ValueError as e:
-        raise argparse.ArgumentTypeError(str(e)) from None
+_duration = DurationArg()  # every duration option: one type, one message ("must be positive")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -440,6 +446,13 @@ def _jobs(args: argparse.Namespace, env: UserEnvironment) -> int:
     return commands.cmd_resume(job_connection(env, aws=aws), args.job, _journal(args, env), extra)
 
 
+def _refused_by_the_file_system(e: OSError) -> str:
+    """A write the file system refused, as one line; any other OSError is a bug and goes on up (a traceback)."""
+    if e.errno not in FS_REFUSALS or not e.filename:
+        raise e
+    return f"cannot write {e.filename}: {e.strerror}"
+
+
 def main(argv: list[str] | None = None) -> int:
     args = _parse(argv)
     try:
@@ -493,6 +506,9 @@ def main(argv: list[str] | None = None) -> int:
         return _jobs(args, env)
     except HarnessError as e:
         print(f"harness: {e}", file=sys.stderr)
+        return 2
+    except OSError as e:  # the file system refused a write (read-only, immutable, no permission): the user's to fix
+        print(f"harness: {_refused_by_the_file_system(e)}", file=sys.stderr)
         return 2
     except KeyboardInterrupt as e:
         print(f"harness: interrupted ({getattr(e, 'name', 'SIGINT')})", file=sys.stderr)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from harness.durations import parse_duration
+from harness.durations import DurationArg
 from harness.rates import parse_rate
 
 
@@ -26,11 +26,7 @@ def _rate(text: str) -> float | tuple[float, float]:
     return lo, hi
 
 
-def _duration(text: str) -> float:
-    try:
-        return parse_duration(text)
-    except ValueError as e:
-        raise argparse.ArgumentTypeError(str(e)) from None
+_duration = DurationArg()  # harness/durations.py: every duration option's type
 
 
 def _ratio(text: str) -> float:

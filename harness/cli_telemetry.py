@@ -9,15 +9,10 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from harness.durations import parse_duration
+from harness.durations import DurationArg
 from harness.plan.telemetry import CLOUDWATCH_WAIT_S
 
-
-def _duration(text: str) -> float:
-    try:
-        return parse_duration(text)
-    except ValueError as e:
-        raise argparse.ArgumentTypeError(str(e)) from None
+_duration = DurationArg(zero_ok=True)  # harness/durations.py: every duration option's type
 
 
 def add_arguments(r: argparse.ArgumentParser) -> None:

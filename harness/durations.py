@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import re
 
 _UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
@@ -28,3 +29,26 @@ def parse_duration(text: str | int | float) -> float:
     if pos != len(s) or not s:
         raise ValueError(f"not a duration: {text!r} (use e.g. 90s, 5m, 1h30m, 250ms)")
     return total
+
+
+class DurationArg:
+    """A command-line duration option's type: a duration that must be positive (or, ``zero_ok``, zero too).
+
+    One type for every duration option, so ``--duration -5s`` and ``--cloudwatch-wait -1s`` say the same thing
+    (argparse names the option: "argument --duration: must be positive, got '-5s'").
+    """
+
+    def __init__(self, zero_ok: bool = False) -> None:
+        self.zero_ok = zero_ok
+        self.__name__ = "duration"  # argparse's fallback message names the type by it
+
+    def __call__(self, text: str) -> float:
+        negative = text.strip().startswith("-")
+        try:
+            seconds = parse_duration(text.strip()[1:] if negative else text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not a duration: {text!r} (use e.g. 90s, 5m, 1h30m, 250ms)") from None
+        if negative or (seconds == 0 and not self.zero_ok):
+            least = "0 or more" if self.zero_ok else "positive"
+            raise argparse.ArgumentTypeError(f"must be {least}, got {text!r} (e.g. 90s, 5m, 1h30m)")
+        return seconds

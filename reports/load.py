@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import io
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -21,7 +21,7 @@ from harness.record.keys import KEYS_CSV
 from harness.record.lockuse import EVENT_FIELDS, LOCK_EVENTS
 from harness.record.memory import give_back
 from harness.record.processes import worker_pid_names
-from harness.record.reader import read_rows, shard_paths
+from harness.record.reader import read_rows, shard_paths, skipped_shards
 from harness.record.schema import QUERY_COLUMNS, SIZE_COLUMNS, STEP_REQUEST_COLUMNS
 from harness.record.schema import STEP_COLUMNS as _SCHEMA_STEPS
 
@@ -56,6 +56,7 @@ class Run:
     processes: pd.DataFrame | None = None  # processes.csv: the harness's processes and the machine, by CPU
     spans: dict[str, int] | None = None  # the spans table's counts (a command-driver run): spans, late, unjoined
     observed: pd.DataFrame | None = None  # observed.csv: the datastore's own state, read from outside
+    skipped: list[str] = field(default_factory=list)  # damaged iteration shards left out, each "name (why)"
 
     @property
     def label(self) -> str:
@@ -132,24 +133,31 @@ def open_run(path: str | Path) -> Run:
         raise HarnessError(f"{p} has no iteration rows yet: wait for the run to record some, or check locust.log")
     # counts, ms sums, sizes: float32 (and a null), cast while still Arrow
     rows = read_rows(p, REPORT_COLUMNS, float32=(*REQUEST_COLUMNS, *QUERY_COLUMNS, *SIZE_COLUMNS))
+    skipped = skipped_shards(rows)  # damaged shards left out (and the spans table's, below)
+    if rows.empty and skipped:
+        raise HarnessError(f"{p} has no intact iteration rows: every shard is damaged ({len(skipped)} skipped, "
+                           f"the first {skipped[0]})")
     if rows.empty:
         raise HarnessError(f"{p} has no iteration rows: the run recorded nothing, see locust.log")
     rows["error"] = rows["error"].fillna("")
     rows["error_kind"] = rows["error_kind"].fillna("")
     partial = info.get("status") != "finished"
+    spans = _span_counts(p, skipped)
     return Run(p, info, rows, partial, probes=_probes(p), generator=_generator(p), users=_users(p),
                safety=_safety(p), locust_stats=_locust_stats(p), locks=lock_events(p), keys=_keys(p),
-               processes=_processes(p, info), spans=_span_counts(p),
-               observed=observed(p))
+               processes=_processes(p, info), spans=spans,
+               observed=observed(p), skipped=skipped)
 
 
-def _span_counts(p: Path) -> dict[str, int] | None:
-    """The spans table's size, its late spans and those of no iteration (two columns read, not the table)."""
+def _span_counts(p: Path, skipped: list[str]) -> dict[str, int] | None:
+    """The spans table's size, its late spans and those of no iteration (two columns read, not the table); its
+    damaged shards added to ``skipped``."""
     from harness.record.spans import read_spans
 
     t = read_spans(p, ["late", "iteration"])
     if t is None:
         return None
+    skipped.extend(skipped_shards(t))
     return {"spans": int(len(t)), "late": int(t["late"].fillna(False).sum()),
             "unjoined": int(t["iteration"].isna().sum())}
 

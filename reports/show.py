@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 from html import escape
 from pathlib import Path
 from typing import Any
@@ -20,6 +19,7 @@ from typing import Any
 import matplotlib
 
 from harness.errors import HarnessError
+from harness.record import atomic
 from reports.run.outcome import shape_words, times  # noqa: F401 - how a rate moved: the outcome's own words
 
 matplotlib.use("Agg")
@@ -167,10 +167,7 @@ def read_record(path: Path, schema: int, what: str) -> dict[str, Any]:
 
 def write_record(path: Path, data: dict[str, Any]) -> Path:
     """Written whole or not at all (a temporary file renamed over it): a reader never sees half a record."""
-    tmp = path.with_suffix(".json.tmp")
-    tmp.write_text(json.dumps(json_safe(data), indent=2, allow_nan=False) + "\n")
-    os.replace(tmp, path)
-    return path
+    return atomic.write_text(path, json.dumps(json_safe(data), indent=2, allow_nan=False) + "\n")
 
 
 def json_safe(o: object) -> object:

@@ -38,6 +38,7 @@ from harness.plan.factory import Factory
 from harness.plan.model import RunPlan
 from harness.plan.preflight import check_reachable
 from harness.record import runinfo
+from harness.record.claim import RunDirClaim
 from harness.record.processes import ProcessSampler
 from harness.record.reader import read_rows
 from harness.safety import audit
@@ -66,8 +67,20 @@ class RunResult:
 
 def run(plan: RunPlan, quiet: bool = False) -> RunResult:
     drivers.check(plan.scenario)  # its [driver] as the driver reads it: one line, before anything starts
+    check_specs(plan.scenario.checks.thresholds, f"{plan.scenario.source}: checks.thresholds")  # before anything
     with signals_raise():
-        return _run(plan, _sayer(quiet), quiet)
+        claim = _prepare_run_dir(Path(plan.run_dir), plan.run_id)  # first: the loser of a race starts nothing
+        started = _LoadStarted()
+        try:
+            res = _run(plan, _sayer(quiet), quiet, claim.path, started)
+        except BaseException as e:
+            if not started and isinstance(e, HarnessError | KeyboardInterrupt):
+                claim.refused(str(e))  # refused (or Ctrl-C) before any work: take back what the run made
+            else:
+                claim.release()  # its record (or, for a bug, what the traceback's reader needs) stays
+            raise
+        claim.release()
+        return res
 
 
 def _sayer(quiet: bool) -> Callable[[str], None]:
@@ -78,16 +91,25 @@ def _sayer(quiet: bool) -> Callable[[str], None]:
     return say
 
 
-def _prepare_run_dir(path: Path) -> Path:
-    if path.exists() and (not path.is_dir() or any(path.iterdir())):
-        raise HarnessError(f"run directory {path} already exists and is not empty: choose another --run-dir")
-    path.mkdir(parents=True, exist_ok=True)
-    return path
+def _prepare_run_dir(path: Path, run_id: str = "") -> RunDirClaim:
+    """The run directory, claimed for this run (an exclusive create), or a one-line refusal: not empty, in use
+    by another run, unwritable."""
+    return RunDirClaim.take(path, run_id)
 
 
-def _run(plan: RunPlan, say: Callable[[str], None], quiet: bool) -> RunResult:
-    check_specs(plan.scenario.checks.thresholds, f"{plan.scenario.source}: checks.thresholds")  # before anything
-    run_dir = _prepare_run_dir(Path(plan.run_dir))
+class _LoadStarted:
+    """Whether the run's work (pre-ageing, the load) has started: until then, a refusal takes back what the run
+    made in its directory."""
+
+    def __init__(self) -> None:
+        self.value = False
+
+    def __bool__(self) -> bool:
+        return self.value
+
+
+def _run(plan: RunPlan, say: Callable[[str], None], quiet: bool, run_dir: Path, started: _LoadStarted
+         ) -> RunResult:
     disk.refuse_if_short(plan, run_dir)  # before anything starts: the stand-in's data is kept here too
     uneven = uneven_groups(plan)
     if uneven:
@@ -108,6 +130,7 @@ def _run(plan: RunPlan, say: Callable[[str], None], quiet: bool) -> RunResult:
         clients = factory.clients()
         backend = factory.backend(clients)
         factory.provision(clients, backend, note=notes.add)  # not a problem: the log and run.json, not stderr
+        started.value = True  # from here on the run writes what it keeps (pre-ageing's journal, the load)
         if plan.seeding.preage:
             preage(factory, say, quiet)
         say(f"harness: {plan.scenario.name} on {plan.backend} ({_where(plan)}), {plan.locust.users} workers, "

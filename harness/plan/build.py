@@ -111,8 +111,10 @@ def plan_run(opts: RunOptions, env: UserEnvironment, *, password: str = "",
     for flag, given, service in (("--stand-in", opts.stand_in, sc.backend), ("--s3-stand-in", opts.s3_stand_in, "s3")):
         # a DynamoDB run uses no S3: --s3-stand-in (as a suite or a script passes it to every run) has nothing to do
         if given and service not in connection.stand_in_services and connection.service(service).used:
-            raise HarnessError(f"{flag} starts a local server, but the run targets a configured endpoint or AWS: "
-                               f"unset AWS_ENDPOINT_URL* / drop --aws, or drop {flag}")
+            named = connection.service(service).source  # the variable (or --aws) that named the endpoint
+            target = "--aws targets AWS itself: drop --aws" if named == "--aws" else \
+                f"{named} names {service}'s endpoint: unset {named}"
+            raise HarnessError(f"{flag} starts a local server, but {target}, or drop {flag}")
     if opts.master and connection.stand_in_services:
         raise HarnessError("--master: workers elsewhere cannot reach an embedded stand-in on this machine's "
                            f"loopback; set {ep.variables_for(connection.stand_in_services)} to a stand-in every "

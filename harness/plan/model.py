@@ -30,6 +30,7 @@ from harness.errors import HarnessError
 from harness.plan.endpoints import EMBEDDED, SERVICES, UNUSED, ServiceEndpoint
 from harness.plan.scenario import Scenario, scenario_from_dict
 from harness.plan.telemetry import TelemetryPlan
+from harness.record import atomic
 
 SCHEMA = 1
 PLAN_JSON = "plan.json"
@@ -255,10 +256,7 @@ class RunPlan:
     def write(self, run_dir: str | Path | None = None) -> Path:
         """``RUN_DIR/plan.json`` (written atomically)."""
         path = Path(run_dir or self.run_dir) / PLAN_JSON
-        tmp = path.with_suffix(".json.tmp")
-        tmp.write_text(json.dumps(self.to_dict(), indent=2, sort_keys=True) + "\n")
-        tmp.replace(path)
-        return path
+        return atomic.write_text(path, json.dumps(self.to_dict(), indent=2, sort_keys=True) + "\n")
 
 
 def read_plan(run_dir_or_file: str | Path) -> RunPlan:

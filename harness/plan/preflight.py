@@ -11,6 +11,7 @@ from botocore.exceptions import BotoCoreError, ClientError, EndpointConnectionEr
 
 from harness.aws.clients import Sessions
 from harness.errors import HarnessError
+from harness.plan.endpoints import ServiceEndpoint
 from harness.plan.model import Connection
 
 REFUSED = ("UnrecognizedClientException", "InvalidClientTokenId", "ExpiredToken", "ExpiredTokenException",
@@ -32,9 +33,7 @@ def check_reachable(connection: Connection, service: str, sessions: Sessions | N
         else:
             client.list_buckets()
     except EndpointConnectionError:
-        raise HarnessError(
-            f"cannot reach {service} at {where}: is the server running? check AWS_ENDPOINT_URL"
-        ) from None
+        raise HarnessError(f"cannot reach {service} at {where}: {_what_to_check(e)}") from None
     except NoCredentialsError:
         raise HarnessError(f"no AWS credentials found for {where}: set AWS_PROFILE or AWS_ACCESS_KEY_ID") from None
     except ClientError as err:
@@ -44,3 +43,12 @@ def check_reachable(connection: Connection, service: str, sessions: Sessions | N
         raise HarnessError(f"{service} at {where} answered {code}: {err}") from None
     except BotoCoreError as err:
         raise HarnessError(f"cannot use {service} at {where}: {err}") from None
+
+
+def _what_to_check(e: ServiceEndpoint) -> str:
+    """What names this endpoint, so the line points at the variable (or option) to fix, not a neighbour's."""
+    if e.source.startswith("AWS_ENDPOINT_URL"):
+        return f"is the server running? check {e.source}"
+    if e.source == "--aws":
+        return "check the network and AWS_REGION (--aws)"
+    return "the embedded stand-in did not answer; see its log in the run directory"

@@ -67,8 +67,8 @@ def usable_connection(plan: RunPlan, aws: bool, verb: str) -> Connection:
     what = f"the run's {'table' if plan.backend == 'dynamodb' else 'bucket'}"
     if e.kind == EMBEDDED:
         raise HarnessError(f"{what} was on the embedded stand-in, which ended with the run: nothing is left to "
-                           f"{verb} there (an endpoint that outlives the run: set AWS_ENDPOINT_URL before `harness "
-                           "run`)")
+                           f"{verb} there (an endpoint that outlives the run: set "
+                           f"AWS_ENDPOINT_URL_{plan.backend.upper()} before `harness run`)")
     if e.kind == AWS and not aws:
         raise HarnessError(f"{what} is on AWS itself: pass --aws to {verb} it there")
     if e.kind != AWS and aws:

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import json
-import os
 import platform
 import socket
 from importlib import metadata
 from pathlib import Path
 from typing import Any
+
+from harness.record import atomic
 
 RUN_JSON = "run.json"
 
@@ -25,9 +26,7 @@ def versions() -> dict[str, str]:
 
 def write(run_dir: str | Path, info: dict[str, Any]) -> None:
     path = Path(run_dir) / RUN_JSON
-    tmp = path.with_suffix(".json.tmp")
-    tmp.write_text(json.dumps(info, indent=2, sort_keys=True, default=str))
-    os.replace(tmp, path)
+    atomic.write_text(path, json.dumps(info, indent=2, sort_keys=True, default=str))
 
 
 def read(run_dir: str | Path) -> dict[str, Any]:

@@ -54,5 +54,13 @@ def read_spans(run_dir: str | Path, columns: list[str] | None = None) -> pd.Data
     paths = sorted(d.glob("*.parquet")) if d.is_dir() else []
     if not paths:
         return None
-    return ds.dataset([str(p) for p in paths], format="parquet", schema=SCHEMA).to_table(
-        columns=columns or list(SCHEMA.names)).to_pandas()
+    cols = columns or list(SCHEMA.names)
+    try:
+        return ds.dataset([str(p) for p in paths], format="parquet", schema=SCHEMA).to_table(columns=cols).to_pandas()
+    except (pa.ArrowException, OSError):  # a damaged shard: the intact ones, the others named (as read_rows does)
+        from harness.record.reader import SKIPPED, read_intact
+
+        table, skipped = read_intact(paths, cols, SCHEMA)
+        out = table.to_pandas()
+        out.attrs[SKIPPED] = [f"{SPANS_DIR}/{x}" for x in skipped]
+        return out

@@ -15,6 +15,7 @@ from typing import Any
 from botocore.exceptions import BotoCoreError, ClientError
 
 from harness.errors import HarnessError
+from harness.record import atomic
 from harness.safety.checker import FINDINGS, check
 from harness.safety.history import read_events
 from harness.safety.state import capture, read_state
@@ -35,9 +36,7 @@ def check_run(run_dir: str | Path, *, state: dict | None = None, source: str = "
     report = check(events, state, untracked_ok=(run_dir / SEED_STATE).exists())
     report.update(checked_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), state_source=source,
                   backend=state.get("backend"))
-    tmp = run_dir / (SAFETY_JSON + ".tmp")
-    tmp.write_text(json.dumps(report, indent=2, sort_keys=True))
-    tmp.replace(run_dir / SAFETY_JSON)
+    atomic.write_text(run_dir / SAFETY_JSON, json.dumps(report, indent=2, sort_keys=True))
     return report
 
 

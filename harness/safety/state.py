@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.errors import HarnessError
+from harness.record import atomic
 from harness.work import Work
 
 STATE_FILE = "final-state.jsonl.gz"
@@ -33,7 +34,7 @@ def snapshot(backend: Any) -> dict:
 
 def write_final_state(run_dir: str | Path, state: dict) -> Path:
     path = Path(run_dir) / STATE_FILE
-    tmp = path.with_suffix(".tmp")
+    tmp = atomic.temp_beside(path)
     head = {k: v for k, v in state.items() if k != "entries"}
     with gzip.open(tmp, "wt") as f:
         f.write(json.dumps({"type": "header", **head}) + "\n")

@@ -29,6 +29,8 @@ from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
+from harness.record import atomic
+
 CSV = "cloudwatch.csv"
 COLUMNS = ("namespace", "metric", "stat", "resource", "index", "operation", "filter_id", "period_start", "value",
            "unit")
@@ -230,7 +232,7 @@ def wait_for(read_once: Callable[[], Reading], end_s: float, wait_s: float, now:
 def write_csv(run_dir: str | Path, rows: list[dict[str, Any]]) -> Path:
     """``RUN_DIR/cloudwatch.csv`` (replaced whole: a later read has every datapoint an earlier one had)."""
     path = Path(run_dir) / CSV
-    tmp = path.with_suffix(".csv.tmp")
+    tmp = atomic.temp_beside(path)
     with tmp.open("w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=COLUMNS)
         w.writeheader()

@@ -98,7 +98,7 @@ def run_entry(d: Path, info: dict[str, Any], kind: str = "run", findings: bool =
         seconds = _seconds(info)
         rows = info.get("rows_written")
         e.rate = rows / seconds if seconds and rows is not None else None
-        e.verdict = f"no report: `harness report {d}`"
+        e.verdict = f"no report: {_report_hint(d)}"
         return e
     e.rate = f["successes"] / f["duration_s"] if f.get("duration_s") else None
     sf = f.get("safety")
@@ -107,6 +107,15 @@ def run_entry(d: Path, info: dict[str, Any], kind: str = "run", findings: bool =
     if findings:
         e.findings = f
     return e
+
+
+def _report_hint(d: Path) -> str:
+    """The command that builds the run's report, only when it would: a run without an intact shard has none."""
+    from harness.record.reader import first_intact
+
+    if first_intact(d) is None:
+        return "no intact iteration rows to report"
+    return f"`harness report {d}`"
 
 
 def _seconds(info: dict[str, Any]) -> float | None:

@@ -215,6 +215,7 @@ def build_report(run_dirs: list[str | Path], out: str | Path | None = None,
         if r.partial:
             print(f"harness: note: {r.path} is still being written or did not finish; reporting what it has",
                   file=sys.stderr)
+        _say_skipped(r)
     out_dir = Path(out) if out else default_out(given, runs)
     fig_dir = figures_dir(out_dir)
     summary: dict[str, Any] = {"runs": []}
@@ -236,6 +237,7 @@ def build_report(run_dirs: list[str | Path], out: str | Path | None = None,
         summary["runs"].append({"run_dir": str(run.path), "label": run.label, "partial": run.partial,
                                 "scenario": run.info.get("scenario_name"), "backend": run.info.get("backend"),
                                 "endpoint_kind": run.info.get("endpoint_kind"), "findings": f,
+                                **({"skipped_shards": run.skipped} if run.skipped else {}),
                                 "figures": [n for n, _ in figs]})
     comparison, comp_figs = None, []
     if len(runs) > 1:
@@ -254,6 +256,14 @@ def build_report(run_dirs: list[str | Path], out: str | Path | None = None,
                                                   comp_figs, runs))
     (out_dir / "summary.json").write_text(json.dumps(json_safe(summary), indent=2, allow_nan=False))
     return out_dir
+
+
+def _say_skipped(run: Run) -> None:
+    """Damaged shards the report left out, named on stderr (the intact rows are reported)."""
+    if run.skipped:
+        n = len(run.skipped)
+        print(f"harness: note: {run.path}: skipped {n} damaged shard{'s' if n > 1 else ''}: "
+              f"{'; '.join(run.skipped)}", file=sys.stderr)
 
 
 def run_summary(run_dir: Path, rebuild: bool) -> dict[str, Any] | None:

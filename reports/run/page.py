@@ -54,7 +54,17 @@ def _alarms(f: dict[str, Any]) -> list[str]:
 def _warnings(run: Run, f: dict[str, Any]) -> list[str]:
     out = []  # a run still being written (run.partial) says so in the outcome's first line
     out.extend(escape(x) for x in _alarms(f))
+    out.extend(_skipped(run))
     return [f'<p class="warn">{w}</p>' for w in out]
+
+
+def _skipped(run: Run) -> list[str]:
+    """Damaged iteration shards the report could not read: named, since every number is short of their rows."""
+    if not run.skipped:
+        return []
+    n = len(run.skipped)
+    return [f"{n} damaged shard{'s' if n > 1 else ''} skipped (their rows are not in this report): "
+            f"{escape('; '.join(run.skipped))}."]
 
 
 def _levels(f: dict[str, Any]) -> str:

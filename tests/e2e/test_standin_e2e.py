@@ -117,8 +117,8 @@ def test_an_s3_stand_in_with_an_endpoint_set_is_refused(tmp_path):
     env = clean_env(AWS_ENDPOINT_URL="http://127.0.0.1:9")
     proc = harness("run", "pruning", *RUN, "--run-dir", str(tmp_path / "run"), "--s3-stand-in", "moto", env=env)
     assert proc.returncode == 2 and proc.stderr.strip().splitlines() == [
-        "harness: --s3-stand-in starts a local server, but the run targets a configured endpoint or AWS: unset "
-        "AWS_ENDPOINT_URL* / drop --aws, or drop --s3-stand-in"]
+        "harness: --s3-stand-in starts a local server, but AWS_ENDPOINT_URL names s3's endpoint: unset "
+        "AWS_ENDPOINT_URL, or drop --s3-stand-in"]
 
 
 @needs_weed
