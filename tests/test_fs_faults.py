@@ -256,8 +256,8 @@ def test_harness_runs_recommends_the_report_only_when_it_works(tmp_path, capsys)
         _truncate(p)
     assert main(["runs", "--runs-dir", str(runs), "--json"]) == 0
     verdict = {Path(e["path"]).name: e["verdict"] for e in map(json.loads, capsys.readouterr().out.splitlines())}
-    assert verdict["one-damaged"] == f"finished (no report: `harness report {one}`)"
-    assert verdict["all-damaged"] == "finished (no report: no intact iteration rows to report)"
+    assert verdict["one-damaged"] == f"no report: `harness report {one}`"
+    assert verdict["all-damaged"] == "no report: no intact iteration rows to report"
     assert main(["report", str(one)]) == 0  # what it recommends works
     assert main(["report", str(every)]) == 2  # and what it does not recommend is one line, not a traceback
     assert capsys.readouterr().err.splitlines()[-1].startswith(f"harness: {every} has no intact iteration rows")
