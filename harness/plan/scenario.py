@@ -18,7 +18,7 @@ import tomllib
 import types
 import typing
 from collections.abc import Sequence
-from dataclasses import fields, is_dataclass
+from dataclasses import fields, is_dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -145,12 +145,23 @@ def driver_kinds() -> tuple[str, ...]:
     return tuple(sorted(p.stem for p in folder.glob("*.py") if not p.stem.startswith("_") and p.stem != "base"))
 
 
+SWAMP = "swamp"  # the driver with swamp's loop built in: any scenario runs on it as it is
+
+
 def twin_for(sc: Scenario, kind: str, extra: Sequence[str] = ()) -> Scenario:
-    """``--driver KIND``: the scenario itself when it runs on that driver, else the twin its [driver] names."""
+    """``--driver KIND``: the scenario itself when it runs on that driver, else the twin its [driver] names
+    (``--driver swamp``: the scenario itself, its loop run by the real swamp, named ``<name>-swamp``)."""
     if kind not in driver_kinds():
         raise HarnessError(f"unknown driver {kind!r}: choose one of {', '.join(driver_kinds())}")
     if sc.driver.kind == kind:
         return sc
+    if kind == SWAMP:
+        if sc.driver.kind != "model":
+            raise HarnessError(f"{sc.source or sc.name}: --driver swamp runs a model scenario's loop on swamp; "
+                               f"{sc.name!r} runs on the {sc.driver.kind} driver: name its model twin "
+                               f"({sc.driver.twin or 'none'})")
+        return replace(sc, name=f"{sc.name}-swamp", driver=DriverSpec(kind=SWAMP, twin=sc.name,
+                                                                      options={}))
     where = sc.source or sc.name
     if not sc.driver.twin:
         raise HarnessError(f"{where}: scenario {sc.name!r} has no {kind} twin ([driver] twin = \"NAME\" names "
@@ -161,6 +172,22 @@ def twin_for(sc: Scenario, kind: str, extra: Sequence[str] = ()) -> Scenario:
         raise HarnessError(f"{where}: its twin {sc.driver.twin!r} runs on the {twin.driver.kind} driver, not "
                            f"{kind}")
     return twin
+
+
+def with_swamp(sc: Scenario, swamp: str | None, repo: str | None) -> Scenario:
+    """``--swamp PATH`` / ``--swamp-repo DIR`` into the swamp driver's ``[driver]`` keys (paths made absolute:
+    the workers run elsewhere in the file system)."""
+    if not swamp and not repo:
+        return sc
+    if sc.driver.kind != SWAMP:
+        raise HarnessError(f"--swamp and --swamp-repo are the swamp driver's: add --driver swamp (scenario "
+                           f"{sc.name!r} runs on the {sc.driver.kind} driver)")
+    options = dict(sc.driver.options)
+    if swamp:
+        options["swamp"] = str(Path(swamp).expanduser().resolve()) if os.sep in swamp else swamp
+    if repo:
+        options["swamp_repo"] = str(Path(repo).expanduser().resolve())
+    return replace(sc, driver=replace(sc.driver, options=options))
 
 
 def parse(data: dict, source: str = "<scenario>", default_name: str = "scenario") -> Scenario:

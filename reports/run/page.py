@@ -56,6 +56,9 @@ def _warnings(run: Run, f: dict[str, Any]) -> list[str]:
         out.append("This run was still being written (or did not finish): the report covers the rows recorded "
                    f"so far ({f['rows']}).")
     out.extend(escape(x) for x in _alarms(f))
+    c = (f.get("spans") or {}).get("command") or {}
+    if c.get("ok_without_requests", 0) * 2 > c.get("ok_iterations", 0) > 0:  # the command driver's, on its first screen
+        out.append(escape(f["spans"]["no_requests"] + "."))
     return [f'<p class="warn">{w}</p>' for w in out]
 
 
