@@ -193,17 +193,18 @@ def command_environment(plan: RunPlan) -> dict[str, str]:
 
 def await_spans(trace: Trace, cap_s: float, quiet_s: float = QUIET_S,
                 clock: Callable[[], float] = time.monotonic) -> None:
-    """After the exit: a complete trace (swamp with ``OTEL_BSP_USE=1`` exports before it exits) is taken at once;
-    an incomplete one (swamp's default processor loses what is in flight at exit; a failed command sends
-    nothing) once its exporter has gone quiet: no span for ``quiet_s`` since the exit or the last arrival,
-    ``cap_s`` at most while spans keep coming. Never a fixed wait for spans that will not come."""
+    """After the exit: a trace complete at the exit (swamp with ``OTEL_BSP_USE=1`` exports before it exits) is
+    taken at once; any other (swamp's default processor loses what is in flight at exit; a failed command
+    sends nothing; a detached exporter still sending) once its exporter has gone quiet: no span for
+    ``quiet_s`` since the exit or the last arrival, ``cap_s`` at most while spans keep coming. Never a fixed
+    wait for spans that will not come."""
     if trace.complete():
         return
     trace.wake = Event()
     start = clock()
     gevent.sleep(0)  # let the receiver read what the command wrote just before it exited
     try:
-        while not trace.complete():
+        while True:  # complete or not, what was not here at the exit is taken once its exporter pauses
             now = clock()
             quiet_left = max(start, trace.last_at or 0.0) + quiet_s - now
             cap_left = start + cap_s - now
@@ -263,7 +264,7 @@ class CommandDriver:
         ex = _spawn.run(self._argv(template, values), cwd=str(self.workdir), env=env, timeout_s=self.opts.timeout_s,
                         nice=self.opts.nice)
         exited = time.monotonic()
-        await_spans(trace, self.opts.late_wait_s)
+        await_spans(trace, self.opts.late_wait_s, self.opts.quiet_s)
         book.close(trace)
         kind, message = classify(ex, self.opts.timeout_s)
         return self._judge(Ran(step, ex, trace, kind, message, (time.monotonic() - exited) * 1000))
