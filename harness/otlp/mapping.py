@@ -2,9 +2,9 @@
 
 Shipped for swamp core and its two datastore extensions (the facts are in docs/command-driver.md, with file
 and commit), and overridable per column in a scenario's ``[driver.spans]``. A column is a list of rules
-tried in order; the first rule that matches at least one of the iteration's spans fills it (so an
-extension's ``lock acquire`` wins over core's ``swamp.lock.acquire`` around it, and neither is counted
-twice). A column no rule matches is null, not 0: the report names it as not measured.
+tried in order; the first rule whose spans give a value fills it (so an extension's ``lock acquire`` wins
+over core's ``swamp.lock.acquire`` around it, and neither is counted twice). A column no rule matches is
+null, not 0: the report names it as not measured.
 
 Each step's ``*_requests`` and ``*_request_ms`` are the per-request spans (``DynamoDB <Op>``, ``S3 <op>``)
 whose nearest step span is that step's: a request inside a lock acquire counts for the lock, not for the
@@ -165,12 +165,13 @@ def row_values(spans: list[Span], mapping: Mapping = SWAMP) -> Mapped:
     for col in MAPPABLE:
         rules = mapping.columns.get(col, ())
         hit: list[Span] = []
-        rule = None
-        for rule in rules:
+        value = None
+        for rule in rules:  # the first rule whose spans give a value (a span without the attribute gives none)
             hit = [s for s in leaves if rule.matches(s, above[s.span_id])]
-            if hit:
+            value = _value(col, rule, hit) if hit else None
+            if value is not None:
                 break
-        out.values[col] = _value(col, rule, hit) if hit and rule is not None else None
+        out.values[col] = value
         if col in STEP_OF and hit:
             for s in hit:
                 step_spans.setdefault(s.span_id, col)
