@@ -271,3 +271,4 @@ def test_the_datastore_section_points_at_the_runs_table_and_namespace():
     assert 'tableName: "harness-t1"' in y and 'endpoint: "http://127.0.0.1:9"' in y and 'namespace: "w0-0"' in y
     y = swampdrv.datastore_yaml("s3", {**v, "endpoint": "", "namespace": ""})  # --aws: no endpoint
     assert 'bucket: "b"' in y and "forcePathStyle: true" in y and "endpoint" not in y and "namespace" not in y
+    assert "prefix" not in y and 'prefix: "p/"' in swampdrv.datastore_yaml("s3", {**v, "prefix": "p/"})

@@ -259,8 +259,10 @@ class CommandDriver:
         parent = secrets.token_hex(8)
         trace = book.expect(trace_id, parent, {"worker": self.ctx.process, "user": self.ctx.user, "iteration": i,
                                                "step": step})
-        env = child_environment({**self.env, "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": f"{self.otlp.server.url}"
-                                 f"?cmd={trace_id}", "TRACEPARENT": f"00-{trace_id}-{parent}-01"}, drop=("TRACESTATE",))
+        unset = tuple(k for k, v in self.env.items() if v == "")  # [driver] env NAME = "": not in its environment
+        env = child_environment({**{k: v for k, v in self.env.items() if v != ""},
+                                 "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": f"{self.otlp.server.url}?cmd={trace_id}",
+                                 "TRACEPARENT": f"00-{trace_id}-{parent}-01"}, drop=("TRACESTATE", *unset))
         ex = _spawn.run(self._argv(template, values), cwd=str(self.workdir), env=env, timeout_s=self.opts.timeout_s,
                         nice=self.opts.nice)
         exited = time.monotonic()

@@ -141,6 +141,8 @@ def datastore_yaml(backend: str, values: dict[str, str]) -> str:
     else:
         lines += ['  type: "@swamp/s3-datastore"', "  config:", f'    bucket: "{values["bucket"]}"',
                   f'    region: "{values["region"]}"', "    forcePathStyle: true"]
+        if values.get("prefix"):  # a bucket the run shares with others (--bucket with a prefix)
+            lines.append(f'    prefix: "{values["prefix"]}"')
     if values.get("endpoint"):
         lines.append(f'    endpoint: "{values["endpoint"]}"')
     if values.get("namespace"):
@@ -162,6 +164,7 @@ class SwampDriver(CommandDriver):
     def _setup(self, values: dict[str, str], i: int) -> list[Ran]:
         """The user's repository: init, the template's extensions, the datastore, one status (the bundling)."""
         s = self.sopts.swamp
+        values = {**values, "prefix": self.plan.resources.prefix or ""}
         out = []
         if not (self.workdir / ".swamp.yaml").exists():
             r = self._command("setup", (s, "init", "--tool", "none", "--json"), values, i)

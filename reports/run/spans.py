@@ -54,7 +54,7 @@ def span_findings(rows: pd.DataFrame, table: dict[str, int] | None = None) -> di
         if c["unjoined"]:
             parts.append(f"{c['unjoined']:,} belonged to no iteration")
         if c["after_exit_ms_median"] is not None:
-            parts.append(f"the driver's own wait for spans after each exit a median {c['after_exit_ms_median']:,.1f} "
+            parts.append(f"the driver's own wait for spans after each exit a median {c['after_exit_ms_median']:,.2f} "
                          "ms (counted apart from the commands)")
         if c["lock_ttl_ms"] is not None:
             parts.append(f"the datastore's own lock (its spans): TTL {c['lock_ttl_ms'] / 1000:g} s, wait "
