@@ -231,7 +231,12 @@ def test_driver_swamp_runs_the_model_scenario_itself(tmp_path):
     exe.write_text("#!/bin/sh\n")
     exe.chmod(0o755)
     sc = _swamp_scenario(tmp_path, swamp=str(exe), repo=str(_template(tmp_path)))
-    assert sc.name == "namespaced-swamp" and sc.driver.kind == "swamp" and sc.driver.twin == "namespaced"
+    assert sc.name == "namespaced-swamp" and sc.driver.kind == "swamp"
+    assert sc.driver.twin == "two-phase-namespaced"  # the model twin of swamp today is its two-phase profile
+    ds = sc.datastore  # swamp's datastore, as the observer must read it
+    assert (ds.sync, ds.gsi, ds.bookkeeping, ds.fencing, ds.s3_shards) == ("two-phase", "swamp", "swamp", False,
+                                                                           "swamp")
+    assert ds.namespaces == "per-worker" and sc.workload.models_per_worker == 50  # the scenario's loop as it is
     o = swampdrv.parse(sc)
     assert o.swamp == str(exe) and o.repo == (tmp_path / "tpl").resolve()
     c = o.command_options()

@@ -160,8 +160,7 @@ def twin_for(sc: Scenario, kind: str, extra: Sequence[str] = ()) -> Scenario:
             raise HarnessError(f"{sc.source or sc.name}: --driver swamp runs a model scenario's loop on swamp; "
                                f"{sc.name!r} runs on the {sc.driver.kind} driver: name its model twin "
                                f"({sc.driver.twin or 'none'})")
-        return replace(sc, name=f"{sc.name}-swamp", driver=DriverSpec(kind=SWAMP, twin=sc.name,
-                                                                      options={}))
+        return as_swamp(sc, extra)
     where = sc.source or sc.name
     if not sc.driver.twin:
         raise HarnessError(f"{where}: scenario {sc.name!r} has no {kind} twin ([driver] twin = \"NAME\" names "
@@ -172,6 +171,26 @@ def twin_for(sc: Scenario, kind: str, extra: Sequence[str] = ()) -> Scenario:
         raise HarnessError(f"{where}: its twin {sc.driver.twin!r} runs on the {twin.driver.kind} driver, not "
                            f"{kind}")
     return twin
+
+
+def as_swamp(sc: Scenario, extra: Sequence[str] = ()) -> Scenario:
+    """A model scenario's loop on the real swamp: its fleet, namespaces, models, lifecycle and prune cadence as
+    they are; its ``[datastore]`` says what swamp's datastore is (two-phase: the model's lock, the namespace's
+    to commit; swamp's GSI partitions, shard keys and bookkeeping; unfenced), so the observer reads swamp's own
+    table or prefix in swamp's layout (a ``legacy`` GSI stays: the extension at bc36088a). Its twin is the
+    two-phase profile of the scenario where one ships (``two-phase-<name>``), else the scenario itself."""
+    try:
+        twin = resolve(f"two-phase-{sc.name}", extra).stem
+    except HarnessError:
+        twin = sc.name
+    return replace(sc, name=f"{sc.name}-swamp", datastore=swamp_datastore(sc.datastore),
+                   driver=DriverSpec(kind=SWAMP, twin=twin, options={}))
+
+
+def swamp_datastore(ds: DatastoreSpec) -> DatastoreSpec:
+    """What swamp's datastore is, whatever the scenario's model settings (the observer reads this layout)."""
+    return replace(ds, sync="two-phase", global_lock="swamp", bookkeeping="swamp", fencing=False,
+                   gsi=ds.gsi if ds.gsi == "legacy" else "swamp", s3_index="sharded", s3_shards="swamp")
 
 
 def with_swamp(sc: Scenario, swamp: str | None, repo: str | None) -> Scenario:
@@ -205,10 +224,13 @@ def parse(data: dict, source: str = "<scenario>", default_name: str = "scenario"
     lock = _lock(sections["lock"], backend)
     checks = _checks(sections["checks"])
     background = _background(sections["background"], backend)
+    driver = _driver(sections["driver"])
+    if driver.kind == SWAMP:  # swamp's own datastore, whatever the file's [datastore] says of the model
+        ds = swamp_datastore(ds)
     return Scenario(name=name, description=description, backend=backend, source=source, fleet=fleet,
                     workload=workload, datastore=ds, lock=lock, checks=checks,
                     fidelity=_fidelity(sections["fidelity"]), background=background,
-                    observe=_observe(sections["observe"]), driver=_driver(sections["driver"]))
+                    observe=_observe(sections["observe"]), driver=driver)
 
 
 def _driver(d: _Reader) -> DriverSpec:
