@@ -190,7 +190,8 @@ def as_swamp(sc: Scenario, extra: Sequence[str] = ()) -> Scenario:
 def swamp_datastore(ds: DatastoreSpec) -> DatastoreSpec:
     """What swamp's datastore is, whatever the scenario's model settings (the observer reads this layout)."""
     return replace(ds, sync="two-phase", global_lock="swamp", bookkeeping="swamp", fencing=False,
-                   gsi=ds.gsi if ds.gsi == "legacy" else "swamp", s3_index="sharded", s3_shards="swamp")
+                   gsi=ds.gsi if ds.gsi == "legacy" else "swamp", s3_index="sharded", s3_shards="swamp",
+                   index_commit="delta")
 
 
 def with_swamp(sc: Scenario, swamp: str | None, repo: str | None) -> Scenario:
