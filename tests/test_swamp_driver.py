@@ -277,3 +277,26 @@ def test_the_datastore_section_points_at_the_runs_table_and_namespace():
     y = swampdrv.datastore_yaml("s3", {**v, "endpoint": "", "namespace": ""})  # --aws: no endpoint
     assert 'bucket: "b"' in y and "forcePathStyle: true" in y and "endpoint" not in y and "namespace" not in y
     assert "prefix" not in y and 'prefix: "p/"' in swampdrv.datastore_yaml("s3", {**v, "prefix": "p/"})
+
+
+# ---- the twin and the real swamp, by the nth run of a model ----
+
+
+def test_runs_line_up_by_the_nth_run_of_a_model_not_by_clock():
+    from reports.compare.by_model_run import side_by_side, with_model_run
+
+    def rows(n_iter: int, models: int, slope: float) -> pd.DataFrame:
+        out = []
+        for user in ("w0-0", "w0-1"):
+            for i in range(n_iter):
+                nth = i // models + 1
+                out.append({"user": user, "iteration": i, "model_id": f"{user}-m{i % models}", "ok": True,
+                            "requests": 20 + slope * nth, "files_pushed": 2 * nth, "commit_ms": 10.0 * nth})
+        return pd.DataFrame(out)
+
+    real, twin = rows(20, 2, 4.2), rows(200, 2, 4.0)  # the model ran 10x the iterations in the same minutes
+    assert with_model_run(real).groupby("model_id")["model_run"].max().max() == 10
+    t = side_by_side(real, twin, (1, 10))
+    assert t.loc["requests", "1 real"] == pytest.approx(24.2) and t.loc["requests", "1 twin"] == pytest.approx(24.0)
+    assert t.loc["files_pushed", "10 real"] == t.loc["files_pushed", "10 twin"] == 20
+    assert t.loc["rows", "10 real"] == 4 and pd.isna(t.loc["delete_ms", "1 real"])
