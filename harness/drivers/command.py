@@ -216,6 +216,15 @@ def await_spans(trace: Trace, cap_s: float, quiet_s: float = QUIET_S,
         trace.wake = None
 
 
+def _process_columns(measured: list[Ran]) -> dict[str, Any]:
+    """The row's columns of the processes themselves (null when none ran): spans joined, wall time spawn to
+    exit, and the driver's own time after the exits."""
+    if not measured:
+        return {"spans": None, "command_ms": None, "after_exit_ms": None}
+    return {"spans": sum(len(r.trace.spans) for r in measured), "command_ms": sum(r.exit.wall_ms for r in measured),
+            "after_exit_ms": sum(r.after_exit_ms for r in measured)}
+
+
 class CommandDriver:
     """One swamp worker (one Locust user) running the datastore's own command line."""
 
@@ -328,19 +337,7 @@ class CommandDriver:
         sc = self.scenario
         model, method, _ = iteration_plan(sc.workload, self.ctx.user, i)
         values = {**self.values, "iteration": str(i), "instance": model, "method": method}
-        records: list[dict] = []
-        ran: list[Ran] = []
-        if not self.ready:
-            for setup in self._setup(values, i):
-                records += self._records(setup, {})
-                if setup.kind:
-                    ran.append(setup)
-            self.ready = not ran
-        if self.ready:  # a model's creation is the user's once, not the iteration's steps: recorded, not timed
-            for pre in self._before_run(values, i):
-                records += self._records(pre, {})
-                if pre.kind:
-                    ran.append(pre)
+        records, ran = self._prepare(values, i)
         t_start = time.time()
         t0 = time.perf_counter()
         if self.ready and not ran:
@@ -359,16 +356,30 @@ class CommandDriver:
             "ok": not failed, "error_kind": failed[0].kind if failed else "", "error": message[:500],
             "total_ms": total_ms, "ts_intended": t_start if intended is None else intended,
             "wait_ms": total_ms if intended is None else (t_start - intended) * 1000 + total_ms,
-            **mapped.values,
-            "spans": sum(len(r.trace.spans) for r in measured) if measured else None,
-            "spans_rejected": sum(r.trace.rejected for r in ran),
-            "command_ms": sum(r.exit.wall_ms for r in measured) if measured else None,
-            "after_exit_ms": sum(r.after_exit_ms for r in measured) if measured else None,
+            **mapped.values, **_process_columns(measured), "spans_rejected": sum(r.trace.rejected for r in ran),
         }
         records += self._strays()
         steps = [Step(step, row[col], Work()) for step, col in STEP_COLUMNS.items() if row.get(col) is not None]
         error = RuntimeError(message) if failed else None
         return IterationOutcome(row, steps, error, self._new_events(i), records)
+
+    def _prepare(self, values: dict[str, str], i: int) -> tuple[list[dict], list[Ran]]:
+        """The user's setup (once) and what comes before a run (a model's creation): recorded in the spans
+        table, never timed into the row; those that failed (the iteration then runs nothing)."""
+        records: list[dict] = []
+        failed: list[Ran] = []
+        if not self.ready:
+            for setup in self._setup(values, i):
+                records += self._records(setup, {})
+                if setup.kind:
+                    failed.append(setup)
+            self.ready = not failed
+        if self.ready:
+            for pre in self._before_run(values, i):
+                records += self._records(pre, {})
+                if pre.kind:
+                    failed.append(pre)
+        return records, failed
 
     def _records(self, r: Ran, column_of: dict[str, str]) -> list[dict]:
         meta = r.trace.meta

@@ -42,26 +42,7 @@ def span_findings(rows: pd.DataFrame, table: dict[str, int] | None = None) -> di
              "after_exit_ms_median": _median(cmd, "after_exit_ms"),
              **_without_requests(cmd), **_lock_settings(cmd)}
         out["command"] = c
-        parts.append(f"{c['spans']:,} spans came for {c['iterations']:,} iterations of the command driver")
-        if c["without_spans"]:
-            parts.append(f"{c['without_spans']:,} iteration{'s' if c['without_spans'] != 1 else ''} got none "
-                         "(their step times are null)")
-        if c["rejected_bodies"]:
-            parts.append(f"{c['rejected_bodies']:,} OTLP bod{'ies' if c['rejected_bodies'] != 1 else 'y'} could not "
-                         "be read (400)")
-        if c["late"]:
-            parts.append(f"{c['late']:,} came after their row (in the spans table, not the row)")
-        if c["unjoined"]:
-            parts.append(f"{c['unjoined']:,} belonged to no iteration")
-        if c["after_exit_ms_median"] is not None:
-            parts.append(f"the driver's own wait for spans after each exit a median {c['after_exit_ms_median']:,.2f} "
-                         "ms (counted apart from the commands)")
-        if c["lock_ttl_ms"] is not None:
-            parts.append(f"the datastore's own lock (its spans): TTL {c['lock_ttl_ms'] / 1000:g} s, wait "
-                         f"{(c['lock_timeout_ms'] or 0) / 1000:g} s (the scenario's [lock] does not reach it)")
-        if c["outside_steps_ms_median"] is not None:
-            parts.append(f"a median {c['outside_steps_ms_median']:,.0f} ms of each iteration was outside every "
-                         "step's span (process start, imports, exit)")
+        parts += _command_parts(c)
     if out["command"] and out["command"]["ok_without_requests"]:
         c = out["command"]
         out["no_requests"] = (f"{c['ok_without_requests']:,} of {c['ok_iterations']:,} successful iterations made no "
@@ -94,3 +75,30 @@ def _lock_settings(cmd: pd.DataFrame) -> dict[str, float | None]:
     for col in ("lock_ttl_ms", "lock_timeout_ms"):
         out[col] = float(cmd[col].max()) if col in cmd.columns and cmd[col].notna().any() else None
     return out
+
+
+def _command_parts(c: dict[str, Any]) -> list[str]:
+    """The command driver's clauses of the spans' note: how the spans came, the driver's own wait, the
+    datastore's own lock, the time outside every step."""
+    parts = []
+    parts.append(f"{c['spans']:,} spans came for {c['iterations']:,} iterations of the command driver")
+    if c["without_spans"]:
+        parts.append(f"{c['without_spans']:,} iteration{'s' if c['without_spans'] != 1 else ''} got none "
+                     "(their step times are null)")
+    if c["rejected_bodies"]:
+        parts.append(f"{c['rejected_bodies']:,} OTLP bod{'ies' if c['rejected_bodies'] != 1 else 'y'} could not "
+                     "be read (400)")
+    if c["late"]:
+        parts.append(f"{c['late']:,} came after their row (in the spans table, not the row)")
+    if c["unjoined"]:
+        parts.append(f"{c['unjoined']:,} belonged to no iteration")
+    if c["after_exit_ms_median"] is not None:
+        parts.append(f"the driver's own wait for spans after each exit a median {c['after_exit_ms_median']:,.2f} "
+                     "ms (counted apart from the commands)")
+    if c["lock_ttl_ms"] is not None:
+        parts.append(f"the datastore's own lock (its spans): TTL {c['lock_ttl_ms'] / 1000:g} s, wait "
+                     f"{(c['lock_timeout_ms'] or 0) / 1000:g} s (the scenario's [lock] does not reach it)")
+    if c["outside_steps_ms_median"] is not None:
+        parts.append(f"a median {c['outside_steps_ms_median']:,.0f} ms of each iteration was outside every "
+                     "step's span (process start, imports, exit)")
+    return parts
