@@ -300,3 +300,18 @@ def test_runs_line_up_by_the_nth_run_of_a_model_not_by_clock():
     assert t.loc["requests", "1 real"] == pytest.approx(24.2) and t.loc["requests", "1 twin"] == pytest.approx(24.0)
     assert t.loc["files_pushed", "10 real"] == t.loc["files_pushed", "10 twin"] == 20
     assert t.loc["rows", "10 real"] == 4 and pd.isna(t.loc["delete_ms", "1 real"])
+
+
+@pytest.mark.parametrize("key", ["dynamodb://harness-t1", ".datastore.lock", ".locks/w0.lock"])
+def test_the_global_lock_without_a_namespace_is_the_commit_lock(key):
+    """Without a namespace swamp's global lock is the datastore's (`dynamodb://<table>` on DynamoDB, as a
+    shared-lock run here showed; `.datastore.lock` on S3)."""
+    ms = 1_000_000
+    spans = [Span("t", "p", "", "harness.command run", 0, 900 * ms),
+             Span("t", "c", "p", "swamp.cli", 1 * ms, 800 * ms),
+             Span("t", "m", "c", "dynamodb-datastore lock acquire", 2 * ms, 10 * ms,
+                  attributes={"lock.key": "data/@webframp/system/x/.lock", "lock.wait_duration_ms": 7}),
+             Span("t", "g", "c", "dynamodb-datastore lock acquire", 20 * ms, 30 * ms,
+                  attributes={"lock.key": key, "lock.wait_duration_ms": 9})]
+    v = row_values(spans, REAL_SWAMP).values
+    assert v["lock_wait_ms"] == 7 and v["commit_lock_ms"] == 9

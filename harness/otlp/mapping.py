@@ -110,16 +110,19 @@ SWAMP = Mapping({
 
 # swamp 06b6147 with webframp's DynamoDB extension (a929b7a) and swamp-club's S3 extension (c25ec91), as the
 # swamp driver runs them: `method run` takes the model's lock (`[<ns>/]data/<type>/<id>/.lock`), then the
-# namespace's global lock (`.locks/<ns>.lock`, `.datastore.lock` without a namespace) for the commit, both
-# inside `swamp.cli` (none under `swamp.cli.teardown`): each column is one lock's, told by its key, in the run
-# command's own process (`data prune` takes the global lock too: that is the prune's).
+# namespace's global lock (`.locks/<ns>.lock`; without a namespace the datastore's, `dynamodb://<table>` on
+# DynamoDB, `.datastore.lock` on S3) for the commit, both inside `swamp.cli` (none under `swamp.cli.teardown`):
+# each column is one lock's, told by its key, in the run command's own process (`data prune` takes the global
+# lock too: that is the prune's).
 MODEL_LOCK = (("lock.key", "*data/*/.lock"),)
 GLOBAL_LOCK = (("lock.key", ".*lock"),)
+TABLE_LOCK = (("lock.key", "dynamodb://*"),)
 RUN = "harness.command run"
 REAL_SWAMP = SWAMP.with_overrides({
     "lock_wait_ms": (Rule(EXT_LOCK, "lock.wait_duration_ms", where=MODEL_LOCK, under=RUN),
                      Rule(("swamp.lock.acquire",), where=MODEL_LOCK, under=RUN)),
-    "commit_lock_ms": (Rule(EXT_LOCK, "lock.wait_duration_ms", where=GLOBAL_LOCK, under=RUN),),
+    "commit_lock_ms": (Rule(EXT_LOCK, "lock.wait_duration_ms", where=GLOBAL_LOCK, under=RUN),
+                       Rule(EXT_LOCK, "lock.wait_duration_ms", where=TABLE_LOCK, under=RUN)),
     # S3 says no files-pushed: its uploads (one putObject a file, the catalog export's object among them) under
     # preparePush count them; DynamoDB's commitPush says datastore.files_pushed
     "files_pushed": (Rule(EXT_COMMIT, "datastore.files_pushed"), Rule(EXT_PUSH, "datastore.files_pushed"),
