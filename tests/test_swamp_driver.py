@@ -208,6 +208,8 @@ def test_most_iterations_without_a_request_is_said():
 
     assert no_requests_alarm({"spans": f}) == [f["no_requests"] + "."]
     assert "3 of 4 successful iterations made no datastore request" in f["no_requests"]
+    rows["requests"] = [None] * 4  # no request span in the whole run (an extension that does not trace)
+    assert "does not trace its requests" in span_findings(rows)["no_requests"]
     rows["requests"] = [0, 5, 5, 23]  # a few: said in the spans' note, not on the first screen
     assert no_requests_alarm({"spans": span_findings(rows)}) == []
 

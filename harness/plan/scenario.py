@@ -177,7 +177,8 @@ def as_swamp(sc: Scenario, extra: Sequence[str] = ()) -> Scenario:
     """A model scenario's loop on the real swamp: its fleet, namespaces, models, lifecycle and prune cadence as
     they are; its ``[datastore]`` says what swamp's datastore is (two-phase: the model's lock, the namespace's
     to commit; swamp's GSI partitions, shard keys and bookkeeping; unfenced), so the observer reads swamp's own
-    table or prefix in swamp's layout (a ``legacy`` GSI stays: the extension at bc36088a). Its twin is the
+    table or prefix in swamp's layout (a ``legacy`` GSI stays, with its sync, which the model's checks allow
+    it: the extension at bc36088a). Its twin is the
     two-phase profile of the scenario where one ships (``two-phase-<name>``), else the scenario itself."""
     try:
         twin = resolve(f"two-phase-{sc.name}", extra).stem
@@ -189,8 +190,9 @@ def as_swamp(sc: Scenario, extra: Sequence[str] = ()) -> Scenario:
 
 def swamp_datastore(ds: DatastoreSpec) -> DatastoreSpec:
     """What swamp's datastore is, whatever the scenario's model settings (the observer reads this layout)."""
-    return replace(ds, sync="two-phase", global_lock="swamp", bookkeeping="swamp", fencing=False,
-                   gsi=ds.gsi if ds.gsi == "legacy" else "swamp", s3_index="sharded", s3_shards="swamp",
+    legacy = ds.gsi == "legacy"  # webframp's extension at bc36088a: every file item under gsi1pk = "FILE"
+    return replace(ds, sync=ds.sync if legacy else "two-phase", global_lock="swamp", bookkeeping="swamp",
+                   fencing=False, gsi="legacy" if legacy else "swamp", s3_index="sharded", s3_shards="swamp",
                    index_commit="delta")
 
 

@@ -45,10 +45,13 @@ def span_findings(rows: pd.DataFrame, table: dict[str, int] | None = None) -> di
         parts += _command_parts(c)
     if out["command"] and out["command"]["ok_without_requests"]:
         c = out["command"]
-        out["no_requests"] = (f"{c['ok_without_requests']:,} of {c['ok_iterations']:,} successful iterations made no "
-                              "datastore request (their spans have none)"
-                              + (": most of this run never touched the datastore, so its times are the commands' own, "
-                                 "not the datastore's" if c["ok_without_requests"] * 2 > c["ok_iterations"] else ""))
+        n, of = c["ok_without_requests"], c["ok_iterations"]
+        why = (": no request span came in the whole run, so either no iteration touched the datastore or its "
+               "extension does not trace its requests (webframp's DynamoDB extension before a929b7a does not): its "
+               "times are whole commands" if n == of else ": most of this run never touched the datastore, so its "
+               "times are the commands' own, not the datastore's" if n * 2 > of else "")
+        out["no_requests"] = (f"{n:,} of {of:,} successful iterations made no datastore request (their spans have "
+                              f"none){why}")
         parts.append(out["no_requests"])
     if unmeasured:
         parts.append("not measured (no span filled them): " + ", ".join(label(x) for x in unmeasured))
