@@ -104,8 +104,6 @@ SWAMP = Mapping({
     "read_units": (Rule(READ_OPS, UNITS),),
     "write_units": (Rule(WRITE_OPS, UNITS),),
     "bytes_received": (Rule(("S3 *",), "http.response.body.size"),),
-    "lock_ttl_ms": (Rule(EXT_LOCK, "lock.ttl_ms", agg="max"),),
-    "lock_timeout_ms": (Rule(EXT_LOCK, "lock.timeout_ms", agg="max"),),
 })
 
 # swamp 06b6147 with webframp's DynamoDB extension (a929b7a) and swamp-club's S3 extension (c25ec91), as the
@@ -127,6 +125,9 @@ REAL_SWAMP = SWAMP.with_overrides({
     # preparePush count them; DynamoDB's commitPush says datastore.files_pushed
     "files_pushed": (Rule(EXT_COMMIT, "datastore.files_pushed"), Rule(EXT_PUSH, "datastore.files_pushed"),
                      Rule(("S3 putObject",), COUNT, under="s3-datastore preparePush")),
+    # swamp's own lock settings (not a step: the reference command's spans carry none)
+    "lock_ttl_ms": (Rule(EXT_LOCK, "lock.ttl_ms", agg="max"),),
+    "lock_timeout_ms": (Rule(EXT_LOCK, "lock.timeout_ms", agg="max"),),
 }, None)
 
 
