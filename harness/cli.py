@@ -83,8 +83,13 @@ def build_parser() -> argparse.ArgumentParser:
                    "dynalite-memory, moto, moto-indexed, dynamodb-local (AWS's DynamoDB Local, on Java: "
                    "`bash .ci/install dynamodb-local`)")
     r.add_argument("--driver", metavar="KIND", help="run the scenario's twin on this driver: model (the harness's "
-                   "own model of the sync layer) or command (the datastore's own command line, timed by its spans; "
-                   "the scenario's [driver] twin names it)")
+                   "own model of the sync layer), command (the datastore's own command line, timed by its spans; "
+                   "the scenario's [driver] twin names it) or swamp (the real swamp CLI with the scenario's loop "
+                   "built in: needs --swamp-repo)")
+    r.add_argument("--swamp", metavar="PATH", help="--driver swamp: the swamp executable (default: swamp on PATH; "
+                   "scenario key [driver] swamp)")
+    r.add_argument("--swamp-repo", metavar="DIR", help="--driver swamp: the repository template each user's swamp "
+                   "repository is made from (its extensions/, and deno.json for S3; scenario key [driver] swamp_repo)")
     cli_open.add_arguments(r)
     cli_telemetry.add_arguments(r)
     cli_gates.add_run_arguments(r)
@@ -285,7 +290,8 @@ def run_options(args: argparse.Namespace) -> RunOptions:
         seed_dir=args.seed_dir, stand_in=args.stand_in, s3_stand_in=args.s3_stand_in,
         web_host=args.web_host, web_login=args.web_login, master=args.master, expect_workers=args.expect_workers,
         expect_workers_max_wait_s=args.expect_workers_max_wait, master_bind_host=args.master_bind_host,
-        master_bind_port=args.master_bind_port, driver=args.driver, **opened, **cli_telemetry.options(args))
+        master_bind_port=args.master_bind_port, driver=args.driver,
+        swamp=args.swamp, swamp_repo=args.swamp_repo, **opened, **cli_telemetry.options(args))
 
 
 def _cmd_run(args: argparse.Namespace, env: UserEnvironment) -> int:

@@ -34,6 +34,7 @@ REPORT_COLUMNS = ["ts_start", "ts_end", "ts_intended", "wait_ms", "user", "ok",
                   "error_kind", "error", "total_ms", "requests", *STEP_COLUMNS,
                   *COUNT_COLUMNS, *REQUEST_COLUMNS, *QUERY_COLUMNS, *SIZE_COLUMNS,
                   "spans", "spans_rejected", "command_ms",  # the command driver's (null under the model's)
+                  "after_exit_ms", "lock_ttl_ms", "lock_timeout_ms",
                   "files_pulled"]  # a pull's content reads, set apart from its index reads (reports/run/observed.py)
 READ_BATCH_BYTES = 16 << 20  # history files parsed together, up to this many bytes at once
 SKIP_DIRS = {"report", "iterations", "history", "figures", "jobs", "seed-state", ".ipynb_checkpoints", "spans",

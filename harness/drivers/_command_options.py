@@ -20,7 +20,7 @@ from harness.otlp.mapping import SWAMP, Mapping, parse_overrides
 from harness.plan.scenario import Scenario
 
 COMMANDS = ("setup", "run", "delete", "prune")
-KEYS = (*COMMANDS, "timeout", "env", "late_wait", "history", "spans", "nice")
+KEYS = (*COMMANDS, "timeout", "env", "late_wait", "quiet", "history", "spans", "nice")
 # what a template may name; setup runs once per worker, before any iteration
 PLACEHOLDERS = ("worker", "iteration", "instance", "namespace", "method", "plan", "workdir", "table", "bucket",
                 "backend", "region", "endpoint", "python")
@@ -36,7 +36,10 @@ class CommandOptions:
     prune: tuple[str, ...] = ()
     timeout_s: float = 60.0
     env: dict[str, str] = field(default_factory=dict)
-    late_wait_s: float = 2.0  # after a command exits, how long its spans may still come before the row is built
+    late_wait_s: float = 2.0  # after a command exits, the longest its spans may still keep coming
+    # after the exit, an incomplete trace is whole once its exporter has been quiet this long (no fixed wait for
+    # spans that will not come: swamp's default exporter loses what is in flight at exit)
+    quiet_s: float = 0.05
     history: bool = False  # the commands write the checker's history to $HARNESS_HISTORY
     mapping: Mapping = SWAMP
     # the commands' priority below the harness's: a hundred of them fill two cores, and Locust's own processes
@@ -114,6 +117,7 @@ def parse(sc: Scenario) -> CommandOptions:
     return CommandOptions(run=templates["run"], setup=templates.get("setup", ()), delete=templates.get("delete", ()),
                           prune=templates.get("prune", ()), timeout_s=_duration(o, "timeout", 60.0, where),
                           env=dict(env), late_wait_s=_duration(o, "late_wait", 2.0, where, positive=False),
+                          quiet_s=_duration(o, "quiet", 0.05, where, positive=False),
                           history=history, mapping=mapping, nice=nice)
 
 

@@ -21,6 +21,7 @@ import secrets
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -47,10 +48,10 @@ from harness.work import Work
 
 log = logging.getLogger("harness")
 
-STEP_CODES = {"setup": 0, "run": 1, "delete": 2, "prune": 3}  # the trace id's last 8 hex digits
+STEP_CODES = {"setup": 0, "run": 1, "delete": 2, "prune": 3, "create": 4}  # the trace id's last 8 hex digits
 EXIT_TEMPFAIL = 75  # swamp's exit code for lock_timeout (EX_TEMPFAIL, error_output.ts)
 WORKDIRS = "workdirs"
-QUIET_S = 0.1  # spans that came after the exit: the trace is taken as whole once none came for this long
+QUIET_S = 0.05  # after the exit, an incomplete trace is taken as whole once no span came for this long
 DUMMY_ENV = {"AWS_ACCESS_KEY_ID": "harnesslocal", "AWS_SECRET_ACCESS_KEY": "harnesslocal"}  # the stand-in's keys
 
 
@@ -59,13 +60,17 @@ def check(scenario: Scenario) -> None:
 
 
 def make(ctx: DriverContext) -> CommandDriver:
-    """A worker's driver on its process's one receiver (made by the first; the others wait for it: a first
-    import can yield to another user's greenlet, which must not make a second)."""
+    return CommandDriver(ctx, parse(ctx.plan.scenario), otlp_of(ctx))
+
+
+def otlp_of(ctx: DriverContext) -> Otlp:
+    """The process's one receiver (made by the first driver; the others wait for it: a first import can yield
+    to another user's greenlet, which must not make a second)."""
     lock = ctx.shared.setdefault("otlp_lock", Semaphore())
     with lock:
         if "otlp" not in ctx.shared:
             ctx.shared["otlp"] = Otlp()
-    return CommandDriver(ctx, parse(ctx.plan.scenario), ctx.shared["otlp"])
+    return ctx.shared["otlp"]
 
 
 class Otlp:
@@ -89,6 +94,7 @@ class Ran:
     trace: Trace
     kind: str  # "" when it succeeded, else an error kind
     message: str
+    after_exit_ms: float = 0.0  # the driver's own time after the exit (waiting for spans), never the command's
 
     def own_span(self) -> Span:
         """The process itself, spawn to exit: the parent every span the command sent hangs under."""
@@ -185,6 +191,40 @@ def command_environment(plan: RunPlan) -> dict[str, str]:
     return env
 
 
+def await_spans(trace: Trace, cap_s: float, quiet_s: float = QUIET_S,
+                clock: Callable[[], float] = time.monotonic) -> None:
+    """After the exit: a trace complete at the exit (swamp with ``OTEL_BSP_USE=1`` exports before it exits) is
+    taken at once; any other (swamp's default processor loses what is in flight at exit; a failed command
+    sends nothing; a detached exporter still sending) once its exporter has gone quiet: no span for
+    ``quiet_s`` since the exit or the last arrival, ``cap_s`` at most while spans keep coming. Never a fixed
+    wait for spans that will not come."""
+    if trace.complete():
+        return
+    trace.wake = Event()
+    start = clock()
+    gevent.sleep(0)  # let the receiver read what the command wrote just before it exited
+    try:
+        while True:  # complete or not, what was not here at the exit is taken once its exporter pauses
+            now = clock()
+            quiet_left = max(start, trace.last_at or 0.0) + quiet_s - now
+            cap_left = start + cap_s - now
+            if quiet_left <= 0 or cap_left <= 0:
+                return
+            trace.wake.clear()
+            trace.wake.wait(min(quiet_left, cap_left))
+    finally:
+        trace.wake = None
+
+
+def _process_columns(measured: list[Ran]) -> dict[str, Any]:
+    """The row's columns of the processes themselves (null when none ran): spans joined, wall time spawn to
+    exit, and the driver's own time after the exits."""
+    if not measured:
+        return {"spans": None, "command_ms": None, "after_exit_ms": None}
+    return {"spans": sum(len(r.trace.spans) for r in measured), "command_ms": sum(r.exit.wall_ms for r in measured),
+            "after_exit_ms": sum(r.after_exit_ms for r in measured)}
+
+
 class CommandDriver:
     """One swamp worker (one Locust user) running the datastore's own command line."""
 
@@ -228,34 +268,32 @@ class CommandDriver:
         parent = secrets.token_hex(8)
         trace = book.expect(trace_id, parent, {"worker": self.ctx.process, "user": self.ctx.user, "iteration": i,
                                                "step": step})
-        env = child_environment({**self.env, "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": f"{self.otlp.server.url}"
-                                 f"?cmd={trace_id}", "TRACEPARENT": f"00-{trace_id}-{parent}-01"}, drop=("TRACESTATE",))
+        unset = tuple(k for k, v in self.env.items() if v == "")  # [driver] env NAME = "": not in its environment
+        env = child_environment({**{k: v for k, v in self.env.items() if v != ""},
+                                 "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": f"{self.otlp.server.url}?cmd={trace_id}",
+                                 "TRACEPARENT": f"00-{trace_id}-{parent}-01"}, drop=("TRACESTATE", *unset))
         ex = _spawn.run(self._argv(template, values), cwd=str(self.workdir), env=env, timeout_s=self.opts.timeout_s,
                         nice=self.opts.nice)
-        self._await_spans(trace)
+        exited = time.monotonic()
+        await_spans(trace, self.opts.late_wait_s, self.opts.quiet_s)
         book.close(trace)
         kind, message = classify(ex, self.opts.timeout_s)
-        return Ran(step, ex, trace, kind, message)
+        return self._judge(Ran(step, ex, trace, kind, message, (time.monotonic() - exited) * 1000))
 
-    def _await_spans(self, trace: Trace) -> None:
-        """After the exit: what the command sent is here (swamp flushes its spans before it exits) or still on
-        its way. Wait, at most ``late_wait``, only while its trace is incomplete (no span under the command's
-        own yet, or a span whose parent has not come); spans that trickle in are waited for until they have
-        paused for ``QUIET_S``."""
-        if trace.complete():
-            return
-        trace.wake = Event()
-        deadline = time.monotonic() + self.opts.late_wait_s
-        gevent.sleep(0)  # let the receiver read what the command wrote before it exited
-        while True:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                break
-            trace.wake.clear()
-            woke = trace.wake.wait(min(left, QUIET_S) if trace.complete() else left)
-            if trace.complete() and not woke:
-                break
-        trace.wake = None
+    def _judge(self, r: Ran) -> Ran:
+        """A driver's own reading of a command that ended (the swamp driver fails a run with an error span)."""
+        return r
+
+    def _setup(self, values: dict[str, str], i: int) -> list[Ran]:
+        """The worker's setup, once before its first iteration (the scenario's ``setup`` command)."""
+        return [self._command("setup", self.opts.setup, values, i)]
+
+    def _before_run(self, values: dict[str, str], i: int) -> list[Ran]:
+        """Commands before an iteration's ``run`` that are not part of its measured steps (none here)."""
+        return []
+
+    def _after_run(self, step: str, values: dict[str, str]) -> None:
+        """What a driver remembers of a command that ran (nothing here)."""
 
     def _new_events(self, i: int) -> list[dict]:
         """The checker's history the commands appended since the last look ([driver] history = true)."""
@@ -279,34 +317,36 @@ class CommandDriver:
 
     # ---- one iteration -------------------------------------------------------------------------
 
+    def _iteration(self, values: dict[str, str], i: int) -> list[Ran]:
+        """The iteration's measured commands: run, then delete (disposable models), prune (every prune_every)."""
+        sc = self.scenario
+        ran = [self._command("run", self.opts.run, values, i)]
+        if self.opts.delete and sc.workload.lifecycle == "disposable":
+            ran.append(self._command("delete", self.opts.delete, values, i))
+        every = sc.datastore.prune_every
+        if self.opts.prune and every and (i + 1) % every == 0:
+            ran.append(self._command("prune", self.opts.prune, values, i))
+        for r in ran:
+            if not r.kind:
+                self._after_run(r.step, values)
+        return ran
+
     def run_once(self, intended: float | None = None) -> IterationOutcome:
         i = self.iteration
         self.iteration += 1
         sc = self.scenario
         model, method, _ = iteration_plan(sc.workload, self.ctx.user, i)
         values = {**self.values, "iteration": str(i), "instance": model, "method": method}
-        records: list[dict] = []
-        ran: list[Ran] = []
-        if not self.ready:
-            setup = self._command("setup", self.opts.setup, values, i)
-            records += self._records(setup, {})
-            self.ready = not setup.kind
-            if setup.kind:
-                ran.append(setup)
+        records, ran = self._prepare(values, i)
         t_start = time.time()
         t0 = time.perf_counter()
-        if self.ready:
-            ran.append(self._command("run", self.opts.run, values, i))
-            if self.opts.delete and sc.workload.lifecycle == "disposable":
-                ran.append(self._command("delete", self.opts.delete, values, i))
-            every = sc.datastore.prune_every
-            if self.opts.prune and every and (i + 1) % every == 0:
-                ran.append(self._command("prune", self.opts.prune, values, i))
+        if self.ready and not ran:
+            ran += self._iteration(values, i)
         total_ms = (time.perf_counter() - t0) * 1000
-        measured = [r for r in ran if r.step != "setup"]
+        measured = [r for r in ran if r.step not in ("setup", "create")]
         spans = [s for r in measured for s in (r.own_span(), *r.trace.spans)]
         mapped = row_values(spans, self.opts.mapping)
-        for r in ran:
+        for r in measured:  # a setup or a creation is recorded where it ran
             records += self._records(r, mapped.column_of)
         failed = [r for r in ran if r.kind]
         message = "; ".join(r.message if r.step == "run" else f"{r.step}: {r.kind}: {r.message}" for r in failed)
@@ -316,15 +356,30 @@ class CommandDriver:
             "ok": not failed, "error_kind": failed[0].kind if failed else "", "error": message[:500],
             "total_ms": total_ms, "ts_intended": t_start if intended is None else intended,
             "wait_ms": total_ms if intended is None else (t_start - intended) * 1000 + total_ms,
-            **mapped.values,
-            "spans": sum(len(r.trace.spans) for r in measured) if measured else None,
-            "spans_rejected": sum(r.trace.rejected for r in ran),
-            "command_ms": sum(r.exit.wall_ms for r in measured) if measured else None,
+            **mapped.values, **_process_columns(measured), "spans_rejected": sum(r.trace.rejected for r in ran),
         }
         records += self._strays()
         steps = [Step(step, row[col], Work()) for step, col in STEP_COLUMNS.items() if row.get(col) is not None]
         error = RuntimeError(message) if failed else None
         return IterationOutcome(row, steps, error, self._new_events(i), records)
+
+    def _prepare(self, values: dict[str, str], i: int) -> tuple[list[dict], list[Ran]]:
+        """The user's setup (once) and what comes before a run (a model's creation): recorded in the spans
+        table, never timed into the row; those that failed (the iteration then runs nothing)."""
+        records: list[dict] = []
+        failed: list[Ran] = []
+        if not self.ready:
+            for setup in self._setup(values, i):
+                records += self._records(setup, {})
+                if setup.kind:
+                    failed.append(setup)
+            self.ready = not failed
+        if self.ready:
+            for pre in self._before_run(values, i):
+                records += self._records(pre, {})
+                if pre.kind:
+                    failed.append(pre)
+        return records, failed
 
     def _records(self, r: Ran, column_of: dict[str, str]) -> list[dict]:
         meta = r.trace.meta

@@ -2,13 +2,16 @@
 
 Shipped for swamp core and its two datastore extensions (the facts are in docs/command-driver.md, with file
 and commit), and overridable per column in a scenario's ``[driver.spans]``. A column is a list of rules
-tried in order; the first rule that matches at least one of the iteration's spans fills it (so an
-extension's ``lock acquire`` wins over core's ``swamp.lock.acquire`` around it, and neither is counted
-twice). A column no rule matches is null, not 0: the report names it as not measured.
+tried in order; the first rule whose spans give a value fills it (so an extension's ``lock acquire`` wins
+over core's ``swamp.lock.acquire`` around it, and neither is counted twice). A column no rule matches is
+null, not 0: the report names it as not measured.
 
 Each step's ``*_requests`` and ``*_request_ms`` are the per-request spans (``DynamoDB <Op>``, ``S3 <op>``)
 whose nearest step span is that step's: a request inside a lock acquire counts for the lock, not for the
-``method run`` around it.
+``method run`` around it. Only leaf requests count (``S3 listAllObjects`` wraps the ``S3 listObjects`` it
+pages through: the wrapper is no request of its own), and a step's request time is the time its requests
+kept it busy (the union of their intervals: swamp's extensions push in parallel, so summing would count
+the same milliseconds many times over).
 """
 
 from __future__ import annotations
@@ -24,7 +27,9 @@ DURATION, COUNT = "duration", "count"
 AGGS = ("sum", "max")
 STEP_OF = {col: step for step, col in STEP_COLUMNS.items()}  # lock_wait_ms -> lock
 INT_COLUMNS = frozenset(COUNT_COLUMNS + QUERY_COLUMNS + SIZE_COLUMNS)
-MAPPABLE = tuple(STEP_COLUMNS.values()) + COUNT_COLUMNS + ("read_units", "write_units") + QUERY_COLUMNS + SIZE_COLUMNS
+LOCK_SETTING_COLUMNS = ("lock_ttl_ms", "lock_timeout_ms")  # the datastore's own lock settings, as its spans say
+MAPPABLE = (tuple(STEP_COLUMNS.values()) + COUNT_COLUMNS + ("read_units", "write_units") + QUERY_COLUMNS + SIZE_COLUMNS
+            + LOCK_SETTING_COLUMNS)
 
 
 @dataclass(frozen=True)
@@ -101,6 +106,30 @@ SWAMP = Mapping({
     "bytes_received": (Rule(("S3 *",), "http.response.body.size"),),
 })
 
+# swamp 06b6147 with webframp's DynamoDB extension (a929b7a) and swamp-club's S3 extension (c25ec91), as the
+# swamp driver runs them: `method run` takes the model's lock (`[<ns>/]data/<type>/<id>/.lock`), then the
+# namespace's global lock (`.locks/<ns>.lock`; without a namespace the datastore's, `dynamodb://<table>` on
+# DynamoDB, `.datastore.lock` on S3) for the commit, both inside `swamp.cli` (none under `swamp.cli.teardown`):
+# each column is one lock's, told by its key, in the run command's own process (`data prune` takes the global
+# lock too: that is the prune's).
+MODEL_LOCK = (("lock.key", "*data/*/.lock"),)
+GLOBAL_LOCK = (("lock.key", ".*lock"),)
+TABLE_LOCK = (("lock.key", "dynamodb://*"),)
+RUN = "harness.command run"
+REAL_SWAMP = SWAMP.with_overrides({
+    "lock_wait_ms": (Rule(EXT_LOCK, "lock.wait_duration_ms", where=MODEL_LOCK, under=RUN),
+                     Rule(("swamp.lock.acquire",), where=MODEL_LOCK, under=RUN)),
+    "commit_lock_ms": (Rule(EXT_LOCK, "lock.wait_duration_ms", where=GLOBAL_LOCK, under=RUN),
+                       Rule(EXT_LOCK, "lock.wait_duration_ms", where=TABLE_LOCK, under=RUN)),
+    # S3 says no files-pushed: its uploads (one putObject a file, the catalog export's object among them) under
+    # preparePush count them; DynamoDB's commitPush says datastore.files_pushed
+    "files_pushed": (Rule(EXT_COMMIT, "datastore.files_pushed"), Rule(EXT_PUSH, "datastore.files_pushed"),
+                     Rule(("S3 putObject",), COUNT, under="s3-datastore preparePush")),
+    # swamp's own lock settings (not a step: the reference command's spans carry none)
+    "lock_ttl_ms": (Rule(EXT_LOCK, "lock.ttl_ms", agg="max"),),
+    "lock_timeout_ms": (Rule(EXT_LOCK, "lock.timeout_ms", agg="max"),),
+}, None)
+
 
 @dataclass
 class Mapped:
@@ -110,21 +139,43 @@ class Mapped:
     column_of: dict[str, str] = field(default_factory=dict)
 
 
+def _wrappers(spans: list[Span], requests: tuple[str, ...]) -> set[str]:
+    """The request spans that wrap other request spans (``S3 listAllObjects`` over its ``S3 listObjects``)."""
+    is_request = {s.span_id for s in spans if any(fnmatchcase(s.name, g) for g in requests)}
+    return {s.parent_id for s in spans if s.span_id in is_request and s.parent_id in is_request}
+
+
+def busy_ms(intervals: list[tuple[int, int]]) -> float:
+    """The time covered by at least one of the intervals (ns pairs), in ms: overlapping requests once."""
+    total, end = 0, None
+    for a, b in sorted(intervals):
+        if end is None or a > end:
+            total += b - a
+            end = b
+        elif b > end:
+            total += b - end
+            end = b
+    return total / 1e6
+
+
 def row_values(spans: list[Span], mapping: Mapping = SWAMP) -> Mapped:
     """The row's columns from one iteration's spans (every command's trace together)."""
     by_id = {s.span_id: s for s in spans}
     above = {s.span_id: _names_above(s, by_id) for s in spans}
+    wrappers = _wrappers(spans, mapping.requests)
+    leaves = [s for s in spans if s.span_id not in wrappers]  # a wrapper request is no request of its own
     out = Mapped()
     step_spans: dict[str, str] = {}  # span id -> the step column it fills
     for col in MAPPABLE:
         rules = mapping.columns.get(col, ())
         hit: list[Span] = []
-        rule = None
-        for rule in rules:
-            hit = [s for s in spans if rule.matches(s, above[s.span_id])]
-            if hit:
+        value = None
+        for rule in rules:  # the first rule whose spans give a value (a span without the attribute gives none)
+            hit = [s for s in leaves if rule.matches(s, above[s.span_id])]
+            value = _value(col, rule, hit) if hit else None
+            if value is not None:
                 break
-        out.values[col] = _value(col, rule, hit) if hit and rule is not None else None
+        out.values[col] = value
         if col in STEP_OF and hit:
             for s in hit:
                 step_spans.setdefault(s.span_id, col)
@@ -133,7 +184,8 @@ def row_values(spans: list[Span], mapping: Mapping = SWAMP) -> Mapped:
         n_col, ms_col = STEP_REQUEST_COLUMNS[STEP_OF[col]]
         filled = out.values.get(col) is not None
         out.values[n_col], out.values[ms_col] = (0, 0.0) if filled else (None, None)
-    for s in spans:
+    busy: dict[str, list[tuple[int, int]]] = {}
+    for s in leaves:
         if not any(fnmatchcase(s.name, g) for g in mapping.requests):
             continue
         step = _nearest(s, by_id, step_spans)
@@ -141,8 +193,10 @@ def row_values(spans: list[Span], mapping: Mapping = SWAMP) -> Mapped:
             continue
         n_col, ms_col = STEP_REQUEST_COLUMNS[STEP_OF[step]]
         out.values[n_col] += 1
-        out.values[ms_col] += s.duration_ms
+        busy.setdefault(ms_col, []).append((s.start_ns, max(s.end_ns, s.start_ns)))
         out.column_of.setdefault(s.span_id, n_col)
+    for ms_col, intervals in busy.items():
+        out.values[ms_col] = busy_ms(intervals)
     return out
 
 

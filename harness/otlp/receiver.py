@@ -45,6 +45,7 @@ class Trace:
     closed_at: float | None = None  # its row was built: spans from now on are late
     late: list[Span] = field(default_factory=list)
     wake: Any = None  # a gevent Event set on every arrival (made by whoever waits)
+    last_at: float | None = None  # when its last span came (the book's clock): how long its exporter is quiet
 
     def complete(self) -> bool:
         """At least one span under the command's own, and no span whose parent has not come."""
@@ -85,6 +86,7 @@ class TraceBook:
                 self.counts["late"] += 1
             else:
                 t.spans.append(s)
+                t.last_at = self.clock()
         for t in {self.traces[s.trace_id].trace_id: self.traces[s.trace_id] for s in spans
                   if s.trace_id in self.traces}.values():
             if t.wake is not None:

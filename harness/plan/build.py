@@ -80,6 +80,8 @@ class RunOptions:
     prometheus: str | None = None  # --prometheus HOST:PORT
     cloudwatch_wait_s: float = CLOUDWATCH_WAIT_S  # --cloudwatch-wait: an --aws run's wait for CloudWatch's data
     driver: str | None = None  # --driver KIND: the scenario's twin on that driver ([driver] twin), if not its own
+    swamp: str | None = None  # --swamp PATH: the swamp driver's executable ([driver] swamp)
+    swamp_repo: str | None = None  # --swamp-repo DIR: the swamp driver's repository template ([driver] swamp_repo)
 
 
 def plan_run(opts: RunOptions, env: UserEnvironment, *, password: str = "",
@@ -93,6 +95,7 @@ def plan_run(opts: RunOptions, env: UserEnvironment, *, password: str = "",
     sc = scenario if scenario is not None else scenarios.load(opts.scenario, extra)
     if opts.driver:
         sc = scenarios.twin_for(sc, opts.driver, extra)
+    sc = scenarios.with_swamp(sc, opts.swamp, opts.swamp_repo)
     sc = sc.with_overrides(rate_per_s=opts.rate_per_s).with_checks(**opts.checks)
     if opts.web:  # the fleet options are the form's prefill; each test's plan applies what the form asked
         sc = sc.with_overrides(backend=opts.backend)

@@ -18,7 +18,7 @@ import tomllib
 import types
 import typing
 from collections.abc import Sequence
-from dataclasses import fields, is_dataclass
+from dataclasses import fields, is_dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -145,12 +145,22 @@ def driver_kinds() -> tuple[str, ...]:
     return tuple(sorted(p.stem for p in folder.glob("*.py") if not p.stem.startswith("_") and p.stem != "base"))
 
 
+SWAMP = "swamp"  # the driver with swamp's loop built in: any scenario runs on it as it is
+
+
 def twin_for(sc: Scenario, kind: str, extra: Sequence[str] = ()) -> Scenario:
-    """``--driver KIND``: the scenario itself when it runs on that driver, else the twin its [driver] names."""
+    """``--driver KIND``: the scenario itself when it runs on that driver, else the twin its [driver] names
+    (``--driver swamp``: the scenario itself, its loop run by the real swamp, named ``<name>-swamp``)."""
     if kind not in driver_kinds():
         raise HarnessError(f"unknown driver {kind!r}: choose one of {', '.join(driver_kinds())}")
     if sc.driver.kind == kind:
         return sc
+    if kind == SWAMP:
+        if sc.driver.kind != "model":
+            raise HarnessError(f"{sc.source or sc.name}: --driver swamp runs a model scenario's loop on swamp; "
+                               f"{sc.name!r} runs on the {sc.driver.kind} driver: name its model twin "
+                               f"({sc.driver.twin or 'none'})")
+        return as_swamp(sc, extra)
     where = sc.source or sc.name
     if not sc.driver.twin:
         raise HarnessError(f"{where}: scenario {sc.name!r} has no {kind} twin ([driver] twin = \"NAME\" names "
@@ -161,6 +171,45 @@ def twin_for(sc: Scenario, kind: str, extra: Sequence[str] = ()) -> Scenario:
         raise HarnessError(f"{where}: its twin {sc.driver.twin!r} runs on the {twin.driver.kind} driver, not "
                            f"{kind}")
     return twin
+
+
+def as_swamp(sc: Scenario, extra: Sequence[str] = ()) -> Scenario:
+    """A model scenario's loop on the real swamp: its fleet, namespaces, models, lifecycle and prune cadence as
+    they are; its ``[datastore]`` says what swamp's datastore is (two-phase: the model's lock, the namespace's
+    to commit; swamp's GSI partitions, shard keys and bookkeeping; unfenced), so the observer reads swamp's own
+    table or prefix in swamp's layout (a ``legacy`` GSI stays, with its sync, which the model's checks allow
+    it: the extension at bc36088a). Its twin is the
+    two-phase profile of the scenario where one ships (``two-phase-<name>``), else the scenario itself."""
+    try:
+        twin = resolve(f"two-phase-{sc.name}", extra).stem
+    except HarnessError:
+        twin = sc.name
+    return replace(sc, name=f"{sc.name}-swamp", datastore=swamp_datastore(sc.datastore),
+                   driver=DriverSpec(kind=SWAMP, twin=twin, options={}))
+
+
+def swamp_datastore(ds: DatastoreSpec) -> DatastoreSpec:
+    """What swamp's datastore is, whatever the scenario's model settings (the observer reads this layout)."""
+    legacy = ds.gsi == "legacy"  # webframp's extension at bc36088a: every file item under gsi1pk = "FILE"
+    return replace(ds, sync=ds.sync if legacy else "two-phase", global_lock="swamp", bookkeeping="swamp",
+                   fencing=False, gsi="legacy" if legacy else "swamp", s3_index="sharded", s3_shards="swamp",
+                   index_commit="delta")
+
+
+def with_swamp(sc: Scenario, swamp: str | None, repo: str | None) -> Scenario:
+    """``--swamp PATH`` / ``--swamp-repo DIR`` into the swamp driver's ``[driver]`` keys (paths made absolute:
+    the workers run elsewhere in the file system)."""
+    if not swamp and not repo:
+        return sc
+    if sc.driver.kind != SWAMP:
+        raise HarnessError(f"--swamp and --swamp-repo are the swamp driver's: add --driver swamp (scenario "
+                           f"{sc.name!r} runs on the {sc.driver.kind} driver)")
+    options = dict(sc.driver.options)
+    if swamp:
+        options["swamp"] = str(Path(swamp).expanduser().resolve()) if os.sep in swamp else swamp
+    if repo:
+        options["swamp_repo"] = str(Path(repo).expanduser().resolve())
+    return replace(sc, driver=replace(sc.driver, options=options))
 
 
 def parse(data: dict, source: str = "<scenario>", default_name: str = "scenario") -> Scenario:
@@ -178,10 +227,13 @@ def parse(data: dict, source: str = "<scenario>", default_name: str = "scenario"
     lock = _lock(sections["lock"], backend)
     checks = _checks(sections["checks"])
     background = _background(sections["background"], backend)
+    driver = _driver(sections["driver"])
+    if driver.kind == SWAMP:  # swamp's own datastore, whatever the file's [datastore] says of the model
+        ds = swamp_datastore(ds)
     return Scenario(name=name, description=description, backend=backend, source=source, fleet=fleet,
                     workload=workload, datastore=ds, lock=lock, checks=checks,
                     fidelity=_fidelity(sections["fidelity"]), background=background,
-                    observe=_observe(sections["observe"]), driver=_driver(sections["driver"]))
+                    observe=_observe(sections["observe"]), driver=driver)
 
 
 def _driver(d: _Reader) -> DriverSpec:

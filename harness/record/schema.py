@@ -29,7 +29,8 @@ SIZE_COLUMNS = tuple(SIZE_ITEMS)
 # own: harness/work.py's for_fencing); appended last, so rows written before them read as nulls
 FENCING_COLUMNS = ("write_requests", "fencing_requests")
 FENCING_UNIT_COLUMNS = ("fencing_write_units",)
-ERROR_KINDS = ("lock_timeout", "throttled", "conflict", "fenced", "timeout", "connection", "other")
+# push_failed: a command that exited 0 with its push failed (swamp downgrades the push's error to a warning)
+ERROR_KINDS = ("lock_timeout", "throttled", "conflict", "fenced", "timeout", "connection", "push_failed", "other")
 
 SCHEMA = pa.schema(
     [
@@ -60,5 +61,9 @@ SCHEMA = pa.schema(
     # posted that could not be read, and its processes' wall time (spawn to exit); null under the model driver
     + [("spans", pa.int64()), ("spans_rejected", pa.int64()), ("command_ms", pa.float64())]
     + [(c, pa.int64()) for c in FENCING_COLUMNS] + [(c, pa.float64()) for c in FENCING_UNIT_COLUMNS]
+    # The command driver's own time after its commands exited (waiting for their spans: never the command's),
+    # and the datastore's own lock TTL and wait as its spans say (swamp's, which the scenario's [lock] does not
+    # set); appended last, so older rows read as nulls
+    + [("after_exit_ms", pa.float64()), ("lock_ttl_ms", pa.float64()), ("lock_timeout_ms", pa.float64())]
 )
 COLUMNS = tuple(SCHEMA.names)

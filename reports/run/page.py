@@ -54,6 +54,7 @@ def _alarms(f: dict[str, Any]) -> list[str]:
 def _warnings(run: Run, f: dict[str, Any]) -> list[str]:
     out = []  # a run still being written (run.partial) says so in the outcome's first line
     out.extend(escape(x) for x in _alarms(f))
+    out.extend(escape(x) for x in no_requests_alarm(f))
     out.extend(_skipped(run))
     return [f'<p class="warn">{w}</p>' for w in out]
 
@@ -65,6 +66,15 @@ def _skipped(run: Run) -> list[str]:
     n = len(run.skipped)
     return [f"{n} damaged shard{'s' if n > 1 else ''} skipped (their rows are not in this report): "
             f"{escape('; '.join(run.skipped))}."]
+
+
+def no_requests_alarm(f: dict[str, Any]) -> list[str]:
+    """A command-driver run where most successful iterations made no datastore request: its times are the
+    commands' own (a first run that syncs nothing), which the first screen must say."""
+    c = (f.get("spans") or {}).get("command") or {}
+    if c.get("ok_without_requests", 0) * 2 > c.get("ok_iterations", 0) > 0:
+        return [f["spans"]["no_requests"] + "."]
+    return []
 
 
 def _levels(f: dict[str, Any]) -> str:
