@@ -1,0 +1,77 @@
+"""The front's process: started, watched and stopped as the stand-ins' are (``harness.aws.standin.processes``).
+
+It writes its log to ``RUN_DIR/front.log`` and says ``harness-front ready control=URL`` once it serves; its
+control URL goes into ``RUN_DIR/front.json`` (``FRONT_JSON``), where the command driver finds it.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from harness.aws.standin.processes import die_with_parent, end_group
+from harness.errors import HarnessError
+from harness.front.__main__ import READY
+from harness.front.client import FRONT_JSON
+from harness.front.config import FrontConfig
+
+FRONT_LOG = "front.log"
+
+
+class FrontProcess:
+    """``python -m harness.front`` in a process group of its own; ``proc``, ``name`` and ``log_path`` as the
+    supervisor's watch reads them (``harness.commands.watch.ServerProcess``)."""
+
+    name = "front"
+
+    def __init__(self, cfg: FrontConfig, run_dir: str | Path) -> None:
+        self.cfg = cfg
+        self.dir = Path(run_dir)
+        self.log_path = self.dir / FRONT_LOG
+        self.proc: subprocess.Popen | None = None
+        self.control_url = ""
+
+    def start(self, timeout: float = 20.0) -> FrontProcess:
+        self.dir.mkdir(parents=True, exist_ok=True)
+        cfg_path = self.dir / "front-config.json"
+        cfg_path.write_text(self.cfg.to_json())
+        log = self.log_path.open("ab")
+        start = self.log_path.stat().st_size
+        self.proc = subprocess.Popen([sys.executable, "-m", "harness.front", str(cfg_path)], stdout=log,
+                                     stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True,
+                                     preexec_fn=die_with_parent)
+        log.close()
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            text = self._log_since(start)
+            for line in text.splitlines():
+                if line.startswith(READY):
+                    self.control_url = line.split("control=", 1)[1].strip()
+                    (self.dir / FRONT_JSON).write_text(json.dumps({"control": self.control_url,
+                                                                   "upstreams": self.cfg.upstreams}))
+                    return self
+            if self.proc.poll() is not None:
+                last = text.strip().splitlines()[-1:] or ["(no output)"]
+                raise HarnessError(f"the front did not start (exit {self.proc.returncode}): {last[0]}")
+            time.sleep(0.05)
+        self.stop()
+        raise HarnessError(f"the front did not say it was ready within {timeout:g} s (see {self.log_path})")
+
+    def _log_since(self, start: int) -> str:
+        with self.log_path.open("rb") as f:
+            f.seek(start)
+            return f.read().decode(errors="replace")
+
+    def stop(self) -> None:
+        if self.proc is not None:
+            end_group(self.proc, 5.0)
+            self.proc = None
+
+    def __enter__(self) -> FrontProcess:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
