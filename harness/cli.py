@@ -79,6 +79,9 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--driver", metavar="KIND", help="run the scenario's twin on this driver: model (the harness's "
                    "own model of the sync layer) or command (the datastore's own command line, timed by its spans; "
                    "the scenario's [driver] twin names it)")
+    r.add_argument("--front", action="store_true", help="put the loopback front between the command driver's "
+                   "processes and the service: the fidelity model (latency, capacity, throttles, faults) and "
+                   "per-command counts for any client (the scenario's [fidelity] front = true)")
     cli_open.add_arguments(r)
     cli_telemetry.add_arguments(r)
     cli_gates.add_run_arguments(r)
@@ -279,7 +282,8 @@ def run_options(args: argparse.Namespace) -> RunOptions:
         seed_dir=args.seed_dir, stand_in=args.stand_in, s3_stand_in=args.s3_stand_in,
         web_host=args.web_host, web_login=args.web_login, master=args.master, expect_workers=args.expect_workers,
         expect_workers_max_wait_s=args.expect_workers_max_wait, master_bind_host=args.master_bind_host,
-        master_bind_port=args.master_bind_port, driver=args.driver, **opened, **cli_telemetry.options(args))
+        master_bind_port=args.master_bind_port, driver=args.driver, front=args.front, **opened,
+        **cli_telemetry.options(args))
 
 
 def _cmd_run(args: argparse.Namespace, env: UserEnvironment) -> int:

@@ -36,6 +36,8 @@ from harness.drivers._command_options import check as check_options
 from harness.drivers.base import DriverContext, IterationOutcome
 from harness.drivers.model import iteration_plan
 from harness.edge import child_environment
+from harness.front.seat import Seat
+from harness.front.seat import fill as fill_from_wire
 from harness.otlp.decode import Span
 from harness.otlp.mapping import row_values
 from harness.otlp.receiver import Receiver, Server, Trace, TraceBook
@@ -214,6 +216,9 @@ class CommandDriver:
         self.env.update({k: fill(v, self.values) for k, v in opts.env.items()})
         if self.history is not None:
             self.env[HISTORY_ENV] = str(self.history)
+        self.seat = Seat.of_run(plan.run_dir, ctx.user)  # the run's front, if it has one
+        if self.seat is not None:
+            self.env.update(self.seat.env())
 
     # ---- one command ---------------------------------------------------------------------------
 
@@ -295,6 +300,7 @@ class CommandDriver:
                 ran.append(setup)
         t_start = time.time()
         t0 = time.perf_counter()
+        wire = self.seat.counts() if self.seat is not None else None
         if self.ready:
             ran.append(self._command("run", self.opts.run, values, i))
             if self.opts.delete and sc.workload.lifecycle == "disposable":
@@ -321,6 +327,8 @@ class CommandDriver:
             "spans_rejected": sum(r.trace.rejected for r in ran),
             "command_ms": sum(r.exit.wall_ms for r in measured) if measured else None,
         }
+        if wire is not None and measured:  # what the commands sent, from the wire, where their spans are silent
+            fill_from_wire(row, self.seat.counts().since(wire))
         records += self._strays()
         steps = [Step(step, row[col], Work()) for step, col in STEP_COLUMNS.items() if row.get(col) is not None]
         error = RuntimeError(message) if failed else None

@@ -11,7 +11,9 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
+from harness.aws.fidelity.model import FidelityConfig
 from harness.aws.standin.processes import die_with_parent, end_group
 from harness.errors import HarnessError
 from harness.front.__main__ import READY
@@ -19,6 +21,20 @@ from harness.front.client import FRONT_JSON
 from harness.front.config import FrontConfig
 
 FRONT_LOG = "front.log"
+
+
+def for_run(plan: Any, run_dir: str | Path) -> FrontProcess | None:
+    """The run's front (not started), or None when the scenario has none: the whole table's modelled capacity
+    (``plan.fidelity(1.0)``: one front for every process), in front of the plan's endpoints; with the fidelity
+    layer off, a front that only counts."""
+    if not plan.scenario.fidelity.front:
+        return None
+    cfg = plan.fidelity(1.0)
+    if not cfg.enabled:
+        cfg = FidelityConfig()
+    c = plan.connection
+    ups = {s: c.service(s).url for s in ("dynamodb", "s3") if c.service(s).url}
+    return FrontProcess(FrontConfig(cfg, ups), run_dir)
 
 
 class FrontProcess:
@@ -64,6 +80,10 @@ class FrontProcess:
         with self.log_path.open("rb") as f:
             f.seek(start)
             return f.read().decode(errors="replace")
+
+    @property
+    def pids(self) -> dict[str, int]:
+        return {self.name: self.proc.pid} if self.proc else {}
 
     def stop(self) -> None:
         if self.proc is not None:

@@ -455,8 +455,9 @@ def _fidelity(f: _Reader) -> FidelitySpec:
         raise pr.fail("probability", f"must be between 0 and 1, got {pauses.probability}")
     if pauses.probability > 0 and pauses.duration_s <= 0:
         raise pr.fail("duration", "must be positive when probability is above 0")
+    front = f.boolean("front", False)
     f.done()
-    return FidelitySpec(mode=mode, config=cfg, pauses=pauses)
+    return FidelitySpec(mode=mode, config=cfg, pauses=pauses, front=front)
 
 
 # ---- the scenario as data (the run plan's JSON) -------------------------------------

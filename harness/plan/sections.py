@@ -191,6 +191,7 @@ class FidelitySpec:
     config: FidelityConfig = field(default_factory=lambda: FidelityConfig(
         enabled=True, dynamodb=DynamoCapacity(), s3=S3Rates(), probe_every_s=1.0))
     pauses: Pauses = field(default_factory=Pauses)
+    front: bool = False  # the loopback front (harness.front) between the command driver's processes and the service
 
     def resolve(self, endpoint_kind: str, capacity_share: float = 1.0, latency: str | None = None) -> FidelityConfig:
         """The layer as it applies to one process on one endpoint."""

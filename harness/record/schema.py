@@ -60,5 +60,8 @@ SCHEMA = pa.schema(
     # posted that could not be read, and its processes' wall time (spawn to exit); null under the model driver
     + [("spans", pa.int64()), ("spans_rejected", pa.int64()), ("command_ms", pa.float64())]
     + [(c, pa.int64()) for c in FENCING_COLUMNS] + [(c, pa.float64()) for c in FENCING_UNIT_COLUMNS]
+    # The loopback front's (harness.front): throttled attempts of the iteration's commands, counted on the wire;
+    # null without a front
+    + [("throttles", pa.int64())]
 )
 COLUMNS = tuple(SCHEMA.names)
