@@ -17,10 +17,11 @@ from harness.aws.fidelity.model import FidelityConfig
 from harness.aws.standin.processes import die_with_parent, end_group
 from harness.errors import HarnessError
 from harness.front.__main__ import READY
-from harness.front.client import FRONT_JSON
+from harness.front.client import FRONT_JSON, FrontClient
 from harness.front.config import FrontConfig
 
 FRONT_LOG = "front.log"
+FRONT_COUNTS = "front-counts.json"
 
 
 def for_run(plan: Any, run_dir: str | Path) -> FrontProcess | None:
@@ -86,7 +87,15 @@ class FrontProcess:
         return {self.name: self.proc.pid} if self.proc else {}
 
     def stop(self) -> None:
+        """Its counts over the whole run into ``front-counts.json`` (while it still answers), then its end."""
         if self.proc is not None:
+            if self.control_url and self.proc.poll() is None:
+                try:
+                    front = FrontClient(self.control_url)
+                    doc = {"users": {u: c.to_dict() for u, c in front.all_counts().items()}, "model": front.model()}
+                    (self.dir / FRONT_COUNTS).write_text(json.dumps(doc, indent=1))
+                except (OSError, ValueError):
+                    pass
             end_group(self.proc, 5.0)
             self.proc = None
 
