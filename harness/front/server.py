@@ -21,9 +21,11 @@ stalled by it, and a process is started, watched and stopped like the stand-ins.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import json
 import logging
 import time
+from collections import deque
 from collections.abc import Awaitable, Callable
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
@@ -52,6 +54,15 @@ HOST = "127.0.0.1"
 CONTINUE = b"HTTP/1.1 100 Continue\r\n\r\n"
 S3_THROTTLE = b"<Code>SlowDown</Code>"
 Sleep = Callable[[float], Awaitable[None]]
+OWN_SAMPLES = 20_000
+_WAITED: contextvars.ContextVar[list[float]] = contextvars.ContextVar("front_waited")  # per connection's task
+
+
+def _waited(s: float) -> None:
+    """Time this request spent waiting (the model's latency, the upstream): not the front's own."""
+    w = _WAITED.get(None)
+    if w is not None:
+        w[0] += s
 
 
 def _reply_bytes(reply: Reply) -> bytes:
@@ -75,6 +86,9 @@ class Front:
         self._servers: list[asyncio.base_events.Server] = []
         self.control_port = 0
         self.requests = 0
+        # the front's own time per request (reading it, the model, forwarding, accounting, writing the answer),
+        # without the modelled wait and the upstream's: its cost, as bench/front.py reports it
+        self.own_ms: deque[float] = deque(maxlen=OWN_SAMPLES)
 
     # ---- start, seats, stop ----------------------------------------------------------------------
 
@@ -114,12 +128,16 @@ class Front:
                     break
                 if req.header(b"expect").lower() == b"100-continue":
                     writer.write(CONTINUE)
+                t0 = time.perf_counter()
                 await read_body(reader, req, request=True)
+                waited = [0.0]
+                _WAITED.set(waited)
                 out = await self.handle(user, req)
                 if out is None:  # a fault: the connection goes without an answer
                     writer.transport.abort()
                     return
                 writer.write(out)
+                self.own_ms.append((time.perf_counter() - t0 - waited[0]) * 1000)
                 await writer.drain()
                 if req.close:
                     break
@@ -148,7 +166,9 @@ class Front:
         counts.kinds[f"{service}.{op}"] = counts.kinds.get(f"{service}.{op}", 0) + 1
         ms = self.model.latency_ms(service, op)
         if ms:
+            t0 = time.perf_counter()
             await self.sleep(ms / 1000.0)
+            _waited(time.perf_counter() - t0)
         verdict = self.model.decide(service, op, **kw)
         if verdict is None:
             return None, None
@@ -175,12 +195,19 @@ class Front:
             if verdict.throttle is not None:
                 self.keyload.throttled(throttled_keys(info, verdict.throttle.code))
             return out
-        answer = await self.upstreams["dynamodb"].send(req.encode())
+        answer = await self._upstream("dynamodb", req.encode())
         body = self._account_ddb(counts, info, answer)
         if body is not None:
             answer.body = body
         counts.bytes_received += len(answer.body)
         return answer.encode()
+
+    async def _upstream(self, service: str, data: bytes, head: bool = False) -> Message:
+        t0 = time.perf_counter()
+        try:
+            return await self.upstreams[service].send(data, head=head)
+        finally:
+            _waited(time.perf_counter() - t0)
 
     def _account_ddb(self, counts: WireCounts, info: CallInfo, answer: Message) -> bytes | None:
         """Units, throttles, shapes and GSI lag from an answer; its new body when the lag changed it."""
@@ -250,7 +277,7 @@ class Front:
         if verdict is not None:
             return out
         head = method == "HEAD"
-        answer = await self.upstreams["s3"].send(req.encode(), head=head)
+        answer = await self._upstream("s3", req.encode(), head=head)
         if answer.status == 503 and S3_THROTTLE in answer.body:
             counts.throttles += 1
         counts.bytes_received += len(answer.body)
@@ -290,6 +317,9 @@ class Front:
         if u.path == "/keys":
             return 200, self.keyload.drain(time.time())
         if u.path == "/model":
+            own = sorted(self.own_ms)
+            q = {f"own_ms_p{int(x * 100)}": own[min(len(own) - 1, int(x * len(own)))] if own else None
+                 for x in (0.5, 0.99)}
             return 200, {"throttles": self.model.throttle_count(), "added_ms": self.model.added_ms,
-                         "requests": self.requests}
+                         "requests": self.requests, **q}
         return 404, {"error": f"no {method} {u.path}"}
