@@ -252,3 +252,47 @@ def test_wire_counts_since_is_the_difference():
     assert (d.requests, d.read_units, d.throttles, d.kinds) == (2, 0.5, 1, {"dynamodb.GetItem": 1,
                                                                            "dynamodb.PutItem": 1})
     assert asyncio.iscoroutinefunction(Front.handle)
+
+
+@pytest.mark.parametrize("kind", ["error_5xx", "throttle", "drop", "timeout", "lost", "spike"])
+def test_each_fault_kind_reaches_a_client_alike_through_layer_and_front(moto, kind):
+    """Injected at a rate of 1 on PutItem: the same error (or none), the same item landed or not, the same wait."""
+    from botocore.exceptions import HTTPClientError
+
+    from harness.aws.fidelity.faults import FaultRates
+
+    cfg = FidelityConfig(enabled=True, faults={"PutItem": FaultRates(**{kind: 1.0})}, timeout_after_s=0.5,
+                         spike_s=2.0)
+    seen = {}
+    for seam in ("layer", "front"):
+        table = f"fault_{kind}_{seam}"
+        _make_table(moto, table)
+        clock = SleepLog()
+        ft = None
+        if seam == "layer":
+            ddb = instrument(_client("dynamodb", moto))
+            FidelityLayer(cfg, clock=clock, rng=random.Random(1)).install(ddb)
+        else:
+            ft = _front(cfg, clock, moto)
+            ddb = _client("dynamodb", ft.seat("u"))
+        try:
+            try:
+                ddb.put_item(TableName=table, Item={"pk": {"S": "a"}, "sk": {"S": "b"}})
+                error = ""
+            except ClientError as e:
+                error = f"{e.response['Error']['Code']} {e.response['ResponseMetadata']['HTTPStatusCode']}"
+            except HTTPClientError:
+                error = "no answer"
+            landed = "Item" in _client("dynamodb", moto).get_item(TableName=table, Key={"pk": {"S": "a"},
+                                                                                        "sk": {"S": "b"}})
+            counts = FrontClient(ft.control_url).counts("u") if ft else None
+        finally:
+            if ft:
+                ft.stop()
+        seen[seam] = (error, landed, sum(clock.sleeps))
+    assert seen["front"] == seen["layer"], seen
+    expected = {"error_5xx": ("InternalServerError 500", False, 0.0),
+                "throttle": ("ThrottlingException 400", False, 0.0), "drop": ("no answer", False, 0.0),
+                "timeout": ("no answer", False, 0.5), "lost": ("no answer", True, 0.0), "spike": ("", True, 2.0)}
+    assert seen["front"] == expected[kind]
+    assert counts.requests == 1 and (counts.throttles == 1) == (kind == "throttle")

@@ -23,6 +23,7 @@ def fidelity_from_dict(d: dict[str, Any]) -> FidelityConfig:
         timeout_after_s=float(d.get("timeout_after_s", 1.0)),
         probe_every_s=float(d.get("probe_every_s", 0.0)),
         gsi_lag=d.get("gsi_lag") or "",
+        spike_s=float(d.get("spike_s", 1.0)),
     )
 
 

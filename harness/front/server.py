@@ -24,6 +24,8 @@ import asyncio
 import contextvars
 import json
 import logging
+import socket
+import struct
 import time
 from collections import deque
 from collections.abc import Awaitable, Callable
@@ -63,6 +65,17 @@ def _waited(s: float) -> None:
     w = _WAITED.get(None)
     if w is not None:
         w[0] += s
+
+
+def _reset(writer: asyncio.StreamWriter) -> None:
+    """Close with a TCP reset (SO_LINGER 0), as a dropped connection reaches a client."""
+    sock = writer.get_extra_info("socket")
+    if sock is not None:
+        try:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        except OSError:
+            pass
+    writer.transport.abort()
 
 
 def _reply_bytes(reply: Reply) -> bytes:
@@ -133,8 +146,8 @@ class Front:
                 waited = [0.0]
                 _WAITED.set(waited)
                 out = await self.handle(user, req)
-                if out is None:  # a fault: the connection goes without an answer
-                    writer.transport.abort()
+                if out is None:  # a fault: the connection is reset without an answer
+                    _reset(writer)
                     return
                 writer.write(out)
                 self.own_ms.append((time.perf_counter() - t0 - waited[0]) * 1000)
@@ -170,8 +183,16 @@ class Front:
             await self.sleep(ms / 1000.0)
             _waited(time.perf_counter() - t0)
         verdict = self.model.decide(service, op, **kw)
+        if verdict is not None and verdict.kind == "spike":
+            t0 = time.perf_counter()
+            await self.sleep(self.model.cfg.spike_s)
+            _waited(time.perf_counter() - t0)
+            verdict = self.model.decide(service, op, faults=False, **kw)
         if verdict is None:
             return None, None
+        if verdict.kind == "lost":  # it goes upstream; its answer is dropped there
+            counts.errors += 1
+            return verdict, None
         if verdict.throttle is not None:
             counts.throttles += 1
         else:
@@ -191,11 +212,14 @@ class Front:
             counts.write_requests += 1
         verdict, out = await self._wait_and_decide(counts, "dynamodb", info.op, params=info.params,
                                                    writes=info.writes)
-        if verdict is not None:
+        if verdict is not None and verdict.kind != "lost":
             if verdict.throttle is not None:
                 self.keyload.throttled(throttled_keys(info, verdict.throttle.code))
             return out
         answer = await self._upstream("dynamodb", req.encode())
+        if verdict is not None:  # lost: applied upstream, the answer never reaches the client
+            self._account_ddb(counts, info, answer)
+            return None
         body = self._account_ddb(counts, info, answer)
         if body is not None:
             answer.body = body
@@ -274,10 +298,12 @@ class Front:
         if op in S3_WRITES:
             counts.write_requests += 1
         verdict, out = await self._wait_and_decide(counts, "s3", op, prefix=prefix)
-        if verdict is not None:
+        if verdict is not None and verdict.kind != "lost":
             return out
         head = method == "HEAD"
         answer = await self._upstream("s3", req.encode(), head=head)
+        if verdict is not None:  # lost
+            return None
         if answer.status == 503 and S3_THROTTLE in answer.body:
             counts.throttles += 1
         counts.bytes_received += len(answer.body)

@@ -447,7 +447,8 @@ def _fidelity(f: _Reader) -> FidelitySpec:
         faults[op] = FaultRates(**vals)
     cfg = FidelityConfig(enabled=mode != "off", dynamodb=ddb, s3=s3, latency=latency, faults=faults,
                          timeout_after_s=f.duration("timeout_after", 1.0),
-                         probe_every_s=f.duration("probe_every", 1.0, positive=False), gsi_lag=gsi_lag)
+                         probe_every_s=f.duration("probe_every", 1.0, positive=False), gsi_lag=gsi_lag,
+                         spike_s=f.duration("spike", 1.0))
     pr = _Reader(f.get("pauses", {}), "fidelity.pauses", f.source)
     pauses = Pauses(probability=pr.number("probability", 0.0), duration_s=pr.duration("duration", 0.0, positive=False))
     pr.done()

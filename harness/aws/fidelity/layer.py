@@ -17,7 +17,9 @@ import random
 from typing import Any
 from urllib.parse import unquote, urlparse
 
+import urllib3
 from botocore.awsrequest import AWSResponse
+from botocore.exceptions import ReadTimeoutError
 
 from harness.aws.fidelity.faults import raise_transport_fault
 from harness.aws.fidelity.model import (
@@ -62,6 +64,15 @@ def s3_prefix(path: str) -> str:
     return path.rsplit("/", 1)[0] + "/" if "/" in path else path + "/"
 
 
+def land(request: Any) -> None:
+    """Send ``request`` as it is and drop its answer (a lost answer: the request applied, its answer gone)."""
+    body = request.body
+    if body is not None and not isinstance(body, (bytes, str)):
+        body = body.read()
+    with urllib3.PoolManager(retries=False) as pool:
+        pool.request(request.method, request.url, body=body, headers=dict(request.headers), preload_content=True)
+
+
 class FidelityLayer:
     """One per process: shared by every client it is installed on, so budgets are per process. The model it
     applies is ``self.model``; its parts are here under their old names (``ddb``, ``s3``, ``gsi_lag``)."""
@@ -100,18 +111,24 @@ class FidelityLayer:
         if ms is not None:
             self.clock.sleep(ms / 1000.0)  # the layer's clock: real time by default (cooperative under Locust)
         if service == "s3":
-            verdict = self.model.decide(service, op, prefix=s3_prefix(request.url))
+            kw: dict[str, Any] = {"prefix": s3_prefix(request.url)}
         else:
             info = current_call()
             known = info is not None and info.op == op
-            verdict = self.model.decide(service, op, params=info.params if known else None,
-                                        writes=info.writes if known else None)
+            kw = {"params": info.params if known else None, "writes": info.writes if known else None}
+        verdict = self.model.decide(service, op, **kw)
+        if verdict is not None and verdict.kind == "spike":
+            self.clock.sleep(self.cfg.spike_s)
+            verdict = self.model.decide(service, op, faults=False, **kw)
         if verdict is None:
             return None
         if verdict.reply is not None:
             return _response(request.url, verdict.reply)
         if verdict.kind == "timeout":
             self.clock.sleep(self.cfg.timeout_after_s)
+        elif verdict.kind == "lost":
+            land(request)
+            raise ReadTimeoutError(endpoint_url=request.url)
         raise_transport_fault(verdict.kind, request)
         return None
 

@@ -46,6 +46,7 @@ class FidelityConfig:
     timeout_after_s: float = 1.0
     probe_every_s: float = 0.0
     gsi_lag: str = ""  # "": the latency profile's (AWS profiles: a lag; local: none) | "off" | a distribution
+    spike_s: float = 1.0  # what an injected latency spike adds
 
     def gsi_lag_dist(self, profile: Profile) -> Dist | None:
         """How long after its write an item shows in a GSI, or None (at once)."""
@@ -111,6 +112,15 @@ def read_probe(op: str, p: dict) -> Charge | None:
     return None
 
 
+def injected_throttle(service: str, op: str, prefix: str, params: dict | None) -> Throttle:
+    """A throttle fault: the error the service sends when its own limit (not the modelled one) is hit."""
+    if service == "s3":
+        return Throttle("SlowDown", "Please reduce your request rate.", prefix, status=503)
+    side = "Read" if op in READ_OPS else "Write"
+    return Throttle("ThrottlingException", f"Table{side}MaxOnDemandThroughputExceeded",
+                    str((params or {}).get("TableName", "")))
+
+
 @dataclass(frozen=True)
 class Verdict:
     """What the model makes of a request once its latency has passed: a fault kind ("error_5xx", "timeout",
@@ -132,6 +142,7 @@ class FidelityModel:
         self.ddb = DynamoThrottle(cfg.dynamodb, self.clock) if cfg.dynamodb else None
         self.s3 = S3Throttle(cfg.s3, self.clock) if cfg.s3 else None
         self.added_ms = 0.0
+        self.injected = 0  # throttles injected as faults (not the capacity model's)
         lag = cfg.gsi_lag_dist(self.profile)
         # its own draws: the latency's stay as they were without it
         self.gsi_lag = GsiLag(lag, self.clock, random.Random(repr(self.rng.getstate()))) if lag else None
@@ -147,12 +158,18 @@ class FidelityModel:
         return ms
 
     def decide(self, service: str, op: str, *, prefix: str = "", params: dict | None = None,
-               writes: list[Charge] | None = None) -> Verdict | None:
+               writes: list[Charge] | None = None, faults: bool = True) -> Verdict | None:
         """After the latency: an injected fault, else a throttle, else None (send it). ``prefix``: an S3 key's
-        ``bucket/dir/``; ``params`` and ``writes``: a DynamoDB request's parameters and what it writes."""
-        fault = choose(self.cfg.faults.get(op) or self.cfg.faults.get("*"), self.rng)
+        ``bucket/dir/``; ``params`` and ``writes``: a DynamoDB request's parameters and what it writes. A
+        ``spike`` verdict: the seam waits ``cfg.spike_s`` more, then asks again with ``faults=False``; ``lost``:
+        the seam lets the request land and drops its answer; ``timeout`` and ``drop``: no answer at all."""
+        fault = choose(self.cfg.faults.get(op) or self.cfg.faults.get("*"), self.rng) if faults else None
         if fault == "error_5xx":
             return Verdict(fault, error_5xx_reply(service))
+        if fault == "throttle":
+            self.injected += 1
+            t = injected_throttle(service, op, prefix, params)
+            return Verdict("throttle", throttle_reply(service, t), t)
         if fault:
             return Verdict(fault)
         t = self.throttle(service, op, prefix=prefix, params=params, writes=writes)
@@ -175,5 +192,5 @@ class FidelityModel:
             self.ddb.charge_reads(charges)
 
     def throttle_count(self) -> int:
-        n = sum(self.ddb.throttles.values()) if self.ddb is not None else 0
+        n = self.injected + (sum(self.ddb.throttles.values()) if self.ddb is not None else 0)
         return n + (self.s3.throttles if self.s3 is not None else 0)
