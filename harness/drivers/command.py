@@ -33,6 +33,7 @@ from harness.datastore.sync import Step
 from harness.drivers import _spawn
 from harness.drivers._command_options import HISTORY_ENV, CommandOptions, fill, parse, resolve_executable
 from harness.drivers._command_options import check as check_options
+from harness.drivers._freeze import Freezer
 from harness.drivers.base import DriverContext, IterationOutcome
 from harness.drivers.model import iteration_plan
 from harness.edge import child_environment
@@ -91,6 +92,7 @@ class Ran:
     trace: Trace
     kind: str  # "" when it succeeded, else an error kind
     message: str
+    frozen_s: float = 0.0  # how long the driver kept its processes stopped (SIGSTOP .. SIGCONT)
 
     def own_span(self) -> Span:
         """The process itself, spawn to exit: the parent every span the command sent hangs under."""
@@ -98,7 +100,8 @@ class Ran:
         return Span(self.trace.trace_id, self.trace.parent_id, "", f"harness.command {self.step}", e.start_ns, e.end_ns,
                     status="ok" if not self.kind else "error", status_message=self.message,
                     attributes={"process.executable.name": Path(e.argv[0]).name, "process.exit.code": e.code,
-                                "process.pid": e.pid, "harness.timed_out": e.timed_out})
+                                "process.pid": e.pid, "harness.timed_out": e.timed_out,
+                                **({"harness.frozen_s": self.frozen_s} if self.frozen_s else {})})
 
 
 def classify(e: _spawn.Exit, timeout_s: float) -> tuple[str, str]:
@@ -216,6 +219,8 @@ class CommandDriver:
         self.env.update({k: fill(v, self.values) for k, v in opts.env.items()})
         if self.history is not None:
             self.env[HISTORY_ENV] = str(self.history)
+        p = sc.fidelity.pauses
+        self.freezer = Freezer(p.probability, p.at_s, p.duration_s)  # SIGSTOP / SIGCONT of a run command
         self.seat = Seat.of_run(plan.run_dir, ctx.user)  # the run's front, if it has one
         if self.seat is not None:
             self.env.update(self.seat.env())
@@ -235,12 +240,14 @@ class CommandDriver:
                                                "step": step})
         env = child_environment({**self.env, "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": f"{self.otlp.server.url}"
                                  f"?cmd={trace_id}", "TRACEPARENT": f"00-{trace_id}-{parent}-01"}, drop=("TRACESTATE",))
+        freeze = self.freezer.arm() if step == "run" else None
         ex = _spawn.run(self._argv(template, values), cwd=str(self.workdir), env=env, timeout_s=self.opts.timeout_s,
-                        nice=self.opts.nice)
+                        nice=self.opts.nice, on_start=freeze)
+        frozen_s = self.freezer.disarm() if freeze else 0.0
         self._await_spans(trace)
         book.close(trace)
         kind, message = classify(ex, self.opts.timeout_s)
-        return Ran(step, ex, trace, kind, message)
+        return Ran(step, ex, trace, kind, message, frozen_s)
 
     def _await_spans(self, trace: Trace) -> None:
         """After the exit: what the command sent is here (swamp flushes its spans before it exits) or still on

@@ -450,7 +450,8 @@ def _fidelity(f: _Reader) -> FidelitySpec:
                          probe_every_s=f.duration("probe_every", 1.0, positive=False), gsi_lag=gsi_lag,
                          spike_s=f.duration("spike", 1.0))
     pr = _Reader(f.get("pauses", {}), "fidelity.pauses", f.source)
-    pauses = Pauses(probability=pr.number("probability", 0.0), duration_s=pr.duration("duration", 0.0, positive=False))
+    pauses = Pauses(probability=pr.number("probability", 0.0), duration_s=pr.duration("duration", 0.0, positive=False),
+                    at_s=pr.duration("at", 0.5, positive=False))
     pr.done()
     if pauses.probability > 1:
         raise pr.fail("probability", f"must be between 0 and 1, got {pauses.probability}")

@@ -175,8 +175,9 @@ class Pauses:
     Fault injection on the client side, so they apply on every endpoint.
     """
 
-    probability: float = 0.0  # per commit
+    probability: float = 0.0  # per commit (the command driver: per run command, a freeze of its processes)
     duration_s: float = 0.0
+    at_s: float = 0.5  # the command driver: how long after the run command starts its freeze begins
 
 
 @dataclass(frozen=True)
