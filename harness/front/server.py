@@ -32,9 +32,8 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
-from harness.aws.capacity import TableShape
 from harness.aws.fidelity.model import READ_OPS, FidelityModel, Reply, Verdict
-from harness.aws.instrument import SHAPES, WRITE_OPS, CallInfo, register_shape
+from harness.aws.instrument import SHAPES, WRITE_OPS, CallInfo
 from harness.aws.keyload import THROTTLE_CODES, KeyLoad
 from harness.front.counts import WireCounts
 from harness.front.services import (
@@ -57,6 +56,7 @@ CONTINUE = b"HTTP/1.1 100 Continue\r\n\r\n"
 S3_THROTTLE = b"<Code>SlowDown</Code>"
 Sleep = Callable[[float], Awaitable[None]]
 OWN_SAMPLES = 20_000
+ASK_AGAIN_S = 1.0  # a table DescribeTable did not find is asked about again after this long
 _WAITED: contextvars.ContextVar[list[float]] = contextvars.ContextVar("front_waited")  # per connection's task
 
 
@@ -102,6 +102,7 @@ class Front:
         # the front's own time per request (reading it, the model, forwarding, accounting, writing the answer),
         # without the modelled wait and the upstream's: its cost, as bench/front.py reports it
         self.own_ms: deque[float] = deque(maxlen=OWN_SAMPLES)
+        self._asked: dict[str, float] = {}  # table -> when the front last asked DescribeTable
 
     # ---- start, seats, stop ----------------------------------------------------------------------
 
@@ -156,6 +157,8 @@ class Front:
                     break
         except (ConnectionError, WireError, asyncio.IncompleteReadError) as e:
             log.debug("front: %s: %s", user, e)
+        except asyncio.CancelledError:  # the front stops: the connection ends with it (not an error)
+            pass
         finally:
             if not writer.transport.is_closing():
                 writer.close()
@@ -272,8 +275,14 @@ class Front:
         return new_body
 
     async def _shapes(self, req: Message, info: CallInfo) -> None:
-        """Ask DescribeTable for a table the front has not seen described (its keys and GSIs price writes)."""
+        """Ask DescribeTable for a table the front has not seen described (its keys and GSIs price writes); a
+        table not there yet is priced with the default keys (``pk`` / ``sk``) and asked about again a second
+        later (it may be made by a client that does not go through the front)."""
+        now = time.monotonic()
         for table in tables_of(info) - set(SHAPES):
+            if now - self._asked.get(table, -ASK_AGAIN_S) < ASK_AGAIN_S:
+                continue
+            self._asked[table] = now
             body = json.dumps({"TableName": table}).encode()
             headers = [(k, v) for k, v in req.headers if k.lower() in (b"host", b"authorization", b"x-amz-date")]
             headers += [(b"content-type", b"application/x-amz-json-1.0"),
@@ -287,8 +296,6 @@ class Front:
                 continue
             if answer.status == 200:
                 learn_shape("DescribeTable", parsed)
-            elif info.op != "CreateTable":  # not there (yet): the default keys until it is described
-                register_shape(TableShape(table))
 
     async def _s3(self, counts: WireCounts, req: Message) -> bytes | None:
         method, target, _ = req.first.decode("latin-1").split(" ", 2)
