@@ -296,3 +296,16 @@ def test_each_fault_kind_reaches_a_client_alike_through_layer_and_front(moto, ki
                 "timeout": ("no answer", False, 0.5), "lost": ("no answer", True, 0.0), "spike": ("", True, 2.0)}
     assert seen["front"] == expected[kind]
     assert counts.requests == 1 and (counts.throttles == 1) == (kind == "throttle")
+
+
+@pytest.mark.parametrize("argv,problem", [
+    (["run", "namespaced", "--front"], "the model driver's own clients have the fidelity layer already"),
+    (["run", "namespaced", "--driver", "command", "--front", "--aws"], "not to AWS itself"),
+])
+def test_a_front_where_it_cannot_serve_is_one_line_and_exit_2(capsys, tmp_path, argv, problem):
+    from harness.cli import main
+
+    assert main([*argv, "--run-dir", str(tmp_path / "r")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and problem in err and "Traceback" not in err, err
+    assert not (tmp_path / "r").exists()  # refused before anything started
