@@ -78,6 +78,14 @@ def _reset(writer: asyncio.StreamWriter) -> None:
     writer.transport.abort()
 
 
+def _parsed(answer: Message) -> dict:
+    try:
+        doc = json.loads(answer.body) if answer.body else {}
+    except ValueError:
+        return {}
+    return doc if isinstance(doc, dict) else {}
+
+
 def _reply_bytes(reply: Reply) -> bytes:
     reason = {400: "Bad Request", 500: "Internal Server Error", 503: "Slow Down"}.get(reply.status, "Error")
     head = [f"HTTP/1.1 {reply.status} {reason}".encode()]
@@ -239,26 +247,8 @@ class Front:
     def _account_ddb(self, counts: WireCounts, info: CallInfo, answer: Message) -> bytes | None:
         """Units, throttles, shapes and GSI lag from an answer; its new body when the lag changed it."""
         status = answer.status
-        lag = self.model.gsi_lag
-        needs = status != 200 or info.op in READ_OPS or info.op in ("DescribeTable", "CreateTable") or (
-            info.op == "UpdateItem" and info.params.get("ReturnValues") == "ALL_NEW") or (
-            lag is not None and info.op in WRITE_OPS)
-        parsed = None
-        if needs:
-            try:
-                parsed = json.loads(answer.body) if answer.body else {}
-            except ValueError:
-                parsed = {}
-        new_body = None
-        if status == 200 and parsed is not None:
-            learn_shape(info.op, parsed)
-            if lag is not None and info.op in ("Query", "Scan"):
-                hidden = lag.hidden
-                lag.on_read(info.params, parsed)
-                if lag.hidden != hidden:
-                    new_body = json.dumps(parsed).encode()
-            elif lag is not None and info.op in WRITE_OPS:
-                lag.on_write(info.op, info.params, parsed)
+        parsed = _parsed(answer) if self._reads_answer(info, status) else None
+        new_body = self._lagged(info, parsed) if status == 200 and parsed is not None else None
         charges, code = ddb_charges(info, status, parsed)
         if code in THROTTLE_CODES:  # the upstream's own throttle
             counts.throttles += 1
@@ -273,6 +263,28 @@ class Front:
             if status == 200 and info.op in READ_OPS:
                 self.model.charge_reads([c for c in charges if c.kind == "read"])
         return new_body
+
+    def _reads_answer(self, info: CallInfo, status: int) -> bool:
+        """Whether the answer's JSON is needed (a write's plain ``{}`` need not be parsed)."""
+        if status != 200 or info.op in READ_OPS or info.op in ("DescribeTable", "CreateTable"):
+            return True
+        if info.op == "UpdateItem" and info.params.get("ReturnValues") == "ALL_NEW":
+            return True
+        return self.model.gsi_lag is not None and info.op in WRITE_OPS
+
+    def _lagged(self, info: CallInfo, parsed: dict) -> bytes | None:
+        """A successful answer: the table's shape learnt, GSI lag applied; the new body if items were held back."""
+        learn_shape(info.op, parsed)
+        lag = self.model.gsi_lag
+        if lag is None:
+            return None
+        if info.op in ("Query", "Scan"):
+            hidden = lag.hidden
+            lag.on_read(info.params, parsed)
+            return json.dumps(parsed).encode() if lag.hidden != hidden else None
+        if info.op in WRITE_OPS:
+            lag.on_write(info.op, info.params, parsed)
+        return None
 
     async def _shapes(self, req: Message, info: CallInfo) -> None:
         """Ask DescribeTable for a table the front has not seen described (its keys and GSIs price writes); a
