@@ -309,3 +309,23 @@ def test_a_front_where_it_cannot_serve_is_one_line_and_exit_2(capsys, tmp_path, 
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and problem in err and "Traceback" not in err, err
     assert not (tmp_path / "r").exists()  # refused before anything started
+
+
+def test_a_hundred_users_each_have_a_port_and_their_own_counts(moto):
+    import http.client
+
+    ft = _front(_cfg("local"), SleepLog(), moto)
+    try:
+        urls = {f"w{i}": ft.seat(f"w{i}") for i in range(100)}
+        assert len(set(urls.values())) == 100
+        for i, url in enumerate(urls.values()):
+            conn = http.client.HTTPConnection(*url.split("//")[1].split(":"))
+            for _ in range(i % 3 + 1):  # user i sends i % 3 + 1 requests
+                conn.request("GET", "/", headers={"authorization": "AWS4-HMAC-SHA256 Credential=harnesslocal/x"})
+                assert conn.getresponse().read() is not None
+            conn.close()
+        counts = FrontClient(ft.control_url).all_counts()
+    finally:
+        ft.stop()
+    assert {u: c.requests for u, c in counts.items()} == {f"w{i}": i % 3 + 1 for i in range(100)}
+    assert all(c.kinds == {"s3.ListBuckets": c.requests} for c in counts.values())
