@@ -90,6 +90,9 @@ def build_parser() -> argparse.ArgumentParser:
                    "scenario key [driver] swamp)")
     r.add_argument("--swamp-repo", metavar="DIR", help="--driver swamp: the repository template each user's swamp "
                    "repository is made from (its extensions/, and deno.json for S3; scenario key [driver] swamp_repo)")
+    r.add_argument("--front", action="store_true", help="put the loopback front between the command driver's "
+                   "processes and the service: the fidelity model (latency, capacity, throttles, faults) and "
+                   "per-command counts for any client (the scenario's [fidelity] front = true)")
     cli_open.add_arguments(r)
     cli_telemetry.add_arguments(r)
     cli_gates.add_run_arguments(r)
@@ -291,7 +294,7 @@ def run_options(args: argparse.Namespace) -> RunOptions:
         web_host=args.web_host, web_login=args.web_login, master=args.master, expect_workers=args.expect_workers,
         expect_workers_max_wait_s=args.expect_workers_max_wait, master_bind_host=args.master_bind_host,
         master_bind_port=args.master_bind_port, driver=args.driver,
-        swamp=args.swamp, swamp_repo=args.swamp_repo, **opened, **cli_telemetry.options(args))
+        swamp=args.swamp, swamp_repo=args.swamp_repo, front=args.front, **opened, **cli_telemetry.options(args))
 
 
 def _cmd_run(args: argparse.Namespace, env: UserEnvironment) -> int:

@@ -86,11 +86,15 @@ class CommandEnvironment:
     """What the reference command (``harness-swamp``) is told by whoever runs it, as swamp is: where to send
     its spans (``OTEL_EXPORTER_OTLP_TRACES_ENDPOINT``, a full URL, else ``OTEL_EXPORTER_OTLP_ENDPOINT`` with
     ``/v1/traces`` appended), the parent of the whole invocation (``TRACEPARENT``), and where to append the
-    safety checker's history (``HARNESS_HISTORY``, set by the command driver with ``[driver] history``)."""
+    safety checker's history (``HARNESS_HISTORY``, set by the command driver with ``[driver] history``), and
+    the AWS SDKs' own ``AWS_ENDPOINT_URL_DYNAMODB`` / ``_S3`` (the run's front, when it has one: a URL there
+    wins over the plan's)."""
 
     traces_endpoint: str | None = None
     traceparent: str | None = None
     history: str | None = None
+    dynamodb_url: str | None = None
+    s3_url: str | None = None
 
     @staticmethod
     def read(env: Mapping[str, str] | None = None) -> CommandEnvironment:
@@ -98,4 +102,5 @@ class CommandEnvironment:
         endpoint = env.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") or None
         if endpoint is None and env.get("OTEL_EXPORTER_OTLP_ENDPOINT"):
             endpoint = env["OTEL_EXPORTER_OTLP_ENDPOINT"].rstrip("/") + "/v1/traces"
-        return CommandEnvironment(endpoint, env.get("TRACEPARENT") or None, env.get("HARNESS_HISTORY") or None)
+        return CommandEnvironment(endpoint, env.get("TRACEPARENT") or None, env.get("HARNESS_HISTORY") or None,
+                                  env.get("AWS_ENDPOINT_URL_DYNAMODB") or None, env.get("AWS_ENDPOINT_URL_S3") or None)

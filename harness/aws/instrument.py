@@ -146,7 +146,7 @@ def _on_params(params: dict, model: Any, **_: Any) -> None:
     _call.set(CallInfo(op, params, write_charges(op, params, SHAPES, SIZES) if op in WRITE_OPS else []))
 
 
-def _learn_size(info: CallInfo, parsed: dict) -> None:
+def learn_size(info: CallInfo, parsed: dict) -> None:
     """An update that returned its whole item: bill it by that item's size (DynamoDB bills the larger of the
     item before and after; an ADD only grows it), and remember the size for the item's next update."""
     attrs = parsed.get("Attributes")
@@ -172,7 +172,7 @@ def _on_ddb_after_call(parsed: Any, model: Any, **_: Any) -> None:
         return
     code = parsed.get("Error", {}).get("Code")
     if code is None:
-        _learn_size(info, parsed)
+        learn_size(info, parsed)
         charges = info.writes + info.reads(parsed)
     elif code in ("ConditionalCheckFailedException", "TransactionCanceledException"):
         charges = conditional_failure_charges(info.op, info.params, SHAPES)

@@ -71,7 +71,7 @@ class KeyLoad:
         return out
 
 
-def _charged_keys(op: str, params: dict, writes: list[Charge]) -> list[tuple[str, str | None, str]]:
+def charged_keys(op: str, params: dict, writes: list[Charge]) -> list[tuple[str, str | None, str]]:
     """The keys a throttled attempt would have charged (writes: priced from the request; reads: the target)."""
     if writes:
         return [(c.table, c.index, c.key) for c in writes]
@@ -94,7 +94,7 @@ def install(client: Any, load: KeyLoad) -> Any:
         info = current_call()
         code = (parsed_response or {}).get("Error", {}).get("Code") if isinstance(parsed_response, dict) else None
         if info is not None and code in THROTTLE_CODES:
-            load.throttled(_charged_keys(info.op, info.params, info.writes))
+            load.throttled(charged_keys(info.op, info.params, info.writes))
 
     def done(parsed: Any, model: Any, **_: Any) -> None:
         info = current_call()

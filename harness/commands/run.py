@@ -30,6 +30,7 @@ from harness.commands.cloudwatch import after_run
 from harness.commands.supervise import GRACE_S, Interrupted, Watcher, signals_raise, supervise
 from harness.commands.watch import Parts
 from harness.errors import HarnessError
+from harness.front import launch as front_launch
 from harness.gates.columns import check_specs
 from harness.plan import scenario as scenarios
 from harness.plan.build import start_stand_in
@@ -115,14 +116,19 @@ def _run(plan: RunPlan, say: Callable[[str], None], quiet: bool, run_dir: Path, 
     if uneven:
         say(f"harness: warning: {uneven}")
     local: Any = None
+    front: front_launch.FrontProcess | None = None
     sampler: ProcessSampler | None = None
     parts: Parts | None = None
     signalled: str | None = None
     notes = RunNotes(run_dir)
     try:
         local, plan = start_stand_in(plan, say, run_dir)
-        sampler = ProcessSampler(run_dir, getattr(local, "pids", None)).start()  # this machine's share, each second
-        parts = Parts.of_run(run_dir, local, sampler)  # watched from here on (supervise), the disk too
+        front = front_launch.for_run(plan, run_dir)
+        if front is not None:
+            front.start()
+        pids = {**(getattr(local, "pids", None) or {}), **(front.pids if front else {})}
+        sampler = ProcessSampler(run_dir, pids or None).start()  # this machine's share, each second
+        parts = Parts.of_run(run_dir, local, sampler, front)  # watched from here on (supervise), the disk too
         plan_path = plan.write(run_dir)  # complete now: the stand-in's URLs are in it
         sessions = Sessions(plan.connection.region)
         factory = Factory(plan, sessions=sessions)
@@ -155,6 +161,8 @@ def _run(plan: RunPlan, say: Callable[[str], None], quiet: bool, run_dir: Path, 
             parts.give_back()
         if sampler:
             sampler.stop()
+        if front:
+            front.stop()
         if local:
             local.stop()
     if not (run_dir / runinfo.RUN_JSON).exists():

@@ -37,10 +37,11 @@ class Watched(Protocol):
 
 
 class ServerProcess:
-    """A stand-in server this process started: any exit while Locust runs is a death."""
+    """A server this process started (a stand-in's, or the front: ``part``): any exit while Locust runs is a
+    death."""
 
-    def __init__(self, name: str, proc: Any, log: str | None) -> None:
-        self.name, self.proc, self.log = name, proc, log
+    def __init__(self, name: str, proc: Any, log: str | None, part: str = "stand-in") -> None:
+        self.name, self.proc, self.log, self.part = name, proc, log, part
         self.said = False
 
     def check(self) -> PartFailure | None:
@@ -48,7 +49,7 @@ class ServerProcess:
         if code is None or self.said:
             return None
         self.said = True
-        return failure("stand-in", self.name, time.time(), pid=self.proc.pid, returncode=code, log=self.log)
+        return failure(self.part, self.name, time.time(), pid=self.proc.pid, returncode=code, log=self.log)
 
 
 class SamplerThread:
@@ -135,9 +136,11 @@ class Parts:
         self.stopped = False  # the supervisor stopped the test for the first failure
 
     @classmethod
-    def of_run(cls, run_dir: Path, stand_in: Any, sampler: Any) -> Parts:
-        """The stand-in's servers, the sampler and the disk."""
+    def of_run(cls, run_dir: Path, stand_in: Any, sampler: Any, front: Any = None) -> Parts:
+        """The stand-in's servers, the front (``harness.front.launch``), the sampler and the disk."""
         watched: list[Watched] = [ServerProcess(s.name, s.proc, s.log) for s in servers(stand_in)]
+        if front is not None and front.proc is not None:
+            watched.append(ServerProcess(front.name, front.proc, str(front.log_path), part="front"))
         if sampler is not None:
             watched.append(SamplerThread(sampler))
         watched.append(FreeSpace(run_dir))

@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import signal
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from gevent import subprocess as gsubprocess
@@ -45,9 +46,11 @@ def _tail(data: bytes | None) -> str:
     return (data or b"")[-OUTPUT_LIMIT:].decode(errors="replace")
 
 
-def run(argv: list[str], *, cwd: str, env: dict[str, str], timeout_s: float, nice: int = 0) -> Exit:
+def run(argv: list[str], *, cwd: str, env: dict[str, str], timeout_s: float, nice: int = 0,
+        on_start: Callable[[int], None] | None = None) -> Exit:
     """Run ``argv`` in ``cwd`` with ``env`` (the whole environment), for at most ``timeout_s`` seconds, ``nice``
-    steps below the harness's priority (so a machine full of commands still runs Locust's heartbeats)."""
+    steps below the harness's priority (so a machine full of commands still runs Locust's heartbeats);
+    ``on_start`` is given its process group's id once it runs (a freeze: ``harness.drivers._freeze``)."""
     start = time.time_ns()
     try:
         proc = gsubprocess.Popen(argv, cwd=cwd, env=env, stdin=gsubprocess.DEVNULL, stdout=gsubprocess.PIPE,
@@ -55,6 +58,8 @@ def run(argv: list[str], *, cwd: str, env: dict[str, str], timeout_s: float, nic
                                  preexec_fn=(lambda: os.nice(nice)) if nice else None)
     except OSError as e:
         return Exit(argv, None, "", "", start, time.time_ns(), error=f"{argv[0]}: {e.strerror or e}")
+    if on_start is not None:
+        on_start(proc.pid)
     try:
         out, err = proc.communicate(timeout=timeout_s)
         timed_out = False

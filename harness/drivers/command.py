@@ -34,9 +34,12 @@ from harness.datastore.sync import Step
 from harness.drivers import _spawn
 from harness.drivers._command_options import HISTORY_ENV, CommandOptions, fill, parse, resolve_executable
 from harness.drivers._command_options import check as check_options
+from harness.drivers._freeze import Freezer
 from harness.drivers.base import DriverContext, IterationOutcome
 from harness.drivers.model import iteration_plan
 from harness.edge import child_environment
+from harness.front.seat import Seat
+from harness.front.seat import fill as fill_from_wire
 from harness.otlp.decode import Span
 from harness.otlp.mapping import row_values
 from harness.otlp.receiver import Receiver, Server, Trace, TraceBook
@@ -95,6 +98,7 @@ class Ran:
     kind: str  # "" when it succeeded, else an error kind
     message: str
     after_exit_ms: float = 0.0  # the driver's own time after the exit (waiting for spans), never the command's
+    frozen_s: float = 0.0  # how long the driver kept its processes stopped (SIGSTOP .. SIGCONT)
 
     def own_span(self) -> Span:
         """The process itself, spawn to exit: the parent every span the command sent hangs under."""
@@ -102,7 +106,8 @@ class Ran:
         return Span(self.trace.trace_id, self.trace.parent_id, "", f"harness.command {self.step}", e.start_ns, e.end_ns,
                     status="ok" if not self.kind else "error", status_message=self.message,
                     attributes={"process.executable.name": Path(e.argv[0]).name, "process.exit.code": e.code,
-                                "process.pid": e.pid, "harness.timed_out": e.timed_out})
+                                "process.pid": e.pid, "harness.timed_out": e.timed_out,
+                                **({"harness.frozen_s": self.frozen_s} if self.frozen_s else {})})
 
 
 def classify(e: _spawn.Exit, timeout_s: float) -> tuple[str, str]:
@@ -254,6 +259,11 @@ class CommandDriver:
         self.env.update({k: fill(v, self.values) for k, v in opts.env.items()})
         if self.history is not None:
             self.env[HISTORY_ENV] = str(self.history)
+        p = sc.fidelity.pauses
+        self.freezer = Freezer(p.probability, p.at_s, p.duration_s)  # SIGSTOP / SIGCONT of a run command
+        self.seat = Seat.of_run(plan.run_dir, ctx.user)  # the run's front, if it has one
+        if self.seat is not None:
+            self.env.update(self.seat.env())
 
     # ---- one command ---------------------------------------------------------------------------
 
@@ -272,13 +282,15 @@ class CommandDriver:
         env = child_environment({**{k: v for k, v in self.env.items() if v != ""},
                                  "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": f"{self.otlp.server.url}?cmd={trace_id}",
                                  "TRACEPARENT": f"00-{trace_id}-{parent}-01"}, drop=("TRACESTATE", *unset))
+        freeze = self.freezer.arm() if step == "run" else None
         ex = _spawn.run(self._argv(template, values), cwd=str(self.workdir), env=env, timeout_s=self.opts.timeout_s,
-                        nice=self.opts.nice)
+                        nice=self.opts.nice, on_start=freeze)
         exited = time.monotonic()
+        frozen_s = self.freezer.disarm() if freeze else 0.0
         await_spans(trace, self.opts.late_wait_s, self.opts.quiet_s)
         book.close(trace)
         kind, message = classify(ex, self.opts.timeout_s)
-        return self._judge(Ran(step, ex, trace, kind, message, (time.monotonic() - exited) * 1000))
+        return self._judge(Ran(step, ex, trace, kind, message, (time.monotonic() - exited) * 1000, frozen_s))
 
     def _judge(self, r: Ran) -> Ran:
         """A driver's own reading of a command that ended (the swamp driver fails a run with an error span)."""
@@ -340,6 +352,7 @@ class CommandDriver:
         records, ran = self._prepare(values, i)
         t_start = time.time()
         t0 = time.perf_counter()
+        wire = self.seat.counts() if self.seat is not None else None
         if self.ready and not ran:
             ran += self._iteration(values, i)
         total_ms = (time.perf_counter() - t0) * 1000
@@ -358,6 +371,8 @@ class CommandDriver:
             "wait_ms": total_ms if intended is None else (t_start - intended) * 1000 + total_ms,
             **mapped.values, **_process_columns(measured), "spans_rejected": sum(r.trace.rejected for r in ran),
         }
+        if wire is not None and measured:  # what the commands sent, from the wire, where their spans are silent
+            fill_from_wire(row, self.seat.counts().since(wire))
         records += self._strays()
         steps = [Step(step, row[col], Work()) for step, col in STEP_COLUMNS.items() if row.get(col) is not None]
         error = RuntimeError(message) if failed else None

@@ -34,6 +34,7 @@ from harness.aws.keyload import install as install_keyload
 from harness.clock import SystemClock
 from harness.datastore.backends.base import Backend
 from harness.drivers.base import IterationOutcome
+from harness.front.seat import front_keys
 from harness.load.arrivals import ArrivalQueue, ArrivalSchedule
 from harness.load.greenlets import executor_for_this_process, pool_size
 from harness.plan.factory import Factory
@@ -252,4 +253,6 @@ class HarnessProcess:
 
     def keys(self) -> list[dict]:
         """The units each partition key took since the last call (keys.csv rows; none without a test)."""
-        return self.load.keyload.drain(time.time()) if self.load is not None else []
+        if self.load is None:
+            return []
+        return self.load.keyload.drain(time.time()) + front_keys(self.load.plan.run_dir)  # any driver's, on the wire

@@ -82,6 +82,7 @@ class RunOptions:
     driver: str | None = None  # --driver KIND: the scenario's twin on that driver ([driver] twin), if not its own
     swamp: str | None = None  # --swamp PATH: the swamp driver's executable ([driver] swamp)
     swamp_repo: str | None = None  # --swamp-repo DIR: the swamp driver's repository template ([driver] swamp_repo)
+    front: bool = False  # --front: the scenario's [fidelity] front = true
 
 
 def plan_run(opts: RunOptions, env: UserEnvironment, *, password: str = "",
@@ -106,6 +107,8 @@ def plan_run(opts: RunOptions, env: UserEnvironment, *, password: str = "",
         fleet = sc.fleet
     if opts.latency:
         load_profile(opts.latency)  # a bad profile is a one-line error before anything starts
+    if opts.front:
+        sc = replace(sc, fidelity=replace(sc.fidelity, front=True))
     if opts.processes < 0:
         raise HarnessError(f"--processes must be 0 or more, got {opts.processes}")
     check_distribution(opts, password)
@@ -122,6 +125,7 @@ def plan_run(opts: RunOptions, env: UserEnvironment, *, password: str = "",
         raise HarnessError("--master: workers elsewhere cannot reach an embedded stand-in on this machine's "
                            f"loopback; set {ep.variables_for(connection.stand_in_services)} to a stand-in every "
                            "worker reaches, or pass --aws")
+    check_front(sc, connection, opts.master)
     run_id = new_run_id(sc.name, sc.backend)
     run_dir = Path(opts.run_dir or Path("runs") / run_id)  # as given: messages name it the way the user did
     if opts.preage and sc.backend != "dynamodb":
@@ -237,6 +241,22 @@ def check_password(password: str) -> str:
     if len(password) < MIN_PASSWORD:
         raise HarnessError(f"{PASSWORD_ENV} is {len(password)} characters long: use at least {MIN_PASSWORD}")
     return password
+
+
+def check_front(sc: scenarios.Scenario, connection: Any, master: bool) -> None:
+    """The front serves the command driver's processes on this machine's loopback, in front of a local
+    endpoint: anything else is a one-line error before anything starts."""
+    if not sc.fidelity.front:
+        return
+    if sc.driver.kind == "model":
+        raise HarnessError("--front / [fidelity] front: the front serves a command's processes; the model driver's "
+                           "own clients have the fidelity layer already: run with --driver command (or drop --front)")
+    if master:
+        raise HarnessError("--front: the front listens on this machine's loopback, which workers elsewhere cannot "
+                           "reach: drop --master or --front")
+    if connection.service(sc.backend).kind == "aws":
+        raise HarnessError("--front: the front forwards to a local endpoint (a stand-in, or AWS_ENDPOINT_URL_*), "
+                           "not to AWS itself: drop --aws or --front")
 
 
 def check_distribution(opts: RunOptions, password: str = "") -> None:

@@ -499,16 +499,19 @@ def _fidelity(f: _Reader) -> FidelitySpec:
         faults[op] = FaultRates(**vals)
     cfg = FidelityConfig(enabled=mode != "off", dynamodb=ddb, s3=s3, latency=latency, faults=faults,
                          timeout_after_s=f.duration("timeout_after", 1.0),
-                         probe_every_s=f.duration("probe_every", 1.0, positive=False), gsi_lag=gsi_lag)
+                         probe_every_s=f.duration("probe_every", 1.0, positive=False), gsi_lag=gsi_lag,
+                         spike_s=f.duration("spike", 1.0))
     pr = _Reader(f.get("pauses", {}), "fidelity.pauses", f.source)
-    pauses = Pauses(probability=pr.number("probability", 0.0), duration_s=pr.duration("duration", 0.0, positive=False))
+    pauses = Pauses(probability=pr.number("probability", 0.0), duration_s=pr.duration("duration", 0.0, positive=False),
+                    at_s=pr.duration("at", 0.5, positive=False))
     pr.done()
     if pauses.probability > 1:
         raise pr.fail("probability", f"must be between 0 and 1, got {pauses.probability}")
     if pauses.probability > 0 and pauses.duration_s <= 0:
         raise pr.fail("duration", "must be positive when probability is above 0")
+    front = f.boolean("front", False)
     f.done()
-    return FidelitySpec(mode=mode, config=cfg, pauses=pauses)
+    return FidelitySpec(mode=mode, config=cfg, pauses=pauses, front=front)
 
 
 # ---- the scenario as data (the run plan's JSON) -------------------------------------

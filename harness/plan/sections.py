@@ -175,8 +175,9 @@ class Pauses:
     Fault injection on the client side, so they apply on every endpoint.
     """
 
-    probability: float = 0.0  # per commit
+    probability: float = 0.0  # per commit (the command driver: per run command, a freeze of its processes)
     duration_s: float = 0.0
+    at_s: float = 0.5  # the command driver: how long after the run command starts its freeze begins
 
 
 @dataclass(frozen=True)
@@ -191,6 +192,7 @@ class FidelitySpec:
     config: FidelityConfig = field(default_factory=lambda: FidelityConfig(
         enabled=True, dynamodb=DynamoCapacity(), s3=S3Rates(), probe_every_s=1.0))
     pauses: Pauses = field(default_factory=Pauses)
+    front: bool = False  # the loopback front (harness.front) between the command driver's processes and the service
 
     def resolve(self, endpoint_kind: str, capacity_share: float = 1.0, latency: str | None = None) -> FidelityConfig:
         """The layer as it applies to one process on one endpoint."""

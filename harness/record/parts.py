@@ -22,7 +22,7 @@ from typing import Any
 
 from harness.record import runinfo
 
-PARTS = ("stand-in", "probe", "locust", "locust-worker", "sampler", "disk")
+PARTS = ("stand-in", "probe", "locust", "locust-worker", "sampler", "disk", "front")
 TAIL_LINES = 10
 TELLING = re.compile(r"error|fail|fatal|exception|no space|denied|panic|abort|killed", re.IGNORECASE)
 
@@ -51,7 +51,8 @@ class PartFailure:
                 "locust": f"the Locust process ({self.name})",
                 "locust-worker": f"the Locust worker process {self.name}",
                 "sampler": "the process sampler (processes.csv)",
-                "disk": f"the run directory's filesystem ({self.name})"}.get(self.part, f"{self.part} {self.name}")
+                "disk": f"the run directory's filesystem ({self.name})",
+                "front": "the loopback front"}.get(self.part, f"{self.part} {self.name}")
 
     def how(self) -> str:
         """How it ended, and what it said: ``status 1: IO error: ... No space left on device``."""

@@ -65,5 +65,8 @@ SCHEMA = pa.schema(
     # and the datastore's own lock TTL and wait as its spans say (swamp's, which the scenario's [lock] does not
     # set); appended last, so older rows read as nulls
     + [("after_exit_ms", pa.float64()), ("lock_ttl_ms", pa.float64()), ("lock_timeout_ms", pa.float64())]
+    # The loopback front's (harness.front): throttled attempts of the iteration's commands, counted on the wire;
+    # null without a front
+    + [("throttles", pa.int64())]
 )
 COLUMNS = tuple(SCHEMA.names)

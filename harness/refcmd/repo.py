@@ -57,14 +57,21 @@ class Repo:
     def namespace(self) -> str | None:
         return self.settings.get("namespace") or None
 
-    def open(self, recorder: Any = None) -> tuple[Any, Any, Any]:
-        """(the worker's Datastore, the plan, its clients) as the last call left them."""
+    def open(self, recorder: Any = None, urls: dict[str, str | None] | None = None) -> tuple[Any, Any, Any]:
+        """(the worker's Datastore, the plan, its clients) as the last call left them; ``urls``: a service's
+        endpoint as the environment names it (``AWS_ENDPOINT_URL_*``, as swamp reads it), over the plan's."""
+        from dataclasses import replace
+
         from harness.datastore.catalog import Catalog
         from harness.datastore.sync import Datastore
         from harness.plan.factory import Factory, sync_config
         from harness.plan.model import RunPlan
 
         plan = RunPlan.from_json((self.dir / "plan.json").read_text())
+        c = plan.connection
+        given = {s: replace(c.service(s), url=u) for s, u in (urls or {}).items() if u and c.service(s).url}
+        if given:
+            plan = replace(plan, connection=replace(c, **given))
         factory = Factory(plan)
         clients = factory.clients(pool=16, services=[plan.backend])
         backend = factory.backend(clients, create=False)

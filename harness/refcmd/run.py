@@ -62,7 +62,7 @@ def execute(cmd: dict[str, Any], started_ns: int) -> Outcome:
     env = CommandEnvironment.read()
     repo = Repo()
     history = History(env.history) if env.history else None
-    store, plan, clients = repo.open(history)
+    store, plan, clients = repo.open(history, urls={"dynamodb": env.dynamodb_url, "s3": env.s3_url})
     requests = None
     if env.traces_endpoint:
         from harness.refcmd.tracing import RequestLog

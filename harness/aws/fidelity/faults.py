@@ -1,4 +1,7 @@
-"""Fault injection for reliability runs: 5xx answers, timeouts and dropped connections per operation."""
+"""Fault injection for reliability runs, per operation: 5xx answers, timeouts, dropped connections (a reset),
+throttles whatever the capacity (past an SDK's retries at a rate of 1), lost answers (the request applied, its
+answer never comes) and latency spikes (``[fidelity] spike`` more before it goes). Both seams of the fidelity
+model (the botocore layer, the loopback front) apply the same kinds."""
 
 from __future__ import annotations
 
@@ -8,7 +11,7 @@ from typing import Any
 
 from botocore.exceptions import ConnectionClosedError, ReadTimeoutError
 
-FAULT_KINDS = ("error_5xx", "timeout", "drop")
+FAULT_KINDS = ("error_5xx", "timeout", "drop", "throttle", "lost", "spike")  # new kinds last: old draws stay
 
 
 @dataclass(frozen=True)
@@ -16,6 +19,9 @@ class FaultRates:
     error_5xx: float = 0.0
     timeout: float = 0.0
     drop: float = 0.0
+    throttle: float = 0.0
+    lost: float = 0.0
+    spike: float = 0.0
 
 
 def choose(rates: FaultRates | None, rng: random.Random) -> str | None:
