@@ -262,8 +262,9 @@ class CommandDriver:
         p = sc.fidelity.pauses
         self.freezer = Freezer(p.probability, p.at_s, p.duration_s)  # SIGSTOP / SIGCONT of a run command
         self.seat = Seat.of_run(plan.run_dir, ctx.user)  # the run's front, if it has one
-        if self.seat is not None:
+        if self.seat is not None:  # every way a command learns its endpoint names the worker's seat
             self.env.update(self.seat.env())
+            self.values["endpoint"] = self.seat.url  # {endpoint} in a template; the swamp driver's .swamp.yaml
 
     # ---- one command ---------------------------------------------------------------------------
 
