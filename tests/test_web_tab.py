@@ -6,9 +6,10 @@ from pathlib import Path
 
 from harness.aws.fidelity.throttle import DynamoCapacity
 from harness.load.web import form
+from harness.load.web import tab as tab_mod
 from harness.load.web.live import REPORT_STEPS, Summary
 from harness.load.web.stats import TOTAL_LABEL, stats_for_ui
-from harness.load.web.tab import modelled_capacity, probe_row, probe_view, stopped, table
+from harness.load.web.tab import modelled_capacity, probe_row, probe_view, table
 from harness.plan import scenario as scenarios
 from tests.plans import make_plan
 
@@ -57,7 +58,7 @@ def test_the_header_shows_the_tabs_rate_and_nothing_once_stopped():
     out = stats_for_ui(data, _entry("iteration", 312, 12, rps=0.0), None, rows[0]["header"])
     assert out["current_rps"] == 6.3 and out["current_fail_per_sec"] == 0.1
     assert f"{100 * out['fail_ratio']:.1f} %" == by["Iteration failure %"]["test"] == "3.8 %"
-    done = stopped(rows)
+    done = tab_mod.stopped(rows)
     by = {r["metric"]: r for r in done}
     assert done[0]["header"]["current_rps"] == 0.0 and by["Successful iterations / s"]["now"] == "0.00 it/s"
     assert by["Successful iterations / s"]["test"] == "6.00 it/s" and by["Bound by"]["now"] == "stopped"

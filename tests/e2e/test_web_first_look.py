@@ -17,6 +17,8 @@ import os
 import re
 import signal
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -172,30 +174,50 @@ def test_the_web_ui_reads_right_the_first_time(tmp_path, capsys):
     shots.mkdir()
     web = WebRun(tmp_path / "session", "--workers", "2")  # no --duration: the form's run time is empty
     notes: list[str] = []
+    failed: list[str] = []
+
+    @contextmanager
+    def check(what: str) -> Iterator[None]:
+        """One of the issue's cases: a failure is noted and the next case still runs (all are reported)."""
+        try:
+            yield
+        except AssertionError as e:
+            failed.append(f"{what}: {str(e).splitlines()[0]}")
+
     try:
         web.wait_ready()
         with sync_playwright() as pw:
             browser = pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
             page = browser.new_page(viewport=VIEWPORT)
             page.goto(web.base + "/")
-            seen = _form_in_view(page)
-            assert not seen["hostShown"], "the harness needs no host: the form should not ask for one"
-            assert not [a for a in seen["alerts"] if "host" in a.lower()], seen["alerts"]
-            assert "host attribute" not in page.content()
+            with check("no host asked for"):
+                seen = page.evaluate(SEEN, list(FORM_FIELDS))
+                assert not seen["hostShown"], "the harness needs no host: the form should not ask for one"
+                assert "host attribute" not in page.content(), "Locust's notice asks for a host"
+            with check("the form in view"):
+                _form_in_view(page)
             page.screenshot(path=str(shots / "1-before-start.png"))
-            page.get_by_text("Advanced options").click()
-            assert page.locator('input[name="runTime"]').input_value(timeout=30_000) == ""  # docs: empty
-            page.get_by_text("Advanced options").click()
+            with check("the run time empty without --duration"):
+                page.get_by_text("Advanced options").click()
+                value = page.locator('input[name="runTime"]').input_value(timeout=30_000)
+                page.get_by_text("Advanced options").click()
+                assert value == "", f"the form's run time is {value!r}"
 
             page.get_by_role("button", name=re.compile("^start$", re.I)).click()
             page.get_by_role("button", name=re.compile("^stop$", re.I)).wait_for(timeout=90_000)
-            landed = wait_for("the top of the Harness tab", lambda: (r := page.evaluate(READ))["tab"] == "Harness"
-                              and r["scrollY"] == 0 and r, 30)
-            notes.append(f"after START: tab {landed['tab']!r}, scrollY {landed['scrollY']}")
-            notes += [f"header {h} it/s = tab {t}" for h, t in _header_equals_tab(page)]
-            notes.append(f"bound cell: {_bound_cell_says_the_sentence(page)}")
-            notes.append("rate chart, newest point / max of the others: "
-                         + ", ".join(f"{x:.2f}" for x in _no_spike(web)))
+            with check("the top of the Harness tab after START"):
+                landed = wait_for("the top of the Harness tab", lambda: (r := page.evaluate(READ))["tab"] == "Harness"
+                                  and r["scrollY"] == 0 and r, 20)
+                notes.append(f"after START: tab {landed['tab']!r}, scrollY {landed['scrollY']}")
+            if page.evaluate(READ)["tab"] != "Harness":
+                page.get_by_role("tab", name="Harness").click()
+            with check("the header's rate is the tab's"):
+                notes += [f"header {h} it/s = tab {t}" for h, t in _header_equals_tab(page)]
+            with check("the bound cell in the sentence's words"):
+                notes.append(f"bound cell: {_bound_cell_says_the_sentence(page)}")
+            with check("no spike in the rate chart"):
+                notes.append("rate chart, newest point / max of the others: "
+                             + ", ".join(f"{x:.2f}" for x in _no_spike(web)))
             page.evaluate("window.scrollTo(0, 0)")
             page.screenshot(path=str(shots / "2-running.png"))
 
@@ -208,11 +230,13 @@ def test_the_web_ui_reads_right_the_first_time(tmp_path, capsys):
                 rate = r["cells"].get("Successful iterations / s")
                 return r if rate and r["header"].get("Iterations/s") == "0" and rate[0] == "0.00 it/s" else None
 
-            after = wait_for("the header and the tab at 0 it/s after Stop", settled, 30)
-            notes.append(f"after Stop: header {after['header']['Iterations/s']}, tab "
-                         f"{after['cells']['Successful iterations / s']}")
+            with check("no stale rate after Stop"):
+                after = wait_for("the header and the tab at 0 it/s after Stop", settled, 20)
+                notes.append(f"after Stop: header {after['header']['Iterations/s']}, tab "
+                             f"{after['cells']['Successful iterations / s'][:2]}")
             page.screenshot(path=str(shots / "3-after-stop.png"))
-            notes.append("statistics: " + ", ".join(_steps_as_documented(page)))
+            with check("the statistics table's steps as documented"):
+                notes.append("statistics: " + ", ".join(_steps_as_documented(page)))
             browser.close()
         assert web.stop(signal.SIGINT) == 128 + signal.SIGINT, web.output()
     finally:
@@ -221,3 +245,4 @@ def test_the_web_ui_reads_right_the_first_time(tmp_path, capsys):
         print(f"\nscreenshots for review: {shots}")
         for line in notes:
             print(line)
+    assert not failed, "\n".join(failed)
