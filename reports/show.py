@@ -216,8 +216,8 @@ def table(header: list[str], rows: list[list[Any]], raw_cols: tuple[int, ...] = 
     body's ``overflow-wrap: anywhere`` broke headers mid-word, "reso urce", issue 54)."""
     text = [i in raw_cols or _text_column([r[i] for r in rows if i < len(r)]) for i in range(len(header))]
 
-    def cls(i: int) -> str:
-        return ' class="t"' if i < len(text) and text[i] else ""
+    def cls(i: int) -> str:  # the first column is left-aligned whatever it holds (CSS)
+        return ' class="t"' if 0 < i < len(text) and text[i] else ""
 
     head = "".join(f"<th{cls(i)}>{escape(h)}</th>" for i, h in enumerate(header))
     body = "".join("<tr>" + "".join(f"<td{cls(i)}>{c if i in raw_cols else fmt(c)}</td>" for i, c in enumerate(r))
