@@ -10,8 +10,9 @@
 // Scenario and pushed START below the fold at 1400 x 900 (issue 54); the form is set tighter for the same
 // reason, without Locust's Host field (the run's plan holds the endpoints: the harness needs no host).
 // After START the page goes to the top of the Harness tab (followStart).
-// Inside Locust's UI it touches text only (the header's labels, and its status while Locust stops: see PASSING),
-// and it keeps that UI polling /stats/requests through a stop. It runs before Locust's own script (ui.py).
+// Inside Locust's UI it touches text and style only (the header's labels, its status while Locust stops: see
+// PASSING; the form's spacing), clicks the Harness tab once after START, and keeps that UI polling
+// /stats/requests through a stop. It runs before Locust's own script (ui.py).
 (function () {
   "use strict";
   const POLL_MS = 2000;

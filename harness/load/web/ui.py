@@ -18,9 +18,9 @@ last read is "spawning" or "running", see ``PASSING_STATES``):
   left "stopped" (``START_WAIT_S``);
 - ``/stop`` notes why the test stopped;
 - ``/stats/requests`` puts the steps in loop order and makes the header's
-  rate and failure % the iteration's (Locust counts every step as a
-  request), adds the harness tab's rows, and carries the runner's state now
-  (not Locust's cached answer's).
+  rate and failure % the harness tab's own (``tab.header``: Locust counts
+  every step as a request, over a window of its own), adds the harness tab's
+  rows, and carries the runner's state now (not Locust's cached answer's).
 
 Plain ``locust --headless`` output is untouched: the step names change only in
 the UI's JSON.
