@@ -16,3 +16,15 @@ html_theme = "furo"
 html_title = "harness: load-test sync layers on DynamoDB and S3"
 html_static_path: list[str] = []
 suppress_warnings: list[str] = []
+
+
+def _readme_links(app, relative_path, parent_docname, content) -> None:
+    """The README, included whole as the site's `readme` page: its link to CONTRIBUTING.md (a file at the
+    repository's root, which GitHub shows) leads to the site's own `contributing` page, which includes it."""
+    if parent_docname == "readme" and str(relative_path).endswith("README.md"):
+        content[0] = content[0].replace("](CONTRIBUTING.md)", "](contributing.md)")
+
+
+def setup(app):
+    app.connect("include-read", _readme_links)
+    return {"parallel_read_safe": True}

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import json
 import math
+import re
+import textwrap
 from html import escape
 from pathlib import Path
 from typing import Any
@@ -73,8 +75,35 @@ def fit_titles(fig: plt.Figure) -> None:
             text.set_fontsize(max(6.0, text.get_fontsize() * room_in / need_in))
 
 
+YLABEL_LINES = 2  # a y-axis label wraps to at most this many lines, then its font shrinks (not below 6 pt)
+
+
+def fit_ylabels(fig: plt.Figure) -> None:
+    """Wrap, then shrink, a y-axis label longer than its panel is tall: a short panel's label (observed.png's
+    "catalog export bytes per namespace") ran over the panels above and below it (issue 54). Estimated like
+    ``fit_titles``, without a draw."""
+    height_in = fig.get_figheight()
+    for ax in fig.axes:
+        label = ax.yaxis.label
+        text = " ".join(label.get_text().split())
+        room_in = ax.get_position().height * height_in * 0.95
+        size = label.get_fontsize()
+        if not text or room_in <= 0 or len(text) * CHAR_EM * size / 72 <= room_in:
+            continue
+        lines = textwrap.wrap(text, max(1, int(room_in / (CHAR_EM * size / 72))), break_long_words=False)
+        width = -(-len(text) // YLABEL_LINES)
+        while len(lines) > YLABEL_LINES:  # the words in as many lines, at the size that fits them
+            lines = textwrap.wrap(text, width, break_long_words=False)
+            width += 1
+        longest = max(len(x) for x in lines) * CHAR_EM * size / 72
+        if longest > room_in:
+            label.set_fontsize(max(6.0, size * room_in / longest))
+        label.set_text("\n".join(lines))
+
+
 def save(fig: plt.Figure, path: Path) -> Path:
     fit_titles(fig)
+    fit_ylabels(fig)
     fig.savefig(path, dpi=DPI)
     plt.close(fig)
     return path
@@ -84,8 +113,10 @@ CSS = """body{font-family:system-ui,sans-serif;max-width:1200px;margin:.8em auto
 overflow-wrap:anywhere}h1{font-size:1.35em;margin:.3em 0 .5em}
 h2{font-size:1.2em;border-bottom:1px solid #ddd;padding-bottom:.2em;margin-top:1.6em}
 h3{font-size:1.05em;margin-top:1.4em}table{border-collapse:collapse;margin:.5em 0;font-size:.9em}
-td,th{border:1px solid #ddd;padding:.25em .6em;text-align:right;vertical-align:top}th{background:#f5f5f5}
-td:first-child,th:first-child{text-align:left}td.msg{text-align:left;font-family:monospace;word-break:break-all}
+td,th{border:1px solid #ddd;padding:.25em .6em;text-align:right;vertical-align:top;overflow-wrap:normal}
+th{background:#f5f5f5}td:first-child,th:first-child,td.t,th.t{text-align:left}
+table:not(.verdict){display:block;max-width:100%;overflow-x:auto}
+td.msg{text-align:left;font-family:monospace;word-break:break-all}
 .warn{background:#fff3cd;padding:.6em}.bad{background:#f8d7da}.good{background:#d4edda}.ok{color:#060}
 img{max-width:100%;height:auto;border:1px solid #eee;margin:.3em 0}figure{margin:.6em 0}
 figcaption{font-size:.85em;color:#555}li{margin:.3em 0}code{background:#f5f5f5;padding:0 .2em}
@@ -145,10 +176,29 @@ def iv(v: list[float] | None) -> str:
     return "" if not v else f"{v[0]:.3g} - {v[1]:.3g}"
 
 
+NUMERIC = re.compile(r"^[\s\d.,:+\-–x×%e\[\]()/]*(ms|s|it/s)?$")  # 1,234 · 99 % · 4.35 [3.35 - 5.56] · x4.8 · 2 - 17
+BLANK = {"", "-", "–", "n/a"}
+
+
+def _text_column(values: list[Any]) -> bool:
+    """A column of words (a name, a sentence, yes / no) rather than numbers: read from the left."""
+    for v in values:
+        if isinstance(v, bool) or (isinstance(v, str) and v.strip() not in BLANK and not NUMERIC.match(v.strip())):
+            return True
+    return False
+
+
 def table(header: list[str], rows: list[list[Any]], raw_cols: tuple[int, ...] = ()) -> str:
-    """A table; columns in ``raw_cols`` are already HTML (escaped by the caller)."""
-    head = "".join(f"<th>{escape(h)}</th>" for h in header)
-    body = "".join("<tr>" + "".join(f"<td>{c if i in raw_cols else fmt(c)}</td>" for i, c in enumerate(r))
+    """A table; columns in ``raw_cols`` are already HTML (escaped by the caller). A column of words is
+    left-aligned (class ``t``), a column of numbers right-aligned; cells wrap between words only (at 1400 px the
+    body's ``overflow-wrap: anywhere`` broke headers mid-word, "reso urce", issue 54)."""
+    text = [i in raw_cols or _text_column([r[i] for r in rows if i < len(r)]) for i in range(len(header))]
+
+    def cls(i: int) -> str:  # the first column is left-aligned whatever it holds (CSS)
+        return ' class="t"' if 0 < i < len(text) and text[i] else ""
+
+    head = "".join(f"<th{cls(i)}>{escape(h)}</th>" for i, h in enumerate(header))
+    body = "".join("<tr>" + "".join(f"<td{cls(i)}>{c if i in raw_cols else fmt(c)}</td>" for i, c in enumerate(r))
                    + "</tr>" for r in rows)
     return f"<table><tr>{head}</tr>{body}</table>"
 

@@ -7,7 +7,9 @@ figure's left edge and a long legend label past its right edge: both were cut of
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 
+from reports.run import observed_figure
 from reports.run.figures import _fig, _finish
 from reports.show import save
 
@@ -42,3 +44,32 @@ def test_a_short_title_is_left_as_it_is(tmp_path):
     save(fig, tmp_path / "short.png")
     assert ax.title.get_fontsize() == size
     assert ax.get_legend().get_texts()[0].get_text() == "machine"
+
+
+def test_the_observed_figures_y_labels_stay_inside_their_panels(tmp_path, monkeypatch):
+    # observed.png: one short panel per measure, each named on its y-axis ("catalog export bytes per namespace"):
+    # a label longer than its panel is tall ran over the panels above and below it (issue 54). Measured on the
+    # drawn figure: every label's extent lies within its panel's height, and within the PNG.
+    from reports.run.observed import MEASURES
+    from reports.run.observed_figure import observed
+
+    t = np.arange(0.0, 90.0, 3.0)
+    series = pd.DataFrame({"ok_rate": np.linspace(6, 2, len(t))}, index=t)
+    levels = {label: pd.Series(np.linspace(10, 10_000_000, len(t)), index=t) for label in MEASURES.values()}
+    captured = {}
+    real_save = observed_figure.save
+
+    def keep(fig, path):
+        captured["fig"] = fig
+        return real_save(fig, path)
+
+    monkeypatch.setattr(observed_figure, "save", keep)
+    observed(series, 10.0, levels, None, 90.0, "namespaced / dynamodb / 4 workers", tmp_path / "observed.png")
+    fig = captured["fig"]
+    fig.canvas.draw()
+    for ax in fig.axes:
+        label, panel = ax.yaxis.label, ax.get_window_extent()
+        box = label.get_window_extent()
+        assert panel.y0 - 1 <= box.y0 and box.y1 <= panel.y1 + 1, (label.get_text(), box, panel)
+        assert _inside(fig, label), (label.get_text(), box, fig.bbox)
+        assert label.get_fontsize() >= 6

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import bisect
 import json
+import re
 
 import numpy as np
 import pytest
@@ -47,14 +48,14 @@ def test_the_tab_and_the_report_name_the_same_saturated_lock(tmp_path):
     report = findings_of(open_run(run))["bottleneck"]
     assert report["kind"] == "lock"
     bound = by_metric["Bound by"]
-    assert bound["test"].startswith(f"lock {report['name']}, ")
-    shown = float(bound["test"].rsplit(", ", 1)[1].rstrip(" %")) / 100
+    assert bound["test"].startswith(f"the lock {report['name']}: busy ")
+    shown = float(re.search(r"busy (\d+) % of the time", bound["test"]).group(1)) / 100
     assert shown == pytest.approx(report["utilization"], abs=0.02) and shown == pytest.approx(truth["busy"], abs=0.02)
     assert bound["how"].startswith(f"The fleet is bound by the lock {report['name']}: busy")
     busy, held = by_metric["Lock busy / held"]["test"].split(" / ")
     assert float(held.rstrip(" %")) / 100 == pytest.approx(truth["held"], abs=0.02)
-    # Locust's table shows only its columns; the charts ride on the first row, as JSON
-    assert set(raw[0]) == {"metric", "now", "test", "how", "charts"}
+    # Locust's table shows only its columns; the charts and the page header's numbers ride on the first row, as JSON
+    assert set(raw[0]) == {"metric", "now", "test", "how", "charts", "header"}
     json.dumps(raw[0]["charts"])
 
 
@@ -82,7 +83,9 @@ def test_without_lock_events_the_tab_names_the_workers_own_time():
     live = Live()
     _feed(live, rows, [])
     by_metric, _ = _tab(live, T0 + 60.0, T0)
-    assert by_metric["Bound by"]["test"].startswith("its own time in ")
+    bound = by_metric["Bound by"]
+    assert bound["test"].startswith("its own iteration time: inside an iteration ")
+    assert bound["test"].split(": ", 1)[1] in bound["how"]  # the sentence's own words and numbers
     assert "Lock busy / held" not in by_metric
 
 

@@ -91,3 +91,25 @@ def test_no_rows_is_no_number_rather_than_zero():
     s = summarize([], 10.0)
     assert s.failure_ratio is None and s.lock_p50 is None and s.counts["catalog_rows"] is None
     assert s.ok_per_s == 0.0 and not np.isnan(sum(s.step_shares.values()))
+
+
+def test_the_rate_chart_has_no_spike_from_a_bin_still_filling():
+    # 6 it/s, evenly, for 60.02 s: the newest row ends 0.02 s into a 2 s bin. Divided by that sliver, its row drew
+    # a point of 50 it/s (issue 54: 240 it/s against 6); whole bins only, every point is about 6.
+    live = Live(window_s=10.0)
+    start = 1_750_000_000.0  # on a bin's edge
+    row = {"ok": True, "lock_wait_ms": 1.0, **{c: 1.0 for c in REPORT_STEPS}}
+    ends = [start + 0.02 + i / 6 for i in range(361)]
+    rows = [{**row, "ts_start": e - 0.1, "ts_end": e, "user": f"u{i % 3}"} for i, e in enumerate(ends)]
+    live.add(rows)
+    for now in (ends[-1], ends[-1] + 0.01, ends[-1] + 1.9):  # read while the last bin fills
+        c = live.test(now, start).charts
+        assert max(c["ok_rate"]) == pytest.approx(6.0, abs=0.51), c["ok_rate"][-3:]
+        assert len(c["t"]) == 30  # the 30 whole bins before the one still filling
+    lagged = Live(window_s=10.0, lag_s=3.5)  # a master: the bins a worker has not reported yet wait too
+    lagged.add(rows)
+    c = lagged.test(ends[-1], start).charts
+    assert len(c["t"]) == 28 and max(c["ok_rate"]) == pytest.approx(6.0, abs=0.51)
+    late = Live(window_s=10.0)
+    late.add([{**row, "ts_start": e - 0.1, "ts_end": e, "user": "u"} for e in ends if e >= start + 1.9])
+    assert late.test(ends[-1], start + 1.9).charts["t"][0] == pytest.approx(0.1)  # a first bin entered late: left out

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from harness.aws.fidelity.throttle import DynamoCapacity
 from harness.load.web import form
+from harness.load.web import tab as tab_mod
 from harness.load.web.live import REPORT_STEPS, Summary
 from harness.load.web.stats import TOTAL_LABEL, stats_for_ui
 from harness.load.web.tab import modelled_capacity, probe_row, probe_view, table
@@ -28,6 +31,39 @@ def test_steps_in_loop_order_and_the_header_on_iterations():
     assert shown[:-1] == sorted(shown[:-1])  # the UI sorts its table by name: the order survives
     assert out["current_rps"] == 10.0 and out["fail_ratio"] == 0.79  # not every step event summed
     assert [s["name"] for s in data["stats"]][0] == "commit"  # Locust's own data is left alone
+
+
+def test_a_step_that_belongs_to_another_follows_it_as_the_docs_say():
+    # "collect" (a fenced release's garbage, counted in release_ms) sat unnumbered between "9 release" and the
+    # total, a step docs/web-ui.md did not list (issue 54); two-phase sync's "commit_lock" likewise
+    names = ["collect", "commit", "commit_lock", "iteration", "lock", "pull", "push", "release"]
+    data = {"stats": [_entry(n, 10) for n in names] + [_entry("Aggregated", 80)]}
+    shown = [s["name"] for s in stats_for_ui(data, None, None)["stats"]]
+    assert shown == ["1 lock", "2 pull", "4 push", "4b commit lock", "5 commit", "9 release", "9b collect",
+                     "∑ iteration", TOTAL_LABEL]
+    assert shown[:-1] == sorted(shown[:-1])
+    docs = (Path(__file__).resolve().parents[1] / "docs" / "web-ui.md").read_text()
+    assert "`4b commit lock`" in docs and "`9b collect`" in docs
+
+
+def test_the_header_shows_the_tabs_rate_and_nothing_once_stopped():
+    # the header's "Iterations/s" was Locust's own current rate (every step's requests, its own window): 0 while
+    # the tab read 6.29 it/s, and its last value after Stop (issue 54). Now both come from the tab's summaries.
+    now, whole = _summary(ok=63, iterations=64), _summary(ok=300, iterations=312, seconds=50.0)
+    rows = table(now, whole, capacity=None, throttles_now=None, throttles_test=None, probe=None)
+    by = {r["metric"]: r for r in rows}
+    assert by["Successful iterations / s"]["now"] == "6.30 it/s"
+    data = {"stats": [_entry("iteration", 312, 12, rps=9.0), _entry("Aggregated", 3000, 12, rps=90.0)],
+            "current_rps": 90.0, "fail_ratio": 0.004}
+    out = stats_for_ui(data, _entry("iteration", 312, 12, rps=0.0), None, rows[0]["header"])
+    assert out["current_rps"] == 6.3 and out["current_fail_per_sec"] == 0.1
+    assert f"{100 * out['fail_ratio']:.1f} %" == by["Iteration failure %"]["test"] == "3.8 %"
+    done = tab_mod.stopped(rows)
+    by = {r["metric"]: r for r in done}
+    assert done[0]["header"]["current_rps"] == 0.0 and by["Successful iterations / s"]["now"] == "0.00 it/s"
+    assert by["Successful iterations / s"]["test"] == "6.00 it/s" and by["Bound by"]["now"] == "stopped"
+    assert by["Lock wait p50 / p95"]["now"] == "–" and by["Lock wait p50 / p95"]["test"] == "12 ms / 240 ms"
+    assert rows[0]["header"]["current_rps"] == 6.3  # the running rows are left as they were
 
 
 def _summary(**kw) -> Summary:
@@ -101,3 +137,18 @@ def test_a_scenario_file_outside_the_known_ones_is_offered_too(tmp_path):
     assert cat[str(own)]["description"] == "my own" and cat[str(own)]["fleet"].startswith("2 workers")
     assert "lock per namespace, namespaces per-worker" in cat["namespaced"]["settings"]
     assert "lock per namespace, namespaces per-worker (3 workers each)" in cat["lock-safety"]["settings"]
+
+
+def test_the_forms_run_time_is_empty_without_duration_as_the_docs_say():
+    # docs/web-ui.md: "--duration fills the run time (empty: the scenario's duration bounds the test)"; the form
+    # showed the scenario's 60 (Locust's -t, its prefill), as if the user had asked for it (issue 54)
+    from harness.commands.run import locust_command
+
+    plain = make_plan("namespaced", web=True)
+    assert plain.locust.run_time_s is None and "-t" not in locust_command(plain, "plan.json")
+    timed = make_plan("namespaced", web=True, duration_s=45.0)
+    cmd = locust_command(timed, "plan.json")
+    assert cmd[cmd.index("-t") + 1] == "45s"
+    headless = make_plan("namespaced")  # headless: the bound, the scenario's 60 s
+    cmd = locust_command(headless, "plan.json")
+    assert cmd[cmd.index("-t") + 1] == "60s"

@@ -140,7 +140,7 @@ def _run(plan: RunPlan, say: Callable[[str], None], quiet: bool, run_dir: Path, 
         if plan.seeding.preage:
             preage(factory, say, quiet)
         say(f"harness: {plan.scenario.name} on {plan.backend} ({_where(plan)}), {plan.locust.users} workers, "
-            f"{plan.locust.run_time_s:g}s -> {run_dir}")
+            f"{_run_time(plan)} -> {run_dir}")
         _say_distribution(plan, say)
         _say_telemetry(plan, say)
         job = background(factory, say)
@@ -237,6 +237,13 @@ def _say_telemetry(plan: RunPlan, say: Callable[[str], None]) -> None:
         say(f"harness: Prometheus metrics at {t.prometheus} (served by the Locust master while it runs)")
 
 
+def _run_time(plan: RunPlan) -> str:
+    """The run's bound as the start line says it (web without --duration: each test's, from the form)."""
+    if plan.locust.run_time_s:
+        return f"{plan.locust.run_time_s:g}s"
+    return f"the form's run time (empty: the scenario's {plan.scenario.fleet.duration_s:g}s)"
+
+
 def _workers(n: int) -> str:
     return f"{n} worker has" if n == 1 else f"{n} workers have"
 
@@ -257,7 +264,8 @@ def locust_command(plan: RunPlan, plan_path: Path) -> list[str]:
     files = f"{LOCUSTFILE},{SHAPEFILE}" if plan.scenario.fleet.stages else str(LOCUSTFILE)
     cmd = [sys.executable, "-m", "locust", "-f", files, "--harness-plan", str(plan_path),
            "-u", str(loc.users), "-r", f"{loc.spawn_rate:g}",
-           "-t", f"{max(1, int(round(loc.run_time_s or 1)))}s",  # headless: the bound; web: the form's prefill
+           *(["-t", f"{max(1, int(round(loc.run_time_s)))}s"] if loc.run_time_s else []),  # headless: the bound;
+           # web: the form's prefill (none without --duration: the form's run time is then empty)
            "--csv", str(run_dir / "locust"), "--csv-full-history", "--exit-code-on-error", "0",
            "--logfile", str(run_dir / "locust.log"), "--only-summary"]
     if plan.telemetry.otel:  # Locust's own OpenTelemetry set-up; the harness's meters use the same SDK

@@ -421,10 +421,12 @@ class Session:
         has_model = full.enabled
         capacity = tab.modelled_capacity(full)
         span = max(now - t.started_at, 1e-9)
-        return tab.table(t.live.window(now, t.started_at), t.live.test(now, t.started_at), capacity=capacity,
+        rows = tab.table(t.live.window(now, t.started_at), t.live.test(now, t.started_at), capacity=capacity,
                          throttles_now=(total - n0) / max(now - t0, 1e-9) if has_model and now > t0 else None,
                          throttles_test=total / span if has_model else None,
                          probe=tab.probe_view(t.dir / PROBES_CSV))
+        # once stopping, nothing is "now": Locust may answer "stopped" (its UI's last poll) before test_stop ends
+        return tab.stopped(rows) if t.stopping_at is not None else rows
 
     def _throttles(self, t: ActiveTest) -> int:
         if self.distributed:

@@ -146,11 +146,17 @@ def plan_run(opts: RunOptions, env: UserEnvironment, *, password: str = "",
         run_id=run_id, run_dir=str(run_dir), scenario=sc, connection=connection,
         resources=Resources.for_run(run_id, opts.table, opts.bucket, allow_foreign=opts.allow_foreign,
                                     cleanup=opts.cleanup),
-        locust=LocustPlan(users=fleet.peak_workers, spawn_rate=fleet.spawn_rate, run_time_s=fleet.duration_s,
+        locust=LocustPlan(users=fleet.peak_workers, spawn_rate=fleet.spawn_rate, run_time_s=_run_time_s(opts, fleet),
                           processes=opts.processes, web=web, master=master, report=opts.report),
         stand_in=stand_in, seeding=seeding, latency=opts.latency or None, scenario_dirs=extra,
         telemetry=telemetry_plan(otel=opts.otel or sc.observe.otel, prometheus=opts.prometheus,
                                  cloudwatch_wait_s=opts.cloudwatch_wait_s, otel_variables=env.otel))
+
+
+def _run_time_s(opts: RunOptions, fleet: scenarios.Fleet) -> float | None:
+    """Locust's run time: headless, the bound (the fleet's duration); web, the form's prefill, which is
+    --duration's and empty without it, as docs/web-ui.md says (each test then runs the scenario's duration)."""
+    return opts.duration_s if opts.web else fleet.duration_s
 
 
 def plan_locust(opts: Any, env: UserEnvironment, *, role: str, web: bool) -> RunPlan:

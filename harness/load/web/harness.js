@@ -5,10 +5,14 @@
 // does not render; every value is set with textContent.
 // On the Harness tab the charts come first: they sit right before the tab's table (a sibling React
 // does not know of, placed again on every poll if a re-render took it away), so a reader sees the
-// curves, then the numbers; the panel follows the table in the page's flow, so nothing covers its last
-// rows. Off that tab the charts wait, hidden, outside Locust's root; the panel stays fixed at the bottom.
-// Inside Locust's UI it touches text only (the header's labels, and its status while Locust stops: see PASSING),
-// and it keeps that UI polling /stats/requests through a stop. It runs before Locust's own script (ui.py).
+// curves, then the numbers. Off that tab the charts wait, hidden, outside Locust's root. The panel follows
+// Locust's page in its flow, on every tab: fixed at the bottom it covered the start form's Run Dir and
+// Scenario and pushed START below the fold at 1400 x 900 (issue 54); the form is set tighter for the same
+// reason, without Locust's Host field (the run's plan holds the endpoints: the harness needs no host).
+// After START the page goes to the top of the Harness tab (followStart).
+// Inside Locust's UI it touches text and style only (the header's labels, its status while Locust stops: see
+// PASSING; the form's spacing), clicks the Harness tab once after START, and keeps that UI polling
+// /stats/requests through a stop. It runs before Locust's own script (ui.py).
 (function () {
   "use strict";
   const POLL_MS = 2000;
@@ -54,9 +58,13 @@
 
   const css = document.createElement("style");
   css.textContent = `
-    #harness-panel { position: fixed; left: 0; right: 0; bottom: 0; z-index: 1200; max-height: 38vh;
-      overflow: auto; padding: 8px 16px 10px; font: 13px/1.45 system-ui, sans-serif; color: #1d1d1f;
-      background: #f6f8fa; border-top: 2px solid #2f6f4f; box-shadow: 0 -2px 8px rgba(0,0,0,.12); }
+    #harness-panel { position: static; padding: 8px 16px 10px; font: 13px/1.45 system-ui, sans-serif;
+      color: #1d1d1f; background: #f6f8fa; border-top: 2px solid #2f6f4f; }
+    #root form > .MuiBox-root, #root form .MuiAccordionDetails-root > .MuiBox-root { gap: 16px; }
+    #root form .MuiAccordion-root { margin: 0; }
+    #root form .MuiInputBase-input { padding-top: 10px; padding-bottom: 10px; }
+    #root form .MuiInputLabel-outlined:not(.MuiInputLabel-shrink) { transform: translate(14px, 9px) scale(1); }
+    #root form .MuiFormControl-root:has(input[name="host"]) { display: none; }
     #harness-panel h2 { font-size: 13px; margin: 0 0 2px; color: #2f6f4f; text-transform: uppercase;
       letter-spacing: .04em; }
     #harness-panel .row { display: flex; gap: 28px; flex-wrap: wrap; }
@@ -70,9 +78,6 @@
     #harness-panel .warn { color: #b00020; }
     #harness-panel code { font-size: 12px; }
     body.harness-tab .MuiTableCell-root { padding: 5px 14px; }
-    body { padding-bottom: 40vh; }
-    body.harness-tab { padding-bottom: 0; }
-    body.harness-tab #harness-panel { position: static; max-height: none; box-shadow: none; }
     #harness-charts { display: none; gap: 18px; flex-wrap: wrap; padding: 8px 0 14px; box-sizing: border-box;
       width: 100%; font: 12px/1.4 system-ui, sans-serif; color: #1d1d1f; }
     body.harness-tab #harness-charts { display: flex; }
@@ -302,6 +307,30 @@
     openOptions();
     markTab();
     pollCharts();
+  }
+
+  // START: once the form has gone (Locust took the start), the Harness tab, from its top. Scrolled down to
+  // reach START, the page used to stay at the bottom of Locust's statistics table (issue 54).
+  const FOLLOW_MS = 90_000;  // a start Locust answers within ui.START_WAIT_S (60 s); later, the user moved on
+  let followUntil = 0;
+  document.addEventListener("submit", (e) => {
+    const button = e.target && e.target.querySelector && e.target.querySelector('button[type="submit"]');
+    if (button && button.textContent.trim().toLowerCase() === "start") {
+      followUntil = Date.now() + FOLLOW_MS;
+      followStart();
+    }
+  }, true);
+
+  function followStart() {
+    if (!followUntil) return;
+    if (Date.now() > followUntil) { followUntil = 0; return; }
+    const tab = [...document.querySelectorAll('[role="tab"]')]
+      .find((t) => t.textContent.trim().toLowerCase() === "harness");
+    if (!tab || document.querySelector('form select[name="scenario"]')) { setTimeout(followStart, 200); return; }
+    followUntil = 0;
+    if (tab.getAttribute("aria-selected") !== "true") tab.click();
+    window.scrollTo(0, 0);
+    setTimeout(markTab, 50);
   }
 
   document.addEventListener("change", (e) => { if (e.target && e.target.name === "scenario") render(); });

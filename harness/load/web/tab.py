@@ -121,10 +121,42 @@ def capacity_resources(s: Summary, capacity: Capacity | None) -> list[Resource]:
 
 
 def _bound_cell(b: Resource | None) -> str:
+    """The bound in the words of the sentence beside it (``bounds.sentence``), short.
+
+    A step's utilization is the workers' time inside an iteration, not the step's share of it: "its own time in
+    commit, 94 %" beside "inside an iteration 98 % of the time, 41 % of it in commit" read as two claims (issue 54).
+    """
     if b is None:
-        return "nothing above 50 %"
-    name = {"step": f"its own time in {b.name}", "capacity": f"capacity ({b.name})"}.get(b.kind, f"{b.kind} {b.name}")
-    return f"{name}, {100 * b.utilization:.0f} %"
+        return f"nothing: no resource above {100 * bounds.BUSY:.0f} % busy"
+    pct = f"{100 * b.utilization:.0f} %"
+    if b.kind == "step":
+        share = b.evidence.get("share")
+        return (f"its own iteration time: inside an iteration {pct} of the time"
+                + (f", {100 * share:.0f} % of it in {b.name}" if share is not None else ""))
+    if b.kind == "lock":
+        return f"the lock {b.name}: busy {pct} of the time"
+    if b.kind == "capacity":
+        unit = "RCU" if b.evidence.get("units") == "read" else "WCU"
+        return f"{b.evidence.get('what', b.name)}: {pct} of the modelled {unit}/s"
+    if b.kind == "generator":
+        return f"the load generator, Locust process {b.name}: {pct} CPU"
+    if b.kind == "machine":
+        return f"the machine: {b.evidence.get('cores', '?')} cores {pct} busy"
+    if b.kind == "stand-in":
+        return f"the stand-in {b.name}: {pct}" + (" of a core" if b.evidence.get("basis") == "cpu" else " busy")
+    return f"{b.label()}: {pct}"
+
+
+def header(now: Summary | None, whole: Summary) -> dict[str, float]:
+    """The page header's numbers, from the tab's own summaries: its rate is the tab's "Successful iterations / s"
+    over the last 10 s (nothing running: 0), its failure ratio the tab's whole-test "Iteration failure %".
+
+    Locust's own current rate (every request, its own window, late by a worker's report) read 0 while the tab
+    read 6.29 it/s, and kept its last value after Stop (issue 54): the header now shows the tab's number.
+    """
+    return {"current_rps": round(now.ok_per_s, 2) if now is not None else 0.0,
+            "current_fail_per_sec": round(now.failed_per_s, 2) if now is not None else 0.0,
+            "fail_ratio": whole.failure_ratio or 0.0}
 
 
 def bound_rows(now: Summary, whole: Summary, capacity: Capacity | None) -> list[dict]:
@@ -155,6 +187,7 @@ def table(now: Summary, whole: Summary, *, capacity: Capacity | None, throttles_
     the ``COLUMNS`` keys; the harness panel's script draws the charts from it).
     """
     rows = bound_rows(now, whole, capacity)
+    rows[0]["header"] = header(now, whole)
     if whole.charts is not None:
         rows[0]["charts"] = whole.charts
     rows += [
@@ -197,6 +230,21 @@ def table(now: Summary, whole: Summary, *, capacity: Capacity | None, throttles_
                      "test": _num(whole.counts[c]), "how": how})
     rows.append(probe_row(probe))
     return rows
+
+
+def stopped(rows: list[dict]) -> list[dict]:
+    """A stopped test's rows: the whole test's numbers kept, nothing "now" (its rates 0, every other cell "–"),
+    the header's rate 0: the last window of a test that ended is no current rate (issue 54)."""
+    out = []
+    for r in rows:
+        r = dict(r)
+        r["now"] = "0.00 it/s" if r["now"].endswith(" it/s") else "–"
+        out.append(r)
+    if out:
+        out[0]["now"] = "stopped"
+        if "header" in out[0]:
+            out[0]["header"] = {**out[0]["header"], "current_rps": 0.0, "current_fail_per_sec": 0.0}
+    return out
 
 
 def probe_row(probe: dict | None) -> dict:

@@ -18,9 +18,9 @@ last read is "spawning" or "running", see ``PASSING_STATES``):
   left "stopped" (``START_WAIT_S``);
 - ``/stop`` notes why the test stopped;
 - ``/stats/requests`` puts the steps in loop order and makes the header's
-  rate and failure % the iteration's (Locust counts every step as a
-  request), adds the harness tab's rows, and carries the runner's state now
-  (not Locust's cached answer's).
+  rate and failure % the harness tab's own (``tab.header``: Locust counts
+  every step as a request, over a window of its own), adds the harness tab's
+  rows, and carries the runner's state now (not Locust's cached answer's).
 
 Plain ``locust --headless`` output is untouched: the step names change only in
 the UI's JSON.
@@ -73,6 +73,9 @@ def install(environment: Any, session: Any) -> None:
     def index() -> Response | str:
         web_ui.update_template_args()
         args = web_ui.template_args
+        # the harness's endpoints come from the run's plan: Locust's "no host attribute set. Please provide one"
+        # asked for something nothing uses (harness.js hides the Host field too)
+        args["missing_host_warning"] = args["override_host_warning"] = False
         args["extra_options"] = form.adjust_extra_options(args["extra_options"], plan)
         if args.get("state") in PASSING_STATES:  # the page polls, and harness.js shows the real state
             args["state"] = STATE_RUNNING
@@ -147,16 +150,21 @@ def install(environment: Any, session: Any) -> None:
         if entry is not None and entry.num_requests:
             percentiles = {f"response_time_percentile_{p}": entry.get_current_response_time_percentile(p)
                            for p in (0.5, 0.95)}
-        data = stats_for_ui(data, entry.to_dict() if entry is not None else None, percentiles)
+        try:
+            rows = session.tab_rows()
+        except Exception:  # a broken tab must not blank Locust's own page: log it, keep the rest
+            log.exception("harness: the harness tab failed")
+            rows = None
+        # the header's rate and failure % are the tab's (tab.header): one computation, one number on the page
+        header = rows[0].get("header") if rows else None
+        data = stats_for_ui(data, entry.to_dict() if entry is not None else None, percentiles, header)
         # Locust serves this JSON from a cache (2 s, longer once a computation took longer): the state is the
         # runner's own, now, so that the UI never acts on a state Locust has already left (see PASSING_STATES)
         data["state"], data["user_count"] = runner.state, runner.user_count
         if "worker_count" in data:
             data["worker_count"] = runner.worker_count
-        try:
-            data["extended_stats"] = [{"key": TAB_KEY, "data": session.tab_rows()}]
-        except Exception:  # a broken tab must not blank Locust's own page: log it, keep the rest
-            log.exception("harness: the harness tab failed")
+        if rows is not None:
+            data["extended_stats"] = [{"key": TAB_KEY, "data": rows}]
         return jsonify(data)
 
     views["locust.index"] = auth(index)
