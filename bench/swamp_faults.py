@@ -13,7 +13,8 @@ with what a fresh repository reads after ``swamp datastore sync --pull`` (``harn
   lock TTL is 30 s: B waits for A's locks to go stale, takes them, commits); when B has exited A is SIGCONTed
   and finishes its commit;
 - ``lost``: A's commit's first write and its ``ADD seq :one`` (the commit sequence) land and lose their answers;
-  the sequence's growth is read straight from the table (one commit should add one);
+  the sequence's growth is read straight from the table (one commit should add one); then a run whose global
+  lock acquire (the conditional PutItem) lands and loses its answer;
 - ``throttle``: every write of A's commit is answered ``ThrottlingException`` (past the SDK's retries and the
   extension's own); then a clean run of A, and a second read.
 
@@ -26,6 +27,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -44,7 +46,7 @@ from harness.front.schedule import AfterGlobalLock, ScheduledFront, ScheduledMod
 from harness.front.thread import FrontThread
 from harness.swamp_check import Version, acknowledged, compare, read_versions
 
-SCHEDULES = ("freeze", "lost", "throttle")
+SCHEDULES = ("none", "lost", "throttle", "freeze")  # freeze last: what it leaves breaks every later pull
 TABLE, NAMESPACE, REGION = "swampfaults", "faults", "us-east-1"
 CMD_TIMEOUT_S = 240.0
 SWAMP_TTL_S = 30.0
@@ -111,8 +113,17 @@ class Bench:
         self.a = Repo(swamp, template, root, "A", self.seats["A"])
         self.b = Repo(swamp, template, root, "B", self.seats["B"])
         self.readers = 0
+        self.warm()
         self.ddb = boto3.client("dynamodb", endpoint_url=self.dynalite.dynamodb_url, region_name=REGION,
                                 aws_access_key_id="local", aws_secret_access_key="local")
+
+    def warm(self) -> None:
+        """One run in each repository of a model no schedule uses: a repository's first ``method run`` commits
+        nothing ("Commit complete, no index changes"; its files go with its next commit), so a schedule's run
+        must not be a repository's first."""
+        self.a.run("model", "create", "@webframp/system", "mwarm", "--json")
+        self.b.adopt(self.a, "mwarm")
+        self.warmup = {r.name: r.finish(r.method_run("mwarm"))["stderr_tail"][-200:] for r in (self.a, self.b)}
 
     def stop(self) -> None:
         self.front.stop()
@@ -133,7 +144,22 @@ class Bench:
         pull = r.run("datastore", "sync", "--pull", "--json")
         listing = r.run("data", "versions", model, "current", "--json")
         versions = read_versions(listing["json"]) if listing["exit"] == 0 and listing["json"] else []
-        return versions, {"pull": pull["json"], "versions": listing["json"], "versions_exit": listing["exit"]}
+        return versions, {"pull": pull["json"], "pull_exit": pull["exit"], "pull_stderr": pull["stderr_tail"][-400:],
+                          "versions": listing["json"], "versions_exit": listing["exit"], "items": self.items(model)}
+
+    def items(self, model: str) -> list[dict[str, Any]]:
+        """The table's items of a model's ``current`` data (key and scalar attributes), read straight from
+        dynalite: the evidence behind a reader's failure."""
+        ids = {m.group(1) for p in (self.a.dir / "models").rglob(f"{model}.yaml")
+               if (m := re.search(r"^id: (\S+)", p.read_text(), re.M))}
+        out = []
+        for page in self.ddb.get_paginator("scan").paginate(TableName=TABLE):
+            for it in page["Items"]:
+                key = it.get("pk", {}).get("S", "") + " " + it.get("sk", {}).get("S", "")
+                if any(i in key for i in ids) and "/current/" in key:
+                    out.append({k: next(iter(v.values())) for k, v in it.items()
+                                if "S" in v or "N" in v})
+        return sorted(out, key=lambda d: (d.get("pk", ""), d.get("sk", "")))
 
     def prepare(self, model: str) -> list[Version]:
         """``model`` created in A and known to B, one clean run of A (version 1)."""
@@ -172,6 +198,18 @@ class Bench:
         return self._out("freeze", before, acks, read, raw, {"A": res_a, "B": res_b}, frozen_s=round(frozen_s, 1),
                          b_done_after_freeze_s=round(t_b, 1), acted=step.acted)
 
+    def none(self) -> dict[str, Any]:
+        """The control: no fault, A then B then A run the model one after another."""
+        model = "mnone"
+        before = self.prepare(model)
+        results = {}
+        acks: list[Version] = []
+        for who, repo in (("B", self.b), ("A again", self.a)):
+            results[who] = repo.finish(repo.method_run(model))
+            acks += acknowledged(results[who]["json"], who)
+        read, raw = self.read(model)
+        return self._out("none", before, acks, read, raw, results)
+
     def lost(self) -> dict[str, Any]:
         model = "mlost"
         before = self.prepare(model)
@@ -182,9 +220,16 @@ class Bench:
         self.model.clear()
         seq1 = self.seq()
         acks = acknowledged(res_a["json"], "A")
+        lock_step = self.model.add(Step("A", "lost", _global_lock_acquire, times=1))
+        t0 = time.monotonic()
+        res_lock = self.a.finish(self.a.method_run(model))
+        lock_s = time.monotonic() - t0
+        self.model.clear()
+        acks += acknowledged(res_lock["json"], "A (lock's answer lost)")
         read, raw = self.read(model)
-        return self._out("lost", before, acks, read, raw, {"A": res_a}, seq_before=seq0, seq_after=seq1,
-                         commits=1, acted=first.acted + seq_step.acted)
+        return self._out("lost", before, acks, read, raw, {"A": res_a, "A lock": res_lock}, seq_before=seq0,
+                         seq_after=seq1, commits=1, acted=first.acted + seq_step.acted,
+                         lock_lost=lock_step.acted, lock_run_s=round(lock_s, 1))
 
     def throttle(self) -> dict[str, Any]:
         model = "mthrottle"
@@ -205,11 +250,17 @@ class Bench:
     def _out(name: str, before: list[Version], acks: list[Version], read: list[Version], raw: dict[str, Any],
              results: dict[str, dict[str, Any]], **extra: Any) -> dict[str, Any]:
         verdict = compare([*before, *acks], read, before)
-        return {"schedule": name, "findings": verdict.counts(), "lost": verdict.lost, "phantom": verdict.phantom,
+        findings = verdict.counts() | {"unreadable": int(raw["pull_exit"] != 0)}
+        return {"schedule": name, "findings": findings, "lost": verdict.lost, "phantom": verdict.phantom,
                 "older": verdict.older, "acknowledged": [vars(v) for v in [*before, *acks]],
                 "read": [vars(v) for v in read], "reader": raw,
                 "commands": {k: {"exit": r["exit"], "status": r["json"].get("status"),
                                  "stderr_tail": r["stderr_tail"]} for k, r in results.items()}, **extra}
+
+
+def _global_lock_acquire(op: str, params: dict) -> bool:
+    """The global lock's conditional acquire (a PutItem on ``.locks/<ns>.lock``)."""
+    return op == "PutItem" and ".locks/" in json.dumps(params.get("Item", {}))
 
 
 def _seq_add(op: str, params: dict) -> bool:
@@ -245,7 +296,7 @@ def main(argv: list[str] | None = None) -> int:
             print(json.dumps({"schedule": name, "findings": r.get("findings"), "wall_s": r["wall_s"]}), flush=True)
     finally:
         bench.stop()
-    doc = {"swamp": swamp, "template": template, "dir": str(root), "schedules": results}
+    doc = {"swamp": swamp, "template": template, "dir": str(root), "warmup": bench.warmup, "schedules": results}
     text = json.dumps(doc, indent=1)
     if args.out:
         Path(args.out).write_text(text)

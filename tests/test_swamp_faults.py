@@ -201,13 +201,15 @@ def test_bench_skips_without_swamp() -> None:
 @needs_swamp
 def test_real_swamp_lost_answer(tmp_path: Path) -> None:
     """One commit whose first write and sequence increment lose their answers: the data survives (the retries
-    are idempotent), the commit sequence grows by two for one commit."""
+    are idempotent), the commit sequence grows by two for one commit; a global lock acquire whose answer is
+    lost makes the run wait out the lock's TTL."""
     import json
 
     out = tmp_path / "faults.json"
     subprocess.run([sys.executable, str(ROOT / "bench" / "swamp_faults.py"), "--schedules", "lost", "--out",
                     str(out)], check=True, timeout=900)
     (r,) = json.loads(out.read_text())["schedules"]
-    assert r["commands"]["A"]["exit"] == 0 and len(r["acted"]) == 2
-    assert r["findings"] == {"lost": 0, "phantom": 0, "older": 0}
+    assert r["commands"]["A"]["exit"] == 0 and len(r["acted"]) == 2 and r["lock_lost"] == ["PutItem"]
+    assert r["findings"] == {"lost": 0, "phantom": 0, "older": 0, "unreadable": 0}
     assert r["seq_after"] - r["seq_before"] == 2  # one commit, counted twice
+    assert r["lock_run_s"] >= 30  # its own lock, taken for another's: it waited out swamp's 30 s TTL
