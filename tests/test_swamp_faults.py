@@ -187,7 +187,7 @@ def test_unknown_action_is_refused() -> None:
 # ---- the real swamp (gated) -------------------------------------------------------------------------------
 
 needs_swamp = pytest.mark.skipif(not (os.environ.get("HARNESS_SWAMP") and os.environ.get("HARNESS_SWAMP_REPO")),
-                                 reason="set HARNESS_SWAMP and HARNESS_SWAMP_REPO (the real swamp, ../shared/realswamp)")
+                                 reason="set HARNESS_SWAMP and HARNESS_SWAMP_REPO (../shared/realswamp)")
 
 
 def test_bench_skips_without_swamp() -> None:
