@@ -62,6 +62,8 @@ class Repo:
         self.dir.mkdir(parents=True)
         self.log = root / f"{name}.log"
         self.run("init", "--tool", "none", "--json")
+        found = re.search(r"^repoId: (\S+)", (self.dir / ".swamp.yaml").read_text(), re.M)
+        self.cache = Path.home() / ".swamp" / "repos" / found.group(1) if found else None  # swamp's cache of it
         shutil.copytree(template / "extensions", self.dir / "extensions")
         if (template / "deno.json").is_file():
             shutil.copy(template / "deno.json", self.dir / "deno.json")
@@ -112,6 +114,7 @@ class Bench:
         self.seats = {u: self.front.seat(u) for u in ("A", "B")}
         self.a = Repo(swamp, template, root, "A", self.seats["A"])
         self.b = Repo(swamp, template, root, "B", self.seats["B"])
+        self.repos = [self.a, self.b]
         self.readers = 0
         self.warm()
         self.ddb = boto3.client("dynamodb", endpoint_url=self.dynalite.dynamodb_url, region_name=REGION,
@@ -129,6 +132,12 @@ class Bench:
         self.front.stop()
         self.dynalite.stop()
 
+    def forget(self) -> None:
+        """The repositories' caches swamp keeps outside them (``~/.swamp/repos/<repoId>``)."""
+        for r in self.repos:
+            if r.cache is not None:
+                shutil.rmtree(r.cache, ignore_errors=True)
+
     def seq(self) -> int:
         """The commit sequence (``SYNCSTATE#global`` / ``SEQ``), read straight from the table."""
         item = self.ddb.get_item(TableName=TABLE, Key={"pk": {"S": "SYNCSTATE#global"}, "sk": {"S": "SEQ"}},
@@ -140,6 +149,7 @@ class Bench:
         self.readers += 1
         r = Repo(self.swamp, self.template, self.root, f"R{self.readers}", self.seats.setdefault(
             f"R{self.readers}", self.front.seat(f"R{self.readers}")))
+        self.repos.append(r)
         r.adopt(self.a, model)
         pull = r.run("datastore", "sync", "--pull", "--json")
         listing = r.run("data", "versions", model, "current", "--json")
@@ -303,6 +313,7 @@ def main(argv: list[str] | None = None) -> int:
     else:
         print(text)
     if not args.keep:
+        bench.forget()
         shutil.rmtree(root, ignore_errors=True)
     return 0
 
