@@ -1,14 +1,16 @@
 """The model's unfenced violating schedules played on the real swamp, through the front (issue 57 item 4).
 
     HARNESS_SWAMP=/tmp/realswamp/bin/swamp HARNESS_SWAMP_REPO=/tmp/realswamp/template/ddb \
-        python bench/swamp_faults.py [--schedules freeze,lost,throttle] [--out FILE.json]
+        python bench/swamp_faults.py [--schedules none,lost,throttle,freeze] [--out FILE.json] [--keep]
 
 dynalite on loopback, the front before it (in this process, ``harness.front.schedule``'s ``ScheduledFront``: a
 seat per repository, faults aimed at one command's commit), and two swamp repositories, A and B, sharing one
 table and namespace; each schedule gets its own model. What each command acknowledged (its ``--json``) is compared
-with what a fresh repository reads after ``swamp datastore sync --pull`` (``harness.swamp_check``):
+with what a fresh repository reads after ``swamp datastore sync --pull`` (``harness.swamp_check``). Both
+repositories are warmed first (a repository's first ``method run`` commits nothing). The schedules, in this order:
 
-- ``freeze``: A's ``method run`` is SIGSTOPped (its process group) when the front sees its first commit write
+- ``none``: the control, no fault: A, then B, then A run the model one after another;
+- ``freeze`` (run last: the file it tears breaks every later fresh pull of the namespace): A's ``method run`` is SIGSTOPped (its process group) when the front sees its first commit write
   (the first write after its write to the global lock item); B runs the same model's method meanwhile (swamp's
   lock TTL is 30 s: B waits for A's locks to go stale, takes them, commits); when B has exited A is SIGCONTed
   and finishes its commit;
@@ -17,6 +19,9 @@ with what a fresh repository reads after ``swamp datastore sync --pull`` (``harn
   lock acquire (the conditional PutItem) lands and loses its answer;
 - ``throttle``: every write of A's commit is answered ``ThrottlingException`` (past the SDK's retries and the
   extension's own); then a clean run of A, and a second read.
+
+``--keep`` keeps the repositories' directory (else it and swamp's caches of them, ``~/.swamp/repos/<repoId>``,
+are removed).
 
 Without HARNESS_SWAMP / HARNESS_SWAMP_REPO it says why and exits 0 (skipped). Each swamp command costs ~2 s of
 CPU: the whole thing is about 25 commands, 3-5 minutes on a busy machine.
