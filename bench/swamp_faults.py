@@ -10,8 +10,9 @@ with what a fresh repository reads after ``swamp datastore sync --pull`` (``harn
 repositories are warmed first (a repository's first ``method run`` commits nothing). The schedules, in this order:
 
 - ``none``: the control, no fault: A, then B, then A run the model one after another;
-- ``freeze`` (run last: the file it tears breaks every later fresh pull of the namespace): A's ``method run`` is SIGSTOPped (its process group) when the front sees its first commit write
-  (the first write after its write to the global lock item); B runs the same model's method meanwhile (swamp's
+- ``freeze`` (run last: the file it tears breaks every later fresh pull of the namespace): A's ``method run``
+  is SIGSTOPped (its process group) when the front sees its first commit write (the first write after its
+  write to the global lock item); B runs the same model's method meanwhile (swamp's
   lock TTL is 30 s: B waits for A's locks to go stale, takes them, commits); when B has exited A is SIGCONTed
   and finishes its commit;
 - ``lost``: A's commit's first write and its ``ADD seq :one`` (the commit sequence) land and lose their answers;
