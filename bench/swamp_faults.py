@@ -6,7 +6,7 @@
 dynalite on loopback, the front before it (in this process, ``harness.front.schedule``'s ``ScheduledFront``: a
 seat per repository, faults aimed at one command's commit), and two swamp repositories, A and B, sharing one
 table and namespace; each schedule gets its own model. What each command acknowledged (its ``--json``) is compared
-with what a fresh repository reads after ``swamp datastore sync --pull`` (``harness.swamp_check``). Both
+with what a fresh repository reads after ``swamp datastore sync --pull`` (``harness.safety.swamp_check``). Both
 repositories are warmed first (a repository's first ``method run`` commits nothing). The schedules, in this order:
 
 - ``none``: the control, no fault: A, then B, then A run the model one after another;
@@ -50,7 +50,7 @@ from harness.aws.fidelity.model import FidelityConfig
 from harness.aws.standin.dynalite import EmbeddedDynalite
 from harness.front.schedule import AfterGlobalLock, ScheduledFront, ScheduledModel, Step
 from harness.front.thread import FrontThread
-from harness.swamp_check import Version, acknowledged, compare, read_versions
+from harness.safety.swamp_check import Version, acknowledged, compare, read_versions
 
 SCHEDULES = ("none", "lost", "throttle", "freeze")  # freeze last: what it leaves breaks every later pull
 TABLE, NAMESPACE, REGION = "swampfaults", "faults", "us-east-1"

@@ -4,7 +4,7 @@ Shared by the run report, the comparison, the story and the suite, so a number
 reads the same wherever it is shown: ``g``, ``ci``, ``times`` and ``pct`` in
 sentences; the figures' resolution, the level marks' colours and ``save``;
 the pages' frame (``frame``: a first screen, then ``details``), CSS, ``figure``,
-``verdict_box`` and ``table``; ``shape_words`` for how a rate moved (``reports/run/outcome.py``'s); ``json_safe``
+``verdict_box`` and ``table``; ``shape_words`` for how a rate moved (``harness/record/outcome.py``'s); ``json_safe``
 for summary.json and story.json.
 """
 
@@ -20,9 +20,9 @@ from typing import Any
 
 import matplotlib
 
+from harness import atomic
 from harness.errors import HarnessError
-from harness.record import atomic
-from reports.run.outcome import shape_words, times  # noqa: F401 - how a rate moved: the outcome's own words
+from harness.record.outcome import shape_words, times  # noqa: F401 - how a rate moved: the outcome's own words
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402

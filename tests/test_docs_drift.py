@@ -148,10 +148,10 @@ def test_the_iteration_columns_the_docs_list_are_the_schema():
 
 def test_the_outcome_every_reader_prints_is_documented_field_by_field():
     """run.json's ``outcome`` fields and each state in docs/run-directory.md; summary.json's ``findings.outcome``
-    keys in docs/reports.md (reports/run/outcome.py writes them)."""
+    keys in docs/reports.md (harness/record/outcome.py writes them)."""
     import dataclasses
 
-    from reports.run import outcome
+    from harness.record import outcome
 
     page = read("docs/run-directory.md")
     assert [k for k in outcome.run_json_fields({"status": "finished"}) if f"`{k}`" not in page] == []

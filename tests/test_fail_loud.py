@@ -395,8 +395,8 @@ def test_the_harness_tab_discounts_a_spinning_generator_too():
 
 
 def test_a_report_built_from_a_dead_parts_leftovers_says_so_first():
-    """The outcome's first line (the report's first screen leads with it, reports/run/outcome.py), said once."""
-    from reports.run.outcome import completion
+    """The outcome's first line (the report's first screen leads with it, harness/record/outcome.py), said once."""
+    from harness.record.outcome import completion
     from reports.run.words import other_sentences
 
     line = PartFailure("stand-in", "dynalite", 19.0, signal="SIGKILL").line(0.0)

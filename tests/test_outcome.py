@@ -140,7 +140,7 @@ def test_the_first_screen_says_in_one_short_sentence_that_the_bound_moved(runs):
 
 
 def test_a_bound_that_moved_once_reads_where_and_to_what():
-    from reports.run.outcome import bound_words
+    from harness.record.outcome import bound_words
 
     seg = [{"kind": "step", "name": "commit", "utilization": 0.99, "seconds": [2, 31]},
            {"kind": "step", "name": "commit", "utilization": 0.97, "seconds": [31, 61]},
@@ -155,8 +155,8 @@ def test_a_bound_that_moved_once_reads_where_and_to_what():
 def test_run_json_says_how_the_run_ended_beside_its_status(tmp_path):
     from harness.commands.failed_parts import record
     from harness.record import runinfo
+    from harness.record.outcome import run_json_fields
     from harness.record.parts import PartFailure
-    from reports.run.outcome import run_json_fields
 
     assert run_json_fields({"status": "finished", "stop_reason": "SIGINT", "started_at": "2026-01-01T00:00:00+00:00",
                             "ended_at": "2026-01-01T00:00:35+00:00", "options": {"run_time_s": 90}}) == {

@@ -91,7 +91,7 @@ def test_the_notebook_names_the_same_bound_as_the_report(tmp_path, monkeypatch):
     text, _ = _execute(ROOT, monkeypatch, HARNESS_REVIEW_RUNS=str(run))
     f = findings_of(open_run(run))
     assert f["bottleneck"]["kind"] == "lock" and f["bottleneck"]["sentence"] in text
-    # the outcome in the words its report and `harness runs` use (reports/run/outcome.py)
+    # the outcome in the words its report and `harness runs` use (harness/record/outcome.py)
     assert f["outcome"]["bound"].startswith("the lock dynamodb://synthetic-table (")
     assert f"bound by {f['outcome']['bound']}; checks" in text and f["outcome"]["completion_short"] in text
     assert f["sentences"][0] in text  # the failures first: the lock timeouts and the lock behind them

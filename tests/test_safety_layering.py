@@ -45,6 +45,7 @@ FORBIDDEN = {  # layer -> module prefixes it must not import
     "harness.clock": ("harness",),
     "harness.edge": ("harness",),
     "harness.item_size": ("harness",),
+    "harness.atomic": ("harness",),
     "harness.safety": ("harness.load", "harness.pacing", "harness.plan", "harness.commands"),
     "harness.suite": ("harness.aws", "harness.load", "harness.pacing", "harness.commands"),
     # the live meters and CloudWatch's reader: fed by the load's processes and the commands, never importing them

@@ -1,6 +1,6 @@
 """The real swamp under the model's violating schedules (issue 57 item 4): the parts testable without swamp.
 
-- ``harness.swamp_check``: a ``method run --json`` result's acknowledgement (its checksum is swamp's own, checked
+- ``harness.safety.swamp_check``: a ``method run --json`` result's acknowledgement (its checksum is swamp's own, checked
   against a version swamp 06b6147 stored), and the comparison with a fresh read: lost, phantom, older;
 - ``harness.front.schedule``: a step aimed at one user's commit writes, through a real front over a moto server:
   a lost answer lands, a throttle reaches the client as DynamoDB's error, a freeze calls back before the request
@@ -25,7 +25,7 @@ from harness.aws.fidelity.model import FidelityConfig
 from harness.aws.moto_server import EmbeddedMoto
 from harness.front.schedule import AfterGlobalLock, ScheduledFront, ScheduledModel, Step
 from harness.front.thread import FrontThread
-from harness.swamp_check import Version, acknowledged, compare, content_checksum, read_versions
+from harness.safety.swamp_check import Version, acknowledged, compare, content_checksum, read_versions
 
 ROOT = Path(__file__).resolve().parents[1]
 ONE_TRY = Config(retries={"mode": "standard", "total_max_attempts": 1})

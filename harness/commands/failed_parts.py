@@ -15,9 +15,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from harness.record import runinfo
+from harness.record import outcome, runinfo
 from harness.record.parts import PartFailure, merge
-from reports.run import outcome
 
 
 def _epoch(text: str | None) -> float | None:

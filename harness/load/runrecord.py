@@ -18,8 +18,7 @@ from typing import Any
 
 from harness.load.collect import ActiveTest
 from harness.plan.model import RunPlan
-from harness.record import runinfo
-from reports.run import outcome
+from harness.record import outcome, runinfo
 
 
 def iso(ts: float) -> str:
@@ -60,7 +59,7 @@ class RunRecord:
         return info
 
     def test_finished(self, t: ActiveTest, reason: str, incomplete: list[dict]) -> dict:
-        """The test's closed record, with how it ended (``outcome``, ``outcome_line``: reports/run/outcome.py)."""
+        """The test's closed record, with how it ended (``outcome``, ``outcome_line``: harness/record/outcome.py)."""
         assert t.stopping_at is not None
         info = runinfo.read(t.dir)
         info.update(ended_at=iso(t.stopping_at), status="finished", stop_reason=reason, options=t.options,

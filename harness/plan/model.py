@@ -24,13 +24,13 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from harness import atomic
 from harness.aws.endpoints import Endpoints
 from harness.aws.fidelity.layer import FidelityConfig
 from harness.errors import HarnessError
 from harness.plan.endpoints import EMBEDDED, SERVICES, UNUSED, ServiceEndpoint
 from harness.plan.scenario import Scenario, scenario_from_dict
 from harness.plan.telemetry import TelemetryPlan
-from harness.record import atomic
 
 SCHEMA = 1
 PLAN_JSON = "plan.json"

@@ -14,8 +14,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from harness import atomic
 from harness.errors import HarnessError
-from harness.record import atomic
 from harness.work import Work
 
 STATE_FILE = "final-state.jsonl.gz"

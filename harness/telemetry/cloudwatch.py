@@ -29,7 +29,7 @@ from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from harness.record import atomic
+from harness import atomic
 
 CSV = "cloudwatch.csv"
 COLUMNS = ("namespace", "metric", "stat", "resource", "index", "operation", "filter_id", "period_start", "value",

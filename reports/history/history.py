@@ -83,9 +83,9 @@ def _mtime(path: Path) -> datetime | None:
 
 def run_entry(d: Path, info: dict[str, Any], kind: str = "run", findings: bool = False) -> Entry:
     """A run from its summary.json (a --no-report run: run.json alone), in its outcome's words
-    (``reports/run/outcome.py``: its report's first screen says the same). The outcome is recomputed from
+    (``harness/record/outcome.py``: its report's first screen says the same). The outcome is recomputed from
     run.json and the findings, since run.json may learn more after the report (a web test's failed part)."""
-    from reports.run import outcome
+    from harness.record import outcome
 
     e = Entry(d, kind, _when(info.get("started_at")), info.get("scenario_name"), info.get("backend"),
               (info.get("fleet") or {}).get("workers"))

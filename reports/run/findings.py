@@ -8,12 +8,13 @@ import numpy as np
 import pandas as pd
 
 from harness.record import bound as bounds
+from harness.record import outcome
 from harness.record.lockuse import Intervals
 from harness.record.schema import QUERY_COLUMNS, SIZE_COLUMNS
 from reports.limits import limits
 from reports.load import COUNT_COLUMNS, REQUEST_COLUMNS, STEP_COLUMNS
 from reports.run import observed as observing
-from reports.run import outcome, words
+from reports.run import words
 from reports.run.causes import (
     STEP_DRIVERS,
     STEP_LABELS,

@@ -16,10 +16,10 @@ from __future__ import annotations
 from html import escape
 from typing import Any
 
+from harness.record.outcome import rate_words
 from reports.load import Run
 from reports.run import words
 from reports.run.compute import PERCENTILES
-from reports.run.outcome import rate_words
 from reports.show import details, figure, fmt, frame, iv, table, verdict_box
 
 
@@ -235,7 +235,7 @@ def _settings(run: Run, f: dict[str, Any]) -> str:
 
 def _verdict(f: dict[str, Any]) -> str:
     """The page's lead (before any table): how the run ended, what the fleet is bound by and whether that moved,
-    the rate, what grew, the checks: the outcome's words (``reports/run/outcome.py``), as ``harness runs`` says
+    the rate, what grew, the checks: the outcome's words (``harness/record/outcome.py``), as ``harness runs`` says
     them."""
     v = f.get("verdict") or {}
     box = verdict_box([("Outcome", v.get("outcome")), ("Bound by", v.get("bound")), ("Failures", v.get("failures")),

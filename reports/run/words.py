@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from harness.record.outcome import NOT_EVALUATED, rate_words
 from reports.run import observed_words
-from reports.run.outcome import NOT_EVALUATED, rate_words
 from reports.run.verdict import MAX_SEGMENTS
 from reports.show import ci, g, pct, times
 from reports.stats import MATERIAL, successes_to_tell
@@ -245,7 +245,7 @@ def safety_line(sf: dict[str, Any]) -> str:
 
 
 def other_sentences(f: dict[str, Any]) -> list[str]:
-    out = []  # how the run ended (did not complete, interrupted) is the outcome's first line (reports/run/outcome.py)
+    out = []  # how the run ended (did not complete, interrupted) is the outcome's first line (record/outcome.py)
     sf = f.get("safety")
     if sf:
         out.append(f"Lock safety: {sf['acknowledged']} acknowledged commits, {sf['lost']} lost, {sf['phantom']} "

@@ -42,7 +42,7 @@ def test_after_the_run_time_the_workers_stay_and_the_next_test_runs(tmp_path):
     t1, t2 = session["tests"]
     assert (t1["scenario_name"], t2["scenario_name"]) == ("disposable", "namespaced")
     assert t1["run_time_s"] == 6 and t2["run_time_s"] is None and t2["stop_reason"] == "stopped from the web UI"
-    # Stop is how a web test without a run time ends: completed, not cut short (reports/run/outcome.py)
+    # Stop is how a web test without a run time ends: completed, not cut short (harness/record/outcome.py)
     assert (t1["outcome"], t2["outcome"]) == ("completed", "completed")
     assert re.fullmatch(r"completed \(\d+ s\)", t1["outcome_line"]), t1
     assert t2["outcome_line"].startswith("completed (stopped from the web UI at "), t2
