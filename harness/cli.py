@@ -116,6 +116,13 @@ def build_parser() -> argparse.ArgumentParser:
                      "CloudWatch is (AWS on an --aws run)")
     cli_gates.add_report_arguments(rep)
 
+    fc = sub.add_parser("forecast", help="the rate forecast from what grows, at any horizon (the report's is at the "
+                        "run's length x10): the step that grew, its count's growth, the fleet's rate there")
+    fc.add_argument("run_dir", metavar="RUN_DIR")
+    fc.add_argument("--at", default="10x", metavar="DURATION|Nit|Nx", help="where to look: a time from the load's "
+                    "start (15m, 2h), the fleet's successful iterations (1900it) or the run's length times N (10x)")
+    fc.add_argument("--json", action="store_true", help="print the forecast as summary.json's `forecast`")
+
     nb = sub.add_parser("notebook", help="open the review notebook in JupyterLab on 127.0.0.1 on these runs (default: "
                         "the latest under runs/); needs the notebook extra: `bash .ci/install notebook`")
     nb.add_argument("run_dirs", nargs="*", metavar="RUN_DIR")
@@ -454,6 +461,10 @@ def main(argv: list[str] | None = None) -> int:
             return _cmd_sweep(args, env)
         if args.command == "report":
             return _cmd_report(args)
+        if args.command == "forecast":
+            from harness.commands.forecast import cmd_forecast
+
+            return cmd_forecast(args.run_dir, args.at, args.json)
         if args.command == "runs":
             from harness.commands.runs import cmd_runs
 

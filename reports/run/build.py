@@ -16,6 +16,8 @@ from harness.record.lockuse import Intervals, intervals
 from harness.record.memory import give_back
 from harness.record.reader import shard_paths
 from reports.compare.compare import compare, overlay_series
+from reports.forecast import figure as forecast_figure
+from reports.forecast.horizon import Horizon
 from reports.load import COUNT_COLUMNS, STEP_COLUMNS, Run, expand, open_run
 from reports.run import cloudwatch, compute, figures, observed_figure, page, wait, wait_figure
 from reports.run import observed as observing
@@ -43,11 +45,12 @@ def take_lock_intervals(run: Run) -> dict[str, Intervals] | None:
     return locks
 
 
-def findings_of(run: Run, locks: dict[str, Intervals] | None = None) -> dict[str, Any]:
-    """The run's findings; its lock history from ``locks`` (``take_lock_intervals``) when given."""
+def findings_of(run: Run, locks: dict[str, Intervals] | None = None, horizon: Horizon | None = None) -> dict[str, Any]:
+    """The run's findings; its lock history from ``locks`` (``take_lock_intervals``) when given; ``horizon``:
+    where the rate forecast looks (``harness forecast --at``; the run's length x10 by default)."""
     return findings(run.rows, run.info, probes=run.probes, generator=run.generator, safety=run.safety,
                     locks=locks if locks is not None else run.locks, keys=run.keys, processes=run.processes,
-                    spans=run.spans, observed=run.observed)
+                    spans=run.spans, observed=run.observed, horizon=horizon)
 
 
 def roles(f: dict[str, Any]) -> dict[int, str]:
@@ -78,6 +81,10 @@ def run_figures(run: Run, f: dict[str, Any], fig_dir: Path, prefix: str = "") ->
                  out("rate.png", f"successful and failed iterations per second ({window:g} s windows, 95 % band), "
                                  f"the {len(fl['levels'])} segment levels with start, floor and end marked; "
                                  "users running; rate per user"))
+    fc = f.get("forecast")
+    if fc and fc.get("rate") and fc.get("curve"):
+        forecast_figure.forecast(series, fc, window, title, out(
+            "forecast.png", f"the measured rate, then the forecast to {fc['horizon']} with its 95 % band"))
     b = compute.bound_series(f)
     if b:
         what = "what binds the fleet" if b["bound_binds"] else "the busiest resource (nothing binds the fleet)"

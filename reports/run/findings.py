@@ -10,6 +10,9 @@ import pandas as pd
 from harness.record import bound as bounds
 from harness.record.lockuse import Intervals
 from harness.record.schema import QUERY_COLUMNS, SIZE_COLUMNS
+from reports.forecast.forecast import forecast
+from reports.forecast.horizon import DEFAULT_MULTIPLE, Horizon
+from reports.forecast.inputs import inputs_of
 from reports.limits import limits
 from reports.load import COUNT_COLUMNS, REQUEST_COLUMNS, STEP_COLUMNS
 from reports.run import observed as observing
@@ -39,8 +42,10 @@ def findings(rows: pd.DataFrame, info: dict | None = None, *, probes: pd.DataFra
              generator: pd.DataFrame | None = None, safety: dict | None = None,
              window: float | None = None, locks: pd.DataFrame | dict[str, Intervals] | None = None,
              keys: pd.DataFrame | None = None, processes: pd.DataFrame | None = None,
-             spans: dict[str, int] | None = None, observed: pd.DataFrame | None = None) -> dict[str, Any]:
-    """The findings of one run from its rows and side files (all optional but the rows)."""
+             spans: dict[str, int] | None = None, observed: pd.DataFrame | None = None,
+             horizon: Horizon | None = None) -> dict[str, Any]:
+    """The findings of one run from its rows and side files (all optional but the rows); ``horizon``: where
+    the rate forecast looks (the run's length x10 unless given)."""
     info = info or {}
     span = run_span(info, rows)
     ok_mask = rows["ok"].to_numpy(dtype=bool)
@@ -110,6 +115,8 @@ def findings(rows: pd.DataFrame, info: dict | None = None, *, probes: pd.DataFra
     out["limits"] = _limits(rows, t, ok_mask, info, out, span.seconds)
     out["failure_story"] = _failure_story(rows, ok_mask, out)
     out["spans"] = span_findings(rows, spans)
+    out["forecast"] = forecast(inputs_of(out, ok, t_succ, rows["user"], info),
+                               horizon or Horizon("multiple", DEFAULT_MULTIPLE))
     _backend_evidence(out)
     queue = [out["wait"]["sentence"]] if out["wait"] else []
     out["sentences"] = words.sentences(out) + queue + [x["sentence"] for x in out["limits"]

@@ -16,6 +16,7 @@ from __future__ import annotations
 from html import escape
 from typing import Any
 
+from reports.forecast.forecast import sentence as forecast_sentence
 from reports.load import Run
 from reports.run import words
 from reports.run.compute import PERCENTILES
@@ -215,7 +216,32 @@ def _verdict(f: dict[str, Any]) -> str:
     """The page's lead: what the fleet is bound by, the rate, what grew (before any table)."""
     v = f.get("verdict") or {}
     return verdict_box([("Bound by", v.get("bound")), ("Failures", v.get("failures")), ("Rate", v.get("rate")),
-                        ("What grew", v.get("grew"))])
+                        ("What grew", v.get("grew")), forecast_row(f)])
+
+
+def forecast_row(f: dict[str, Any]) -> tuple[str, str | None]:
+    """The first screen's forecast line (issue 59), a row of its own so the verdict's other rows move freely."""
+    return "Forecast", forecast_sentence(f.get("forecast"))
+
+
+def _forecast(f: dict[str, Any]) -> str:
+    """The forecast's sentence, its two fits and where it lands (``reports/forecast/``)."""
+    fc = f.get("forecast")
+    if not fc:
+        return ""
+    out = _said([forecast_sentence(fc) or ""])
+    fits = fc.get("fits") or {}
+    rows = [[k, v["y"], v["x"], v["shape"], v["formula"], iv(v["slope_interval"]), v["r2"], v["n"],
+             f"{v['x_lo']:.4g}-{v['x_hi']:.4g}"] for k, v in fits.items() if isinstance(v, dict)]
+    if rows:
+        out += table(["fit", "y", "against x", "shape (AIC)", "formula", "slope / exponent 95 %", "R²", "points",
+                      "x measured"], rows)
+        out += table(["horizon", "s", "iterations", "count there", "step ms now", "step ms there", "it/s",
+                      "95 % band", "bound", "extrapolation"],
+                     [[fc["horizon"], fc["horizon_s"], fc["horizon_iterations"], fc["count_at_horizon"]["point"],
+                       fc["step_ms_now"], fc["step_ms_at_horizon"]["point"], fc["rate"]["point"],
+                       iv([fc["rate"]["lo"], fc["rate"]["hi"]]), fc["bound"], f"x{fc['extrapolation']:.3g}"]])
+    return out
 
 
 def _utilization(f: dict[str, Any]) -> str:
@@ -302,8 +328,9 @@ def _cloudwatch(f: dict[str, Any]) -> str:
     return where + notes + body + _said(c["lines"])
 
 
-FIGURES = ("rate.png", "bound.png", "grew.png", "failures.png", "step_time.png", "causes.png", "work_counts.png",
-           "lock_wait.png", "latency_percentiles.png", "probe.png", "generator.png", "wait.png", "observed.png")
+FIGURES = ("rate.png", "forecast.png", "bound.png", "grew.png", "failures.png", "step_time.png", "causes.png",
+           "work_counts.png", "lock_wait.png", "latency_percentiles.png", "probe.png", "generator.png", "wait.png",
+           "observed.png")
 
 
 def _observed(f: dict[str, Any]) -> str:
@@ -397,6 +424,8 @@ def sections(run: Run, f: dict[str, Any], figures: list[tuple[str, str]]) -> lis
                    _wait(f) + fig.get("wait.png", ""))] if f.get("wait") or f.get("stages") else []),
         details("How long did iterations take? Response times (ms)",
                 _percentiles(f) + fig.get("latency_percentiles.png", "") + _locust(run)),
+        details("What will the rate be at this growth? The forecast from what grows",
+                _forecast(f) + fig.get("forecast.png", "")),
         details("What reaches a limit next? Item size and per-key throughput", _limits(f)),
         details("Did the scenario's checks pass?", _checks(f)),
         details("How does it compare with its baseline? The rate, the floor and each step", _baseline(f)),
