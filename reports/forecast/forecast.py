@@ -89,12 +89,12 @@ def scope_index(ok: pd.DataFrame, scope: str) -> np.ndarray:
 
 
 def bounded(i: np.ndarray, c: np.ndarray) -> bool:
-    """The count stopped growing: over the later half of the iterations it does not rise with them."""
+    """The count stopped growing: over the last quarter of the iterations it does not rise with them."""
     keep = np.isfinite(c)
     i, c = i[keep], c[keep]
     if len(i) < fits.MIN_POINTS:
         return True
-    late = i >= np.median(i)
+    late = i >= np.quantile(i, 0.75)
     _, _, rising, _ = rank_trend(i[late], c[late])
     return not rising
 
@@ -231,7 +231,7 @@ def forecast(x: Inputs, horizon: Horizon, draws: int = DRAWS, seed: int = 0) -> 
     m_i = scope_index(x.ok, x.scope)
     if bounded(m_i, x.ok[x.count].to_numpy(dtype=float)):
         return flat(x, horizon, f"the {x.count_label} stays bounded (it stops rising with iterations over the "
-                                "run's later half): the step that grew is not forecast to grow further")
+                                "run's last quarter): the step that grew is not forecast to grow further")
     m = Model(x, draws, seed)
     if not m.ok:
         return flat(x, horizon, f"too few distinct values of the {x.count_label} to fit its growth")
@@ -246,10 +246,7 @@ def forecast(x: Inputs, horizon: Horizon, draws: int = DRAWS, seed: int = 0) -> 
         its, rates = _at_time(n, t, r, max(h_s, x.run_s))
         h_s_draws = np.full(len(t), max(h_s, x.run_s))
     count_h = m.count_at(float(its[0]))[:, 0]
-    measured = max(abs(m.count_fit.x_hi), 1e-9)
-    reach = float(count_h[0]) / measured
-    i_reach = float(its[0]) / m.per_scope / max(m.count_fit.x_hi, 1e-9)
-    ext = max(reach, i_reach)
+    ext = max(beyond(float(count_h[0]), m.step_fit), beyond(float(its[0]) / m.per_scope, m.count_fit))
     curve = _curve(m, x, float(h_s_draws[0]))
     return {"basis": "work", "reason": None, "horizon": horizon.label(), "horizon_s": float(h_s_draws[0]),
             "horizon_iterations": float(its[0]), "horizon_s_band": _band(h_s_draws),
@@ -266,6 +263,12 @@ def forecast(x: Inputs, horizon: Horizon, draws: int = DRAWS, seed: int = 0) -> 
                      "draws": int(len(m.sa) - 1)},
             "extrapolation": ext, "extrapolated": bool(ext > EXTRAPOLATION_LIMIT),
             "halves": halving(m, x), "start_rate": x.start_rate, "curve": curve}
+
+
+def beyond(x: float, f: fits.Fit) -> float:
+    """How far past its measured range a fit is read: (x - lowest measured) over the measured range (1 = its
+    highest measured value; a pre-aged store's count starts high, its range is what the run added)."""
+    return (x - f.x_lo) / max(f.x_hi - f.x_lo, 1e-9)
 
 
 def _curve(m: Model, x: Inputs, h_s: float) -> dict[str, list[float]]:
