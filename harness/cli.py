@@ -114,6 +114,8 @@ def build_parser() -> argparse.ArgumentParser:
     rep.add_argument("--cloudwatch", action="store_true", help="first read what AWS measured for each run (its "
                      "table, GSIs or bucket, over its window) into RUN_DIR/cloudwatch.csv, where its plan.json says "
                      "CloudWatch is (AWS on an --aws run)")
+    rep.add_argument("--prices", metavar="FILE", help="a TOML price table over the shipped one (reports/cost/"
+                     "prices.toml: us-east-1, dated): the run's requests and units are priced with it")
     cli_gates.add_report_arguments(rep)
 
     fc = sub.add_parser("forecast", help="the rate forecast from what grows, at any horizon (the report's is at the "
@@ -394,7 +396,10 @@ def _cmd_report(args: argparse.Namespace) -> int:
     from harness.commands import gates
 
     compared, code = gates.report_gates(args, [Path(d) for d in run_dirs])
-    out = build_report(run_dirs, out_dir, baseline=next(iter(compared.values()), None))
+    from reports.cost.cost import load as load_prices
+
+    prices = load_prices(args.prices)  # a bad --prices file: one line, before anything is built
+    out = build_report(run_dirs, out_dir, baseline=next(iter(compared.values()), None), prices=prices)
     print(f"harness: report {out / 'index.html'}")
     if args.junit:
         gates.report_junit(args.junit, json.loads((out / "summary.json").read_text()), compared)

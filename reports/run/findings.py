@@ -10,6 +10,7 @@ import pandas as pd
 from harness.record import bound as bounds
 from harness.record.lockuse import Intervals
 from harness.record.schema import QUERY_COLUMNS, SIZE_COLUMNS
+from reports.cost import cost
 from reports.forecast.forecast import forecast
 from reports.forecast.horizon import DEFAULT_MULTIPLE, Horizon
 from reports.forecast.inputs import inputs_of
@@ -43,9 +44,10 @@ def findings(rows: pd.DataFrame, info: dict | None = None, *, probes: pd.DataFra
              window: float | None = None, locks: pd.DataFrame | dict[str, Intervals] | None = None,
              keys: pd.DataFrame | None = None, processes: pd.DataFrame | None = None,
              spans: dict[str, int] | None = None, observed: pd.DataFrame | None = None,
-             horizon: Horizon | None = None) -> dict[str, Any]:
+             horizon: Horizon | None = None, prices: dict[str, Any] | None = None) -> dict[str, Any]:
     """The findings of one run from its rows and side files (all optional but the rows); ``horizon``: where
-    the rate forecast looks (the run's length x10 unless given)."""
+    the rate forecast looks (the run's length x10 unless given); ``prices``: the price table the run is priced
+    with (``reports/cost/prices.toml`` unless given)."""
     info = info or {}
     span = run_span(info, rows)
     ok_mask = rows["ok"].to_numpy(dtype=bool)
@@ -117,6 +119,7 @@ def findings(rows: pd.DataFrame, info: dict | None = None, *, probes: pd.DataFra
     out["spans"] = span_findings(rows, spans)
     out["forecast"] = forecast(inputs_of(out, ok, t_succ, rows["user"], info),
                                horizon or Horizon("multiple", DEFAULT_MULTIPLE))
+    out["cost"] = cost.run_cost(rows, t, info, out, prices or cost.load())
     _backend_evidence(out)
     queue = [out["wait"]["sentence"]] if out["wait"] else []
     out["sentences"] = words.sentences(out) + queue + [x["sentence"] for x in out["limits"]

@@ -16,6 +16,7 @@ from __future__ import annotations
 from html import escape
 from typing import Any
 
+from reports.cost.cost import sentence as cost_sentence
 from reports.forecast.forecast import sentence as forecast_sentence
 from reports.load import Run
 from reports.run import words
@@ -224,6 +225,26 @@ def forecast_row(f: dict[str, Any]) -> tuple[str, str | None]:
     return "Forecast", forecast_sentence(f.get("forecast"))
 
 
+def _cost(f: dict[str, Any]) -> str:
+    """The run priced on AWS, on-demand and provisioned side by side, and the price table's sources."""
+    c = f.get("cost")
+    if not c:
+        return ""
+    rows = [[mode, m["per_hour"], m["per_iteration"], m["per_hour_at_horizon"]] for mode, m in c["modes"].items()]
+    out = _said([cost_sentence(c) or "", c["note"]])
+    out += table(["pricing", "$ / hour at this fleet", "$ / successful iteration", "$ / hour at the forecast's rate"],
+                 rows)
+    if c.get("units"):
+        u = c["units"]
+        out += table(["read request units", "write request units", "RRU / s", "WRU / s"],
+                     [[u["read_request_units"], u["write_request_units"], u["rru_per_s"], u["wru_per_s"]]])
+    out += "<h4>Prices (" + escape(f"{c['region']}, {c['currency']}") + ")</h4>" + table(
+        ["price", "USD", "source", "as of"], [[p["price"], p["usd"], p["source"], p["as_of"]] for p in c["prices"]])
+    if c.get("overridden_by"):
+        out += _said([f"Prices overridden by {c['overridden_by']}."])
+    return out
+
+
 def _forecast(f: dict[str, Any]) -> str:
     """The forecast's sentence, its two fits and where it lands (``reports/forecast/``)."""
     fc = f.get("forecast")
@@ -426,6 +447,7 @@ def sections(run: Run, f: dict[str, Any], figures: list[tuple[str, str]]) -> lis
                 _percentiles(f) + fig.get("latency_percentiles.png", "") + _locust(run)),
         details("What will the rate be at this growth? The forecast from what grows",
                 _forecast(f) + fig.get("forecast.png", "")),
+        details("What would it cost on AWS? The run's requests and units, priced", _cost(f)),
         details("What reaches a limit next? Item size and per-key throughput", _limits(f)),
         details("Did the scenario's checks pass?", _checks(f)),
         details("How does it compare with its baseline? The rate, the floor and each step", _baseline(f)),
