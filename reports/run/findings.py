@@ -10,6 +10,7 @@ import pandas as pd
 from harness.record import bound as bounds
 from harness.record.lockuse import Intervals
 from harness.record.schema import QUERY_COLUMNS, SIZE_COLUMNS
+from reports.changes import changes
 from reports.cost import cost
 from reports.forecast.forecast import forecast
 from reports.forecast.horizon import DEFAULT_MULTIPLE, Horizon
@@ -33,7 +34,7 @@ from reports.run.spans import span_findings
 from reports.run.utilization import Usage, table_rows
 from reports.run.verdict import Level, fleet_verdict
 from reports.run.wait import stage_rows, wait_findings
-from reports.series import compared_windows, pick_window, run_span, seconds_since
+from reports.series import compared_windows, pick_window, run_span, seconds_since, user_spans
 from reports.stats import rate_interval, wilson_interval
 
 SAFETY_KEYS = ("acknowledged", "lost", "phantom", "overlaps", "violations")
@@ -120,12 +121,24 @@ def findings(rows: pd.DataFrame, info: dict | None = None, *, probes: pd.DataFra
     out["forecast"] = forecast(inputs_of(out, ok, t_succ, rows["user"], info),
                                horizon or Horizon("multiple", DEFAULT_MULTIPLE))
     out["cost"] = cost.run_cost(rows, t, info, out, prices or cost.load())
+    out["changes"] = _changes(rows, ok_mask, t, out, span, window)
     _backend_evidence(out)
     queue = [out["wait"]["sentence"]] if out["wait"] else []
     out["sentences"] = words.sentences(out) + queue + [x["sentence"] for x in out["limits"]
                                                        if worth_saying(x, span.seconds - float(fleet["warmup_s"]))]
     out["verdict"] = words.verdict(out)
     return out
+
+
+def _changes(rows: pd.DataFrame, ok_mask: np.ndarray, t: np.ndarray, out: dict[str, Any], span: Any,
+             window: float) -> dict[str, Any]:
+    """Change points of the rate and each step's time after the warm-up, each annotated with what was near it."""
+    fleet = out["fleet"]
+    steps = {c: STEP_LABELS[c] for c in STEP_COLUMNS if c in rows.columns}
+    ch = changes.find(t[ok_mask], rows.loc[ok_mask, list(steps)], steps, float(fleet["warmup_s"]), span.seconds,
+                      window, float(fleet["dispersion"]))
+    changes.annotate(ch, out, rows, t, user_spans(rows, span))
+    return ch
 
 
 def _observed_drivers(observed: pd.DataFrame | None, rows: pd.DataFrame, span: Any, info: dict) -> pd.DataFrame:

@@ -217,12 +217,33 @@ def _verdict(f: dict[str, Any]) -> str:
     """The page's lead: what the fleet is bound by, the rate, what grew (before any table)."""
     v = f.get("verdict") or {}
     return verdict_box([("Bound by", v.get("bound")), ("Failures", v.get("failures")), ("Rate", v.get("rate")),
-                        ("What grew", v.get("grew")), forecast_row(f)])
+                        ("What grew", v.get("grew")), forecast_row(f), first_change_row(f)])
 
 
 def forecast_row(f: dict[str, Any]) -> tuple[str, str | None]:
     """The first screen's forecast line (issue 59), a row of its own so the verdict's other rows move freely."""
     return "Forecast", forecast_sentence(f.get("forecast"))
+
+
+def first_change_row(f: dict[str, Any]) -> tuple[str, str | None]:
+    """The first screen's first change of the rate and what was recorded near it (issue 59), a row of its own."""
+    return "First change", (f.get("changes") or {}).get("sentence")
+
+
+def _changes(f: dict[str, Any]) -> str:
+    """The change points beside the verdict's segments: the rate's and each step's, with what was near each."""
+    ch = f.get("changes") or {}
+    if ch.get("penalty") is None:
+        return _said([ch["note"]]) if ch.get("note") else ""
+    rows = [["rate", c["t_s"], c["before"], c["after"], c["unit"], "; ".join(c.get("near") or []) or "-"]
+            for c in ch["rate"]]
+    rows += [[f"{label} step", c["t_s"], c["before"], c["after"], c["unit"], ""]
+             for label, cs in ch["steps"].items() for c in cs]
+    head = (f"<h4>Change points ({escape(ch['method'])}, penalty {ch['penalty']:.3g} over {ch['windows']} windows "
+            f"of {ch['window_s']:g} s from {ch['from_s']:.0f} s; at most {ch['false_alarm_rate']:.0%} of flat runs "
+            "show one)</h4>")
+    return head + (table(["signal", "at s", "before", "after", "unit", "recorded within a window"], rows)
+                   if rows else "<p>No change point.</p>")
 
 
 def _cost(f: dict[str, Any]) -> str:
@@ -432,7 +453,7 @@ def sections(run: Run, f: dict[str, Any], figures: list[tuple[str, str]]) -> lis
         details("What binds the fleet? Every shared resource's utilization, and the bound per segment",
                 _said(said["bound"][1:]) + _utilization(f) + fig.get("lock_wait.png", "")),
         details("How did the rate move? The segments behind the start, floor and end",
-                _said(said["rate"]) + _levels(f)),
+                _said(said["rate"]) + _levels(f) + _changes(f)),
         details("What failed, and when?", _said(said["failures"]) + _failures(f) + fig.get("failures.png", "")),
         details("Which step grew, and what drives it? Steps, their counts and their requests",
                 _said(said["steps"]) + _steps(f) + "<h4>Each step's time: requests x time per request + time outside "
