@@ -118,9 +118,7 @@ def findings(rows: pd.DataFrame, info: dict | None = None, *, probes: pd.DataFra
     out["limits"] = _limits(rows, t, ok_mask, info, out, span.seconds)
     out["failure_story"] = _failure_story(rows, ok_mask, out)
     out["spans"] = span_findings(rows, spans)
-    out["forecast"] = forecast(inputs_of(out, ok, t_succ, rows["user"], info),
-                               horizon or Horizon("multiple", DEFAULT_MULTIPLE))
-    out["cost"] = cost.run_cost(rows, t, info, out, prices or cost.load())
+    _ahead(out, rows, ok, t, t_succ, info, horizon, prices)
     out["changes"] = _changes(rows, ok_mask, t, out, span, window)
     _backend_evidence(out)
     queue = [out["wait"]["sentence"]] if out["wait"] else []
@@ -128,6 +126,14 @@ def findings(rows: pd.DataFrame, info: dict | None = None, *, probes: pd.DataFra
                                                        if worth_saying(x, span.seconds - float(fleet["warmup_s"]))]
     out["verdict"] = words.verdict(out)
     return out
+
+
+def _ahead(out: dict[str, Any], rows: pd.DataFrame, ok: pd.DataFrame, t: np.ndarray, t_succ: np.ndarray,
+           info: dict, horizon: Horizon | None, prices: dict[str, Any] | None) -> None:
+    """The rate forecast at ``horizon`` (the run's length x10 unless given), then the run priced with it."""
+    out["forecast"] = forecast(inputs_of(out, ok, t_succ, rows["user"], info),
+                               horizon or Horizon("multiple", DEFAULT_MULTIPLE))
+    out["cost"] = cost.run_cost(rows, t, info, out, prices or cost.load())
 
 
 def _changes(rows: pd.DataFrame, ok_mask: np.ndarray, t: np.ndarray, out: dict[str, Any], span: Any,
