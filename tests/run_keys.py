@@ -58,6 +58,8 @@ ADDED = {
     # the parts that died (run.json failed_parts, only then) and the connection failures' error kind (issue 44)
     "runs[].findings.failed_parts", "runs[].findings.errors.connection",
     "runs[].findings.observed",  # the datastore's own state read from outside (observed.csv), issue 47
+    # the rate forecast from what grows, what it costs on AWS, where the rate changed (issue 59)
+    "runs[].findings.forecast", "runs[].findings.cost", "runs[].findings.changes",
 }
 
 

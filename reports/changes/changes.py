@@ -173,9 +173,7 @@ def sentence(ch: dict[str, Any]) -> str | None:
     if ch.get("penalty") is None:
         return None
     if not first:
-        return (f"No change in the rate after the warm-up (PELT over {ch['windows']} windows of {ch['window_s']:g} s, "
-                f"false alarms at most {ch['false_alarm_rate']:.0%} of flat runs).")
-    cause = "; ".join(first["near"]) if first.get("near") else "nothing the run recorded within a window of it"
-    more = len(ch["rate"]) - 1
+        return f"No change in the rate after the warm-up ({ch['windows']} windows of {ch['window_s']:.3g} s)."
+    cause = "; ".join(first["near"][:2]) if first.get("near") else "nothing recorded within a window of it"
     return (f"The rate changed first at {first['t_s']:.0f} s ({first['before']:.3g} -> {first['after']:.3g} it/s): "
-            f"{cause}" + (f"; {more} more change{'s' if more > 1 else ''} after" if more else "") + ".")
+            f"{cause}.")

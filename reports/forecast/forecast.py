@@ -281,9 +281,10 @@ def _curve(m: Model, x: Inputs, h_s: float) -> dict[str, list[float]]:
             "hi": np.maximum(hi, per[0]).tolist()}
 
 
-def sentence(fc: dict[str, Any] | None) -> str | None:
-    """The first screen's line: ``At this growth: 0.61 it/s [0.48-0.79] at 15 min; the rate halves at about
-    iteration 1,900 (11 min)``; the flat case says why; an extrapolation says so."""
+def sentence(fc: dict[str, Any] | None, short: bool = False) -> str | None:
+    """``At this growth: 0.61 it/s [0.48-0.79] at 15 min; the rate halves at about iteration 1,900 (11 min)``,
+    then what it rests on; the flat case says why; an extrapolation says so. ``short``: the first screen's line
+    (what it rests on, and why a flat one is flat, left to the forecast's section)."""
     if not fc:
         return None
     if fc["rate"] is None:
@@ -292,7 +293,7 @@ def sentence(fc: dict[str, Any] | None) -> str | None:
     at = say_seconds(fc["horizon_s"])
     rate = f"{r['point']:.3g} it/s [{r['lo']:.3g}-{r['hi']:.3g}] at {at}"
     if fc["basis"] == "flat":
-        return f"Flat: {rate}, as at the end ({fc['reason']})."
+        return f"Flat: {rate}, as at the end" + ("." if short else f" ({fc['reason']}).")
     s = f"At this growth: {rate}"
     hv = fc.get("halves") or {}
     if hv.get("already"):
@@ -301,8 +302,9 @@ def sentence(fc: dict[str, Any] | None) -> str | None:
         s += f"; the rate halves at about iteration {hv['iterations']:,.0f} ({say_seconds(hv['at_s'])})"
     elif hv:
         s += f"; the rate does not halve within {say_seconds(hv['within_s'])}"
-    s += f" (the {fc['step_label']} step against the {fc['count_label']}"
-    s += f", lock-bound: the lock's {fc['cycle_ms']:.3g} ms hold)" if fc["bound"] == "lock" else ")"
+    if not short:
+        s += f" (the {fc['step_label']} step against the {fc['count_label']}"
+        s += f", lock-bound: the lock's {fc['cycle_ms']:.3g} ms hold)" if fc["bound"] == "lock" else ")"
     if fc["extrapolated"]:
-        s += f"; extrapolated to {fc['extrapolation']:.0f}x the measured range"
+        s += f"; extrapolated {fc['extrapolation']:.0f}x past the measured range"
     return s + "."

@@ -222,7 +222,7 @@ def _verdict(f: dict[str, Any]) -> str:
 
 def forecast_row(f: dict[str, Any]) -> tuple[str, str | None]:
     """The first screen's forecast line (issue 59), a row of its own so the verdict's other rows move freely."""
-    return "Forecast", forecast_sentence(f.get("forecast"))
+    return "Forecast", forecast_sentence(f.get("forecast"), short=True)
 
 
 def first_change_row(f: dict[str, Any]) -> tuple[str, str | None]:
