@@ -34,6 +34,7 @@ from reports.forecast.horizon import HALVING_WITHIN_S, Horizon, say_seconds
 from reports.stats import rank_trend
 
 DRAWS = 200
+FIT_ROWS = 20_000  # successful iterations the fits read at most (a seeded sample of a larger run)
 EXTRAPOLATION_LIMIT = 20.0  # past this multiple of a count's measured range, the forecast says so
 GRID = 400  # points of the integration from the run's end to the horizon
 CURVE_POINTS = 40  # the figure's forecast curve
@@ -104,7 +105,11 @@ class Model:
 
     def __init__(self, x: Inputs, draws: int, seed: int):
         ok = x.ok
-        self.i = scope_index(ok, x.scope)
+        self.i_all = scope_index(ok, x.scope)
+        if len(ok) > FIT_ROWS:  # a million-row run: the fits and their bootstrap on a seeded sample
+            pick = np.sort(np.random.default_rng(seed).choice(len(ok), FIT_ROWS, replace=False))
+            ok, self.i_all = ok.iloc[pick], self.i_all[pick]
+        self.i = self.i_all
         self.c = ok[x.count].to_numpy(dtype=float)
         self.y = ok[x.step].to_numpy(dtype=float)
         self.per_scope = x.workers if x.scope == "per-worker" else 1.0
