@@ -128,7 +128,16 @@ def build_parser() -> argparse.ArgumentParser:
     rep.add_argument("--cloudwatch", action="store_true", help="first read what AWS measured for each run (its "
                      "table, GSIs or bucket, over its window) into RUN_DIR/cloudwatch.csv, where its plan.json says "
                      "CloudWatch is (AWS on an --aws run)")
+    rep.add_argument("--prices", metavar="FILE", help="a TOML price table over the shipped one (reports/cost/"
+                     "prices.toml: us-east-1, dated): the run's requests and units are priced with it")
     cli_gates.add_report_arguments(rep)
+
+    fc = sub.add_parser("forecast", help="the rate forecast from what grows, at any horizon (the report's is at the "
+                        "run's length x10): the step that grew, its count's growth, the fleet's rate there")
+    fc.add_argument("run_dir", metavar="RUN_DIR")
+    fc.add_argument("--at", default="10x", metavar="DURATION|Nit|Nx", help="where to look: a time from the load's "
+                    "start (15m, 2h), the fleet's successful iterations (1900it) or the run's length times N (10x)")
+    fc.add_argument("--json", action="store_true", help="print the forecast as summary.json's `forecast`")
 
     nb = sub.add_parser("notebook", help="open the review notebook in JupyterLab on 127.0.0.1 on these runs (default: "
                         "the latest under runs/); needs the notebook extra: `bash .ci/install notebook`")
@@ -402,7 +411,10 @@ def _cmd_report(args: argparse.Namespace) -> int:
     from harness.commands import gates
 
     compared, code = gates.report_gates(args, [Path(d) for d in run_dirs])
-    out = build_report(run_dirs, out_dir, baseline=next(iter(compared.values()), None))
+    from reports.cost.cost import load as load_prices
+
+    prices = load_prices(args.prices)  # a bad --prices file: one line, before anything is built
+    out = build_report(run_dirs, out_dir, baseline=next(iter(compared.values()), None), prices=prices)
     print(f"harness: report {out / 'index.html'}")
     if args.junit:
         gates.report_junit(args.junit, json.loads((out / "summary.json").read_text()), compared)
@@ -476,6 +488,10 @@ def main(argv: list[str] | None = None) -> int:
             return _cmd_sweep(args, env)
         if args.command == "report":
             return _cmd_report(args)
+        if args.command == "forecast":
+            from harness.commands.forecast import cmd_forecast
+
+            return cmd_forecast(args.run_dir, args.at, args.json)
         if args.command == "runs":
             from harness.commands.runs import cmd_runs
 

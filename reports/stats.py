@@ -1,10 +1,13 @@
-"""Intervals the report's verdicts rest on: Poisson rates, mean ratios, rank correlation (the rates, proportions
-and quantiles from ``harness.intervals``, which the live gates share).
+"""Intervals the report's verdicts rest on: Poisson rates, mean ratios, rank correlation (the proportions and
+quantiles from ``harness.intervals``, which the live gates share).
 
-numpy only (no scipy): Byar's approximation to the exact (Garwood) Poisson
-interval is within about 1 % of it from 0 events up, the Student-t quantile
-comes from a Cornish-Fisher expansion (exact enough from 2 degrees of freedom),
-and Welch's test compares means with unequal variances.
+From scipy, where it does the same job exactly: the exact (Garwood) Poisson interval from the gamma
+distribution's inverse (``scipy.special.gammaincinv``; Byar's approximation, which the live path keeps in
+``harness.intervals``, is within about 1 % of it), the Student-t quantile (``scipy.special.stdtrit``; the
+live path's Cornish-Fisher expansion agrees to 3 digits from 2 degrees of freedom) and Spearman's rank
+correlation (``scipy.stats.spearmanr``). scipy is imported inside the functions, when a report first needs
+it: a Locust process never imports this module, and a command that only lists runs never pays for it.
+Welch's test compares means with unequal variances.
 """
 
 from __future__ import annotations
@@ -16,12 +19,43 @@ import numpy as np
 
 from harness.intervals import (  # noqa: F401  (re-exported: the report's intervals live with the gates')
     Z95,
-    poisson_interval,
     quantile_interval,
-    rate_interval,
-    t_quantile,
     wilson_interval,
 )
+
+
+def poisson_interval(k: float | np.ndarray, z: float = Z95) -> tuple[np.ndarray, np.ndarray]:
+    """Two-sided exact (Garwood) interval for a Poisson mean from an observed count ``k``.
+
+    ``k`` may be fractional (a count divided by an over-dispersion factor): the gamma quantiles take it as is.
+    """
+    from scipy.special import gammaincinv, ndtr
+
+    k = np.asarray(k, dtype=float)
+    a = 1 - float(ndtr(z))  # each tail's share (0.025 at z = 1.96)
+    with np.errstate(invalid="ignore"):
+        lo = np.where(k > 0, gammaincinv(np.where(k > 0, k, 1.0), a), 0.0)
+    hi = gammaincinv(k + 1, 1 - a)
+    return lo, hi
+
+
+def rate_interval(count: float, seconds: float, dispersion: float = 1.0, z: float = Z95) -> tuple[float, float]:
+    """Interval for events per second from ``count`` events in ``seconds`` (quasi-Poisson when dispersion > 1)."""
+    if seconds <= 0:
+        return math.nan, math.nan
+    phi = max(1.0, dispersion)
+    lo, hi = poisson_interval(count / phi, z)
+    return float(lo) * phi / seconds, float(hi) * phi / seconds
+
+
+def t_quantile(df: float, p: float = 0.975) -> float:
+    """Student-t quantile (scipy's ``stdtrit``); the normal's past a million degrees of freedom."""
+    from scipy.special import ndtri, stdtrit
+
+    if not math.isfinite(df) or df > 1e6:
+        return float(ndtri(p))
+    return float(stdtrit(max(1.0, df), p))
+
 
 MATERIAL = 0.15  # a change smaller than this share is not worth a verdict, however certain
 
@@ -30,7 +64,7 @@ def successes_to_tell(ratio: float, z: float = Z95, most: int = 100_000) -> int 
     """Successes a segment needs for a fall to ``ratio`` of its rate to be credible (the intervals apart).
 
     With ``k`` successes at the start and ``ratio * k`` in a segment as long, the verdict calls the fall
-    only when the lower segment's interval lies wholly below the start's: x0.5 needs 50, x0.7 needs 152.
+    only when the lower segment's interval lies wholly below the start's: x0.5 needs 50, x0.7 needs 151.
     None when no count up to ``most`` would do (a ratio at or above 1).
     """
     if not 0 <= ratio < 1:
@@ -140,28 +174,11 @@ def rank_trend(t: np.ndarray, y: np.ndarray, p: float = 0.995) -> tuple[float, i
 
 
 def spearman(x: np.ndarray, y: np.ndarray) -> float:
-    """Rank correlation (ties averaged); 0 when either side is constant."""
+    """Rank correlation (ties averaged: scipy's ``spearmanr``); 0 when either side is constant."""
     x = np.asarray(x, dtype=float)
     y = np.asarray(y, dtype=float)
-    if len(x) < 3:
+    if len(x) < 3 or np.ptp(x) == 0 or np.ptp(y) == 0:
         return 0.0
-    rx, ry = _ranks(x), _ranks(y)
-    sx, sy = rx.std(), ry.std()
-    if sx == 0 or sy == 0:
-        return 0.0
-    return float(((rx - rx.mean()) * (ry - ry.mean())).mean() / (sx * sy))
+    from scipy.stats import spearmanr
 
-
-def _ranks(v: np.ndarray) -> np.ndarray:
-    order = np.argsort(v, kind="mergesort")
-    sv = v[order]
-    ranks = np.empty(len(v), dtype=float)
-    # average ranks over runs of ties
-    edges = np.flatnonzero(np.diff(sv)) + 1
-    starts = np.concatenate([[0], edges])
-    ends = np.concatenate([edges, [len(v)]])
-    avg = (starts + ends - 1) / 2.0
-    ranks[order] = np.repeat(avg, ends - starts)
-    return ranks
-
-
+    return float(spearmanr(x, y).statistic)

@@ -60,6 +60,8 @@ ADDED = {
     "runs[].findings.observed",  # the datastore's own state read from outside (observed.csv), issue 47
     # one outcome, said alike everywhere: run.json's how it ended, summary.json's whole outcome (issue 54)
     "outcome", "outcome_line", "runs[].findings.outcome", "tests[].outcome", "tests[].outcome_line",
+    # the rate forecast from what grows, what it costs on AWS, where the rate changed (issue 59)
+    "runs[].findings.forecast", "runs[].findings.cost", "runs[].findings.changes",
 }
 
 

@@ -191,3 +191,26 @@ def test_runs_history_quick_lists_every_run_and_times_the_command():
     listed = float(re.search(rf"listing in-process: median {NUM} s", out).group(1))
     command = float(re.search(rf"harness runs \(a new process\): median {NUM} s", out).group(1))
     assert 0 < listed < command < 60, out
+
+
+def test_forecast_quick_prints_each_forecast_beside_what_was_measured():
+    out = _quick("forecast.py")
+    cases = re.findall(r"forecast (work|flat)\s+" + NUM + r" it/s \[" + NUM + "-" + NUM + r"\] at " + NUM
+                       + r" s; measured " + NUM + " it/s; error ([-+][0-9.]+) %", out)
+    assert len(cases) == 6, out
+    for _basis, point, lo, hi, at, measured, err in cases:
+        point, lo, hi, measured = (float(v.replace(",", "")) for v in (point, lo, hi, measured))
+        assert lo <= point <= hi and float(at) == 600
+        assert float(err) == pytest.approx((measured - point) / point * 100, abs=1.5)  # printed to 3 digits
+    assert [c[0] for c in cases][-2:] == ["flat", "flat"]  # the pruned counts forecast flat
+    assert "stays bounded" in out
+    assert _num(r"forecasts that missed both ways: " + NUM, out) <= 1
+
+
+def test_stats_before_after_quick_compares_every_held_verdict_and_the_usl_fit():
+    out = _quick("stats_before_after.py")
+    cases = re.findall(r"verdicts changed: " + NUM + r"; largest interval change " + NUM + " %", out)
+    assert len(cases) == 9, out
+    assert all(float(c) == 0 and float(d) < 5 for c, d in cases)  # Byar -> exact moves an interval's end < 5 %
+    assert len(re.findall(r"USL λ .* grid against scipy, differ by " + NUM + " % \\(median\\)", out)) == 3
+    assert _num(r"seeds whose verdict changed, every case: " + NUM, out) == 0

@@ -329,7 +329,8 @@ def test_report_files_figures_and_legends(tmp_path, monkeypatch):
     summary = json.loads((out / "summary.json").read_text())
     html = (out / "index.html").read_text()
     assert set(summary["figures"]) == {"rate.png", "bound.png", "grew.png", "failures.png", "step_time.png",
-                                       "work_counts.png", "lock_wait.png", "latency_percentiles.png", "causes.png"}
+                                       "work_counts.png", "lock_wait.png", "latency_percentiles.png", "causes.png",
+                                       "forecast.png"}
     for name in summary["figures"]:
         assert f'src="figures/{name}"' in html
         with Image.open(out / "figures" / name) as im:

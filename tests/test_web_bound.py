@@ -146,7 +146,11 @@ def test_a_long_headless_run_keeps_the_tab_flat_and_the_busiest_lock_right():
     assert live.test(T0 + duration, T0).iterations == len(rows)  # the whole test's sums kept every row
 
 
-def test_the_tabs_poisson_band_is_the_reports():
+def test_the_tabs_poisson_band_is_the_reports_within_byars_approximation():
+    """The tab (inside the Locust master) keeps Byar's numpy approximation, scipy stays off the live path; the
+    report's interval is scipy's exact one. They agree within 0.02 events and 1 %: Byar's lower end at one event
+    (0.013) is the farthest from the exact (0.025)."""
     k = np.array([0, 1, 2, 5, 17, 120, 4000], dtype=float)
     for a, b in zip(poisson_interval(k), report_poisson(k), strict=True):
-        assert np.allclose(a, b)
+        assert np.allclose(a, b, rtol=0.01, atol=0.02)
+        assert not np.allclose(a[1:3], b[1:3], rtol=1e-4)  # two methods, not one

@@ -16,6 +16,8 @@ from harness.record.lockuse import Intervals, intervals
 from harness.record.memory import give_back
 from harness.record.reader import shard_paths
 from reports.compare.compare import compare, overlay_series
+from reports.forecast import figure as forecast_figure
+from reports.forecast.horizon import Horizon
 from reports.load import COUNT_COLUMNS, STEP_COLUMNS, Run, expand, open_run
 from reports.run import cloudwatch, compute, figures, observed_figure, page, wait, wait_figure
 from reports.run import observed as observing
@@ -43,11 +45,14 @@ def take_lock_intervals(run: Run) -> dict[str, Intervals] | None:
     return locks
 
 
-def findings_of(run: Run, locks: dict[str, Intervals] | None = None) -> dict[str, Any]:
-    """The run's findings; its lock history from ``locks`` (``take_lock_intervals``) when given."""
+def findings_of(run: Run, locks: dict[str, Intervals] | None = None, horizon: Horizon | None = None,
+                prices: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The run's findings; its lock history from ``locks`` (``take_lock_intervals``) when given; ``horizon``:
+    where the rate forecast looks (``harness forecast --at``; the run's length x10 by default); ``prices``: the
+    price table (``harness report --prices``)."""
     return findings(run.rows, run.info, probes=run.probes, generator=run.generator, safety=run.safety,
                     locks=locks if locks is not None else run.locks, keys=run.keys, processes=run.processes,
-                    spans=run.spans, observed=run.observed)
+                    spans=run.spans, observed=run.observed, horizon=horizon, prices=prices)
 
 
 def roles(f: dict[str, Any]) -> dict[int, str]:
@@ -78,6 +83,10 @@ def run_figures(run: Run, f: dict[str, Any], fig_dir: Path, prefix: str = "") ->
                  out("rate.png", f"successful and failed iterations per second ({window:g} s windows, 95 % band), "
                                  f"the {len(fl['levels'])} segment levels with start, floor and end marked; "
                                  "users running; rate per user"))
+    fc = f.get("forecast")
+    if fc and fc.get("rate") and fc.get("curve"):
+        forecast_figure.forecast(series, fc, window, title, out(
+            "forecast.png", f"the measured rate, then the forecast to {fc['horizon']} with its 95 % band"))
     b = compute.bound_series(f)
     if b:
         what = "what binds the fleet" if b["bound_binds"] else "the busiest resource (nothing binds the fleet)"
@@ -207,8 +216,9 @@ def default_out(given: list[Path], runs: list[Run]) -> Path:
 
 
 def build_report(run_dirs: list[str | Path], out: str | Path | None = None,
-                 baseline: dict[str, Any] | None = None) -> Path:
-    """``baseline``: one run's comparison with its baseline (``reports/run/baseline.py``), shown in its report."""
+                 baseline: dict[str, Any] | None = None, prices: dict[str, Any] | None = None) -> Path:
+    """``baseline``: one run's comparison with its baseline (``reports/run/baseline.py``), shown in its report;
+    ``prices``: the price table the runs are priced with (``reports/cost/cost.py`` ``load``)."""
     given = [Path(d) for d in run_dirs]
     runs = [open_run(d) for d in expand(given)]
     for r in runs:
@@ -222,7 +232,7 @@ def build_report(run_dirs: list[str | Path], out: str | Path | None = None,
     first: list[str] = []
     sections: list[str] = []
     for i, run in enumerate(runs):
-        f = findings_of(run, take_lock_intervals(run))
+        f = findings_of(run, take_lock_intervals(run), prices=prices)
         aws = cloudwatch.compare(run.path, run.info, run.rows)  # what AWS measured: only a run it was read for
         if aws is not None:  # has the key (summary.json keeps its keys otherwise)
             f["cloudwatch"] = aws

@@ -11,6 +11,11 @@ from harness.record import bound as bounds
 from harness.record import outcome
 from harness.record.lockuse import Intervals
 from harness.record.schema import QUERY_COLUMNS, SIZE_COLUMNS
+from reports.changes import changes
+from reports.cost import cost
+from reports.forecast.forecast import forecast
+from reports.forecast.horizon import DEFAULT_MULTIPLE, Horizon
+from reports.forecast.inputs import inputs_of
 from reports.limits import limits
 from reports.load import COUNT_COLUMNS, REQUEST_COLUMNS, STEP_COLUMNS
 from reports.run import observed as observing
@@ -30,7 +35,7 @@ from reports.run.spans import span_findings
 from reports.run.utilization import Usage, table_rows
 from reports.run.verdict import Level, fleet_verdict
 from reports.run.wait import stage_rows, wait_findings
-from reports.series import compared_windows, pick_window, run_span, seconds_since
+from reports.series import compared_windows, pick_window, run_span, seconds_since, user_spans
 from reports.stats import rate_interval, wilson_interval
 
 SAFETY_KEYS = ("acknowledged", "lost", "phantom", "overlaps", "violations")
@@ -40,8 +45,11 @@ def findings(rows: pd.DataFrame, info: dict | None = None, *, probes: pd.DataFra
              generator: pd.DataFrame | None = None, safety: dict | None = None,
              window: float | None = None, locks: pd.DataFrame | dict[str, Intervals] | None = None,
              keys: pd.DataFrame | None = None, processes: pd.DataFrame | None = None,
-             spans: dict[str, int] | None = None, observed: pd.DataFrame | None = None) -> dict[str, Any]:
-    """The findings of one run from its rows and side files (all optional but the rows)."""
+             spans: dict[str, int] | None = None, observed: pd.DataFrame | None = None,
+             horizon: Horizon | None = None, prices: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The findings of one run from its rows and side files (all optional but the rows); ``horizon``: where
+    the rate forecast looks (the run's length x10 unless given); ``prices``: the price table the run is priced
+    with (``reports/cost/prices.toml`` unless given)."""
     info = info or {}
     span = run_span(info, rows)
     ok_mask = rows["ok"].to_numpy(dtype=bool)
@@ -111,6 +119,8 @@ def findings(rows: pd.DataFrame, info: dict | None = None, *, probes: pd.DataFra
     out["limits"] = _limits(rows, t, ok_mask, info, out, span.seconds)
     out["failure_story"] = _failure_story(rows, ok_mask, out)
     out["spans"] = span_findings(rows, spans)
+    _ahead(out, rows, ok, t, t_succ, info, horizon, prices)
+    out["changes"] = _changes(rows, ok_mask, t, out, span, window)
     _backend_evidence(out)
     queue = [out["wait"]["sentence"]] if out["wait"] else []
     out["sentences"] = words.sentences(out) + queue + [x["sentence"] for x in out["limits"]
@@ -118,6 +128,25 @@ def findings(rows: pd.DataFrame, info: dict | None = None, *, probes: pd.DataFra
     out["outcome"] = outcome.of(info, out).as_dict()  # how it ended, the rate, the bound, the checks: once
     out["verdict"] = words.verdict(out)
     return out
+
+
+def _ahead(out: dict[str, Any], rows: pd.DataFrame, ok: pd.DataFrame, t: np.ndarray, t_succ: np.ndarray,
+           info: dict, horizon: Horizon | None, prices: dict[str, Any] | None) -> None:
+    """The rate forecast at ``horizon`` (the run's length x10 unless given), then the run priced with it."""
+    out["forecast"] = forecast(inputs_of(out, ok, t_succ, rows["user"], info),
+                               horizon or Horizon("multiple", DEFAULT_MULTIPLE))
+    out["cost"] = cost.run_cost(rows, t, info, out, prices or cost.load())
+
+
+def _changes(rows: pd.DataFrame, ok_mask: np.ndarray, t: np.ndarray, out: dict[str, Any], span: Any,
+             window: float) -> dict[str, Any]:
+    """Change points of the rate and each step's time after the warm-up, each annotated with what was near it."""
+    fleet = out["fleet"]
+    steps = {c: STEP_LABELS[c] for c in STEP_COLUMNS if c in rows.columns}
+    ch = changes.find(t[ok_mask], rows.loc[ok_mask, list(steps)], steps, float(fleet["warmup_s"]), span.seconds,
+                      window, float(fleet["dispersion"]))
+    changes.annotate(ch, out, rows, t, user_spans(rows, span))
+    return ch
 
 
 def _observed_drivers(observed: pd.DataFrame | None, rows: pd.DataFrame, span: Any, info: dict) -> pd.DataFrame:

@@ -17,6 +17,8 @@ from html import escape
 from typing import Any
 
 from harness.record.outcome import rate_words
+from reports.cost.cost import sentence as cost_sentence
+from reports.forecast.forecast import sentence as forecast_sentence
 from reports.load import Run
 from reports.run import words
 from reports.run.compute import PERCENTILES
@@ -239,10 +241,77 @@ def _verdict(f: dict[str, Any]) -> str:
     them."""
     v = f.get("verdict") or {}
     box = verdict_box([("Outcome", v.get("outcome")), ("Bound by", v.get("bound")), ("Failures", v.get("failures")),
-                       ("Rate", v.get("rate")), ("What grew", v.get("grew")), ("Checks", v.get("checks"))])
+                       ("Rate", v.get("rate")), ("What grew", v.get("grew")), forecast_row(f), first_change_row(f),
+                       ("Checks", v.get("checks"))])
     if (f.get("outcome") or {}).get("completion", "completed") != "completed":  # cut short: its line stands out
         box = box.replace("<tr><th>Outcome</th>", '<tr class="warn"><th>Outcome</th>', 1)
     return box
+
+
+def forecast_row(f: dict[str, Any]) -> tuple[str, str | None]:
+    """The first screen's forecast line (issue 59), a row of its own so the verdict's other rows move freely."""
+    return "Forecast", forecast_sentence(f.get("forecast"), short=True)
+
+
+def first_change_row(f: dict[str, Any]) -> tuple[str, str | None]:
+    """The first screen's first change of the rate and what was recorded near it (issue 59), a row of its own."""
+    return "First change", (f.get("changes") or {}).get("sentence")
+
+
+def _changes(f: dict[str, Any]) -> str:
+    """The change points beside the verdict's segments: the rate's and each step's, with what was near each."""
+    ch = f.get("changes") or {}
+    if ch.get("penalty") is None:
+        return _said([ch["note"]]) if ch.get("note") else ""
+    rows = [["rate", c["t_s"], c["before"], c["after"], c["unit"], "; ".join(c.get("near") or []) or "-"]
+            for c in ch["rate"]]
+    rows += [[f"{label} step", c["t_s"], c["before"], c["after"], c["unit"], ""]
+             for label, cs in ch["steps"].items() for c in cs]
+    head = (f"<h4>Change points ({escape(ch['method'])}, penalty {ch['penalty']:.3g} over {ch['windows']} windows "
+            f"of {ch['window_s']:g} s from {ch['from_s']:.0f} s; at most {ch['false_alarm_rate']:.0%} of flat runs "
+            "show one)</h4>")
+    return head + (table(["signal", "at s", "before", "after", "unit", "recorded within a window"], rows)
+                   if rows else "<p>No change point.</p>")
+
+
+def _cost(f: dict[str, Any]) -> str:
+    """The run priced on AWS, on-demand and provisioned side by side, and the price table's sources."""
+    c = f.get("cost")
+    if not c:
+        return ""
+    rows = [[mode, m["per_hour"], m["per_iteration"], m["per_hour_at_horizon"]] for mode, m in c["modes"].items()]
+    out = _said([cost_sentence(c) or "", c["note"]])
+    out += table(["pricing", "$ / hour at this fleet", "$ / successful iteration", "$ / hour at the forecast's rate"],
+                 rows)
+    if c.get("units"):
+        u = c["units"]
+        out += table(["read request units", "write request units", "RRU / s", "WRU / s"],
+                     [[u["read_request_units"], u["write_request_units"], u["rru_per_s"], u["wru_per_s"]]])
+    out += "<h4>Prices (" + escape(f"{c['region']}, {c['currency']}") + ")</h4>" + table(
+        ["price", "USD", "source", "as of"], [[p["price"], p["usd"], p["source"], p["as_of"]] for p in c["prices"]])
+    if c.get("overridden_by"):
+        out += _said([f"Prices overridden by {c['overridden_by']}."])
+    return out
+
+
+def _forecast(f: dict[str, Any]) -> str:
+    """The forecast's sentence, its two fits and where it lands (``reports/forecast/``)."""
+    fc = f.get("forecast")
+    if not fc:
+        return ""
+    out = _said([forecast_sentence(fc) or ""])
+    fits = fc.get("fits") or {}
+    rows = [[k, v["y"], v["x"], v["shape"], v["formula"], iv(v["slope_interval"]), v["r2"], v["n"],
+             f"{v['x_lo']:.4g}-{v['x_hi']:.4g}"] for k, v in fits.items() if isinstance(v, dict)]
+    if rows:
+        out += table(["fit", "y", "against x", "shape (AIC)", "formula", "slope / exponent 95 %", "R²", "points",
+                      "x measured"], rows)
+        out += table(["horizon", "s", "iterations", "count there", "step ms now", "step ms there", "it/s",
+                      "95 % band", "bound", "extrapolation"],
+                     [[fc["horizon"], fc["horizon_s"], fc["horizon_iterations"], fc["count_at_horizon"]["point"],
+                       fc["step_ms_now"], fc["step_ms_at_horizon"]["point"], fc["rate"]["point"],
+                       iv([fc["rate"]["lo"], fc["rate"]["hi"]]), fc["bound"], f"x{fc['extrapolation']:.3g}"]])
+    return out
 
 
 def _utilization(f: dict[str, Any]) -> str:
@@ -329,8 +398,9 @@ def _cloudwatch(f: dict[str, Any]) -> str:
     return where + notes + body + _said(c["lines"])
 
 
-FIGURES = ("rate.png", "bound.png", "grew.png", "failures.png", "step_time.png", "causes.png", "work_counts.png",
-           "lock_wait.png", "latency_percentiles.png", "probe.png", "generator.png", "wait.png", "observed.png")
+FIGURES = ("rate.png", "forecast.png", "bound.png", "grew.png", "failures.png", "step_time.png", "causes.png",
+           "work_counts.png", "lock_wait.png", "latency_percentiles.png", "probe.png", "generator.png", "wait.png",
+           "observed.png")
 
 
 def _observed(f: dict[str, Any]) -> str:
@@ -411,7 +481,7 @@ def sections(run: Run, f: dict[str, Any], figures: list[tuple[str, str]]) -> lis
         details("What binds the fleet? Every shared resource's utilization, and the bound per segment",
                 _said(said["bound"]) + _utilization(f) + fig.get("lock_wait.png", "")),
         details("How did the rate move? The segments behind the start, floor and end",
-                _said(said["rate"]) + _levels(f)),
+                _said(said["rate"]) + _levels(f) + _changes(f)),
         details("What failed, and when?", _said(said["failures"]) + _failures(f) + fig.get("failures.png", "")),
         details("Which step grew, and what drives it? Steps, their counts and their requests",
                 _said(said["steps"]) + _steps(f) + "<h4>Each step's time: requests x time per request + time outside "
@@ -424,6 +494,9 @@ def sections(run: Run, f: dict[str, Any], figures: list[tuple[str, str]]) -> lis
                    _wait(f) + fig.get("wait.png", ""))] if f.get("wait") or f.get("stages") else []),
         details("How long did iterations take? Response times (ms)",
                 _percentiles(f) + fig.get("latency_percentiles.png", "") + _locust(run)),
+        details("What will the rate be at this growth? The forecast from what grows",
+                _forecast(f) + fig.get("forecast.png", "")),
+        details("What would it cost on AWS? The run's requests and units, priced", _cost(f)),
         details("What reaches a limit next? Item size and per-key throughput", _limits(f)),
         details("Did the scenario's checks pass?", _checks(f)),
         details("How does it compare with its baseline? The rate, the floor and each step", _baseline(f)),

@@ -5,9 +5,11 @@ at a time): it alone gives Amdahl's ceiling λ/σ. κ (coherency) is the cost ea
 workers adds (every worker reading what every other wrote): it makes the curve turn
 down, past its peak N* = sqrt((1-σ)/κ). λ is one worker's rate.
 
-Pure functions, numpy only (no scipy in the environment): λ is linear once σ and κ
-are fixed, so it is profiled out in closed form and (σ, κ) are found by a grid
-search (κ on a log scale, both bounded at 0) refined by zooming in. The fit is
+Pure functions: λ is linear once σ and κ are fixed, so it is profiled out in closed
+form; (σ, κ) start from the best point of a coarse grid (κ on a log scale, and 0)
+and are refined by scipy's bounded least squares (``scipy.optimize.least_squares``,
+trust-region reflective; σ in [0, SIGMA_MAX], κ in [0, KAPPA_MAX]), which replaced
+a grid search zoomed in four times. The fit is
 weighted least squares, each size weighted by the inverse variance of its mean
 rate (from its segments). Intervals: a bootstrap that resamples each size's
 segments (their spread scaled up for a small sample, so a few segments do not
@@ -27,7 +29,6 @@ from reports.stats import Z95, t_quantile
 SIGMA_MAX = 4.0  # a retrograde fleet fits σ past 1 (two workers do less than one: worse than serial)
 KAPPA_MIN, KAPPA_MAX = 1e-7, 10.0  # a fleet that falls from its second worker fits κ near 1
 GRID = 31
-ZOOMS = 4
 BOOTSTRAP = 200
 REACH = 2.0  # a fitted peak within this many times the largest size measured is said as a peak
 MIN_REL_SE = 0.01  # a size's mean rate is never weighted as if known better than 1 %
@@ -69,26 +70,32 @@ def _profile(n: np.ndarray, x: np.ndarray, w: np.ndarray, sig: np.ndarray, kap: 
 
 
 def fit_points(n: np.ndarray, x: np.ndarray, w: np.ndarray, fit_kappa: bool = True) -> tuple[float, float, float]:
-    """(λ, σ, κ) minimising the weighted squares, σ in [0, SIGMA_MAX], κ in {0} ∪ [KAPPA_MIN, KAPPA_MAX]."""
-    lo_s, hi_s = 0.0, SIGMA_MAX
-    lo_k, hi_k = math.log10(KAPPA_MIN), math.log10(KAPPA_MAX)
-    best: tuple[float, float, float, float] | None = None
-    for _ in range(ZOOMS):
-        s_axis = np.linspace(lo_s, hi_s, GRID)
-        k_axis = np.concatenate([[0.0], 10 ** np.linspace(lo_k, hi_k, GRID)]) if fit_kappa else np.array([0.0])
-        sig, kap = np.meshgrid(s_axis, k_axis, indexing="ij")
-        lam, sse = _profile(n, x, w, sig, kap)
-        i = np.unravel_index(int(np.nanargmin(sse)), sse.shape)
-        cand = (float(sse[i]), float(lam[i]), float(sig[i]), float(kap[i]))
-        if best is None or cand[0] <= best[0]:
-            best = cand
-        ds, dk = (hi_s - lo_s) / (GRID - 1) * 2, (hi_k - lo_k) / (GRID - 1) * 2
-        lo_s, hi_s = max(0.0, best[2] - ds), min(SIGMA_MAX, best[2] + ds)
-        if best[3] > 0:
-            c = math.log10(best[3])
-            lo_k, hi_k = max(math.log10(KAPPA_MIN), c - dk), min(math.log10(KAPPA_MAX), c + dk)
-    assert best is not None
-    return best[1], best[2], best[3]
+    """(λ, σ, κ) minimising the weighted squares, σ in [0, SIGMA_MAX], κ in {0} ∪ [KAPPA_MIN, KAPPA_MAX] (0
+    without ``fit_kappa``): the coarse grid's best point, refined by scipy's bounded least squares."""
+    from scipy.optimize import least_squares
+
+    s_axis = np.linspace(0.0, SIGMA_MAX, GRID)
+    k_axis = np.concatenate([[0.0], 10 ** np.linspace(math.log10(KAPPA_MIN), math.log10(KAPPA_MAX), GRID)]) \
+        if fit_kappa else np.array([0.0])
+    sig, kap = np.meshgrid(s_axis, k_axis, indexing="ij")
+    _, sse = _profile(n, x, w, sig, kap)
+    i = np.unravel_index(int(np.nanargmin(sse)), sse.shape)
+    sw = np.sqrt(w)
+
+    def residuals(p: np.ndarray) -> np.ndarray:
+        lam, _ = _profile(n, x, w, np.array(p[0]), np.array(p[1] if fit_kappa else 0.0))
+        g = n / (1 + p[0] * (n - 1) + (p[1] if fit_kappa else 0.0) * n * (n - 1))
+        return sw * (x - float(lam) * g)
+
+    start = [float(sig[i]), float(kap[i])] if fit_kappa else [float(sig[i])]
+    hi = [SIGMA_MAX, KAPPA_MAX] if fit_kappa else [SIGMA_MAX]
+    res = least_squares(residuals, start, bounds=([0.0] * len(start), hi), method="trf", x_scale="jac")
+    best = res.x if 2 * res.cost <= float(sse[i]) else np.array(start)
+    sigma, kappa = float(best[0]), float(best[1]) if fit_kappa else 0.0
+    if fit_kappa and kappa < KAPPA_MIN:  # at the bound: κ is 0 (the grid's own resolution), σ refitted alone
+        return fit_points(n, x, w, fit_kappa=False)
+    lam, _ = _profile(n, x, w, np.array(sigma), np.array(kappa))
+    return float(lam), sigma, kappa
 
 
 def peak(sigma: float, kappa: float) -> float | None:

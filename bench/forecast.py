@@ -1,0 +1,207 @@
+"""The rate forecast against what was measured later: a short run's forecast beside a long run's end rate.
+
+Quick mode (CI's bench test, seconds): simulated closed fleets whose step time follows a count that each
+worker's own iterations grow (a namespace each: the `namespaced` shape, linear; a power law; a fleet-shared
+count; a pre-aged store), run for 2 minutes and forecast at 10; the same fleet simulated for 10 minutes
+and its end segment measured; and a pruned (bounded) count that must forecast flat.
+
+Full mode (minutes of real load on loopback stand-ins, run it once): `namespaced` with 3 users for 2 minutes,
+forecast at 10 minutes, then the same fleet for 10 minutes; `disposable` on both backends the same way;
+`pruning` forecast flat. Each forecast is printed beside what was measured, and whether it held (the
+measured end rate inside the forecast's 95 % band and within 30 % of its point).
+
+Usage: python bench/forecast.py --quick
+       python bench/forecast.py [--short 2m] [--long 10m] [--scenarios namespaced,disposable,pruning]
+"""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow.parquet as pq
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from bench.synthetic import T0, run_info  # noqa: E402
+from harness.record import runinfo  # noqa: E402
+from harness.record.schema import COUNT_COLUMNS, SCHEMA, STEP_COLUMNS, UNIT_COLUMNS  # noqa: E402
+
+TOLERANCE = 0.30  # the issue's: the measured end rate within 30 % of the point
+
+
+def simulate(*, workers: int, duration_s: float, base_ms: float = 100.0, per_entry_ms: float = 0.5,
+             power: float = 1.0, entries_per_it: float = 10.0, start_entries: float = 0.0, cap: float | None = None,
+             shared: bool = False, lock_hold_ms: float | None = None, gap_ms: float = 20.0, seed: int = 0,
+             noise: float = 0.15) -> list[dict[str, Any]]:
+    """A closed fleet, iteration by iteration: each iteration adds ``entries_per_it`` to its namespace's count
+    (its worker's own, or the fleet's with ``shared``; at most ``cap``: a pruned catalog) and its commit takes
+    ``per_entry_ms * count ** power`` beside ``base_ms`` of other steps (lognormal noise). With ``lock_hold_ms``
+    one lock serialises every iteration's pull and commit: a worker waits for it (the lock-bound fleet)."""
+    rng = np.random.default_rng(seed)
+    t = rng.uniform(0, 0.2, workers)
+    counts = np.full(workers, float(start_entries))
+    fleet_count = float(start_entries)
+    it = np.zeros(workers, dtype=int)
+    free_at = 0.0
+    rows: list[dict[str, Any]] = []
+    while True:
+        w = int(np.argmin(t))
+        if t[w] >= duration_s:
+            break
+        if shared:
+            fleet_count = min(fleet_count + entries_per_it, cap) if cap else fleet_count + entries_per_it
+            c = fleet_count
+        else:
+            counts[w] = min(counts[w] + entries_per_it, cap) if cap else counts[w] + entries_per_it
+            c = counts[w]
+        commit = per_entry_ms * c ** power * rng.lognormal(0, noise)
+        pull = base_ms * rng.lognormal(0, noise)
+        start = t[w]
+        wait = 0.0
+        if lock_hold_ms is not None:
+            granted = max(start, free_at)
+            wait = (granted - start) * 1000
+            hold = lock_hold_ms * rng.lognormal(0, noise) + commit
+            free_at = granted + hold / 1000
+            end = free_at
+            pull = lock_hold_ms
+        else:
+            end = start + (pull + commit) / 1000
+        total = (end - start) * 1000
+        row = {c_: None for c_ in SCHEMA.names}
+        row.update({c_: 0.0 for c_ in (*STEP_COLUMNS.values(), *UNIT_COLUMNS)})
+        row.update({c_: 0 for c_ in COUNT_COLUMNS})
+        row.update(ts_start=T0 + start, ts_end=T0 + end, user=f"w0-{w}", worker="local", scenario="forecast",
+                   backend="dynamodb", model_id=f"w0-{w}-m", ok=True, error_kind="", error="", total_ms=total,
+                   iteration=int(it[w]), pull_ms=pull, commit_ms=commit, lock_wait_ms=wait,
+                   index_entries_written=int(round(c)), lock_attempts=1)
+        rows.append(row)
+        it[w] += 1
+        t[w] = end + gap_ms / 1000 * rng.lognormal(0, noise)
+    return rows
+
+
+def write_run(path: Path, rows: list[dict[str, Any]], *, workers: int, duration_s: float,
+              namespaces: str = "per-worker") -> Path:
+    """The rows as a run directory the report reads (run.json, one Parquet shard)."""
+    from harness.record.writer import to_table
+
+    (path / "iterations").mkdir(parents=True, exist_ok=True)
+    pq.write_table(to_table(rows), path / "iterations" / "part-synthetic-000000.parquet")
+    meta = run_info(workers=workers, duration_s=duration_s, scenario="forecast")
+    meta["scenario"]["datastore"] = {"namespaces": namespaces}
+    meta["run_id"] = path.name
+    runinfo.write(path, meta)
+    return path
+
+
+def findings_at(path: Path, at: str) -> dict[str, Any]:
+    from reports.forecast.horizon import parse
+    from reports.load import open_run
+    from reports.run.build import findings_of
+
+    return findings_of(open_run(path), horizon=parse(at))
+
+
+CASES: dict[str, dict[str, Any]] = {
+    "namespaced (a count per worker, linear)": dict(workers=3),
+    "a power law (commit ~ entries^1.5)": dict(workers=3, per_entry_ms=0.02, power=1.5, base_ms=150.0),
+    "one shared namespace (the fleet's count)": dict(workers=3, shared=True, per_entry_ms=0.15),
+    "pre-aged (5,000 entries at the start)": dict(workers=3, start_entries=5000.0, per_entry_ms=0.1),
+    "pruning (the count bounded at 1,500)": dict(workers=3, cap=1500.0),
+    "pruning (bounded at 300: never grew in the run)": dict(workers=3, cap=300.0),
+}
+
+
+def held(fc: dict[str, Any], measured: float) -> tuple[bool, bool]:
+    """(inside the 95 % band, within 30 % of the point)."""
+    r = fc["rate"]
+    return r["lo"] <= measured <= r["hi"], abs(measured - r["point"]) <= TOLERANCE * r["point"]
+
+
+def quick(short_s: float, long_s: float) -> int:
+    print(f"simulated closed fleets: a {short_s:.0f} s run's forecast at {long_s:.0f} s, against the same fleet "
+          f"simulated for {long_s:.0f} s (its end segment measured)")
+    misses = 0
+    with tempfile.TemporaryDirectory() as tmp:
+        for i, (name, case) in enumerate(CASES.items()):
+            ns = "shared" if case.get("shared") else "per-worker"
+            runs = {}
+            for label, d in (("short", short_s), ("long", long_s)):
+                rows = simulate(duration_s=d, seed=i, **case)
+                runs[label] = write_run(Path(tmp) / f"{i}-{label}", rows, workers=case["workers"], duration_s=d,
+                                        namespaces=ns)
+            t0 = time.perf_counter()
+            fc = findings_at(runs["short"], f"{long_s:g}s")["forecast"]
+            took = time.perf_counter() - t0
+            end = findings_at(runs["long"], "10x")["fleet"]
+            measured = float(end["end_rate"])
+            inside, near = held(fc, measured)
+            r = fc["rate"]
+            misses += not (inside or near)
+            print(f"{name}:\n  forecast {fc['basis']:<4} {r['point']:.3g} it/s [{r['lo']:.3g}-{r['hi']:.3g}] at "
+                  f"{fc['horizon_s']:.0f} s; measured {measured:.3g} it/s; error "
+                  f"{(measured - r['point']) / r['point'] * 100:+.1f} %; inside the band: {inside}; "
+                  f"within 30 %: {near}  (findings + forecast {took:.2f} s)")
+            if fc["basis"] == "flat":
+                print(f"  why flat: {fc['reason']}")
+            elif fc["extrapolated"]:
+                print(f"  extrapolated to {fc['extrapolation']:.0f}x the measured range")
+    print(f"forecasts that missed both ways: {misses} of {len(CASES)}")
+    return 0
+
+
+def real(scenarios: list[str], short: str, long: str, backends: list[str]) -> int:
+    """Real runs on the embedded stand-ins: the short run's forecast at the long run's length, then the long."""
+    from harness.durations import parse_duration
+
+    with tempfile.TemporaryDirectory(dir=ROOT / "runs" if (ROOT / "runs").is_dir() else None) as tmp:
+        for sc in scenarios:
+            for be in backends:
+                dirs = {}
+                for label, d in (("short", short), ("long", long)):
+                    dirs[label] = Path(tmp) / f"{sc}-{be}-{label}"
+                    cmd = [sys.executable, "-m", "harness", "run", sc, "--backend", be, "--workers", "3",
+                           "--duration", d, "--run-dir", str(dirs[label]), "--no-report"]
+                    print("$", " ".join(cmd[2:]), flush=True)
+                    subprocess.run(cmd, cwd=ROOT, check=False, stdout=subprocess.DEVNULL)
+                fc = findings_at(dirs["short"], f"{parse_duration(long):g}s")["forecast"]
+                fl = findings_at(dirs["long"], "10x")["fleet"]
+                if not fc or not fc.get("rate"):
+                    print(f"{sc} / {be}: no forecast ({(fc or {}).get('reason')})")
+                    continue
+                measured = float(fl["end_rate"])
+                inside, near = held(fc, measured)
+                r = fc["rate"]
+                print(f"{sc} / {be}: forecast {fc['basis']} {r['point']:.3g} it/s [{r['lo']:.3g}-{r['hi']:.3g}] at "
+                      f"{fc['horizon_s']:.0f} s ({fc.get('step_label')} against {fc.get('count_label')}; "
+                      f"{fc.get('reason') or ''}); measured {measured:.3g} it/s "
+                      f"[{fl['end_interval'][0]:.3g}-{fl['end_interval'][1]:.3g}]; error "
+                      f"{(measured - r['point']) / r['point'] * 100:+.1f} %; inside: {inside}; within 30 %: {near}")
+    return 0
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--quick", action="store_true", help="simulated fleets only (seconds)")
+    ap.add_argument("--short", default="2m")
+    ap.add_argument("--long", default="10m")
+    ap.add_argument("--scenarios", default="namespaced,disposable,pruning")
+    ap.add_argument("--backends", default="dynamodb,s3")
+    args = ap.parse_args()
+    if args.quick:
+        return quick(120.0, 600.0)
+    return real(args.scenarios.split(","), args.short, args.long, args.backends.split(","))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

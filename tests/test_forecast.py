@@ -1,0 +1,173 @@
+"""The rate forecast from what grows (issue 59 item 1): fits, horizons, the forecast against a longer run.
+
+Simulated closed fleets (bench/forecast.py ``simulate``: each iteration grows its namespace's count, its
+commit follows the count) stand in for real runs: a 2-minute run's forecast at 10 minutes is checked against
+the same fleet simulated for 10 minutes, so each assertion fails when the forecast is wrong.
+"""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from bench.forecast import findings_at, simulate, write_run
+from harness.cli import main
+from harness.errors import HarnessError
+from reports.forecast import fit
+from reports.forecast.forecast import Inputs, forecast, sentence
+from reports.forecast.horizon import Horizon, parse
+
+
+def _run(tmp_path, name, duration_s, **case):
+    case.setdefault("workers", 3)
+    rows = simulate(duration_s=duration_s, **case)
+    ns = "shared" if case.get("shared") else "per-worker"
+    return write_run(tmp_path / name, rows, workers=case["workers"], duration_s=duration_s, namespaces=ns)
+
+
+def _short_and_long(tmp_path, **case):
+    short = findings_at(_run(tmp_path, "short", 120.0, **case), "600s")["forecast"]
+    long = findings_at(_run(tmp_path, "long", 600.0, **case), "10x")["fleet"]
+    return short, float(long["end_rate"])
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_a_two_minute_forecast_holds_at_ten_minutes_per_worker_namespaces(tmp_path, seed):
+    fc, measured = _short_and_long(tmp_path, seed=seed)
+    assert fc["basis"] == "work" and fc["step"] == "commit_ms" and fc["count"] == "index_entries_written"
+    assert fc["scope"] == "per-worker" and fc["fits"]["count"]["shape"] == "linear"
+    r = fc["rate"]
+    assert r["lo"] <= measured <= r["hi"], (r, measured)
+    assert abs(measured - r["point"]) <= 0.15 * r["point"]
+    # the fall is real: the forecast is well below the short run's own end rate
+    assert r["point"] < 0.6 * findings_at(_run(tmp_path, "again", 120.0, seed=seed), "10x")["fleet"]["end_rate"]
+
+
+def test_a_shared_namespace_grows_with_the_fleet_and_a_pre_aged_store_starts_high(tmp_path):
+    fc, measured = _short_and_long(tmp_path, shared=True, per_entry_ms=0.15)
+    assert fc["scope"] == "shared" and fc["fits"]["count"]["x"] == "iterations per fleet"
+    assert abs(measured - fc["rate"]["point"]) <= 0.15 * fc["rate"]["point"]
+    fc, measured = _short_and_long(tmp_path / "aged", start_entries=5000.0, per_entry_ms=0.1)
+    assert fc["fits"]["step"]["x_lo"] >= 5000 and not fc["extrapolated"]
+    assert abs(measured - fc["rate"]["point"]) <= 0.15 * fc["rate"]["point"]
+
+
+def test_a_bounded_count_forecasts_flat_and_says_why(tmp_path):
+    fc, measured = _short_and_long(tmp_path, cap=1500.0)
+    assert fc["basis"] == "flat" and "stays bounded" in fc["reason"]
+    assert fc["rate"]["lo"] <= measured <= fc["rate"]["hi"]
+    assert sentence(fc).startswith("Flat: ") and "bounded" in sentence(fc)
+
+
+def test_linear_or_power_law_as_the_data_choose():
+    rng = np.random.default_rng(0)
+    x = rng.uniform(10, 5000, 400)
+    power = 0.02 * x ** 1.5 * rng.lognormal(0, 0.1, 400)
+    linear = 20 + 0.5 * x + rng.normal(0, 20, 400)
+    p, lin = fit.choose(x, power), fit.choose(x, linear)
+    assert p.shape == "power" and p.b == pytest.approx(1.5, abs=0.05)
+    assert lin.shape == "linear" and lin.b == pytest.approx(0.5, abs=0.02)
+    assert fit.slope_interval(x, power, p)["slope_interval"][0] < 1.5 < fit.slope_interval(x, power, p)[
+        "slope_interval"][1]
+    assert fit.choose(np.full(20, 3.0), linear[:20]) is None  # x does not vary: nothing to fit
+
+
+def _inputs(lock_hold_ms=None, n=400, seed=0):
+    """A per-worker count growing 10 an iteration, the commit 0.5 ms an entry; 4 workers at 2 it/s at the end."""
+    import pandas as pd
+
+    rng = np.random.default_rng(seed)
+    users = np.repeat(np.arange(4), n // 4)
+    i = np.tile(np.arange(1, n // 4 + 1), 4)
+    c = 10.0 * i
+    ok = pd.DataFrame({"t": i * 0.5 + rng.uniform(0, 0.1, n), "user": users, "index_entries_written": c,
+                       "commit_ms": 0.5 * c * rng.lognormal(0, 0.05, n)})
+    return Inputs(ok=ok, run_s=60.0, warmup_s=1.0, workers=4, successes=n, start_rate=8.0, end_rate=2.0,
+                  end_successes=40, end_seconds=20.0, step="commit_ms", step_label="commit",
+                  count="index_entries_written", count_label="index entries", lock_hold_ms=lock_hold_ms,
+                  lock_name="L" if lock_hold_ms else None)
+
+
+def test_the_rate_follows_the_cycle_and_a_lock_bound_fleet_its_hold():
+    x = _inputs()
+    fc = forecast(x, Horizon("iterations", 800))
+    # at 800 iterations a worker is at its 200th: 2,000 entries, the commit 1,000 ms against 500 at the end
+    delta = fc["step_ms_at_horizon"]["point"] - fc["step_ms_now"]
+    assert delta == pytest.approx(500, rel=0.05)
+    cycle = 4 * 1000 / 2.0  # the workers' own: workers / rate
+    assert fc["cycle_ms"] == pytest.approx(cycle)
+    assert fc["rate"]["point"] == pytest.approx(2.0 * cycle / (cycle + delta), rel=1e-6)
+    lock = forecast(_inputs(lock_hold_ms=400.0), Horizon("iterations", 800))
+    assert lock["bound"] == "lock" and lock["cycle_ms"] == 400.0
+    assert lock["rate"]["point"] == pytest.approx(2.0 * 400 / (400 + delta), rel=0.02)
+    assert lock["rate"]["point"] < 0.6 * fc["rate"]["point"]  # a lock's short hold feels the growth more
+    assert "lock-bound" in sentence(lock)
+
+
+def test_halving_and_extrapolation_are_said():
+    x = _inputs()
+    fc = forecast(x, Horizon("multiple", 10))
+    hv = fc["halves"]
+    # 8 it/s at the start: halves at 4 it/s, which this fleet is already below (it ends at 2)
+    assert hv["already"] and "already below half" in sentence(fc)
+    x.start_rate = 3.0
+    fc = forecast(x, Horizon("multiple", 10))
+    hv = fc["halves"]
+    assert hv["at_s"] is not None and x.run_s < hv["at_s"]
+    n, t = np.array(fc["curve"]["t"]), np.array(fc["curve"]["point"])
+    assert np.interp(hv["at_s"], n, t) == pytest.approx(1.5, rel=0.1) if hv["at_s"] <= n[-1] else True
+    assert f"iteration {hv['iterations']:,.0f}" in sentence(fc)
+    far = forecast(x, Horizon("iterations", 100_000))
+    assert far["extrapolated"] and far["extrapolation"] > 20
+    assert f"extrapolated {far['extrapolation']:.0f}x past the measured range" in sentence(far, short=True)
+    near = forecast(x, Horizon("iterations", 800))
+    assert not near["extrapolated"] and "extrapolated" not in sentence(near)
+
+
+def test_the_bootstrap_band_carries_both_fits_and_the_end_rate():
+    x = _inputs()
+    fc = forecast(x, Horizon("iterations", 800))
+    r = fc["rate"]
+    assert r["lo"] < r["point"] < r["hi"]
+    assert fc["fits"]["draws"] >= 150
+    x.end_successes, x.end_seconds = 4000, 2000.0  # the same end rate, known from 100 times the count: narrower
+    tight = forecast(x, Horizon("iterations", 800))["rate"]
+    assert tight["hi"] - tight["lo"] < 0.7 * (r["hi"] - r["lo"])
+
+
+@pytest.mark.parametrize("text,kind,value", [("10x", "multiple", 10.0), ("1900it", "iterations", 1900.0),
+                                             ("1,900 iterations", "iterations", 1900.0), ("15m", "seconds", 900.0),
+                                             ("2h", "seconds", 7200.0)])
+def test_horizons_parse(text, kind, value):
+    assert parse(text) == Horizon(kind, value)
+
+
+@pytest.mark.parametrize("text", ["soon", "0x", "-5m", "12 parsecs"])
+def test_a_bad_horizon_is_one_line(text):
+    with pytest.raises(HarnessError, match="--at"):
+        parse(text)
+
+
+def test_the_report_carries_the_forecast_and_the_command_prints_it(tmp_path, capsys):
+    from reports.run.build import build_report
+
+    run = _run(tmp_path, "run", 120.0)
+    out = build_report([run])
+    fc = json.loads((out / "summary.json").read_text())["runs"][0]["findings"]["forecast"]
+    assert fc["horizon_s"] == pytest.approx(1200, rel=0.01) and fc["horizon_iterations"] > 0
+    assert set(fc["rate"]) == {"point", "lo", "hi"} and fc["step"] == "commit_ms"
+    assert {"step", "count"} <= set(fc["fits"])
+    html = (out / "index.html").read_text()
+    assert "<th>Forecast</th><td>At this growth: " in html and (out / "figures" / "forecast.png").is_file()
+    assert main(["forecast", str(run), "--at", "15m"]) == 0
+    assert capsys.readouterr().out.startswith("At this growth: ")
+    assert main(["forecast", str(run), "--at", "1900it", "--json"]) == 0
+    printed = json.loads(capsys.readouterr().out)
+    assert printed["horizon_iterations"] == 1900 and "curve" not in printed
+    assert main(["forecast", str(run), "--at", "soon"]) == 2
+    assert "--at 'soon'" in capsys.readouterr().err
+    tiny = write_run(tmp_path / "tiny", simulate(workers=1, duration_s=0.5), workers=1, duration_s=0.5)
+    assert main(["forecast", str(tiny)]) == 3
+    assert capsys.readouterr().out.startswith("No forecast")
