@@ -160,4 +160,5 @@ def test_every_error_kind_a_ladder_may_expect_is_judged_in_words():
         (c,) = ex.judge_run(_findings(None, None, errors={kind: 3}, failures=3), {"errors": [kind]}, "r")
         assert c.shown and c.sentence.startswith("3 of 100 iterations failed with "), c.sentence
     (c,) = ex.judge_run(_findings(None, None, errors={"push_failed": 2}), {"no_errors": ["push_failed"]}, "r")
-    assert not c.shown and c.sentence == "expected no failed pushes (exit 0 with an error span), 2 of 100 iterations had one"
+    assert not c.shown
+    assert c.sentence == "expected no failed pushes (exit 0 with an error span), 2 of 100 iterations had one"
