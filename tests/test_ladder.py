@@ -142,3 +142,13 @@ def test_list_shows_the_shipped_ladders_with_their_chapters(capsys):
     out = capsys.readouterr().out.splitlines()
     assert out[0].startswith("migrating-bottleneck") and "6 chapters" in out[0]
     assert out[2].strip().startswith("2. per-model GSI, one lock per table: shared-lock on dynamodb, 6 workers")
+
+
+def test_a_ladder_of_swamp_runs_may_expect_push_failed(tmp_path):
+    """push_failed is the swamp driver's kind (a push swamp downgraded to a warning): a ladder can expect it, and
+    the report's failure columns and summary name it in order, before other."""
+    from reports.run.compute import ERROR_KINDS
+    text = '[[chapter]]\nname = "a"\nscenario = "namespaced"\nexpect = { errors = ["push_failed"] }\n'
+    (ch,) = ladders.load(str(_write(tmp_path, text))).chapters
+    assert ch.run_expectations(ch.runs[0])["errors"] == ["push_failed"]
+    assert ERROR_KINDS.index("push_failed") == len(ERROR_KINDS) - 2

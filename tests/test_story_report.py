@@ -151,3 +151,14 @@ def test_closing_rows_name_each_runs_rate_bound_and_growth():
     assert row["bound_by"][0] == "6 workers: a lock 100 % (dynamodb://t)"
     assert row["grew"] == ["6 workers: nothing credibly", "12 workers: nothing credibly"]
     assert row["verdict"] == "not shown: s on DynamoDB: too noisy"
+
+
+def test_every_error_kind_a_ladder_may_expect_is_judged_in_words():
+    """push_failed (the swamp driver) and connection may be expected like the others: each has its words."""
+    from harness.plan.ladder import ERROR_KINDS
+    for kind in ERROR_KINDS:
+        (c,) = ex.judge_run(_findings(None, None, errors={kind: 3}, failures=3), {"errors": [kind]}, "r")
+        assert c.shown and c.sentence.startswith("3 of 100 iterations failed with "), c.sentence
+    (c,) = ex.judge_run(_findings(None, None, errors={"push_failed": 2}), {"no_errors": ["push_failed"]}, "r")
+    assert not c.shown
+    assert c.sentence == "expected no failed pushes (exit 0 with an error span), 2 of 100 iterations had one"

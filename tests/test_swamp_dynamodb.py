@@ -294,3 +294,31 @@ def test_swamps_retries_wrap_the_data_path_and_leave_lock_items_alone(aws):
     with pytest.raises(ClientError):
         be.client.get_item(TableName=TABLE, Key={"pk": {"S": "LOCK#.datastore.lock"}, "sk": {"S": "LOCK"}})
     assert sent == ["LOCK#.datastore.lock"] and len(clock.sleeps) == 2
+
+
+def files_pushed_by_run(store, runs: int, methods: tuple[str, ...]) -> list[int]:
+    """Files each run of one model pushed, its methods cycling as a worker's iterations do."""
+    out = []
+    for i in range(runs):
+        steps: list = []
+        store.sync_run("m0", methods[i % len(methods)], 100, steps)
+        out.append(summarize(steps)["files_pushed"])
+    return out
+
+
+def test_swamps_data_name_is_one_per_model_so_every_run_grows_the_push(aws):
+    """@webframp/system's methods all write the data name "current" (writeResource(spec, "current")), so
+    swamp's push re-sends 2 more files with every run of a model whatever its method: the twin must name data
+    as swamp does (data_name = "swamp"), or its push grows a quarter as fast with four methods cycling (the
+    0.4 files a run measured on the twin against swamp's 2)."""
+    be = backend(aws, "per-model")
+    methods = ("get_uptime", "get_memory", "get_load", "get_disk")
+    per_method = files_pushed_by_run(two_phase(be, namespace="w1", upload_concurrency=10, push_scope="swamp"), 9,
+                                     methods)
+    swamp = files_pushed_by_run(two_phase(be, namespace="w2", upload_concurrency=10, push_scope="swamp",
+                                          data_name="swamp"), 9, methods)
+    assert [b - a for a, b in zip(swamp[1:], swamp[2:], strict=False)] == [2] * 7
+    assert per_method[8] - per_method[4] == 2  # one more version of get_uptime's data name in four runs
+    from harness.plan import scenario as scenarios
+    for name in ("two-phase-namespaced", "two-phase-shared-lock", "two-phase-disposable", "two-phase-pruning"):
+        assert scenarios.load(name).workload.data_name == "swamp", name

@@ -49,6 +49,13 @@ def padding(n: int) -> str:
     return (_PAD * reps + _PAD[:rest]).decode()
 
 
+# Which data name a method's run writes: "method" (the harness's own: one name per method, uptime, memory, ...)
+# or "swamp" (@webframp/system's methods all call writeResource(spec, "current"), and swamp's data name is that
+# instance name, data_writer.ts at 06b6147: every run of a model adds a version to its one data name "current")
+DATA_NAMES = ("method", "swamp")
+SWAMP_DATA_NAME = "current"
+
+
 def run_method(method: str, payload_bytes: int, rng: random.Random) -> tuple[str, bytes]:
     """Run ``method`` locally; return (data name, resource bytes of about ``payload_bytes``)."""
     if method not in METHODS:

@@ -32,7 +32,7 @@ from harness.datastore.backends.base import Backend, CommitResult, CursorDraft, 
 from harness.datastore.catalog import Catalog
 from harness.datastore.errors import ConfigError, ConflictError, ContentMissingError, LockLostError
 from harness.datastore.lock import Heartbeat, Lock, LockConfig, LockGrant, Recorder
-from harness.datastore.model import MODEL_TYPE, run_method
+from harness.datastore.model import MODEL_TYPE, SWAMP_DATA_NAME, run_method
 from harness.datastore.paths import Paths, model_of
 from harness.datastore.profiles import SYNC_MODES, profile
 from harness.datastore.swamp_push import EXPORTS_AT, PUSH_SCOPES, data_name_dir, stage_rewrites
@@ -62,6 +62,7 @@ class SyncConfig:
     download_concurrency: int = 1
     dirty_path_cap: int = 0
     catalog_export: str = "compact"
+    data_name: str = "method"  # swamp: every method's run a version of the model's one data name (model.py)
     push_scope: str = "changed"  # swamp: a push writes every version of a changed data name again (DynamoDB)
     export_at: str = "after-commit"  # swamp: in two-phase's commit, under the lock (DynamoDB), or the push (S3)
     record_views: bool = False  # every pull's view in the history (the checker's torn-read test; safety runs)
@@ -382,6 +383,8 @@ class Datastore:
             self._stage(self.paths.definition(model_type, model_id),
                         f"type: {model_type}\nid: {model_id}\n".encode())
         name, raw = run_method(method, payload_bytes, self.rng)
+        if self.cfg.data_name == "swamp":  # @webframp/system: writeResource(spec, "current") in every method
+            name = SWAMP_DATA_NAME
         version = self.catalog.next_version(self.ns, model_type, model_id, name)
         raw_rel = self.paths.data_raw(model_type, model_id, name, version)
         digest = FileMeta.digest_of(raw)

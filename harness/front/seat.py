@@ -47,10 +47,13 @@ class Seat:
 
 
 def fill(row: dict[str, Any], sent: WireCounts) -> None:
-    """The wire's counts into the row's columns the spans left null (None); ``throttles`` is the wire's only."""
+    """The wire's counts into the row's columns the spans left null (None); ``throttles`` is the wire's only.
+    Units only where DynamoDB was sent to: S3 has none, and a 0 would read as an iteration that cost nothing."""
     values = {"requests": sent.requests, "write_requests": sent.write_requests, "read_units": sent.read_units,
               "write_units": sent.write_units, "bytes_sent": sent.bytes_sent, "bytes_received": sent.bytes_received,
               "throttles": sent.throttles}
+    if not any(k.startswith("dynamodb.") for k in sent.kinds):
+        del values["read_units"], values["write_units"]
     for col, v in values.items():
         if row.get(col) is None:
             row[col] = v

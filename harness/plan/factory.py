@@ -42,7 +42,8 @@ def sync_config(sc: Scenario, namespace: str | None) -> SyncConfig:
                       fencing=ds.fencing, sync=ds.sync, global_poll_s=ds.global_poll_s, global_lock=ds.global_lock,
                       bookkeeping=ds.bookkeeping, upload_concurrency=ds.upload_concurrency,
                       download_concurrency=ds.download_concurrency, dirty_path_cap=ds.dirty_path_cap,
-                      catalog_export=sc.workload.catalog_export, push_scope=ds.push_scope, export_at=ds.export_at,
+                      catalog_export=sc.workload.catalog_export, data_name=sc.workload.data_name,
+                      push_scope=ds.push_scope, export_at=ds.export_at,
                       record_views=sc.checks.safety)
 
 

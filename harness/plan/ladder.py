@@ -54,7 +54,8 @@ QUICK_KEYS = ("duration", "workers", "seed")
 COUNTS = ("pull_items_read", "index_entries_written", "catalog_rows", "files_pushed", "lock_attempts",
           "read_units", "write_units")
 STEPS = ("lock wait", "pull", "method", "push", "commit", "export", "delete", "prune")
-ERROR_KINDS = ("lock_timeout", "throttled", "fenced", "conflict", "timeout", "connection", "other")
+# push_failed: the swamp driver (a push swamp downgraded to a warning), so a ladder of real-swamp runs can expect it
+ERROR_KINDS = ("lock_timeout", "throttled", "fenced", "conflict", "timeout", "connection", "push_failed", "other")
 
 
 @dataclass(frozen=True)

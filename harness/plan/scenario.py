@@ -32,7 +32,7 @@ from harness.datastore.backends.s3 import INDEX_KINDS
 from harness.datastore.backends.s3.swamp import COMMAND_REQUESTS, COMMITS, PREPARE_READS, RETRIES, SHARDS
 from harness.datastore.catalog import CATALOG_EXPORTS
 from harness.datastore.lock import BACKOFFS, LockConfig, swamp_backoff
-from harness.datastore.model import METHODS
+from harness.datastore.model import DATA_NAMES, METHODS
 from harness.datastore.swamp_push import EXPORTS_AT, PUSH_SCOPES
 from harness.datastore.sync import BOOKKEEPING, GLOBAL_LOCKS, INDEX_COMMITS, LOCK_SCOPES, SYNC_MODES
 from harness.errors import HarnessError
@@ -318,7 +318,8 @@ def _workload(w: _Reader) -> Workload:
                         methods=tuple(methods), payload_bytes=tuple(payloads),
                         think_time_s=w.duration("think_time", 0.0, positive=False),
                         shared_models=w.boolean("shared_models", False),
-                        catalog_export=w.choice("catalog_export", "compact", CATALOG_EXPORTS))
+                        catalog_export=w.choice("catalog_export", "compact", CATALOG_EXPORTS),
+                        data_name=w.choice("data_name", "method", DATA_NAMES))
     w.done()
     return workload
 

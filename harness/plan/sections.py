@@ -83,6 +83,7 @@ class Workload:
     think_time_s: float = 0.0
     shared_models: bool = False  # every worker cycles through the same models (their paths collide)
     catalog_export: str = "compact"  # compact | swamp (23 columns a row, 2-space JSON, as swamp writes it) | stored-28
+    data_name: str = "method"  # method (a data name per method) | swamp (@webframp/system: every method's "current")
 
 
 @dataclass(frozen=True)

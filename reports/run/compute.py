@@ -17,7 +17,7 @@ from reports.run.causes import STEP_LABELS
 from reports.series import Span, exposure, seconds_since, successes, window_index
 
 PERCENTILES = (50, 66, 75, 80, 90, 95, 98, 99, 99.9, 100)
-ERROR_KINDS = ["lock_timeout", "throttled", "fenced", "conflict", "timeout", "connection", "other"]
+ERROR_KINDS = ["lock_timeout", "throttled", "fenced", "conflict", "timeout", "connection", "push_failed", "other"]
 MAX_FAILURE_ROWS = 20
 
 

@@ -31,6 +31,7 @@ from reports.run.causes import (
     step_causes,
 )
 from reports.run.compute import ERROR_KINDS, failure_table, lock_waits, percentile_table, step_shares
+from reports.run.own_time import own_time
 from reports.run.spans import span_findings
 from reports.run.utilization import Usage, table_rows
 from reports.run.verdict import Level, fleet_verdict
@@ -119,6 +120,7 @@ def findings(rows: pd.DataFrame, info: dict | None = None, *, probes: pd.DataFra
     out["limits"] = _limits(rows, t, ok_mask, info, out, span.seconds)
     out["failure_story"] = _failure_story(rows, ok_mask, out)
     out["spans"] = span_findings(rows, spans)
+    out["own_time"] = own_time(rows, early_rows, end_rows, fleet)  # command runs: the datastore's time, not the rate's
     _ahead(out, rows, ok, t, t_succ, info, horizon, prices)
     out["changes"] = _changes(rows, ok_mask, t, out, span, window)
     _backend_evidence(out)

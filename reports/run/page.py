@@ -241,7 +241,8 @@ def _verdict(f: dict[str, Any]) -> str:
     them."""
     v = f.get("verdict") or {}
     box = verdict_box([("Outcome", v.get("outcome")), ("Bound by", v.get("bound")), ("Failures", v.get("failures")),
-                       ("Rate", v.get("rate")), ("What grew", v.get("grew")), forecast_row(f), first_change_row(f),
+                       ("Rate", v.get("rate")), ("Datastore's own time", v.get("own_time")),
+                       ("What grew", v.get("grew")), forecast_row(f), first_change_row(f),
                        ("Checks", v.get("checks"))])
     if (f.get("outcome") or {}).get("completion", "completed") != "completed":  # cut short: its line stands out
         box = box.replace("<tr><th>Outcome</th>", '<tr class="warn"><th>Outcome</th>', 1)

@@ -353,11 +353,12 @@ def grew_line(f: dict[str, Any]) -> str | None:
 
 def verdict(f: dict[str, Any]) -> dict[str, str | None]:
     """What the page leads with: how the run ended, the bound (the outcome's short sentence; the long one with its
-    numbers opens the bound's section), the rate, what grew, the checks."""
+    numbers opens the bound's section), the rate and beside it (a command-driver run) the datastore's own time per
+    iteration, what grew, the checks."""
     first = failure_story_sentences(f)
     o = f.get("outcome") or {}
     return {"outcome": o.get("completion_line"), "bound": o.get("bound"), "failures": first[0] if first else None,
-            "rate": rate_line(f), "grew": grew_line(f),
+            "rate": rate_line(f), "own_time": (f.get("own_time") or {}).get("sentence"), "grew": grew_line(f),
             "checks": o.get("checks") if o.get("checks_state") not in (None, "none") else None}
 
 

@@ -36,7 +36,8 @@ COUNT_LABELS = {"pull_items_read": "items read per pull", "index_entries_written
                 "lock_attempts": "lock attempts per iteration", "read_units": "read units per iteration",
                 "write_units": "write units per iteration"}
 ERROR_LABELS = {"lock_timeout": "lock timeouts", "throttled": "throttled requests", "fenced": "fenced commits",
-                "conflict": "conflicts", "timeout": "timeouts", "other": "other errors"}
+                "conflict": "conflicts", "timeout": "timeouts", "connection": "connection failures",
+                "push_failed": "failed pushes (exit 0 with an error span)", "other": "other errors"}
 BACKEND_LABELS = {"dynamodb": "DynamoDB", "s3": "S3"}
 
 
