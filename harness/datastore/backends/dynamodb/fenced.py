@@ -64,10 +64,10 @@ from harness.datastore.backends.dynamodb.cursor import DynamoCursor, Known
 from harness.datastore.backends.dynamodb.items import (
     MODEL_FENCE,
     NS_DIGEST,
-    DomainState,
     NS_EPOCH,
     PER_MODEL,
     VERSION_PREFIX,
+    DomainState,
     chunk_keys,
     file_key,
     lock_item_key,
