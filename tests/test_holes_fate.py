@@ -233,3 +233,63 @@ def test_an_error_after_an_attempt_without_an_answer_is_never_known_not_landed(a
 
 def test_a_throttle_on_every_attempt_stays_known_not_landed(aws):
     assert not outcome_unknown(_throttled_call(aws, lose_first=False))
+
+
+# ---- the checker: an indeterminate commit explains only what its fate record allows; a fresh reader pulls -------
+def _commit(cid, seq=None, ok=True, **kw):
+    e = {"type": "commit", "ok": ok, "cid": cid, "key": "L", "fence": 1, "nonce": cid, "invoke_ms": 0,
+         "writes": [], "deletes": [], **kw}
+    if ok:
+        e.update(seq=seq, base=seq - 1, domain="L", complete_ms=seq * 10)
+    return e
+
+
+def test_an_indeterminate_commit_still_pending_explains_no_sealed_sequence():
+    """Sequence 2 sealed by a commit told it failed; beside it one indeterminate commit whose id is still pending
+    in the final lock item (it provably never sealed): unexplained 1 (old checker: 0 violations)."""
+    events = [_commit("c1", 1), _commit("a", ok=False, error="ClientError: throttled"),
+              _commit("x", ok=False, indeterminate=True), _commit("c3", 3, view_seq=2)]
+    state = {"domains": {"L": {"seq": 3, "pending": ["x"]}}, "entries": []}
+    report = check(events, state)
+    assert report["unexplained_seals"] == 1 and report["details"]["unexplained_seals"][0]["sequences"] == [2]
+    state["domains"]["L"]["pending"] = []  # its id no longer pending: it may be the one that sealed 2
+    assert check(events, state)["unexplained_seals"] == 0
+
+
+def test_an_indeterminate_s3_commit_explains_a_sequence_only_where_the_heads_record_names_it():
+    events = [_commit("c1", 1), _commit("x", ok=False, indeterminate=True), _commit("c3", 3, view_seq=2)]
+    state = {"domains": {"L": {"seq": 3, "sealed": {"1": "c1", "2": "a", "3": "c3"}}}, "entries": []}
+    assert check(events, state)["unexplained_seals"] == 1  # the head says "a" sealed 2, not "x"
+    state["domains"]["L"]["sealed"]["2"] = "x"
+    assert check(events, state)["unexplained_seals"] == 0
+    state["domains"]["L"]["sealed"] = {"3": "c3"}  # 2 is past the head's window: x may have sealed it
+    assert check(events, state)["unexplained_seals"] == 0
+
+
+@pytest.mark.parametrize("kind", ["per-model", "legacy", "sharded", "monolith"])
+def test_a_namespace_no_fresh_fenced_reader_can_pull_is_a_violation(aws, clock, kind):
+    """The checker asks what a user would: a fresh fenced reader pulls each namespace the history wrote. A
+    version item (a shard object) removed from under the record that counts it leaves the model unreadable or
+    short: ``unreadable`` 1 (the old checker read the table straight and could not see it)."""
+    from harness.safety.fresh import with_fresh_reads
+
+    events: list[dict] = []
+    a = store(kind, aws, clock, "a", events, "one-lock")
+    a.sync_run("m0", "get_uptime", 100, [])
+    a.sync_run("m1", "get_uptime", 100, [])
+    healthy = with_fresh_reads(a.backend, events, snapshot(a.backend))
+    assert [r["ok"] for r in healthy["fresh_reads"]] == [True] and healthy["fresh_reads"][0]["read"] > 0
+    assert check(events, healthy)["violations"] == 0
+    ddb, s3 = aws
+    if is_dynamodb(kind):
+        items = ddb.scan(TableName="harness-test")["Items"]
+        victim = next(i for i in items if i["pk"]["S"] == f"FILE#{LATEST}" and i["sk"]["S"].startswith("V#"))
+        ddb.delete_item(TableName="harness-test", Key={"pk": victim["pk"], "sk": victim["sk"]})
+    else:
+        shard = next(o["Key"] for o in s3.list_objects_v2(Bucket="harness-test")["Contents"]
+                     if ("_index/" in o["Key"] or ".datastore-index/" in o["Key"]) and "_meta.json" not in o["Key"])
+        s3.delete_object(Bucket="harness-test", Key=shard)
+    state = with_fresh_reads(a.backend, events, snapshot(a.backend))
+    report = check(events, state)
+    assert report["unreadable"] == 1, report["details"]["unreadable"]
+    assert report["details"]["unreadable"][0]["namespace"] == "w1"

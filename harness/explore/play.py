@@ -39,6 +39,7 @@ from harness.datastore.sync import Datastore, SyncConfig
 from harness.explore.actor import Actor, Budget, Fault, Hooks, SkewClock, Stuck
 from harness.explore.world import Inline, Target
 from harness.safety.checker import FINDINGS, check
+from harness.safety.fresh import with_fresh_reads
 from harness.safety.state import snapshot
 from harness.work import Work
 
@@ -224,7 +225,8 @@ class Play:
         for a in self.actors.values():
             if not a.crashed:
                 self.step({"actor": a.name, "op": "pull"})
-        report = check(self.stage.events, snapshot(self.stage.observer))
+        observer = self.stage.observer
+        report = check(self.stage.events, with_fresh_reads(observer, self.stage.events, snapshot(observer)))
         if any(a.clock.ahead_s for a in self.actors.values()) and report["lease_overlaps"]:
             # a clock running ahead ends another holder's lease early: a lease lock assumes clocks that agree,
             # so two leases at once are what that disturbance does (fencing must keep the data safe regardless)

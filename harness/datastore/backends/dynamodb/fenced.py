@@ -97,6 +97,14 @@ if TYPE_CHECKING:
 SEAL_FORGETS = 50  # model fences a prune's seal removes at most (the rest stay: they only take space)
 
 
+def _tag(e: BaseException, cid: str) -> None:
+    """The id this commit used, on its error: the history records it (the checker reads its fate by it)."""
+    try:
+        e.commit_id = cid  # type: ignore[attr-defined]
+    except AttributeError:  # (an exception without a __dict__)
+        pass
+
+
 class FencedCommit:
     """One fenced commit (upserts and removals): registry, version items, seal; cleanup after the release."""
 
@@ -154,6 +162,7 @@ class FencedCommit:
             except BaseException as e:
                 self.abandoned = not isinstance(e, Exception)  # a killed user: started calls may still land
                 self._undo()
+                _tag(e, self.cid)
                 raise
             try:
                 with for_fencing(self.work):  # the seal on the lock item (swamp's sequence is its bookkeeping's)
@@ -167,6 +176,7 @@ class FencedCommit:
                     self._undo()
                 else:
                     self.be.claims.keep.add(self.cid)
+                _tag(e, self.cid)
                 raise
             self._after_seal(upserts, [*removals, *buried], gone, doomed, sealed)
         return CommitResult(sealed, sealed - 1, self.cid, self.key, seal_ms=self.seal_ms, sent_ms=self.sent_ms)
