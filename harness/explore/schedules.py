@@ -225,13 +225,14 @@ def replay(s: Schedule, lab: Lab, quick: bool = False) -> Schedule:
 
 
 def targets(backend: str | None, sync: str | None, layout: str | None, fencing: bool,
-            quick: bool = False) -> list[Target]:
-    """What to explore: the asked-for backend, profile and layout, or every one (quick: each backend's first)."""
+            quick: bool = False, uploads: str = "profile", shards: str = "model") -> list[Target]:
+    """What to explore: the asked-for backend, profile and layout, or every one (quick: each backend's first);
+    ``uploads`` and ``shards``, the configurations (``world.Target``)."""
     out = []
     for be in ([backend] if backend else ["dynamodb", "s3"]):
         for prof in ([sync] if sync else ["one-lock", "two-phase"]):
             for lay in ([layout] if layout else LAYOUTS[be][:1] if quick else LAYOUTS[be]):
-                out.append(Target(be, prof, lay, fencing))
+                out.append(Target(be, prof, lay, fencing, uploads, shards if be == "s3" else "model"))
     return out
 
 
