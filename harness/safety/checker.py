@@ -127,7 +127,8 @@ def check(events: list[dict], state: dict, *, untracked_ok: bool = False) -> dic
     torn = torn_reads(events, untracked_ok=untracked_ok)
     seals = unexplained_seals(events, state, untracked_ok=untracked_ok)
     gone = lost_reads(events, state)
-    unreadable = [r for r in state.get("fresh_reads") or [] if not r.get("ok")]
+    reads = _fresh_reads(state)
+    unreadable = [r for r in reads if not r.get("ok")]
     grant_events = [e for e in events if e.get("type") == "grant"]
     report = {
         "acknowledged": len(acked),
@@ -146,7 +147,7 @@ def check(events: list[dict], state: dict, *, untracked_ok: bool = False) -> dic
         "unexplained_seals": sum(f["unexplained"] for f in seals),
         "lost_reads": len(gone),
         "unreadable": len(unreadable),
-        "fresh_reads": len(state.get("fresh_reads") or []),
+        "fresh_reads": len(reads),
         "pulls_checked": sum(1 for e in events if e.get("type") == "pull" and e.get("view") is not None),
         "acquisitions": len(grant_events),
         "contended": _contended(events),
@@ -163,6 +164,11 @@ def check(events: list[dict], state: dict, *, untracked_ok: bool = False) -> dic
     }
     report["violations"] = sum(report[k] for k in FINDINGS)
     return report
+
+
+def _fresh_reads(state: dict) -> list[dict]:
+    """What fresh fenced readers pulled of the final state (``fresh.py``; none in an older state file)."""
+    return list(state.get("fresh_reads") or [])
 
 
 def _contended(events: list[dict]) -> int:
