@@ -262,7 +262,7 @@ def test_the_page_of_a_random_exploration_lists_its_shrunk_schedules_then_the_to
 
 
 # ---- issue 55: a lost answer whose resend fails otherwise, aimed at the requests that decide a commit's fate ----
-SEAL = {"dynamodb": "UpdateItem seal", "s3": "PutObject head"}
+SEAL = {"dynamodb": "UpdateItem seal", "s3": "PutObject seal"}
 REQUEST_FAULTS = [("lost-answer", None), ("lost-then", "throttle"), ("lost-then", "5xx"), ("lost-then", "reset"),
                   ("throttle", None), ("crash", None), ("stop", None)]
 

@@ -69,9 +69,10 @@ def fault_kinds(target: Target) -> tuple[str, ...]:
 # The requests that decide a commit's fate, drawn more often as a disturbance's target (issue 55: drawn evenly
 # from some 20 kinds, a seal was rarely hit): each kind of request counts this many times in the draw
 FATE_WEIGHTS = {"seal": 8, "fate read": 4, "record write": 3, "collection": 3}
-SEALS = ("UpdateItem seal", "PutObject head")
+SEALS = ("UpdateItem seal", "PutObject seal")
 FATE_READS = ("GetItem lock item", "GetObject head")
-RECORD_WRITES = ("UpdateItem registry", "UpdateItem lock item", "BatchWriteItem put", "PutObject shard")
+RECORD_WRITES = ("UpdateItem registry", "UpdateItem lock item", "BatchWriteItem put", "PutObject shard",
+                 "PutObject head")  # (S3's head written by a grant: its fence)
 
 
 def fate_class(label: str) -> str | None:
