@@ -62,7 +62,8 @@ def vocabulary(target: Target, troupe: Troupe) -> list[str]:
 
 
 def fault_kinds(target: Target) -> tuple[str, ...]:
-    return ("lost-answer", "lost-then", "throttle", "crash", "stop", "ahead") + (
+    """(Hypothesis draws the first of a list more often than the last: what decides a commit's fate goes first.)"""
+    return ("lost-then", "lost-answer", "throttle", "crash", "stop", "ahead") + (
         ("gsi",) if target.backend == "dynamodb" else ())
 
 
@@ -93,8 +94,9 @@ def weight(label: str) -> int:
 
 
 def weighted(labels: list[str]) -> list[str]:
-    """The labels a disturbance's target is drawn from: each as many times as its weight."""
-    return [lab for lab in labels for _ in range(weight(lab))]
+    """The labels a disturbance's target is drawn from: each as many times as its weight, the heaviest first
+    (Hypothesis's draws favour the first of a list, and shrink toward it)."""
+    return [lab for lab in sorted(labels, key=lambda x: (-weight(x), x)) for _ in range(weight(lab))]
 
 
 def disturbances(steps: list[dict]) -> set[str]:
