@@ -293,3 +293,20 @@ def test_a_namespace_no_fresh_fenced_reader_can_pull_is_a_violation(aws, clock, 
     report = check(events, state)
     assert report["unreadable"] == 1, report["details"]["unreadable"]
     assert report["details"]["unreadable"][0]["namespace"] == "w1"
+
+
+def test_a_release_whose_answer_is_lost_and_resend_fails_is_recorded_as_a_release(aws, clock):
+    """Found by the new explorer (``lost-then`` at a release): the release lands, its answer is lost, the resend
+    fails with a 5xx; the holder's next grant comes at once (the lock is free). The release is recorded (its
+    outcome unknown), so the checker sees no two leases at once (old code: nothing recorded, lease overlaps 1)."""
+    events: list[dict] = []
+    a = store("per-model", aws, clock, "a", events, "one-lock")
+    armed = lose_answer(a.backend.client, second_clients()[0], "dynamodb", "UpdateItem",
+                        lambda p: str(p.get("UpdateExpression", "")).startswith("REMOVE nonce"), then="InternalError")
+    run_a(a)
+    assert armed["lost"] == 1 and armed["resent"] == 1, "the interleaving did not happen"
+    a.sync_run("m0", "get_load", 100, [])
+    releases = [e for e in events if e.get("type") == "release"]
+    assert releases[0].get("indeterminate") and not releases[0]["ok"]
+    report = check(events, snapshot(a.backend))
+    assert report["lease_overlaps"] == 0 and report["violations"] == 0, report["details"]
