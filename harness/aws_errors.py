@@ -89,8 +89,43 @@ def is_transient(exc: BaseException | None) -> bool:
     return isinstance(exc, TIMEOUTS + DROPS)
 
 
+# Set (as an attribute of the exception, or in a ClientError's ResponseMetadata) by the instrumentation when an
+# attempt of the call before the last one had no answer: botocore retried it, so the last error says nothing
+# about whether that earlier attempt landed (``harness.aws.instrument`` notes each attempt)
+EARLIER_UNANSWERED = "HarnessEarlierAttemptUnanswered"
+
+
+def attempt_unanswered(caught: BaseException | None, response: tuple | None) -> bool:
+    """One attempt of a call whose answer never came (timed out, dropped, a server error): it may have landed."""
+    if caught is not None:
+        return isinstance(caught, TIMEOUTS + DROPS) or error_code(caught) in SERVER_CODES
+    parsed = response[1] if response is not None and len(response) > 1 else None
+    return isinstance(parsed, dict) and str(parsed.get("Error", {}).get("Code", "")) in SERVER_CODES
+
+
+def mark_unanswered(exc: BaseException) -> None:
+    """Note on ``exc`` that an earlier attempt of its call had no answer (the instrumentation calls this)."""
+    try:
+        setattr(exc, EARLIER_UNANSWERED, True)
+    except AttributeError:  # (an exception type without a __dict__: its ResponseMetadata below still says it)
+        pass
+    if isinstance(exc, ClientError):
+        exc.response.setdefault("ResponseMetadata", {})[EARLIER_UNANSWERED] = True
+
+
 def outcome_unknown(exc: BaseException | None) -> bool:
-    """The request may have been applied although the client saw an error (its answer was lost)."""
+    """The request may have been applied although the client saw an error (its answer was lost).
+
+    Unknown whatever the last attempt's code when an earlier attempt of the call had no answer (a timeout, a
+    reset, a server error, then botocore's resend throttled or refused): that attempt may have landed. A run of
+    attempts each answered (throttles, refusals) did not land, and stays known.
+    """
+    if exc is None:
+        return False
+    if getattr(exc, EARLIER_UNANSWERED, False):
+        return True
+    if isinstance(exc, ClientError) and exc.response.get("ResponseMetadata", {}).get(EARLIER_UNANSWERED):
+        return True
     return isinstance(exc, TIMEOUTS + DROPS) or (isinstance(exc, ClientError) and error_code(exc) in SERVER_CODES)
 
 

@@ -218,6 +218,12 @@ def build_parser() -> argparse.ArgumentParser:
     ex.add_argument("--seed", type=int, help="--random's seed (default a new one, printed): the same schedules "
                                              "again on the same Hypothesis version")
     ex.add_argument("--budget", metavar="DURATION", help="stop after this wall time (e.g. 90s, 10m)")
+    ex.add_argument("--uploads-at-commit", choices=["profile", "on", "off", "random"], default="profile",
+                    help="where content is written: as the profile says (default), under the commit's lock (on), "
+                         "in the push's prepare (off), or random: drawn for each schedule (--random only)")
+    ex.add_argument("--s3-shards", choices=["model", "swamp", "random"], default="model",
+                    help="S3's shard form: one a model (default), swamp's keys, or random: drawn for each schedule "
+                         "(--random only)")
     ex.add_argument("--replay", metavar="EXPLORE_JSON", help="play the schedules an explore.json of --random stored "
                                                              "again (no Hypothesis needed), in the explorer's words")
     ex.add_argument("--schedule", type=int, metavar="K", help="with --replay: its K-th stored schedule only")
@@ -515,11 +521,13 @@ def main(argv: list[str] | None = None) -> int:
                 return ex_cmd.cmd_explore_replay(args.replay, args.schedule)
             if args.random is not None:
                 return ex_cmd.cmd_explore_random(args.backend, args.sync, args.layout, args.fencing, args.random,
-                                                 args.seed, args.budget, args.run_dir, quick=args.quick, ops=args.ops)
+                                                 args.seed, args.budget, args.run_dir, quick=args.quick, ops=args.ops,
+                                                 uploads=args.uploads_at_commit, shards=args.s3_shards)
             if args.seed is not None:
                 raise HarnessError("--seed is --random's: add --random N")
             return ex_cmd.cmd_explore(args.backend, args.sync, args.layout, args.fencing, args.ops, args.quick,
-                                      args.run_dir, args.budget)
+                                      args.run_dir, args.budget, uploads=args.uploads_at_commit,
+                                      shards=args.s3_shards)
         if args.command == "worker":
             from harness.commands.distributed import exec_worker
 

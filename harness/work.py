@@ -138,6 +138,11 @@ def sending(clock: Any) -> Iterator[Sends]:
         _sends.reset(token)
 
 
+def sealing() -> bool:
+    """Is a seal being sent (inside ``sending``)? The explorer labels such a request a seal, whatever its key."""
+    return _sends.get() is not None
+
+
 def note_send() -> None:
     """Called by the instrumentation as a request is sent."""
     log = _sends.get()

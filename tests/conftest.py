@@ -150,13 +150,16 @@ def once_before(client, event: str, when, action):
     return done
 
 
-def lose_answer(client, other, service: str, op: str, when, meanwhile=None):
+def lose_answer(client, other, service: str, op: str, when, meanwhile=None, then: str | None = None):
     """The first ``op`` matching ``when(params)`` lands (sent through ``other``, an unhooked client of the same
     endpoint) but its answer is lost: botocore sees a read timeout and sends it again, as its retries do.
-    ``meanwhile()`` runs after it landed and before the timeout is seen (the sender frozen, others going on)."""
-    from botocore.exceptions import ReadTimeoutError
+    ``meanwhile()`` runs after it landed and before the timeout is seen (the sender frozen, others going on).
+    ``then``: what botocore's resend meets: None, it goes through; an error code (``SlowDown``,
+    ``ProvisionedThroughputExceededException``, ``InternalError``), the call fails with it as botocore hands it
+    over past its retries; ``reset``, the connection is reset. ``state["resent"]`` counts the resends failed."""
+    from botocore.exceptions import ClientError, ConnectionClosedError, ReadTimeoutError
 
-    state = {"params": None, "lost": 0}
+    state = {"params": None, "lost": 0, "resent": 0}
     method = {"PutObject": "put_object", "UpdateItem": "update_item"}[op]
 
     def build(params, **_):
@@ -170,6 +173,11 @@ def lose_answer(client, other, service: str, op: str, when, meanwhile=None):
             if meanwhile is not None:
                 meanwhile()
             raise ReadTimeoutError(endpoint_url=request.url)  # ... and its answer never arrives
+        if then is not None and state["lost"] == 1 and not state["resent"]:
+            state["resent"] = 1  # the resend fails otherwise (botocore retries neither of these itself here)
+            if then == "reset":
+                raise ConnectionClosedError(endpoint_url=request.url)
+            raise ClientError({"Error": {"Code": then, "Message": "injected after its retries"}}, op)
 
     client.meta.events.register(f"before-parameter-build.{service}.{op}", build)
     client.meta.events.register_first(f"before-send.{service}.{op}", send)

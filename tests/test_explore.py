@@ -53,6 +53,11 @@ def test_requests_are_labelled_by_what_they_touch():
     assert label("UpdateItem", {"UpdateExpression": "SET #c0 = :s", "Key": {"pk": {"S": "PARTITIONS#registry#w1"}}}) \
         == "UpdateItem registry"
     assert label("PutObject", {"Key": "w1/_index/_meta.json"}) == "PutObject head"
+    from harness.clock import FakeClock
+    from harness.work import sending
+
+    with sending(FakeClock()):  # a commit's head swap: its seal
+        assert label("PutObject", {"Key": "w1/_index/_meta.json"}) == "PutObject seal"
     assert label("Query", {"IndexName": "gsi1"}) == "Query GSI"
 
 

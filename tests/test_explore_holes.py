@@ -29,7 +29,8 @@ def troupe():
 
 
 def _target(s: dict) -> Target:
-    return Target(s["backend"], s["sync"], s["layout"], s["fencing"])
+    return Target(s["backend"], s["sync"], s["layout"], s["fencing"], s.get("uploads", "profile"),
+                  s.get("shards", "model"))
 
 
 @pytest.mark.parametrize("i", range(len(STORED)), ids=lambda i: f"schedule-{i + 1}")

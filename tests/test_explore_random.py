@@ -211,6 +211,7 @@ def test_a_fenced_search_from_a_new_seed_stores_every_violation_it_finds_shrunk_
     (["--random", "5", "--ops", "sync"], "--ops is the boundary explorer's"),
     (["--random", "5", "--budget", "soon"], "--budget 'soon' is not a wall time"),
     (["--seed", "3"], "--seed is --random's"),
+    (["--quick", "--uploads-at-commit", "random"], "--uploads-at-commit random draws a configuration for each"),
     (["--schedule", "1"], "--schedule picks a schedule of --replay's file"),
     (["--replay", "/nonexistent/explore.json"], "cannot read /nonexistent/explore.json"),
 ])
@@ -258,3 +259,64 @@ def test_the_page_of_a_random_exploration_lists_its_shrunk_schedules_then_the_to
     assert "stopped before request 2" in page
     result.update(violating=0, schedules=[])
     assert "No drawn schedule violates: 12 drawn" in write_page(result, tmp_path).read_text()
+
+
+# ---- issue 55: a lost answer whose resend fails otherwise, aimed at the requests that decide a commit's fate ----
+SEAL = {"dynamodb": "UpdateItem seal", "s3": "PutObject seal"}
+REQUEST_FAULTS = [("lost-answer", None), ("lost-then", "throttle"), ("lost-then", "5xx"), ("lost-then", "reset"),
+                  ("throttle", None), ("crash", None), ("stop", None)]
+
+
+@pytest.mark.parametrize("backend, layout", [("dynamodb", "per-model"), ("s3", "sharded")])
+def test_every_request_disturbance_reaches_a_seal_and_a_fenced_history_stays_clean(troupe, backend, layout):
+    """Each disturbance armed at A's seal fires there (a lost answer whose resend is throttled, a 5xx or a reset
+    included) while B takes the lock past A's lease; fenced, the checker finds nothing (a fresh reader pulls
+    the final state whole)."""
+    target = Target(backend, "one-lock", layout, True)
+    for kind, then in REQUEST_FAULTS:
+        fault = {"actor": "A", "fault": kind, "at": SEAL[backend], **({"then": then} if then else {})}
+        from harness.explore.simulate import IDS
+
+        IDS.rng.seed(0)
+        p = Play(target, troupe)
+        for step in [fault, {"actor": "A", "op": "run", "model": "m0"}, {"wait": 4.0},
+                     {"actor": "B", "op": "run", "model": "m0"}, {"actor": "A", "go": True}]:
+            p.step(step)  # (A goes on only where it still waits: a lost answer)
+        assert (kind, SEAL[backend]) in p.fired(), (kind, then, p.words)
+        report = p.finish()
+        assert report["violations"] == 0 and report["fresh_reads"] == 1, (kind, then, report["details"], p.words)
+
+
+def test_the_random_draw_aims_at_fate_deciding_requests_and_says_its_weights(troupe):
+    from harness.explore.draw import FATE_WEIGHTS, fate_class, weighted
+
+    labels = ["GetItem item", "UpdateItem seal", "GetItem lock item", "BatchWriteItem delete", "Query GSI"]
+    aims = weighted(labels)
+    assert aims.count("UpdateItem seal") == FATE_WEIGHTS["seal"] and aims.count("Query GSI") == 1
+    assert [fate_class(x) for x in labels] == [None, "seal", "fate read", "collection", None]
+
+
+def test_a_random_configuration_is_drawn_for_each_schedule_and_said_in_its_steps(troupe):
+    """``--uploads-at-commit random --s3-shards random``: each schedule draws its configuration (its first step,
+    "configuration: ..." in words), and a stored schedule replays with it."""
+    from harness.explore.draw import Round, round_seed, run_round, vocabulary
+    from harness.explore.simulate import IDS
+
+    target = Target("s3", "two-phase", "sharded", True, "random", "random")
+    assert target.name.endswith("/uploads-at-commit-random/shards-random")
+    played: list[list[dict]] = []
+
+    class Recording(Round):
+        def judge(self, steps, out) -> None:
+            played.append(list(steps))
+            super().judge(steps, out)
+
+    run_round(Recording(target, troupe, vocabulary(target, troupe), [Everything()], time.monotonic() + 120,
+                        round_seed(3, target, 0), 4, reset=lambda: IDS.rng.seed(0)))
+    assert len(played) == 4 and all("config" in s[0] for s in played)
+    configs = [s[0]["config"] for s in played]
+    assert all(set(c) == {"uploads", "shards"} for c in configs)
+    IDS.rng.seed(0)
+    out = play(target, played[0], troupe)
+    assert out.words[0] == "configuration: s3_shards {shards}, uploads_at_commit {uploads}".format(**configs[0])
+

@@ -15,7 +15,7 @@ import pytest
 
 from harness.datastore.backends.base import FileMeta
 from harness.datastore.catalog import Catalog
-from harness.datastore.errors import FencedError
+from harness.datastore.errors import CommitIndeterminateError, FencedError
 from harness.datastore.sync import Datastore, SyncConfig
 from harness.safety.checker import check
 from harness.safety.state import snapshot
@@ -183,6 +183,79 @@ def test_a_landed_seal_is_acknowledged_whoever_holds_the_lock_when_it_is_retried
     assert mine["ok"], mine.get("error")
     final = {e["path"]: e["version"] for e in snapshot(a.backend)["entries"]}
     assert final["w1/data/system/m0/uptime/latest"] == 2 and "w1/data/system/m0/load/latest" in final
+    no_violations(events, a.backend)
+
+
+def _arm_lost_seal(a, kind, then, meanwhile=None) -> dict:
+    """At A's commit: its seal lands, its answer is lost, and botocore's resend meets ``then``."""
+    s3 = not is_dynamodb(kind)
+    other = second_clients()[1 if s3 else 0]
+    armed: dict = {}
+
+    def arm(point: str) -> float:
+        if s3:
+            armed["state"] = lose_answer(a.backend.client, other, "s3", "PutObject",
+                                         lambda p: p["Key"].endswith(("_meta.json", ".datastore-index.json"))
+                                         and "IfMatch" in p and b'"cid"' in bytes(p.get("Body", b"")),
+                                         meanwhile=meanwhile, then=then)
+        else:
+            armed["state"] = lose_answer(a.backend.client, other, "dynamodb", "UpdateItem",
+                                         lambda p: "#s = :new" in str(p.get("UpdateExpression", "")),
+                                         meanwhile=meanwhile, then=then)
+        return 0.0
+
+    a.pauses = arm
+    return armed
+
+
+@pytest.mark.parametrize("then", ["throttled", "InternalError"])
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_landed_seal_whose_resend_fails_otherwise_is_acknowledged_by_its_fate_record(aws, clock, kind, then):
+    """The rule after ANY failed seal (issue 55): the seal lands, its answer is lost, the resend is throttled
+    past botocore's retries (or a server error): the fate record says sealed, so it is acknowledged and nothing
+    of it is undone, on every layout."""
+    events: list[dict] = []
+    a, b = pair(aws, clock, kind, events, index_commit="delta")
+    a.sync_run("m0", "get_uptime", 100, [])
+    b.sync_run("m1", "get_uptime", 100, [])
+    code = then if then != "throttled" else ("ProvisionedThroughputExceededException" if is_dynamodb(kind)
+                                             else "SlowDown")
+    armed = _arm_lost_seal(a, kind, code)
+    a.sync_run("m0", "get_load", 100, [])
+    assert armed and armed["state"]["resent"] == 1, "the resend never failed"
+    mine = [c for c in events if c.get("type") == "commit" and c["holder"] == "a"][-1]
+    assert mine["ok"], mine.get("error")
+    final = {e["path"]: e for e in snapshot(a.backend)["entries"]}
+    assert {"w1/data/system/m0/load/latest", "w1/data/system/m1/uptime/latest"} <= set(final)
+    assert all(e["content_digest"] == e["digest"] for e in final.values())
+    no_violations(events, a.backend)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_failed_seal_whose_fate_cannot_be_read_is_indeterminate_and_nothing_is_undone(aws, clock, kind):
+    """The seal lands, its answer is lost, the resend is throttled and so is the fate read: whether it sealed
+    cannot be known, so the commit is indeterminate (``CommitIndeterminateError``) and what it wrote stays."""
+    events: list[dict] = []
+    a, _ = pair(aws, clock, kind, events, index_commit="delta")
+    a.sync_run("m0", "get_uptime", 100, [])
+    failed: list = []
+
+    def fate_read_fails() -> None:
+        if is_dynamodb(kind):
+            failed.append(fail_once(a.backend.client, "GetItem", lambda p: p["Key"]["pk"]["S"].startswith("LOCK#")))
+        else:
+            failed.append(fail_once(a.backend.client, "GetObject", lambda p: p["Key"].endswith(
+                ("_meta.json", ".datastore-index.json")), code="SlowDown"))
+
+    armed = _arm_lost_seal(a, kind, "InternalError", meanwhile=fate_read_fails)
+    with pytest.raises(CommitIndeterminateError):
+        a.sync_run("m0", "get_load", 100, [])
+    assert armed["state"]["resent"] == 1 and failed and failed[0], "the interleaving did not happen"
+    mine = [c for c in events if c.get("type") == "commit" and c["holder"] == "a"][-1]
+    assert not mine["ok"] and mine["indeterminate"]
+    final = {e["path"]: e for e in snapshot(a.backend)["entries"]}
+    assert "w1/data/system/m0/load/latest" in final  # it had sealed: nothing of it was undone
+    assert all(e["content_digest"] == e["digest"] for e in final.values())
     no_violations(events, a.backend)
 
 

@@ -28,6 +28,7 @@ from harness.aws.capacity import (
     read_charges,
     write_charges,
 )
+from harness.aws_errors import EARLIER_UNANSWERED, attempt_unanswered, mark_unanswered
 from harness.item_size import item_size
 from harness.work import current_work, note_send, recording
 
@@ -83,6 +84,30 @@ def _on_before_call(context: dict | None = None, **_: Any) -> None:
         context[_T0] = time.perf_counter()
 
 
+def _on_attempt(request_dict: dict | None = None, caught_exception: BaseException | None = None,
+                response: tuple | None = None, **_: Any) -> None:
+    """After each attempt (botocore's needs-retry): one whose answer never came is noted in the call's context,
+    so the call's final error, whatever its code, is known to follow an attempt that may have landed."""
+    context = (request_dict or {}).get("context")
+    if context is not None and attempt_unanswered(caught_exception, response):
+        context[EARLIER_UNANSWERED] = True
+
+
+def _note_unanswered(context: dict | None, exc: BaseException | None = None, parsed: Any = None) -> None:
+    """The call failed after an attempt without an answer: say so on its error (see ``aws_errors``)."""
+    if not context or not context.get(EARLIER_UNANSWERED):
+        return
+    if exc is not None:
+        mark_unanswered(exc)
+    if isinstance(parsed, dict) and "Error" in parsed:  # the ClientError botocore raises carries this dict
+        parsed.setdefault("ResponseMetadata", {})[EARLIER_UNANSWERED] = True
+
+
+def _on_call_error(exception: BaseException | None = None, context: dict | None = None, **kw: Any) -> None:
+    _note_unanswered(context, exc=exception)
+    _on_call_done(context=context, **kw)
+
+
 def _on_call_done(context: dict | None = None, **_: Any) -> None:
     work = current_work()
     if work is None or context is None:
@@ -122,6 +147,7 @@ def _declared_length(headers: Any) -> int:
 def _on_after_call(http_response: Any, parsed: Any, model: Any = None, context: dict | None = None,
                    **_: Any) -> None:
     """The call is done: its time (as ``_on_call_done``) and the bytes it received, in one hook."""
+    _note_unanswered(context, parsed=parsed)
     work = current_work()
     if work is None:
         return
@@ -195,7 +221,8 @@ def instrument(client: Any) -> Any:
     ev.register_first("before-send", _on_send, unique_id="harness-count-send")
     ev.register("after-call", _on_after_call, unique_id="harness-count-recv")  # the call's time too
     ev.register("before-call", _on_before_call, unique_id="harness-time-start")
-    ev.register("after-call-error", _on_call_done, unique_id="harness-time-error")
+    ev.register("after-call-error", _on_call_error, unique_id="harness-time-error")
+    ev.register("needs-retry", _on_attempt, unique_id="harness-attempts")
     if client.meta.service_model.service_name == "dynamodb":
         ev.register("before-parameter-build.dynamodb", _on_params, unique_id="harness-ddb-params")
         ev.register("after-call.dynamodb", _on_ddb_after_call, unique_id="harness-ddb-units")

@@ -16,6 +16,8 @@ from harness.errors import HarnessError
 from harness.plan.factory import Factory
 from harness.plan.recorded import recorded_plan, usable_connection
 from harness.safety import audit
+from harness.safety.fresh import with_fresh_reads
+from harness.safety.history import read_events
 from harness.safety.state import snapshot
 
 
@@ -27,7 +29,7 @@ def live_state(run_dir: str | Path, *, aws: bool = False) -> dict:
     clients = factory.clients(total_attempts=2, services=[plan.backend])
     backend = factory.backend(clients, create=False)
     try:
-        return snapshot(backend)
+        return with_fresh_reads(backend, read_events(Path(run_dir)), snapshot(backend))
     except (BotoCoreError, ClientError) as e:
         where = plan.connection.service(plan.backend).where
         raise HarnessError(f"cannot read the run's {plan.backend} state at {where}: {e}") from None

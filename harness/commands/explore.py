@@ -72,8 +72,13 @@ def _write(result: dict, out: Path) -> Path:
 
 
 def cmd_explore(backend: str | None, sync: str | None, layout: str | None, fencing: str, ops: str | None,
-                quick: bool, run_dir: str | None, budget: str | None = None) -> int:
+                quick: bool, run_dir: str | None, budget: str | None = None, *, uploads: str = "profile",
+                shards: str = "model") -> int:
     wanted = check_args(backend, sync, layout, ops)
+    for option, value in (("--uploads-at-commit", uploads), ("--s3-shards", shards)):
+        if value == "random":
+            raise HarnessError(f"{option} random draws a configuration for each schedule of --random: choose one "
+                               f"for the boundary explorer, or add --random N")
     if sync is not None and sync not in PROFILES:
         raise HarnessError(f"unknown sync profile {sync!r}: choose one of {', '.join(PROFILES)}")
     seconds = _budget(budget)
@@ -83,7 +88,7 @@ def cmd_explore(backend: str | None, sync: str | None, layout: str | None, fenci
     _say(f"exploring {backend or 'both backends'}, {sync or 'both profiles'}, {layout or 'every layout'}, fencing "
          f"{fencing}{' (quick)' if quick else ''}{f', at most {budget}' if budget else ''} -> {out}")
     result = explore(backend=backend, sync=sync, layout=layout, fencing=fencing == "on", ops=wanted, quick=quick,
-                     progress=_say, budget_s=seconds)
+                     progress=_say, budget_s=seconds, uploads=uploads, shards=shards)
     page = _write(result, out)
     cut = "" if result.get("complete", True) else " (the budget ran out first: not every schedule was played)"
     _say(f"{result['explored']} schedules in {result['seconds']:.0f} s, {result['violating']} violating{cut}; "
@@ -96,7 +101,7 @@ def cmd_explore(backend: str | None, sync: str | None, layout: str | None, fenci
 
 def cmd_explore_random(backend: str | None, sync: str | None, layout: str | None, fencing: str, n: int,
                        seed: int | None, budget: str | None, run_dir: str | None, *, quick: bool = False,
-                       ops: str | None = None) -> int:
+                       ops: str | None = None, uploads: str = "profile", shards: str = "model") -> int:
     """``--random N``: N random multi-actor schedules over the targets, violating ones shrunk and stored."""
     if quick or ops is not None:
         raise HarnessError(f"{'--quick' if quick else '--ops'} is the boundary explorer's: --random draws whole "
@@ -113,7 +118,7 @@ def cmd_explore_random(backend: str | None, sync: str | None, layout: str | None
     from harness.explore.schedules import targets
     from harness.explore.simulate import simulate
 
-    chosen = targets(backend, sync, layout, fencing == "on", quick=layout is None)
+    chosen = targets(backend, sync, layout, fencing == "on", quick=layout is None, uploads=uploads, shards=shards)
     _say(f"drawing {n} random schedules over {len(chosen)} target(s) ({', '.join(t.name for t in chosen)}), "
          f"seed {seed}{f', at most {budget}' if budget else ''} -> {out}")
     result = simulate(chosen, n, seed, seconds, progress=_say, home=out / "hypothesis")

@@ -24,7 +24,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from harness.aws_errors import is_transient
+from harness.aws_errors import is_transient, outcome_unknown
 from harness.clock import Clock, now_ms
 from harness.datastore.errors import ConfigError, LockLostError, LockTimeoutError
 from harness.datastore.paths import check_lock_key
@@ -209,11 +209,20 @@ class Lock:
                                "nonce": grant.nonce, "at_ms": now_ms(self.clock), "why": why})
 
     def release(self, grant: LockGrant, work: Work) -> bool:
+        """Release the grant. A release whose outcome is unknown (an attempt's answer lost, then a 5xx or a
+        throttle: issue 55) may have landed: it is recorded too, as a release from then on (the lock may be
+        free), so the checker does not count the holder's next grant as two leases at once."""
         invoke = now_ms(self.clock)
-        with recording(work):
-            ok = self.store.release(self.key, grant.nonce, work)
-        self.record_event({"type": "release", "key": self.key, "holder": self.holder, "fence": grant.fence,
-                           "nonce": grant.nonce, "invoke_ms": invoke, "ok": ok})
+        event = {"type": "release", "key": self.key, "holder": self.holder, "fence": grant.fence,
+                 "nonce": grant.nonce, "invoke_ms": invoke}
+        try:
+            with recording(work):
+                ok = self.store.release(self.key, grant.nonce, work)
+        except Exception as e:
+            if outcome_unknown(e):
+                self.record_event({**event, "ok": False, "indeterminate": True, "error": type(e).__name__})
+            raise
+        self.record_event({**event, "ok": ok})
         return ok
 
 

@@ -280,6 +280,8 @@ class Datastore:
                 raise LockLostError(f"commit refused: lock {grant.key} (fence {grant.fence}) was lost")
             res = call(cid)
         except BaseException as e:  # interrupted too (the run ending): its outcome is then unknown
+            if getattr(e, "commit_id", None):  # the id the backend really used (DynamoDB: the grant's claim)
+                event["cid"] = e.commit_id
             self.record({**event, "ok": False, "complete_ms": now_ms(self.clock),
                          "error": f"{type(e).__name__}: {e}"[:300],
                          "indeterminate": not isinstance(e, Exception) or outcome_unknown(e)

@@ -12,6 +12,9 @@ The disturbances, each armed for the actor's next request of a kind (its label, 
 
 - ``lost-answer``: the request lands and its answer is lost; the actor stops there, waiting for it (the
   harness's clients wait 30 s for an answer, longer than a short lease), and sends it again when resumed;
+- ``lost-then``: the request lands and its answer is lost, and botocore's resend fails otherwise (``then``:
+  throttled past its retries, a server error, or its connection reset): the error the caller sees says nothing
+  of the first attempt, which landed (issue 55);
 - ``throttle``: the request fails as throttled after botocore's retries (it never landed);
 - ``crash``: the actor's process dies there: this request and every later one fail, nothing is cleaned up;
   its next operation starts a fresh process (nothing local, an empty catalog);
@@ -30,6 +33,7 @@ from typing import Any
 
 import greenlet
 from botocore.awsrequest import AWSResponse
+from botocore.exceptions import ClientError, ConnectionClosedError
 
 from harness.clock import FakeClock
 from harness.explore.faults import ClientHooks, Crash, LostAnswer, _written, label
@@ -37,6 +41,19 @@ from harness.explore.faults import ClientHooks, Crash, LostAnswer, _written, lab
 REQUEST_S = 0.005  # what one request takes of the shared clock
 RESUME_CAP = 4000  # requests one resume may make before the actor is stopped anyway (a loop that never ends)
 THROTTLE = {"dynamodb": ("ProvisionedThroughputExceededException", 400), "s3": ("SlowDown", 503)}
+SERVER_ERROR = {"dynamodb": ("InternalServerError", 500), "s3": ("InternalError", 500)}
+RESEND_FAILS = ("throttle", "5xx", "reset")  # how a lost answer's resend fails (``lost-then``)
+THEN_WORDS = {"throttle": "is throttled past botocore's retries", "5xx": "fails with a server error",
+              "reset": "has its connection reset"}
+
+
+def resend_error(then: str, op: str, service: str, url: str) -> Exception:
+    """The error a lost answer's resend meets (``lost-then``), as botocore hands it over after its retries."""
+    if then == "reset":
+        return ConnectionClosedError(endpoint_url=url)
+    code, status = (THROTTLE if then == "throttle" else SERVER_ERROR)[service]
+    return ClientError({"Error": {"Code": code, "Message": f"{then} (harness explore)"},
+                        "ResponseMetadata": {"HTTPStatusCode": status}}, op)
 
 
 class Stuck(Exception):
@@ -87,10 +104,12 @@ class Fault:
     kind: str
     at: str | None = None  # the label of the request it hits (None: the next request; gsi: the next GSI query)
     rank: int = 0  # gsi: which write's items the answer lacks (0 the newest)
+    then: str = "throttle"  # lost-then: how the resend fails (RESEND_FAILS)
 
     def words(self) -> str:
         where = f"next {self.at}" if self.at else "next request"
         return {"lost-answer": f"its {where} lands and its answer is lost",
+                "lost-then": f"its {where} lands, its answer is lost, and the resend {THEN_WORDS[self.then]}",
                 "throttle": f"its {where} is throttled past botocore's retries",
                 "crash": f"its process dies at its {where}",
                 "stop": f"it stops before its {where}",
@@ -114,13 +133,20 @@ class Hooks(ClientHooks):
 
     def _before_send(self, request: Any, event_name: str, **_: Any) -> Any:
         a = self.actor
+        if a is not None and a.failing is not None and event_name.endswith("." + a.failing[0]):
+            op, then = a.failing  # lost-then: the resend of the request whose answer was lost
+            a.failing = None
+            a.said.append(f"{a.name}'s resend {THEN_WORDS[then]}")
+            raise resend_error(then, op, self.client.meta.service_model.service_name, request.url)
         if a is None or a.losing is None or not event_name.endswith("." + a.losing):
             return None
-        a.losing = None
+        op, a.losing = a.losing, None
         from moto.core.models import botocore_stubber
 
         botocore_stubber(event_name=event_name, request=request)  # it lands ...
         a.wait_for_answer()  # ... the actor waits for an answer that never comes (others may run meanwhile)
+        if a.then is not None:
+            a.failing, a.then = (op, a.then), None
         raise LostAnswer(endpoint_url=request.url)  # ... and botocore sends it again
 
     def _after_query(self, parsed: dict, **_: Any) -> None:
@@ -155,6 +181,9 @@ class Actor:
         self.stopped_at: str | None = None  # the request it stopped before ("" waiting for a lost answer)
         self.armed: dict[str, Fault] = {}  # kind -> the fault armed
         self.losing: str | None = None  # the operation whose request is to land and lose its answer
+        self.then: str | None = None  # lost-then: how its resend is to fail
+        self.failing: tuple[str, str] | None = None  # (operation, how): the resend that fails
+        self.fired: list[tuple[str, str]] = []  # (fault kind, the request's label) of every fault that fired
         self.said: list[str] = []  # what happened since the controller last looked (faults fired, its end)
         self.seen: set[str] = set()  # the labels of its requests (the schedule's vocabulary is learned from them)
         self._budget = Budget()
@@ -209,6 +238,7 @@ class Actor:
         stop = self.armed.get("stop")
         if stop is not None and stop.at in (None, what):
             del self.armed["stop"]
+            self.fired.append(("stop", what))
             self.said.append(f"{self.name} stops before request {self.n + 1} ({what})")
             self._stop(what)
         elif self._made and (self._made >= RESUME_CAP or (self._budget.until is not None and what == self._budget.until)
@@ -221,6 +251,7 @@ class Actor:
         if f is None or f.at not in (None, what):
             return None
         del self.armed["request"]
+        self.fired.append((f.kind, what))
         where = f"request {self.n} ({what})"
         if f.kind == "crash":
             self.crashed = True
@@ -234,6 +265,7 @@ class Actor:
             return http, {"Error": {"Code": code, "Message": "throttled (harness explore)"},
                           "ResponseMetadata": {"HTTPStatusCode": status}}
         self.losing = op  # lost-answer: before-send lands it and loses the answer
+        self.then = f.then if f.kind == "lost-then" else None
         self.said.append(f"{self.name}'s {where} lands, its answer lost: {self.name} waits for it")
         return None
 

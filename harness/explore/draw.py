@@ -15,6 +15,7 @@ from __future__ import annotations
 import hashlib
 import json
 import time
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -23,9 +24,9 @@ from hypothesis import HealthCheck, Phase, Verbosity, settings
 from hypothesis import seed as use_seed
 from hypothesis import strategies as st
 from hypothesis.control import current_build_context
-from hypothesis.stateful import RuleBasedStateMachine, precondition, rule, run_state_machine_as_test
+from hypothesis.stateful import RuleBasedStateMachine, initialize, precondition, rule, run_state_machine_as_test
 
-from harness.explore.actor import Stuck
+from harness.explore.actor import RESEND_FAILS, Stuck
 from harness.explore.play import ACTORS, LOCK, MODELS, Outcome, Play, Troupe, findings
 from harness.explore.schedules import is_read
 from harness.explore.world import Target
@@ -61,7 +62,41 @@ def vocabulary(target: Target, troupe: Troupe) -> list[str]:
 
 
 def fault_kinds(target: Target) -> tuple[str, ...]:
-    return ("lost-answer", "throttle", "crash", "stop", "ahead") + (("gsi",) if target.backend == "dynamodb" else ())
+    """(Hypothesis draws the first of a list more often than the last: what decides a commit's fate goes first.)"""
+    return ("lost-then", "lost-answer", "throttle", "crash", "stop", "ahead") + (
+        ("gsi",) if target.backend == "dynamodb" else ())
+
+
+# The requests that decide a commit's fate, drawn more often as a disturbance's target (issue 55: drawn evenly
+# from some 20 kinds, a seal was rarely hit): each kind of request counts this many times in the draw
+FATE_WEIGHTS = {"seal": 8, "fate read": 4, "record write": 3, "collection": 3}
+SEALS = ("UpdateItem seal", "PutObject seal")
+FATE_READS = ("GetItem lock item", "GetObject head")
+RECORD_WRITES = ("UpdateItem registry", "UpdateItem lock item", "BatchWriteItem put", "PutObject shard",
+                 "PutObject head")  # (S3's head written by a grant: its fence)
+
+
+def fate_class(label: str) -> str | None:
+    """Which fate-deciding request a label is (a seal, a fate read, a record write, a collection), or None."""
+    if label in SEALS:
+        return "seal"
+    if label in FATE_READS:
+        return "fate read"
+    if label in RECORD_WRITES:
+        return "record write"
+    if label.startswith("DeleteObjects") or (label.startswith("BatchWriteItem") and "delete" in label):
+        return "collection"
+    return None
+
+
+def weight(label: str) -> int:
+    return FATE_WEIGHTS.get(fate_class(label) or "", 1)
+
+
+def weighted(labels: list[str]) -> list[str]:
+    """The labels a disturbance's target is drawn from: each as many times as its weight, the heaviest first
+    (Hypothesis's draws favour the first of a list, and shrink toward it)."""
+    return [lab for lab in sorted(labels, key=lambda x: (-weight(x), x)) for _ in range(weight(lab))]
 
 
 def disturbances(steps: list[dict]) -> set[str]:
@@ -119,11 +154,17 @@ class Round:
     shrink_s: float = 30.0  # Hypothesis's shrinking of a find may take this long (then minimize() goes on)
     shrink_until: float = float("inf")
     _digest: Any = field(default_factory=hashlib.sha256)
+    fired: Counter[str] = field(default_factory=Counter)  # "<fault kind> at <fate class>": how often it fired
 
     @property
     def digest(self) -> str:
         """A digest of every drawn schedule's steps, in order: the same seed draws the same schedules."""
         return self._digest.hexdigest()
+
+    @property
+    def aims(self) -> list[str]:
+        """Where a disturbance may be aimed: every label, the fate-deciding ones weighted (``FATE_WEIGHTS``)."""
+        return weighted(self.labels)
 
     @property
     def pivots(self) -> list[str]:
@@ -138,6 +179,9 @@ class Round:
         """Count a played schedule; raise ``Found`` for a new kind of violation (keep the shortest)."""
         if not self.shrinking:
             self.drawn += 1
+            for kind, lab in out.fired:  # where the drawn schedules' disturbances hit a fate-deciding request
+                if (what := fate_class(lab)) is not None:
+                    self.fired[f"{kind} at {what}"] += 1
             self.violating += out.violations > 0
             self._digest.update(json.dumps(steps, sort_keys=True).encode())
         else:
@@ -174,9 +218,20 @@ class Schedules(RuleBasedStateMachine):
         self.rnd = rnd
         rnd.reset()
         # Hypothesis may try an example or two past max_examples: those play nothing (the count is exact)
-        self.play: Play | None = Play(rnd.target, rnd.troupe) if rnd.shrinking or rnd.drawn < rnd.examples else None
+        self.plays = rnd.shrinking or rnd.drawn < rnd.examples
+        self.play: Play | None = None
         self.steps: list[dict] = []
         self.broken: str | None = None
+
+    @initialize(data=st.data())
+    def configure(self, data: Any) -> None:
+        """The schedule's world: its configuration drawn where the target says ``random`` (its first step)."""
+        config = {k: data.draw(st.sampled_from(values)) for k, values in sorted(self.rnd.target.draws.items())}
+        if not self.plays:
+            return
+        self.play = Play(self.rnd.target, self.rnd.troupe, config or None)
+        if config:
+            self.steps.append({"config": config})
 
     def _do(self, step: dict) -> None:
         if self.play is None or self.broken:
@@ -236,8 +291,11 @@ class Schedules(RuleBasedStateMachine):
             self._do({"actor": who, "ahead": data.draw(st.sampled_from(AHEAD))})
         elif kind == "gsi":
             self._do({"actor": who, "fault": "gsi", "rank": data.draw(st.integers(0, GSI_RANKS - 1))})
+        elif kind == "lost-then":
+            self._do({"actor": who, "fault": kind, "at": data.draw(st.sampled_from(self.rnd.aims)),
+                      "then": data.draw(st.sampled_from(RESEND_FAILS))})
         else:
-            self._do({"actor": who, "fault": kind, "at": data.draw(st.sampled_from(self.rnd.labels))})
+            self._do({"actor": who, "fault": kind, "at": data.draw(st.sampled_from(self.rnd.aims))})
 
     @rule(data=st.data())
     def disturb_again(self, data: Any) -> None:
@@ -256,7 +314,7 @@ class Schedules(RuleBasedStateMachine):
             self.rnd.errors.append(self.broken or "")
             return
         self.rnd.judge(self.steps, Outcome(play.words, findings(report), report["violations"],
-                                           time.perf_counter() - t0))
+                                           time.perf_counter() - t0, fired=play.fired()))
 
 
 def run_round(rnd: Round) -> Round:
@@ -280,4 +338,5 @@ def run_round(rnd: Round) -> Round:
     return rnd
 
 
-__all__ = ["STEPS", "Kind", "Round", "fault_kinds", "round_seed", "run_round", "signature", "vocabulary"]
+__all__ = ["FATE_WEIGHTS", "STEPS", "Kind", "Round", "fate_class", "fault_kinds", "round_seed", "run_round",
+           "signature", "vocabulary", "weight", "weighted"]

@@ -21,6 +21,8 @@ from typing import Any
 
 from botocore.exceptions import ReadTimeoutError
 
+from harness.work import sealing
+
 DISTURBANCES = ("freeze", "lost-answer", "crash", "gsi-lag")
 
 
@@ -33,12 +35,15 @@ class LostAnswer(ReadTimeoutError):
 
 
 def label(op: str, params: dict) -> str:
-    """A request in words: its operation and what it touches (the seal, the lock, a shard, a GSI query...)."""
+    """A request in words: its operation and what it touches (the seal, the lock, a shard, a GSI query...). An S3
+    head PUT is ``PutObject seal`` when a commit sends it as its seal, ``PutObject head`` otherwise (a grant's fence
+    write)."""
     if "Key" in params and isinstance(params["Key"], str):  # S3
         key = params["Key"]
-        what = ("head" if key.endswith(("_meta.json", ".datastore-index.json")) else "lock" if key.endswith(".lock")
-                else "content" if "@v" in key else "shard" if "_index/" in key or ".datastore-index/" in key
-                else "object")
+        head = key.endswith(("_meta.json", ".datastore-index.json"))
+        what = ("seal" if head and op == "PutObject" and sealing() else "head" if head
+                else "lock" if key.endswith(".lock") else "content" if "@v" in key
+                else "shard" if "_index/" in key or ".datastore-index/" in key else "object")
         return f"{op} {what}"
     if op == "UpdateItem":
         expr = str(params.get("UpdateExpression", ""))

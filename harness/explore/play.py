@@ -31,14 +31,13 @@ from botocore.config import Config
 
 from harness.aws.instrument import instrument
 from harness.clock import FakeClock
-from harness.datastore.backends.dynamodb import DynamoBackend
-from harness.datastore.backends.s3 import S3Backend
 from harness.datastore.catalog import Catalog
 from harness.datastore.lock import LockConfig
-from harness.datastore.sync import Datastore, SyncConfig
+from harness.datastore.sync import Datastore
 from harness.explore.actor import Actor, Budget, Fault, Hooks, SkewClock, Stuck
-from harness.explore.world import Inline, Target
+from harness.explore.world import Target
 from harness.safety.checker import FINDINGS, check
+from harness.safety.fresh import with_fresh_reads
 from harness.safety.state import snapshot
 from harness.work import Work
 
@@ -74,9 +73,7 @@ class Troupe:
 
 
 def _backend(target: Target, client: Any, name: str, clock: Any) -> Any:
-    if target.backend == "dynamodb":
-        return DynamoBackend(client, name, target.layout, clock=clock, executor=Inline())
-    return S3Backend(client, name, target.layout, clock=clock, executor=Inline())
+    return target.backend_of(client, name, clock)
 
 
 @dataclass
@@ -95,7 +92,7 @@ def new_stage(target: Target, troupe: Troupe) -> Stage:
     clock = FakeClock()
     name = f"sim-{os.getpid()}-{next(_names)}"
     events: list[dict] = []
-    sync = SyncConfig(namespace="w1", lock_scope="namespace",
+    sync = target.sync_config(namespace="w1", lock_scope="namespace",
                       index_commit="delta" if target.sync == "two-phase" else "full", lock=LOCK, heartbeat=False,
                       fencing=target.fencing, sync=target.sync, global_poll_s=GLOBAL_POLL_S, record_views=True)
     actors: dict[str, Actor] = {}
@@ -150,10 +147,10 @@ def _call(step: dict) -> Any:
 class Play:
     """Plays steps one by one in a fresh world; ``words`` says what happened, ``finish`` checks the history."""
 
-    def __init__(self, target: Target, troupe: Troupe) -> None:
-        self.target = target
-        self.stage = new_stage(target, troupe)
-        self.words: list[str] = []
+    def __init__(self, target: Target, troupe: Troupe, config: dict[str, str] | None = None) -> None:
+        self.target = target.resolved(config) if config else target
+        self.stage = new_stage(self.target, troupe)
+        self.words: list[str] = [config_words(config)] if config else []
         self.seen: set[str] = set()  # every request's label (a target's vocabulary is learned from these)
         for a in self.stage.actors.values():
             a.seen = self.seen
@@ -189,7 +186,7 @@ class Play:
             self.words.append(f"{a.name}'s clock runs {a.clock.ahead_s:g} s ahead of the others'")
             return True
         if "fault" in s:
-            f = Fault(s["fault"], s.get("at"), int(s.get("rank", 0)))
+            f = Fault(s["fault"], s.get("at"), int(s.get("rank", 0)), s.get("then", "throttle"))
             a.arm(f)
             self.words.append(f"armed: {a.name}: {f.words()}")
             return True
@@ -224,13 +221,18 @@ class Play:
         for a in self.actors.values():
             if not a.crashed:
                 self.step({"actor": a.name, "op": "pull"})
-        report = check(self.stage.events, snapshot(self.stage.observer))
+        observer = self.stage.observer
+        report = check(self.stage.events, with_fresh_reads(observer, self.stage.events, snapshot(observer)))
         if any(a.clock.ahead_s for a in self.actors.values()) and report["lease_overlaps"]:
             # a clock running ahead ends another holder's lease early: a lease lock assumes clocks that agree,
             # so two leases at once are what that disturbance does (fencing must keep the data safe regardless)
             report["violations"] -= report["lease_overlaps"]
             report["expected_lease_overlaps"], report["lease_overlaps"] = report["lease_overlaps"], 0
         return report
+
+    def fired(self) -> list[tuple[str, str]]:
+        """(fault kind, the request's label) of every disturbance that fired, every actor's."""
+        return [f for a in self.actors.values() for f in a.fired]
 
 
 def findings(report: dict[str, Any]) -> dict[str, int]:
@@ -246,20 +248,28 @@ class Outcome:
     violations: int
     seconds: float
     error: str | None = None
+    fired: list[tuple[str, str]] = field(default_factory=list)  # (fault kind, request label) of each that fired
 
     def then(self) -> str:
         return "then: " + (", ".join(f"{k.replace('_', ' ')} {v}" for k, v in self.findings.items())
                            if self.findings else "no violation")
 
 
+def config_words(config: dict[str, str]) -> str:
+    """A schedule's drawn configuration in words (its first line)."""
+    names = {"uploads": "uploads_at_commit", "shards": "s3_shards"}
+    return "configuration: " + ", ".join(f"{names.get(k, k)} {v}" for k, v in sorted(config.items()))
+
+
 def play(target: Target, steps: list[dict], troupe: Troupe) -> Outcome:
-    """Play a stored schedule from the start (the prelude, then ``steps``) and check it."""
+    """Play a stored schedule from the start (its drawn configuration, the prelude, then ``steps``), check it."""
     t0 = time.perf_counter()
-    p = Play(target, troupe)
-    for s in steps:
+    config = steps[0]["config"] if steps and "config" in steps[0] else None
+    p = Play(target, troupe, config)
+    for s in steps[1:] if config is not None else steps:
         p.step(s)
     report = p.finish()
-    out = Outcome(p.words, findings(report), report["violations"], time.perf_counter() - t0)
+    out = Outcome(p.words, findings(report), report["violations"], time.perf_counter() - t0, fired=p.fired())
     out.words.append(out.then())
     return out
 

@@ -16,7 +16,7 @@ REGION = "us-east-1"
 
 def explore(*, backend: str | None, sync: str | None, layout: str | None, fencing: bool,
             ops: list[str] | None, quick: bool, progress: Callable[[str], None] = lambda _m: None,
-            budget_s: float | None = None) -> dict[str, Any]:
+            budget_s: float | None = None, uploads: str = "profile", shards: str = "model") -> dict[str, Any]:
     """Explore in-process (moto's mock): the JSON of ``explore.json``. Nothing leaves the process: the clients
     get fake credentials and AWS's own endpoint names explicitly (no profile, no endpoint variable applies),
     which moto's mock answers. ``budget_s``: stop once that much wall time has passed (``complete`` false)."""
@@ -29,7 +29,7 @@ def explore(*, backend: str | None, sync: str | None, layout: str | None, fencin
     with mock_aws():
         lab = Lab(boto3.Session(aws_access_key_id="explore", aws_secret_access_key="explore",  # noqa: S106
                                 region_name=REGION))
-        for target in targets(backend, sync, layout, fencing, quick):
+        for target in targets(backend, sync, layout, fencing, quick, uploads, shards):
             for op in [o for o in ops_for(target.sync) if (ops is None or o in ops)
                        and (not quick or o in QUICK_OPS)]:
                 seq = learn(target, op, lab)

@@ -23,6 +23,7 @@ from typing import Any
 from harness.explore.faults import DISTURBANCES, Crash
 from harness.explore.world import LAYOUTS, LOCK, Lab, Target, World, new_world
 from harness.safety.checker import FINDINGS, check
+from harness.safety.fresh import with_fresh_reads
 from harness.safety.state import snapshot
 from harness.work import Work
 
@@ -215,7 +216,7 @@ def replay(s: Schedule, lab: Lab, quick: bool = False) -> Schedule:
     if not quick and s.disturbance != "crash":  # A's next push too: garbage it kept may be someone's content now
         _quietly(lambda: w.a.sync_run("m2", "get_uptime", 100, []))
     _quietly(lambda: w.b.sync_run("m0", "get_uptime", 100, []))  # a full commit writes back what a stale view holds
-    report = check(w.events, snapshot(w.backend))
+    report = check(w.events, with_fresh_reads(w.backend, w.events, snapshot(w.backend)))
     s.violations = report["violations"]
     s.findings = {k: report[k] for k in FINDINGS if report[k]}
     if s.violations:
@@ -224,13 +225,14 @@ def replay(s: Schedule, lab: Lab, quick: bool = False) -> Schedule:
 
 
 def targets(backend: str | None, sync: str | None, layout: str | None, fencing: bool,
-            quick: bool = False) -> list[Target]:
-    """What to explore: the asked-for backend, profile and layout, or every one (quick: each backend's first)."""
+            quick: bool = False, uploads: str = "profile", shards: str = "model") -> list[Target]:
+    """What to explore: the asked-for backend, profile and layout, or every one (quick: each backend's first);
+    ``uploads`` and ``shards``, the configurations (``world.Target``)."""
     out = []
     for be in ([backend] if backend else ["dynamodb", "s3"]):
         for prof in ([sync] if sync else ["one-lock", "two-phase"]):
             for lay in ([layout] if layout else LAYOUTS[be][:1] if quick else LAYOUTS[be]):
-                out.append(Target(be, prof, lay, fencing))
+                out.append(Target(be, prof, lay, fencing, uploads, shards if be == "s3" else "model"))
     return out
 
 

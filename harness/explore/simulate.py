@@ -17,13 +17,14 @@ import json
 import random
 import time
 import uuid
+from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 from harness.errors import HarnessError
-from harness.explore.draw import Kind, Round, round_seed, run_round, signature, vocabulary
+from harness.explore.draw import Kind, Round, round_seed, run_round, signature, vocabulary, weight
 from harness.explore.play import PRELUDE, Troupe, play
 from harness.explore.world import Target
 
@@ -76,7 +77,8 @@ def minimize(target: Target, steps: list[dict], found: dict[str, int], troupe: T
              deadline: float) -> list[dict]:
     """Leave each step out in turn (last first); keep it out while the same kinds of finding stay."""
     i = len(steps) - 1
-    while i >= 0 and time.monotonic() < deadline:
+    first = 1 if steps and "config" in steps[0] else 0  # a drawn configuration stays: the schedule says it
+    while i >= first and time.monotonic() < deadline:
         trial = steps[:i] + steps[i + 1:]
         out = replay(target, trial, troupe)
         if out.violations and set(out.findings) == set(found):
@@ -89,7 +91,8 @@ def _one(target: Target, rnd: Round, steps: list[dict], out: Any, seed: int, n: 
     from hypothesis import __version__
 
     return {"target": target.name, "backend": target.backend, "sync": target.sync, "layout": target.layout,
-            "fencing": target.fencing, "seed": seed, "round": n, "hypothesis": __version__,
+            "fencing": target.fencing, "uploads": target.uploads, "shards": target.shards, "seed": seed, "round": n,
+            "hypothesis": __version__,
             "drawn_at": rnd.found_at, "drawn_length": len(rnd.first or []), "length": len(steps),
             "signature": signature(steps, out.findings), "violations": out.violations, "findings": out.findings,
             "steps": out.words, "prelude": PRELUDE, "schedule": steps,
@@ -103,16 +106,22 @@ def explore_target(target: Target, troupe: Troupe, quota: int, seed: int, deadli
     t0, c0 = time.monotonic(), time.process_time()
     IDS.rng.seed(0)
     labels = vocabulary(target, troupe)
+    weights = {lab: weight(lab) for lab in labels if weight(lab) > 1}
+    progress(f"{target.name}: disturbances aimed at {len(labels)} kinds of request, weighted "
+             + ", ".join(f"{lab} x{w}" for lab, w in sorted(weights.items(), key=lambda kv: (-kv[1], kv[0])))
+             + " (every other x1)")
     known: list[Kind] = []
     found: list[dict] = []
+    fired: Counter[str] = Counter()
     total = {"target": target.name, "schedules": 0, "violating": 0, "finds": 0, "shrink_runs": 0, "rounds": 0,
-             "errors": 0, "error": None}
+             "errors": 0, "error": None, "weights": weights, "draws": {k: list(v) for k, v in target.draws.items()}}
     digest = hashlib.sha256()
     n = 0
     while total["schedules"] < quota and len(found) < MAX_FINDS and time.monotonic() < deadline:
         rnd = run_round(Round(target, troupe, labels, known, deadline, round_seed(seed, target, n),
                               quota - total["schedules"], reset=lambda: IDS.rng.seed(0), shrink_s=shrink_s))
         total["schedules"] += rnd.drawn
+        fired.update(rnd.fired)
         total["violating"] += rnd.violating
         total["shrink_runs"] += rnd.shrink_runs
         total["rounds"] += 1
@@ -136,6 +145,7 @@ def explore_target(target: Target, troupe: Troupe, quota: int, seed: int, deadli
             break
         n += 1
     total["finds"] = len(found)
+    total["fired"] = dict(sorted(fired.items()))  # "<fault> at <seal|fate read|record write|collection>": times
     total["seconds"] = round(time.monotonic() - t0, 1)
     total["cpu_s"] = round(time.process_time() - c0, 1)  # this process's CPU: the pace on a machine it had alone
     total["drawn_digest"] = digest.hexdigest()[:16]
@@ -200,7 +210,8 @@ def load_schedules(path: str | Path, index: int | None) -> list[dict]:
 def replay_stored(stored: list[dict]) -> list[Any]:
     """Play each stored schedule again (no Hypothesis): its outcome, in the explorer's words."""
     with simulation() as troupe:  # (nothing of Hypothesis runs: it caches nothing)
-        return [replay(Target(s["backend"], s["sync"], s["layout"], s["fencing"]), s["schedule"], troupe)
+        return [replay(Target(s["backend"], s["sync"], s["layout"], s["fencing"], s.get("uploads", "profile"),
+                              s.get("shards", "model")), s["schedule"], troupe)
                 for s in stored]
 
 

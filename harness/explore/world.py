@@ -13,7 +13,7 @@ import itertools
 import os
 import random
 from concurrent.futures import Executor, Future
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import boto3
@@ -23,6 +23,7 @@ from harness.aws.instrument import instrument
 from harness.clock import FakeClock
 from harness.datastore.backends.dynamodb import DynamoBackend
 from harness.datastore.backends.s3 import S3Backend
+from harness.datastore.backends.s3.swamp import S3Swamp
 from harness.datastore.catalog import Catalog
 from harness.datastore.lock import LockConfig
 from harness.datastore.sync import Datastore, SyncConfig
@@ -45,18 +46,55 @@ class Inline(Executor):
         return f
 
 
+UPLOADS = ("profile", "on", "off", "random")  # where content is written: as the profile says, or chosen
+SHARDS = ("model", "swamp", "random")  # the S3 shard form (``s3_shards``): one a model, or swamp's keys
+RANDOM = "random"
+
+
 @dataclass(frozen=True)
 class Target:
-    """What one exploration explores: a backend, a sync profile, a layout, fencing on or off."""
+    """What one exploration explores: a backend, a sync profile, a layout, fencing on or off; and the
+    configurations a scenario chooses: ``uploads_at_commit`` (``profile``: as the profile says; ``on``, ``off``)
+    and S3's shard form (``model``, ``swamp``), or ``random``: drawn for each schedule, said in its steps."""
 
     backend: str
     sync: str
     layout: str
     fencing: bool
+    uploads: str = "profile"
+    shards: str = "model"
 
     @property
     def name(self) -> str:
-        return f"{self.backend}/{self.sync}/{self.layout}/fencing-{'on' if self.fencing else 'off'}"
+        extra = "" if self.uploads == "profile" else f"/uploads-at-commit-{self.uploads}"
+        extra += f"/shards-{self.shards}" if self.backend == "s3" and self.shards != "model" else ""
+        return f"{self.backend}/{self.sync}/{self.layout}/fencing-{'on' if self.fencing else 'off'}{extra}"
+
+    @property
+    def draws(self) -> dict[str, tuple[str, ...]]:
+        """The configurations each schedule draws (``random``), with what each may be."""
+        out: dict[str, tuple[str, ...]] = {}
+        if self.uploads == RANDOM:
+            out["uploads"] = ("profile", "on", "off")
+        if self.shards == RANDOM and self.backend == "s3":
+            out["shards"] = ("model", "swamp")
+        return out
+
+    def resolved(self, config: dict[str, str]) -> Target:
+        """This target with a schedule's drawn configuration."""
+        return replace(self, **{k: v for k, v in config.items() if k in ("uploads", "shards")})
+
+    def sync_config(self, **kwargs: Any) -> SyncConfig:
+        """A schedule's actors' SyncConfig, with this target's ``uploads_at_commit``."""
+        uploads = {"on": True, "off": False}.get(self.uploads)
+        return SyncConfig(uploads_at_commit=uploads, **kwargs)
+
+    def backend_of(self, client: Any, name: str, clock: Any) -> Any:
+        """A backend of this target on ``client`` (S3: in its shard form), its calls run inline."""
+        if self.backend == "dynamodb":
+            return DynamoBackend(client, name, self.layout, clock=clock, executor=Inline())
+        shards = self.shards if self.shards != RANDOM else "model"
+        return S3Backend(client, name, self.layout, clock=clock, executor=Inline(), swamp=S3Swamp(shards=shards))
 
 
 @dataclass
@@ -105,12 +143,9 @@ def new_world(cfg: Target, lab: Lab) -> World:
     stores = []
     for who in ("a", "b"):
         client = lab.clients[(who, cfg.backend)]
-        if cfg.backend == "dynamodb":
-            be: Any = DynamoBackend(client, name, cfg.layout, clock=clock, executor=Inline())
-        else:
-            be = S3Backend(client, name, cfg.layout, clock=clock, executor=Inline())
+        be = cfg.backend_of(client, name, clock)
         be.ensure()
-        sync = SyncConfig(namespace="w1", lock_scope="namespace",
+        sync = cfg.sync_config(namespace="w1", lock_scope="namespace",
                           index_commit="delta" if cfg.sync == "two-phase" else "full", lock=LOCK, heartbeat=False,
                           fencing=cfg.fencing, sync=cfg.sync, global_poll_s=0.05, record_views=True)
         store = Datastore(be, Catalog(), sync, clock=clock, holder=who, rng=random.Random(f"{who}-explore"))

@@ -42,7 +42,8 @@ def check_run(run_dir: str | Path, *, state: dict | None = None, source: str = "
 
 def capture_and_check(run_dir: str | Path, backend: Any) -> dict[str, Any]:
     """Capture what readers of ``backend`` see into the run directory, then check the run against it."""
-    return check_run(run_dir, state=capture(backend, run_dir), source="captured at the end of the run")
+    state = capture(backend, run_dir, read_events(Path(run_dir)))
+    return check_run(run_dir, state=state, source="captured at the end of the run")
 
 
 def summary(report: dict[str, Any]) -> str:
@@ -52,7 +53,8 @@ def summary(report: dict[str, Any]) -> str:
             f"{report['lost']} lost, {report['phantom']} phantom, {report['corrupt']} corrupt, "
             f"{report['sequence_anomalies']} sequence anomalies, {report['unsafe_overlaps']} unsafe overlaps, "
             f"{report.get('torn_reads', 0)} torn reads of {report.get('pulls_checked', 0)} checked, "
-            f"{report.get('unexplained_seals', 0)} unexplained seals, {report.get('lost_reads', 0)} lost reads: "
+            f"{report.get('unexplained_seals', 0)} unexplained seals, {report.get('lost_reads', 0)} lost reads, "
+            f"{report.get('unreadable', 0)} unreadable of {report.get('fresh_reads', 0)} fresh reads: "
             f"{report['violations']} violations")
 
 

@@ -47,8 +47,12 @@ Definitions (these are what ``safety.json`` counts):
   by no commit that may have landed (one its worker was told had failed), and
   entries a fenced reader held that are gone at the end with no commit after
   its view touching them: data undone under readers.
+- **unreadable** (``fresh.py``): a namespace the history's fenced commits
+  wrote that a fresh fenced reader, pulling at the end, cannot read, or reads
+  other than the final state holds it (availability: a user's next pull).
 - **violations** = lost + phantom + corrupt + sequence anomalies + unsafe
-  overlaps + lease overlaps + torn reads + unexplained seals + lost reads.
+  overlaps + lease overlaps + torn reads + unexplained seals + lost reads +
+  unreadable.
 - A grant is **contended** when it had to retry, or when another holder was
   waiting for the same key at the moment it was made (a holder that releases
   and re-acquires at once still takes the lock from under waiting workers).
@@ -69,7 +73,7 @@ from harness.safety.views import torn_reads
 DETAIL_LIMIT = 25
 # the counts that are violations, in the order reports name them
 FINDINGS = ("lost", "phantom", "corrupt", "sequence_anomalies", "unsafe_overlaps", "lease_overlaps", "torn_reads",
-            "unexplained_seals", "lost_reads")
+            "unexplained_seals", "lost_reads", "unreadable")
 REFUSALS = ("FencedError", "LockLostError")
 
 
@@ -123,6 +127,8 @@ def check(events: list[dict], state: dict, *, untracked_ok: bool = False) -> dic
     torn = torn_reads(events, untracked_ok=untracked_ok)
     seals = unexplained_seals(events, state, untracked_ok=untracked_ok)
     gone = lost_reads(events, state)
+    reads = _fresh_reads(state)
+    unreadable = [r for r in reads if not r.get("ok")]
     grant_events = [e for e in events if e.get("type") == "grant"]
     report = {
         "acknowledged": len(acked),
@@ -140,6 +146,8 @@ def check(events: list[dict], state: dict, *, untracked_ok: bool = False) -> dic
         "torn_reads": len(torn),
         "unexplained_seals": sum(f["unexplained"] for f in seals),
         "lost_reads": len(gone),
+        "unreadable": len(unreadable),
+        "fresh_reads": len(reads),
         "pulls_checked": sum(1 for e in events if e.get("type") == "pull" and e.get("view") is not None),
         "acquisitions": len(grant_events),
         "contended": _contended(events),
@@ -152,10 +160,15 @@ def check(events: list[dict], state: dict, *, untracked_ok: bool = False) -> dic
                     "sequence_anomalies": _limited(anomalies), "unsafe_overlaps": _limited(unsafe),
                     "lease_overlaps": _limited(lease), "uncertain_overlaps": _limited(uncertain),
                     "torn_reads": _limited(torn), "unexplained_seals": _limited(seals),
-                    "lost_reads": _limited(gone)},
+                    "lost_reads": _limited(gone), "unreadable": _limited(unreadable)},
     }
     report["violations"] = sum(report[k] for k in FINDINGS)
     return report
+
+
+def _fresh_reads(state: dict) -> list[dict]:
+    """What fresh fenced readers pulled of the final state (``fresh.py``; none in an older state file)."""
+    return list(state.get("fresh_reads") or [])
 
 
 def _contended(events: list[dict]) -> int:

@@ -44,9 +44,14 @@ def write_final_state(run_dir: str | Path, state: dict) -> Path:
     return path
 
 
-def capture(backend: Any, run_dir: str | Path) -> dict:
-    """Snapshot the backend and write it into the run directory; returns the state."""
+def capture(backend: Any, run_dir: str | Path, events: list[dict] | None = None) -> dict:
+    """Snapshot the backend and write it into the run directory; returns the state. With the run's ``events``,
+    fresh fenced readers pull each namespace its fenced commits wrote too (``fresh.py``: in the header)."""
     state = snapshot(backend)
+    if events is not None:
+        from harness.safety.fresh import with_fresh_reads
+
+        with_fresh_reads(backend, events, state)
     write_final_state(run_dir, state)
     return state
 

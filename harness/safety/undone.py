@@ -6,8 +6,9 @@ hole 8), shows nowhere in the entries the acknowledged commits explain, but it s
 
 - **unexplained seals**: per commit domain, every sequence up to the highest one anything saw sealed (the final
   state's, a pull's, an acknowledged commit's) must be an acknowledged commit's, or one of the domain's
-  indeterminate commits may have sealed it (each at most one); a sequence left over was sealed by a commit
-  its worker was told had failed;
+  indeterminate commits may have sealed it (each at most one), and only one whose domain's final fate record
+  allows it (DynamoDB: its id no longer pending; S3: the head's ``sealed`` naming it, or older than its
+  window); a sequence left over was sealed by a commit its worker was told had failed;
 - **lost reads**: an entry a fenced reader held in its view at sequence s (what was sealed there, or what no
   acknowledged commit wrote) is, at the end, still there at that version or a newer one, unless an
   acknowledged commit sealed after s (or an indeterminate one) wrote or removed that path: otherwise readers
@@ -42,21 +43,52 @@ def _domains(events: list[dict], state: dict) -> dict[str, int]:
     return dict(high)
 
 
+def _records(events: list[dict], state: dict) -> dict[str, dict]:
+    """The final state's fate record per commit domain, keyed as the history keys it (the lock's key)."""
+    key_of = {c["domain"]: c.get("key", c["domain"]) for c in events
+              if c.get("type") == "commit" and c.get("ok") and c.get("domain")}
+    return {key_of.get(d, d): rec for d, rec in (state.get("domains") or {}).items()}
+
+
+def may_have_sealed(commit: dict, record: dict | None, missing: list[int]) -> bool:
+    """Can this indeterminate commit have sealed, as its domain's final fate record says (issue 55)?
+
+    DynamoDB: only if its id is no longer pending (only its seal removes it). S3: only if the head's ``sealed``
+    names it, or the sequences left to explain are older than the head's window. No record (an older
+    snapshot): it may have."""
+    if not record:
+        return True
+    cid = commit.get("cid")
+    if "pending" in record:
+        return cid not in set(record["pending"])
+    if "sealed" in record:
+        sealed = record["sealed"] or {}
+        if cid in set(sealed.values()):
+            return True
+        oldest = min((int(k) for k in sealed), default=None)
+        return oldest is None or any(s < oldest for s in missing)
+    return True
+
+
 def unexplained_seals(events: list[dict], state: dict, *, untracked_ok: bool = False) -> list[dict]:
-    """Per domain, the sealed sequences that neither an acknowledged commit nor an indeterminate one explains."""
+    """Per domain, the sealed sequences that neither an acknowledged commit nor an indeterminate one that its
+    domain's fate record allows to have sealed explains."""
     if untracked_ok:
         return []
     commits = [e for e in events if e.get("type") == "commit"]
     acked: dict[str, set[int]] = defaultdict(set)
-    unsure: dict[str, int] = defaultdict(int)
+    maybe: dict[str, list[dict]] = defaultdict(list)
     for c in commits:
         if c.get("ok") and c.get("seq") is not None:
             acked[c.get("key", "")].add(int(c["seq"]))
         elif c.get("indeterminate"):
-            unsure[c.get("key", "")] += 1
+            maybe[c.get("key", "")].append(c)
+    records = _records(events, state)
+    unsure: dict[str, int] = {}
     out = []
     for key, high in sorted(_domains(events, state).items()):
         missing = [s for s in range(1, high + 1) if s not in acked[key]]
+        unsure[key] = sum(1 for c in maybe[key] if may_have_sealed(c, records.get(key), missing))
         if len(missing) > unsure[key]:
             refused = [c["cid"] for c in commits if c.get("key") == key and not c.get("ok")
                        and not c.get("indeterminate")]
@@ -109,4 +141,4 @@ def lost_reads(events: list[dict], state: dict) -> list[dict]:
     return out
 
 
-__all__ = ["lost_reads", "unexplained_seals"]
+__all__ = ["lost_reads", "may_have_sealed", "unexplained_seals"]

@@ -18,10 +18,12 @@ when it was made (``pending`` on the lock item, see ``locks.py``):
    the id from ``pending``, conditioned on the grant's nonce, on ``seq`` still
    being the sequence this holder pulled at and (two-phase) on its model lock's
    fence. Once a newer holder is granted the lock, nothing of an older holder's
-   can ever seal: the lease is the fence. A seal whose condition fails reads
-   the lock item: its id no longer pending means its own first attempt sealed
-   (an answer lost, botocore sent it again): the commit is sealed, whoever holds
-   the lock now. Only this commit's seal removes its id (its writer drops it
+   can ever seal: the lease is the fence. A seal that fails, whatever the error
+   (refused, throttled, a server error: an earlier attempt's answer may have
+   been lost, issue 55), reads the lock item: its id no longer pending means an
+   attempt of it sealed (an answer lost, botocore sent it again): the commit is
+   sealed, whoever holds the lock now; the read failing, its fate is unknown
+   (``CommitIndeterminateError``, nothing undone). Only this commit's seal removes its id (its writer drops it
    only after undoing everything it wrote), so that is the commit's fate, read
    from one record, never from the lock's current holder (issue 43's hole 3).
 
@@ -65,6 +67,7 @@ from harness.datastore.backends.dynamodb.items import (
     NS_EPOCH,
     PER_MODEL,
     VERSION_PREFIX,
+    DomainState,
     chunk_keys,
     file_key,
     lock_item_key,
@@ -84,7 +87,7 @@ from harness.datastore.backends.dynamodb.registry import (
     entry_hash,
     record_name,
 )
-from harness.datastore.errors import FencedError, LockLostError
+from harness.datastore.errors import CommitIndeterminateError, FencedError, LockLostError
 from harness.datastore.lock import LockGrant
 from harness.work import Work, for_fencing, sending
 
@@ -92,6 +95,14 @@ if TYPE_CHECKING:
     from harness.datastore.backends.dynamodb.backend import DynamoBackend
 
 SEAL_FORGETS = 50  # model fences a prune's seal removes at most (the rest stay: they only take space)
+
+
+def _tag(e: BaseException, cid: str) -> None:
+    """The id this commit used, on its error: the history records it (the checker reads its fate by it)."""
+    try:
+        e.commit_id = cid  # type: ignore[attr-defined]
+    except AttributeError:  # (an exception without a __dict__)
+        pass
 
 
 class FencedCommit:
@@ -151,17 +162,21 @@ class FencedCommit:
             except BaseException as e:
                 self.abandoned = not isinstance(e, Exception)  # a killed user: started calls may still land
                 self._undo()
+                _tag(e, self.cid)
                 raise
             try:
                 with for_fencing(self.work):  # the seal on the lock item (swamp's sequence is its bookkeeping's)
                     sealed = self._seal(seq, forget, bool(removals))
             except BaseException as e:
-                # Undo only a seal known not to have landed; one that may have (a lost answer, an interrupted call)
-                # leaves everything: sealed, it is whole; not sealed, the id stays pending and it stays invisible.
-                if isinstance(e, Exception) and not outcome_unknown(e):
+                # Undo only a seal its record says did not land (its id still pending) and no attempt of which can
+                # still land; one that may (a lost answer, an interrupted call) leaves everything: not sealed, the
+                # id stays pending and it stays invisible. (Sealed, ``_seal`` returned; unreadable, indeterminate.)
+                if isinstance(e, Exception) and not isinstance(e, CommitIndeterminateError) and \
+                        not outcome_unknown(e):
                     self._undo()
                 else:
                     self.be.claims.keep.add(self.cid)
+                _tag(e, self.cid)
                 raise
             self._after_seal(upserts, [*removals, *buried], gone, doomed, sealed)
         return CommitResult(sealed, sealed - 1, self.cid, self.key, seal_ms=self.seal_ms, sent_ms=self.sent_ms)
@@ -313,12 +328,12 @@ class FencedCommit:
                     TableName=self.be.table, Key=lock_item_key(self.key),
                     UpdateExpression=f"SET #s = :new{sets}{remove}{adds} DELETE pending :c", ConditionExpression=cond,
                     ExpressionAttributeNames=names, ExpressionAttributeValues=values)
-        except ClientError as e:
-            if not is_condition_failed(e):
-                raise
-            now = self.be.lock_store.state(self.key, self.work)
+        except Exception as e:  # any failure (not only a refusal): the fate is read from the lock item's record
+            now = self._fate(e)
             if self.cid not in now.pending:
-                return seq  # only this commit's seal removes its id: its first attempt sealed (an answer lost)
+                return seq  # only this commit's seal removes its id: an attempt of it sealed (an answer lost)
+            if not is_condition_failed(e):
+                raise  # still pending: not sealed (undone only if no attempt of it can still land)
             if now.nonce != self.grant.nonce:
                 raise self._fenced("is no longer held: the commit was not sealed") from e
             if self.model is not None and now.model_fences.get(self.model[0]) != self.model[1]:
@@ -330,6 +345,15 @@ class FencedCommit:
             self.seal_ms = sent.first
             self.sent_ms = sent.last
         return seq
+
+    def _fate(self, e: Exception) -> DomainState:
+        """After a failed seal, whatever the error: the lock item, whose ``pending`` set is the commit's fate
+        record (only its seal removes its id). Unreadable: the fate is unknown, nothing is undone."""
+        try:
+            return self.be.lock_store.state(self.key, self.work)
+        except Exception as read_error:  # noqa: BLE001 - whether it sealed cannot be known: indeterminate
+            raise CommitIndeterminateError(f"commit {self.cid}: its seal failed ({type(e).__name__}) and its fate "
+                                           f"could not be read ({read_error}): it may have sealed") from e
 
     def _undo(self) -> None:
         """Delete our own items and records (only ours carry this id); drop the id once nothing of ours can land."""

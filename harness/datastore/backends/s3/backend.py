@@ -429,7 +429,8 @@ class S3Backend(S3Commits, AfterRelease):
                 if got is None:
                     continue
                 doc = got[0]
-                domains[rel] = {"seq": int(doc.get("commitSeq", 0)), "fence": int(doc.get("fence", 0))}
+                domains[rel] = {"seq": int(doc.get("commitSeq", 0)), "fence": int(doc.get("fence", 0)),
+                                "sealed": doc.get("sealed", {})}  # the fate record (fenced commits only)
                 for ref in doc.get("shards", {}).values():
                     shard = self.objects.get_json(ref, work)
                     if shard is None:

@@ -10,13 +10,15 @@ commit writes, and a sealed commit is never undone); unfenced, right after the
 swap.
 
 The head is the commit's fate record: it carries ``sealed``, the ids of the
-newest ``SEALED_WINDOW`` commits by sequence. A seal whose answer was lost and
-whose retry is refused (someone changed the head since: a newer holder's fence
-write or commit) reads it: its id at its sequence, it sealed (acknowledged,
-whoever holds the lock now); another id there, or a sequence not reached, it
-did not (refused, and its shards no head names go); its sequence past the
-window, its fate is unknown (indeterminate: nothing of it is deleted). Never
-"refused" while visible (issue 43's hole 3).
+newest ``SEALED_WINDOW`` commits by sequence. A seal that fails, whatever the
+error (refused, throttled, a server error, a reset: an earlier attempt's answer
+may have been lost, issue 55), reads it: its id at its sequence, it sealed
+(acknowledged, whoever holds the lock now); another id there, or a sequence not
+reached, it did not (its new shards that the current head does not name go,
+once no attempt of the swap can still land); its sequence past the window, or
+the head unreadable, its fate is unknown (indeterminate: nothing of it is
+deleted). Never "refused" while visible (issue 43's hole 3), never undone while
+sealed (issue 55).
 
 A two-phase commit (``model_fence``) is refused when its model's lock has a
 newer holder, when a prune removed its model (the prune drops the model's
@@ -183,21 +185,14 @@ class S3Commits:
                                             if_match=etag if fencing else None,
                                             if_none_match=fencing and etag is None)
         except BaseException as e:
-            refused = isinstance(e, ClientError) and is_condition_failed(e)
-            fate = self._fate(cur, cid, seq + 1, work) if refused and fencing else False
-            if fate is None:  # past the head's window: it may have sealed; nothing of it is deleted
-                cur.head = cur.etag = None
-                raise CommitIndeterminateError(f"commit {cid}: its seal's answer was lost and the head has moved "
-                                               f"{SEALED_WINDOW} commits past its sequence: its fate is unknown") from e
-            if not fate:
+            if not fencing:
                 if isinstance(e, Exception) and not outcome_unknown(e):  # known not swapped: our shards are garbage
-                    self._discard(written if not refused else self._unreferenced(cur, written), work)
-                if refused:
-                    raise self._refusal(grant, cur) from e
+                    self._discard(written, work)
                 cur.head = cur.etag = None
-                raise  # (a swap that may have landed references them: they stay)
-            # a seal whose answer was lost and which botocore sent again: the first attempt landed (the retry's
-            # 412 is against its own write, or a newer holder's since): sealed; the head as just read is current
+                raise
+            self._after_failed_seal(e, cur, cid, seq + 1, written, grant, work)
+            # the head, its fate record, names this commit at its sequence: its swap landed (an attempt whose
+            # answer was lost); the head as just read is current
             new_etag = None
         current = cur.seq is not None and cur.seq == seq
         if new_etag is not None:
@@ -216,8 +211,38 @@ class S3Commits:
             self._discard(superseded, work)
         return CommitResult(seq + 1, seq, cid, cur.head_rel or "", seal_ms=sent.first, sent_ms=sent.last)
 
+    def _after_failed_seal(self, e: BaseException, cur: S3Cursor, cid: str, seq: int, written: list[str],
+                           grant: LockGrant, work: Work) -> None:
+        """After ANY failed head swap, its fate read from the head (never guessed from the error's code): returns
+        when it sealed; raises otherwise. Not sealed (another id at its sequence, or the sequence not reached),
+        only the new shards the current head does not name go, and only when no attempt may still land (the
+        swap was refused, or every attempt was answered); a fate that cannot be read is indeterminate and
+        nothing is deleted."""
+        if not isinstance(e, Exception):  # the worker is being stopped: nothing more is sent, nothing deleted
+            cur.head = cur.etag = None
+            raise e
+        refused = isinstance(e, ClientError) and is_condition_failed(e)
+        try:
+            fate = self._fate(cur, cid, seq, work)
+        except Exception as read_error:  # noqa: BLE001 - the fate read failed: whether it sealed is unknown
+            cur.head = cur.etag = None
+            raise CommitIndeterminateError(f"commit {cid}: its seal failed ({type(e).__name__}) and its fate "
+                                           f"could not be read ({read_error}): it may have sealed") from e
+        if fate is None:  # past the head's window: it may have sealed; nothing of it is deleted
+            cur.head = cur.etag = None
+            raise CommitIndeterminateError(f"commit {cid}: its seal's answer was lost and the head has moved "
+                                           f"{SEALED_WINDOW} commits past its sequence: its fate is unknown") from e
+        if fate:
+            return
+        if refused or not outcome_unknown(e):  # no attempt of it can land now
+            self._discard(self._unreferenced(cur, written), work)
+        if refused:
+            raise self._refusal(grant, cur) from e
+        cur.head = cur.etag = None
+        raise e  # (a swap that may still land references them: they stay)
+
     def _fate(self, cur: S3Cursor, cid: str, seq: int, work: Work) -> bool | None:
-        """After a refused seal: did this commit seal at ``seq``? From the head, its fate record: True, False, or
+        """After a failed seal: did this commit seal at ``seq``? From the head, its fate record: True, False, or
         None (unknown: the head's window of sealed ids has moved past it)."""
         self._read_head(cur, work)
         doc = cur.head or {}
