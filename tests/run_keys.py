@@ -62,6 +62,8 @@ ADDED = {
     "outcome", "outcome_line", "runs[].findings.outcome", "tests[].outcome", "tests[].outcome_line",
     # the rate forecast from what grows, what it costs on AWS, where the rate changed (issue 59)
     "runs[].findings.forecast", "runs[].findings.cost", "runs[].findings.changes",
+    "fidelity.spike_s",  # what an injected latency spike adds, the front's faults for any client (issue 57)
+    "runs[].findings.own_time",  # a command run's datastore time per iteration beside the rate (issue 56)
 }
 
 

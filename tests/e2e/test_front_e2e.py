@@ -80,7 +80,9 @@ def test_the_fronts_model_throttles_and_keys_csv_names_the_hot_gsi_key(front_run
     assert d["throttles"].sum() > 0  # a scaled-down table: the model throttled the commands' requests
     keys = pd.read_csv(front_run / "keys.csv", keep_default_na=False)
     gsi = keys[keys["index"] == "gsi1"]
-    assert set(gsi["key"]) == {"FILE"} and gsi["write_units"].sum() > 0  # every file item lands on one GSI key
+    # every file item lands on one GSI key: its writes, or (a loaded machine's short run, every GSI write refused
+    # at the scaled ceiling) its throttles; seen once in CI: write units 0 with the key throttled
+    assert set(gsi["key"]) == {"FILE"} and gsi["write_units"].sum() + gsi["throttles"].sum() > 0, gsi
     assert keys["throttles"].sum() > 0
     front = json.loads((front_run / "front.json").read_text())
     assert front["control"].startswith("http://127.0.0.1:")

@@ -72,7 +72,10 @@ def test_a_stage_shape_from_the_web_ui_follows_its_stages_and_reports_each(tmp_p
         assert web.stop(signal.SIGINT) == 128 + signal.SIGINT, web.output()
     finally:
         web.kill()
-    assert _changes(users)[-4:] == [1, 2, 4, 1] or _changes(users) == [1, 2, 4, 1], users
+    # the stages' levels, in order; a poll between two levels (3 users while Locust stops the spike's users one by
+    # one on a loaded machine, seen in CI) is a transition, not a stage
+    levels = _changes([u for u in users if u in (1, 2, 4)])
+    assert levels[-4:] == [1, 2, 4, 1] or levels == [1, 2, 4, 1], users
     report = run_dir / "tests" / "001" / "report" / "summary.json"
     stages = json.loads(report.read_text())["runs"][0]["findings"]["stages"]
     assert [(s["stage"], s["t0"], s["t1"], s["workers"]) for s in stages] == [
