@@ -280,8 +280,7 @@ class Datastore:
                 raise LockLostError(f"commit refused: lock {grant.key} (fence {grant.fence}) was lost")
             res = call(cid)
         except BaseException as e:  # interrupted too (the run ending): its outcome is then unknown
-            if getattr(e, "commit_id", None):  # the id the backend really used (DynamoDB: the grant's claim)
-                event["cid"] = e.commit_id
+            event["cid"] = getattr(e, "commit_id", None) or event["cid"]  # the id the backend really used (DynamoDB)
             self.record({**event, "ok": False, "complete_ms": now_ms(self.clock),
                          "error": f"{type(e).__name__}: {e}"[:300],
                          "indeterminate": not isinstance(e, Exception) or outcome_unknown(e)
@@ -385,8 +384,7 @@ class Datastore:
             self._stage(self.paths.definition(model_type, model_id),
                         f"type: {model_type}\nid: {model_id}\n".encode())
         name, raw = run_method(method, payload_bytes, self.rng)
-        if self.cfg.data_name == "swamp":  # @webframp/system: writeResource(spec, "current") in every method
-            name = SWAMP_DATA_NAME
+        name = SWAMP_DATA_NAME if self.cfg.data_name == "swamp" else name  # @webframp/system: one data name
         version = self.catalog.next_version(self.ns, model_type, model_id, name)
         raw_rel = self.paths.data_raw(model_type, model_id, name, version)
         digest = FileMeta.digest_of(raw)
