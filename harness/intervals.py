@@ -14,6 +14,7 @@ stay numpy on purpose: they run inside a Locust process, where importing scipy w
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import numpy as np
 
@@ -34,12 +35,15 @@ def poisson_interval(k: float | np.ndarray, z: float = Z95) -> tuple[np.ndarray,
     return lo, hi
 
 
-def rate_interval(count: float, seconds: float, dispersion: float = 1.0, z: float = Z95) -> tuple[float, float]:
-    """Interval for events per second from ``count`` events in ``seconds`` (quasi-Poisson when dispersion > 1)."""
+def rate_interval(count: float, seconds: float, dispersion: float = 1.0, z: float = Z95,
+                  poisson: Callable[..., tuple[np.ndarray, np.ndarray]] | None = None) -> tuple[float, float]:
+    """Interval for events per second from ``count`` events in ``seconds`` (quasi-Poisson when dispersion > 1).
+    ``poisson``: the count's interval (Byar's here, light enough for the live path; the report passes scipy's
+    exact one, ``reports.stats.poisson_interval``)."""
     if seconds <= 0:
         return math.nan, math.nan
     phi = max(1.0, dispersion)
-    lo, hi = poisson_interval(count / phi, z)
+    lo, hi = (poisson or poisson_interval)(count / phi, z)
     return float(lo) * phi / seconds, float(hi) * phi / seconds
 
 

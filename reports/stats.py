@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from harness import intervals
 from harness.intervals import (  # noqa: F401  (re-exported: the report's intervals live with the gates')
     Z95,
     quantile_interval,
@@ -40,12 +41,9 @@ def poisson_interval(k: float | np.ndarray, z: float = Z95) -> tuple[np.ndarray,
 
 
 def rate_interval(count: float, seconds: float, dispersion: float = 1.0, z: float = Z95) -> tuple[float, float]:
-    """Interval for events per second from ``count`` events in ``seconds`` (quasi-Poisson when dispersion > 1)."""
-    if seconds <= 0:
-        return math.nan, math.nan
-    phi = max(1.0, dispersion)
-    lo, hi = poisson_interval(count / phi, z)
-    return float(lo) * phi / seconds, float(hi) * phi / seconds
+    """Interval for events per second from ``count`` events in ``seconds``: the gates' rule with the exact
+    Poisson interval above."""
+    return intervals.rate_interval(count, seconds, dispersion, z, poisson=poisson_interval)
 
 
 def t_quantile(df: float, p: float = 0.975) -> float:

@@ -7,24 +7,18 @@ The report is `harness report` on a simulated shared-lock run (the report a user
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
 from bench.synthetic import make_lock_run
 from tests.e2e.conftest import ROOT, clean_env
-from tests.e2e.web_session import CHROMIUM, CHROMIUM_ARGS
+from tests.e2e.web_session import CHROMIUM, CHROMIUM_ARGS, require_chromium
 
 pytestmark = pytest.mark.e2e
 
-sync_playwright = pytest.importorskip("playwright.sync_api").sync_playwright
-if not Path(CHROMIUM).exists():
-    if os.environ.get("CI"):
-        raise RuntimeError(f"{CHROMIUM} is missing: .ci/run should have installed Debian's chromium")
-    pytest.skip(f"{CHROMIUM} is missing (apt-get install chromium)", allow_module_level=True)
+sync_playwright = require_chromium()
 
 # Every word of every table cell (a run of letters and digits: a URL or a date may break at its "/" or "-"): a word
 # laid out on two lines has two client rects. And each column's alignment against what its cells hold (a column with

@@ -13,7 +13,6 @@ the tab's "Last 10 s" rate. The statistics table lists the steps as the docs say
 
 from __future__ import annotations
 
-import os
 import re
 import signal
 import time
@@ -23,15 +22,11 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.web_session import CHROMIUM, CHROMIUM_ARGS, WebRun, wait_for
+from tests.e2e.web_session import CHROMIUM, CHROMIUM_ARGS, WebRun, require_chromium, wait_for
 
 pytestmark = pytest.mark.e2e
 
-sync_playwright = pytest.importorskip("playwright.sync_api").sync_playwright
-if not Path(CHROMIUM).exists():
-    if os.environ.get("CI"):
-        raise RuntimeError(f"{CHROMIUM} is missing: .ci/run should have installed Debian's chromium")
-    pytest.skip(f"{CHROMIUM} is missing (apt-get install chromium)", allow_module_level=True)
+sync_playwright = require_chromium()
 
 VIEWPORT = {"width": 1400, "height": 900}
 FORM_FIELDS = ("userCount", "spawnRate", "backend", "latency", "runDir", "scenario")

@@ -8,22 +8,16 @@ the panel follows the page too, below the statistics table.
 
 from __future__ import annotations
 
-import os
 import re
 import signal
-from pathlib import Path
 
 import pytest
 
-from tests.e2e.web_session import CHROMIUM, CHROMIUM_ARGS, WebRun, wait_for
+from tests.e2e.web_session import CHROMIUM, CHROMIUM_ARGS, WebRun, require_chromium, wait_for
 
 pytestmark = pytest.mark.e2e
 
-sync_playwright = pytest.importorskip("playwright.sync_api").sync_playwright
-if not Path(CHROMIUM).exists():
-    if os.environ.get("CI"):
-        raise RuntimeError(f"{CHROMIUM} is missing: .ci/run should have installed Debian's chromium")
-    pytest.skip(f"{CHROMIUM} is missing (apt-get install chromium)", allow_module_level=True)
+sync_playwright = require_chromium()
 
 GEOMETRY = """() => {
   const rows = [...document.querySelectorAll('tr')];

@@ -20,6 +20,7 @@ from typing import Any
 
 import pandas as pd
 import psutil
+import pytest
 
 from tests.e2e.conftest import ROOT, clean_env
 
@@ -158,3 +159,14 @@ def assert_contiguous(rows: pd.DataFrame) -> dict[str, int]:
         assert got == list(range(len(got))), f"{user}: iterations {got[:5]}... are not 0..{len(got) - 1}"
         out[user] = len(got)
     return out
+
+
+def require_chromium():
+    """Playwright's ``sync_playwright`` for a browser test module, called at its top: in CI a missing Debian
+    Chromium is an error (.ci/run installs it), elsewhere the module is skipped with the reason."""
+    sync_playwright = pytest.importorskip("playwright.sync_api").sync_playwright
+    if not Path(CHROMIUM).exists():
+        if os.environ.get("CI"):
+            raise RuntimeError(f"{CHROMIUM} is missing: .ci/run should have installed Debian's chromium")
+        pytest.skip(f"{CHROMIUM} is missing (apt-get install chromium)", allow_module_level=True)
+    return sync_playwright
