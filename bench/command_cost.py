@@ -4,7 +4,7 @@
     python bench/command_cost.py --quick    # 2 iterations (CI: checks it runs and prints its figures)
     python bench/command_cost.py --json     # the figures as JSON too
 
-One worker of the command driver (``harness.drivers.command``, as a Locust user runs it, on gevent's hub,
+One worker of the command driver (``harness.load.drivers.command``, as a Locust user runs it, on gevent's hub,
 without Locust) runs the reference command (``harness-swamp``) against a moto server on loopback. Per
 iteration, medians: the driver's own CPU (this process: spawning, the OTLP receiver parsing what came,
 joining spans into the row; ``getrusage(RUSAGE_SELF)``) and wall time outside the command; the command's CPU
@@ -49,7 +49,7 @@ def _process(argv: list[str], n: int) -> tuple[float, float]:
 
 def _driver(plan, n: int) -> list[dict]:
     """Run ``n`` iterations of one command-driver worker; per iteration its own and its commands' costs."""
-    from harness import drivers
+    from harness.load import drivers
     from harness.record.schema import STEP_COLUMNS
 
     shared: dict = {}
@@ -75,7 +75,7 @@ def _driver(plan, n: int) -> list[dict]:
 def _receiver_cpu_per_span(n: int) -> float:
     """The receiver's CPU per span: swamp's JSON, one span a body (its SimpleSpanProcessor's), decoded here."""
     sys.path.insert(0, str(ROOT / "tests"))
-    from harness.otlp.receiver import Receiver, TraceBook
+    from harness.record.otlp.receiver import Receiver, TraceBook
     from tests.test_otlp import PARENT, TRACE, swamp_json
 
     book = TraceBook()
@@ -97,12 +97,12 @@ def main() -> int:
     from dataclasses import replace
 
     from harness.aws.moto_server import EmbeddedMoto
-    from harness.plan.factory import Factory
+    from harness.config.factory import Factory
     from tests.plans import at, make_plan
 
     bare = _process([sys.executable, "-c", "pass"], 3 if args.quick else 10)
     imports = _process([sys.executable, "-c", "import harness.refcmd.run, harness.refcmd.tracing, "
-                        "harness.plan.factory, opentelemetry.exporter.otlp.proto.http.trace_exporter"],
+                        "harness.config.factory, opentelemetry.exporter.otlp.proto.http.trace_exporter"],
                        3 if args.quick else 10)
     server = EmbeddedMoto().start()
     try:

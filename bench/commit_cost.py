@@ -35,12 +35,12 @@ from harness.aws import standin  # noqa: E402
 from harness.aws.clients import make_clients  # noqa: E402
 from harness.aws.endpoints import Endpoints  # noqa: E402
 from harness.aws.moto_server import DUMMY_CREDENTIALS  # noqa: E402
+from harness.core.work import Work  # noqa: E402
 from harness.datastore.backends.dynamodb import DynamoBackend  # noqa: E402
 from harness.datastore.backends.s3 import S3Backend  # noqa: E402
 from harness.datastore.catalog import Catalog  # noqa: E402
 from harness.datastore.lock import LockConfig  # noqa: E402
 from harness.datastore.sync import Datastore, SyncConfig  # noqa: E402
-from harness.work import Work  # noqa: E402
 
 NAMESPACE = "w1"
 MEASURED = 3  # commits after the creating one

@@ -33,8 +33,8 @@ from botocore.config import Config  # noqa: E402
 import harness.aws.instrument as ins  # noqa: E402
 from harness.aws.fidelity import layer  # noqa: E402
 from harness.aws.fidelity.throttle import DynamoCapacity  # noqa: E402
+from harness.core.work import Work  # noqa: E402
 from harness.datastore.backends.dynamodb import GSI_KEYS, DynamoBackend  # noqa: E402
-from harness.work import Work  # noqa: E402
 
 ITEM = {"pk": {"S": "FILE#ns/data/system/m1/uptime/1/raw"}, "sk": {"S": "META"}, "size": {"N": "812"},
         "digest": {"S": "0123456789abcdef01234567"}, "updatedAt": {"N": "1750000000000"},

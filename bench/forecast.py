@@ -105,9 +105,9 @@ def write_run(path: Path, rows: list[dict[str, Any]], *, workers: int, duration_
 
 
 def findings_at(path: Path, at: str) -> dict[str, Any]:
-    from reports.forecast.horizon import parse
-    from reports.load import open_run
-    from reports.run.build import findings_of
+    from harness.report.forecast.horizon import parse
+    from harness.report.load import open_run
+    from harness.report.run.build import findings_of
 
     return findings_of(open_run(path), horizon=parse(at))
 
@@ -162,7 +162,7 @@ def quick(short_s: float, long_s: float) -> int:
 
 def real(scenarios: list[str], short: str, long: str, backends: list[str]) -> int:
     """Real runs on the embedded stand-ins: the short run's forecast at the long run's length, then the long."""
-    from harness.durations import parse_duration
+    from harness.core.durations import parse_duration
 
     with tempfile.TemporaryDirectory(dir=ROOT / "runs" if (ROOT / "runs").is_dir() else None) as tmp:
         for sc in scenarios:

@@ -2,7 +2,7 @@
 
 The upstream is an instant one (an asyncio server in a process of its own that answers every DynamoDB request at
 once with a fixed small answer), so the stand-in is not what is measured. The front is the real one
-(``python -m harness.front``, as ``harness run --front`` starts it) with the default capacity model on (every
+(``python -m harness.aws.front``, as ``harness run --front`` starts it) with the default capacity model on (every
 request priced, admitted and its read billed) and no modelled latency (profile ``local``), then a fixed 5 ms:
 
 1. added time: one client, one request at a time on a kept-alive connection, GetItem and PutItem alternately,
@@ -41,9 +41,9 @@ sys.path.insert(0, str(ROOT))
 
 from harness.aws.fidelity.model import FidelityConfig  # noqa: E402
 from harness.aws.fidelity.throttle import DynamoCapacity  # noqa: E402
-from harness.front.client import FrontClient  # noqa: E402
-from harness.front.config import FrontConfig  # noqa: E402
-from harness.front.launch import FrontProcess  # noqa: E402
+from harness.aws.front.client import FrontClient  # noqa: E402
+from harness.aws.front.config import FrontConfig  # noqa: E402
+from harness.aws.front.launch import FrontProcess  # noqa: E402
 
 TABLE = {"Table": {"TableName": "t", "KeySchema": [{"AttributeName": "pk", "KeyType": "HASH"},
                                                      {"AttributeName": "sk", "KeyType": "RANGE"}],

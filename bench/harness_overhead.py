@@ -66,9 +66,9 @@ def cpu_split(iterations: int, users: int = USERS) -> tuple[float, float, dict[s
     from bench.instant import install
     from harness.aws.clients import make_clients
     from harness.aws.endpoints import Endpoints
+    from harness.config import scenario
     from harness.datastore.backends.dynamodb import DynamoBackend
-    from harness.drivers.model import SwampWorker, summarize
-    from harness.plan import scenario
+    from harness.load.drivers.model import SwampWorker, summarize
     from harness.record.writer import ShardWriter
 
     os.environ.setdefault("AWS_ACCESS_KEY_ID", "bench")

@@ -39,12 +39,12 @@ from harness.aws.endpoints import Endpoints  # noqa: E402
 from harness.aws.fidelity.layer import FidelityConfig, FidelityLayer  # noqa: E402
 from harness.aws.fidelity.throttle import DynamoCapacity  # noqa: E402
 from harness.aws.instrument import instrument  # noqa: E402
-from harness.clock import SystemClock  # noqa: E402
-from harness.pacing.budget import Budgets  # noqa: E402
-from harness.pacing.ceiling import CeilingWatcher  # noqa: E402
-from harness.pacing.engine import Job  # noqa: E402
-from harness.pacing.journal import Journal  # noqa: E402
-from harness.pacing.sources import FillSource  # noqa: E402
+from harness.core.clock import SystemClock  # noqa: E402
+from harness.jobs.pacing.budget import Budgets  # noqa: E402
+from harness.jobs.pacing.ceiling import CeilingWatcher  # noqa: E402
+from harness.jobs.pacing.engine import Job  # noqa: E402
+from harness.jobs.pacing.journal import Journal  # noqa: E402
+from harness.jobs.pacing.sources import FillSource  # noqa: E402
 
 WCU = 60  # small enough that the modelled table, not this process's CPU, is the limit
 CEILING = 0.7 * WCU

@@ -29,9 +29,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from bench.synthetic import T0, make_run, run_info  # noqa: E402
+from harness.products.runs import history  # noqa: E402
 from harness.record import runinfo  # noqa: E402
-from reports.history import history  # noqa: E402
-from reports.run.build import build_report  # noqa: E402
+from harness.report.run.build import build_report  # noqa: E402
 
 TARGET_S = 2.0
 
@@ -92,7 +92,7 @@ def main() -> int:
         listed = median_s(lambda: history.lines(history.entries(root), root), repeats)
         cmd = [sys.executable, "-m", "harness", "runs", "--runs-dir", str(root)]
         command = median_s(lambda: subprocess.run(cmd, check=True, capture_output=True, cwd=ROOT), repeats)
-        bare = median_s(lambda: subprocess.run([sys.executable, "-c", "import harness.cli"], check=True,
+        bare = median_s(lambda: subprocess.run([sys.executable, "-c", "import harness.cli.main"], check=True,
                                                capture_output=True, cwd=ROOT), repeats)
     print(f"runs directories: {n} (+ a session, a story, jobs/), built in {built:.1f} s; entries listed: {len(found)}")
     print(f"listing in-process: median {listed:.3f} s ({listed / n * 1000:.2f} ms a run)")

@@ -35,7 +35,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script 
 
 import psutil
 
-from harness.durations import parse_duration
+from harness.core.durations import parse_duration
 
 ROOT = Path(__file__).resolve().parents[1]
 TARGET_GROWTH = 0.10

@@ -1,8 +1,8 @@
 """The report's verdicts before and after its statistics moved to scipy: the held synthetic runs, seed by seed.
 
 "Before" is the numpy code the report ran until issue 59 (Byar's Poisson interval and the Cornish-Fisher
-t quantile, which ``harness.intervals`` keeps for the live path, and the rank correlation by numpy ranks,
-kept here), patched into ``reports.stats``; "after" is scipy's (``reports.stats`` as it is). Each case is
+t quantile, which ``harness.core.intervals`` keeps for the live path, and the rank correlation by numpy ranks,
+kept here), patched into ``harness.report.stats``; "after" is scipy's (``harness.report.stats`` as it is). Each case is
 the verdict test's (tests/test_reports_verdict.py) plus a run whose commit grows with its index entries (the
 cause per step: Welch, Spearman); every seed's verdict (shape, degraded, the floor's segment, the step that
 grew, the count that explains it) is compared, and the largest change of an interval's end is printed. Then
@@ -30,10 +30,10 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from bench.synthetic import make_rows, run_info  # noqa: E402
-from harness import intervals as numpy_intervals  # noqa: E402
-from reports import stats  # noqa: E402
-from reports.run.findings import findings  # noqa: E402
-from reports.sweep import usl  # noqa: E402
+from harness.core import intervals as numpy_intervals  # noqa: E402
+from harness.products.sweep import usl  # noqa: E402
+from harness.report import stats  # noqa: E402
+from harness.report.run.findings import findings  # noqa: E402
 
 
 def _flat(r: float):
@@ -134,16 +134,16 @@ def usl_before_after(seeds: int) -> int:
 
 @contextmanager
 def before():
-    """``reports.stats`` (and the modules that imported its functions) with the numpy statistics."""
-    import reports.run.verdict as verdict
-    import reports.series as series
+    """``harness.report.stats`` (and the modules that imported its functions) with the numpy statistics."""
+    import harness.report.run.verdict as verdict
+    import harness.report.series as series
 
     patches = [(stats, "poisson_interval", numpy_intervals.poisson_interval),
                (stats, "rate_interval", numpy_intervals.rate_interval),
                (stats, "t_quantile", numpy_intervals.t_quantile), (stats, "spearman", _numpy_spearman),
                (verdict, "rate_interval", numpy_intervals.rate_interval),
                (series, "poisson_interval", numpy_intervals.poisson_interval)]
-    import reports.run.findings as fnd
+    import harness.report.run.findings as fnd
 
     patches.append((fnd, "rate_interval", numpy_intervals.rate_interval))
     saved = [(m, n, getattr(m, n)) for m, n, _ in patches]

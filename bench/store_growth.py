@@ -31,7 +31,7 @@ from harness.aws.capacity import item_size  # noqa: E402
 from harness.aws.clients import make_clients  # noqa: E402
 from harness.aws.endpoints import Endpoints  # noqa: E402
 from harness.aws.moto_server import DUMMY_CREDENTIALS  # noqa: E402
-from harness.durations import parse_duration  # noqa: E402
+from harness.core.durations import parse_duration  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 TARGET_GROWTH = 0.10

@@ -18,7 +18,7 @@ import sys
 import numpy as np
 import pandas as pd
 
-from reports.load import open_run
+from harness.report.load import open_run
 
 BANDS = 4
 

@@ -3,7 +3,7 @@
     HARNESS_SWAMP=/tmp/realswamp/bin/swamp HARNESS_SWAMP_REPO=/tmp/realswamp/template/ddb \
         python bench/swamp_faults.py [--schedules none,lost,throttle,freeze] [--out FILE.json] [--keep]
 
-dynalite on loopback, the front before it (in this process, ``harness.front.schedule``'s ``ScheduledFront``: a
+dynalite on loopback, the front before it (in this process, ``harness.aws.front.schedule``'s ``ScheduledFront``: a
 seat per repository, faults aimed at one command's commit), and two swamp repositories, A and B, sharing one
 table and namespace; each schedule gets its own model. What each command acknowledged (its ``--json``) is compared
 with what a fresh repository reads after ``swamp datastore sync --pull`` (``harness.safety.swamp_check``). Both
@@ -47,9 +47,9 @@ from typing import Any
 import boto3
 
 from harness.aws.fidelity.model import FidelityConfig
+from harness.aws.front.schedule import AfterGlobalLock, ScheduledFront, ScheduledModel, Step
+from harness.aws.front.thread import FrontThread
 from harness.aws.standin.dynalite import EmbeddedDynalite
-from harness.front.schedule import AfterGlobalLock, ScheduledFront, ScheduledModel, Step
-from harness.front.thread import FrontThread
 from harness.safety.swamp_check import Version, acknowledged, compare, read_versions
 
 SCHEDULES = ("none", "lost", "throttle", "freeze")  # freeze last: what it leaves breaks every later pull

@@ -150,7 +150,7 @@ def _write_lock_history(path: Path, table: pa.Table, scope: str) -> None:
 
 def make_rows(**kw: Any) -> pd.DataFrame:
     """The rows as a report reads them (for tests that need no directory)."""
-    from reports.load import REPORT_COLUMNS
+    from harness.report.load import REPORT_COLUMNS
 
     df = make_table(**kw).select(REPORT_COLUMNS).to_pandas()
     return df

@@ -10,7 +10,7 @@ import pytest
 from moto import mock_aws
 
 from harness.aws.instrument import instrument
-from harness.clock import FakeClock
+from harness.core.clock import FakeClock
 from harness.datastore.backends.dynamodb import DynamoBackend
 from harness.datastore.backends.s3 import S3Backend
 from harness.datastore.catalog import Catalog
@@ -93,8 +93,8 @@ def make_store(backend, namespace=None, *, lock_scope="namespace", index_commit=
 
 def fenced_grant(backend, key, clock, cfg=FAST_LOCK, namespace="w1", holder="w"):
     """Take a lock the way a fenced datastore does: the backend learns of the grant before it counts."""
+    from harness.core.work import Work
     from harness.datastore.lock import Lock
-    from harness.work import Work
 
     return Lock(backend.lock_store, key, clock, cfg, holder).acquire(
         Work(), lambda g, w: backend.on_grant(namespace, g, None, w))

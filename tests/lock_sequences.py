@@ -151,9 +151,9 @@ def _mocked() -> Iterator[Any]:
 
 def record(backend: str, profile: str, run: str) -> dict[str, tuple[str, str, str]]:
     """{lock: (take, held, give back)} for one row of ``ROWS``."""
-    from harness.clock import FakeClock
-    from harness.drivers.model import SwampWorker
-    from harness.plan.factory import Factory
+    from harness.config.factory import Factory
+    from harness.core.clock import FakeClock
+    from harness.load.drivers.model import SwampWorker
     from tests.plans import make_plan
 
     name, fencing = ROWS[(backend, profile, run)]

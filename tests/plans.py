@@ -5,10 +5,10 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from harness.edge import UserEnvironment
-from harness.plan.build import RunOptions, plan_run
-from harness.plan.endpoints import ServiceEndpoint, endpoint_kind
-from harness.plan.model import Connection, RunPlan
+from harness.config.build import RunOptions, plan_run
+from harness.config.endpoints import ServiceEndpoint, endpoint_kind
+from harness.config.plan import Connection, RunPlan
+from harness.core.environment import UserEnvironment
 
 
 def make_plan(scenario: str = "namespaced", *, endpoints: dict[str, str] | None = None, password: str = "",

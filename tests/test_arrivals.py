@@ -12,16 +12,16 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from harness.clock import FakeClock
-from harness.errors import HarnessError
+from harness.config import scenario as scenarios
+from harness.core.clock import FakeClock
+from harness.core.errors import HarnessError
+from harness.core.rates import parse_rate
 from harness.load.arrivals import ArrivalQueue, ArrivalSchedule
-from harness.plan import scenario as scenarios
-from harness.rates import parse_rate
 from harness.record.reader import read_rows
 from harness.record.writer import to_table
-from reports.run import checks
-from reports.run.wait import queued_series, stage_rows, wait_findings
-from reports.series import run_span
+from harness.report.run import checks
+from harness.report.run.wait import queued_series, stage_rows, wait_findings
+from harness.report.series import run_span
 
 T0 = 1_700_000_000.0
 
@@ -190,7 +190,7 @@ def test_closed_rows_stay_valid_and_old_shards_read_as_nulls(tmp_path):
 
 def test_an_iteration_records_its_intended_start_and_wait(aws, clock):
     """Closed: intended = actual start, wait = total; open: the wait runs from the intended start (before it)."""
-    from harness.drivers.model import SwampWorker
+    from harness.load.drivers.model import SwampWorker
     from tests.conftest import make_backend
 
     sw = SwampWorker(scenarios.parse({}, "x.toml"), make_backend("per-model", aws, clock=clock), process="local",
@@ -203,7 +203,7 @@ def test_an_iteration_records_its_intended_start_and_wait(aws, clock):
 
 
 def test_the_saturation_point_is_the_first_rate_whose_queue_grows():
-    from reports.run.wait import saturation
+    from harness.report.run.wait import saturation
 
     def step(rate: float, growing: bool, served: float) -> dict:
         return {"rate_per_s": rate, "wait": {"growing": growing, "served_per_s": served,
@@ -219,9 +219,9 @@ def test_the_saturation_point_is_the_first_rate_whose_queue_grows():
 
 
 def test_a_rate_range_climbs_in_steps():
-    from harness.cli import build_parser
-    from harness.cli_open import climbs
-    from harness.commands.saturation import rates
+    from harness.cli.main import build_parser
+    from harness.cli.open import climbs
+    from harness.products.climb.command import rates
 
     args = build_parser().parse_args(["run", "namespaced", "--rate", "1/s..8/s", "--steps", "8"])
     assert climbs(args) and args.rate == (1.0, 8.0)

@@ -9,11 +9,11 @@ from moto import mock_aws
 
 from bench.instant import install
 from bench.instant_store import InstantDynamo
-from harness.clock import FakeClock
+from harness.core.clock import FakeClock
+from harness.core.work import Work
 from harness.datastore.backends.base import FileMeta
 from harness.datastore.backends.dynamodb import DynamoBackend
 from harness.datastore.lock import Lock, LockConfig
-from harness.work import Work
 
 NO_RETRY = Config(retries={"total_max_attempts": 1})
 

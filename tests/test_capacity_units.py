@@ -8,7 +8,7 @@ import pytest
 
 from harness.aws.capacity import item_size
 from harness.aws.instrument import recording
-from harness.work import Work
+from harness.core.work import Work
 
 KB = 1024
 SIZES = [512, 1024, 1126, 4096, 9216]  # 0.5 KB, 1 KB, 1.1 KB, 4 KB, 9 KB

@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 
 from bench.synthetic import make_rows, run_info
-from reports.changes import changes
-from reports.run.findings import findings
+from harness.report.changes import changes
+from harness.report.run.findings import findings
 
 
 def _findings(seed: int, **case):

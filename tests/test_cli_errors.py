@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from harness.cli import main
+from harness.cli.main import main
 
 CASES = [
     ([], "harness: the following arguments are required: COMMAND", "harness --help"),

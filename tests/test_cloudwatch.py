@@ -21,14 +21,14 @@ from botocore.stub import Stubber
 from bench.synthetic import make_run
 from harness.aws.clients import DUMMY_KEYS
 from harness.aws.moto_server import EmbeddedMoto
-from harness.clock import FakeClock
-from harness.commands import cloudwatch as commands
-from harness.plan.endpoints import AWS, ServiceEndpoint
-from harness.plan.model import Resources
-from harness.plan.telemetry import TelemetryPlan
+from harness.config.endpoints import AWS, ServiceEndpoint
+from harness.config.plan import Resources
+from harness.config.telemetry import TelemetryPlan
+from harness.core.clock import FakeClock
 from harness.record import runinfo
-from harness.telemetry import cloudwatch as cw
-from reports.run.build import build_report
+from harness.report.run.build import build_report
+from harness.telemetry.cloudwatch import after_run as commands
+from harness.telemetry.cloudwatch import reader as cw
 from tests.e2e.conftest import clean_env
 from tests.plans import make_plan
 

@@ -14,11 +14,11 @@ from pathlib import Path
 
 import pytest
 
-from harness import drivers
-from harness.drivers._spawn import Exit
-from harness.drivers.command import classify
-from harness.errors import HarnessError
-from harness.plan import scenario as scenarios
+from harness.config import scenario as scenarios
+from harness.core.errors import HarnessError
+from harness.load import drivers
+from harness.load.drivers._spawn import Exit
+from harness.load.drivers.command import classify
 from tests.plans import make_plan
 
 FAKE = str(Path(__file__).parent / "fixtures" / "fake_swamp.py")
@@ -152,7 +152,7 @@ def test_safety_is_refused_unless_the_command_writes_the_history(tmp_path):
 
 
 def test_harness_run_refuses_bad_input_before_anything_starts(tmp_path, capsys):
-    from harness.cli import main
+    from harness.cli.main import main
 
     run_dir = tmp_path / "never"
     bad = _scenario(tmp_path, 'run = ["{python}", "{nope}"]')

@@ -9,8 +9,8 @@ import sys
 import gevent
 import psutil
 
-from harness.drivers import _spawn
-from harness.drivers._freeze import Freezer
+from harness.load.drivers import _spawn
+from harness.load.drivers._freeze import Freezer
 
 SLEEPER = "import time; t = time.monotonic(); time.sleep(0.3); print(round(time.monotonic() - t, 3))"
 

@@ -11,7 +11,7 @@ import numpy as np
 import psutil
 import pytest
 
-from harness.record import bound, machine
+from harness.metrics import bound, machine
 from harness.record.processes import CommandMeter
 
 BUSY = "x = 0\nfor i in range(3_000_000): x += i"

@@ -7,9 +7,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from harness.cli import main
-from harness.errors import HarnessError
-from reports.cost import cost
+from harness.cli.main import main
+from harness.core.errors import HarnessError
+from harness.report.cost import cost
 
 PRICES = cost.load()
 

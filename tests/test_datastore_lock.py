@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from harness.clock import FakeClock
+from harness.core.clock import FakeClock
+from harness.core.work import Work
 from harness.datastore.backends.base import FileMeta
 from harness.datastore.backends.dynamodb.items import claim_id
 from harness.datastore.errors import ConfigError, FencedError, LockLostError, LockTimeoutError
 from harness.datastore.lock import Lock, LockConfig
-from harness.work import Work
 from tests.conftest import make_backend, make_store, step
 
 LOCK_BACKENDS = ["per-model", "sharded"]

@@ -48,7 +48,7 @@ def test_legacy_reads_other_namespaces_too(aws):
 
 
 def test_scoped_pull_never_advances_watermark_unscoped_does(aws, clock):
-    from harness.work import Work
+    from harness.core.work import Work
 
     be = make_backend("per-model", aws, clock=clock)
     store, other = make_store(be, "w1", clock=clock), make_store(be, "w1", clock=clock, holder="o")
@@ -73,7 +73,7 @@ def test_a_legacy_pull_reads_everything_every_time(aws):
 
 @pytest.mark.parametrize("kind", [k for k in BACKENDS if k != "legacy"])
 def test_a_pull_costs_one_read_when_nothing_changed_since_the_workers_own_commit(aws, kind):
-    from harness.work import Work
+    from harness.core.work import Work
 
     be = make_backend(kind, aws)
     store, other = make_store(be, "w1"), make_store(be, "w1", holder="o")
@@ -91,7 +91,7 @@ def test_a_pull_costs_one_read_when_nothing_changed_since_the_workers_own_commit
 
 @pytest.mark.parametrize("kind", BACKENDS)
 def test_a_pull_never_writes(aws, kind):
-    from harness.work import Work
+    from harness.core.work import Work
 
     be = make_backend(kind, aws)
     store, other = make_store(be, "w1"), make_store(be, "w1", holder="o")
@@ -193,7 +193,7 @@ def test_catalog_export_grows_with_rows(aws):
 
 @pytest.mark.parametrize("kind", BACKENDS)
 def test_large_payload_round_trips_through_content_storage(aws, kind):
-    from harness.work import Work
+    from harness.core.work import Work
 
     be = make_backend(kind, aws)
     writer, reader = make_store(be, "w1"), make_store(be, "w1", holder="r")
@@ -209,7 +209,7 @@ def test_large_payload_round_trips_through_content_storage(aws, kind):
 
 def test_prune_forgets_pruned_partitions_so_pulls_stay_flat(aws):
     """Without it the registry keeps every disposable model ever made, and every pull queries them all."""
-    from harness.work import Work
+    from harness.core.work import Work
 
     be = make_backend("per-model", aws)
     store = make_store(be, "w1")

@@ -8,13 +8,13 @@ import sys
 
 import pytest
 
-from harness.commands import run as launcher
-from harness.commands.distributed import LOCUSTFILE, worker_command
-from harness.edge import UserEnvironment
-from harness.errors import HarnessError
+from harness.config.build import RunOptions, check_distribution, plan_run
+from harness.config.plan import WebPlan
+from harness.core.environment import UserEnvironment
+from harness.core.errors import HarnessError
 from harness.load.web import login
-from harness.plan.build import RunOptions, check_distribution, plan_run
-from harness.plan.model import WebPlan
+from harness.supervisor import run as launcher
+from harness.supervisor.distributed import LOCUSTFILE, worker_command
 from tests.plans import make_plan
 
 

@@ -483,7 +483,7 @@ def test_a_non_editable_install_carries_the_locustfile_and_the_web_assets():
     assert find.get("namespaces", True)  # pyproject discovery: directories without __init__.py count
     packages = set(find_namespace_packages(str(ROOT), include=find["include"]))
     assert {"harness.load", "harness.load.web", "harness.aws", "reports"} <= packages
-    for module in ("harness/load/locustfile.py", "harness/commands/distributed.py", "harness/load/web/login.py",
+    for module in ("harness/load/locustfile.py", "harness/supervisor/distributed.py", "harness/load/web/login.py",
                    "harness/aws/moto_server.py"):
         assert (ROOT / module).is_file() and module.rsplit("/", 1)[0].replace("/", ".") in packages
     globs = config["package-data"]["harness.load.web"]

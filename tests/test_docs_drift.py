@@ -4,7 +4,7 @@
 - the iteration columns in docs/run-directory.md are the schema's; the files are checked against a real run in
   tests/e2e/test_report_e2e.py;
 - the scenario table lists what `harness scenarios` lists, and the scenarios' README every key the parser reads;
-- the "why is my short run flat?" numbers are what reports/stats.py computes;
+- the "why is my short run flat?" numbers are what harness/report/stats.py computes;
 - the README's links and anchors lead somewhere, and the docs build with Sphinx in strict mode.
 """
 
@@ -19,8 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.cli import build_parser, main
-from harness.plan import scenario as scenarios
+from harness.cli.main import build_parser, main
+from harness.config import scenario as scenarios
 from harness.record import schema
 from tests.docs_text import (
     DOCS,
@@ -212,14 +212,14 @@ def test_the_key_spy_sees_a_key_added_to_the_parser(monkeypatch):
 
 
 def _needed(ratio: float) -> int:
-    from reports.stats import poisson_interval
+    from harness.report.stats import poisson_interval
 
     return next(n for n in range(2, 10_000)
                 if float(poisson_interval(n * ratio)[1]) < float(poisson_interval(n)[0]))
 
 
 def test_the_short_run_numbers_are_what_the_statistics_compute():
-    from reports.run.verdict import MAX_SEGMENTS, MIN_SEGMENTS, PER_SEGMENT
+    from harness.report.run.verdict import MAX_SEGMENTS, MIN_SEGMENTS, PER_SEGMENT
 
     page = read("docs/reports.md")
     falls = table(page, '## Why is my short run "flat"?')

@@ -40,7 +40,7 @@ def test_the_index_opens_with_reading_your_first_report():
 
 
 def test_the_guide_names_every_section_of_the_report():
-    page = read("reports/run/page.py")
+    page = read("harness/report/run/page.py")
     questions = [q.split("?")[0] + "?" for q in re.findall(r'details\("([^"]+\?)', page)
                  if not q.startswith("Run against run")]  # a comparison's, not a run report's
     assert len(questions) >= 10

@@ -32,8 +32,9 @@ from botocore.exceptions import ClientError
 
 from harness.aws import standin
 from harness.aws.instrument import instrument
-from harness.aws_errors import error_code
-from harness.clock import FakeClock
+from harness.core.aws_errors import error_code
+from harness.core.clock import FakeClock
+from harness.core.work import Work
 from harness.datastore import catalog as catalog_module
 from harness.datastore import lock as lock_module
 from harness.datastore import sync as sync_module
@@ -43,7 +44,6 @@ from harness.datastore.catalog import Catalog
 from harness.datastore.errors import FencedError
 from harness.datastore.lock import Lock, LockConfig
 from harness.datastore.sync import Datastore, SyncConfig
-from harness.work import Work
 
 pytestmark = pytest.mark.xdist_group("dynamodb-conformance")  # one start of each server: the module in one process
 REFERENCE = "dynamodb-local"

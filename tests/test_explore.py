@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from harness.errors import HarnessError
-from harness.explore.faults import label
-from harness.explore.schedules import ops_for, schedules, targets
-from harness.explore.world import Target
+from harness.core.errors import HarnessError
+from harness.products.explore.faults import label
+from harness.products.explore.schedules import ops_for, schedules, targets
+from harness.products.explore.world import Target
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -53,8 +53,8 @@ def test_requests_are_labelled_by_what_they_touch():
     assert label("UpdateItem", {"UpdateExpression": "SET #c0 = :s", "Key": {"pk": {"S": "PARTITIONS#registry#w1"}}}) \
         == "UpdateItem registry"
     assert label("PutObject", {"Key": "w1/_index/_meta.json"}) == "PutObject head"
-    from harness.clock import FakeClock
-    from harness.work import sending
+    from harness.core.clock import FakeClock
+    from harness.core.work import sending
 
     with sending(FakeClock()):  # a commit's head swap: its seal
         assert label("PutObject", {"Key": "w1/_index/_meta.json"}) == "PutObject seal"
@@ -68,7 +68,7 @@ def test_requests_are_labelled_by_what_they_touch():
     (["--ops", "model-run", "--sync", "one-lock"], "nothing to explore under --sync one-lock"),
 ])
 def test_bad_input_is_one_line_and_exit_2(argv, words, capsys):
-    from harness.cli import main
+    from harness.cli.main import main
 
     assert main(["explore", *argv]) == 2
     err = capsys.readouterr().err.strip().splitlines()
@@ -76,7 +76,7 @@ def test_bad_input_is_one_line_and_exit_2(argv, words, capsys):
 
 
 def test_check_args_accepts_what_it_should():
-    from harness.commands.explore import check_args
+    from harness.products.explore.command import check_args
 
     assert check_args("s3", None, "monolith", "sync,delete") == ["sync", "delete"]
     with pytest.raises(HarnessError):
@@ -125,8 +125,8 @@ def test_found_by_the_explorer_a_holder_frozen_mid_pull_reads_no_torn_view(aws):
     """The explorer's first fenced find: A's pull, under A's own grant, froze at its registry read past its TTL;
     B took the lock and committed; A's queries then read B's seal across (the view "at" A's sequence lacked what
     B's seal had superseded and collected). A fenced pull now reads the lock item again after its queries."""
-    from harness.explore.schedules import Schedule, learn, replay
-    from harness.explore.world import Lab
+    from harness.products.explore.schedules import Schedule, learn, replay
+    from harness.products.explore.world import Lab
     from tests.conftest import SESSION
 
     lab = Lab(SESSION)
@@ -145,8 +145,8 @@ def test_found_by_the_explorer_a_scoped_pull_learns_its_partition_was_pruned(aws
     sequence (a torn view). And a partition read whole dropped the worker's own entries it did not report. The
     scoped pull now reads the registry for its partitions too (dropped, born again), and a whole read reports
     everything it read."""
-    from harness.explore.schedules import Schedule, learn, replay
-    from harness.explore.world import Lab
+    from harness.products.explore.schedules import Schedule, learn, replay
+    from harness.products.explore.world import Lab
     from tests.conftest import SESSION
 
     lab = Lab(SESSION)
@@ -162,8 +162,8 @@ def test_found_by_the_explorer_a_legacy_gsi_behind_is_waited_for(aws, sync):
     """The explorer's third fenced find: the legacy layout's one FILE partition had no record of its newest
     commit, so a GSI query missing it went unnoticed (a torn view). The seal now records the domain's newest
     commit on the lock item (``lastc``), and a legacy pull checks its query against it."""
-    from harness.explore.schedules import Schedule, learn, replay
-    from harness.explore.world import Lab
+    from harness.products.explore.schedules import Schedule, learn, replay
+    from harness.products.explore.world import Lab
     from tests.conftest import SESSION
 
     lab = Lab(SESSION)
@@ -176,7 +176,7 @@ def test_found_by_the_explorer_a_legacy_gsi_behind_is_waited_for(aws, sync):
 
 
 def test_the_page_is_the_shared_frame_verdict_first_then_violating_schedules_then_what_was_explored(tmp_path):
-    from reports.explore.page import write_page
+    from harness.products.explore.page import write_page
 
     bad = {"target": "t", "op": "sync", "boundary": 1, "requests": 3, "request": "PutItem", "disturbance": "freeze",
            "violations": 1, "steps": ["A: sync, request 1 (PutItem): frozen"]}

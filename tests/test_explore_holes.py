@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.explore.world import Target
+from harness.products.explore.world import Target
 
 FIXTURE = Path(__file__).resolve().parent / "fixtures" / "explore-holes.json"
 STORED = json.loads(FIXTURE.read_text())["schedules"]
@@ -22,7 +22,7 @@ pytestmark = pytest.mark.xdist_group("explore-holes")  # one process: the module
 
 @pytest.fixture(scope="module")
 def troupe():
-    from harness.explore.simulate import simulation
+    from harness.products.explore.simulate import simulation
 
     with simulation() as t:  # (no Hypothesis runs here: a replay needs none)
         yield t
@@ -35,7 +35,7 @@ def _target(s: dict) -> Target:
 
 @pytest.mark.parametrize("i", range(len(STORED)), ids=lambda i: f"schedule-{i + 1}")
 def test_a_stored_violating_schedule_violates_no_more(troupe, i):
-    from harness.explore.simulate import replay
+    from harness.products.explore.simulate import replay
 
     s = STORED[i]
     out = replay(_target(s), s["schedule"], troupe)
@@ -47,8 +47,8 @@ def test_a_seal_whose_answer_is_lost_is_timed_by_its_first_send(troupe):
     botocore resends it after B committed on top. The explorer's hook lands the first send itself: the send must
     still be noted (old code: only the resend was, so the checker timed A's seal after B's grant: unsafe overlaps
     1, although the datastore had done right)."""
-    from harness.explore.play import Play
-    from harness.explore.simulate import IDS
+    from harness.products.explore.play import Play
+    from harness.products.explore.simulate import IDS
 
     s = next(x for x in STORED if x["schedule"][0].get("fault") == "lost-answer" and x["backend"] == "dynamodb")
     IDS.rng.seed(0)

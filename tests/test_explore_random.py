@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.explore.play import Play, play, true_times
-from harness.explore.world import Target
+from harness.products.explore.play import Play, play, true_times
+from harness.products.explore.world import Target
 
 ROOT = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.xdist_group("explore-random")  # one process: the module's in-process AWS is shared
@@ -34,14 +34,14 @@ FENCED_BUDGET_S = 120.0  # (a bound for a busy machine: ~10 s on a quiet one)
 
 @pytest.fixture(scope="module")
 def troupe(tmp_path_factory):
-    from harness.explore.simulate import simulation
+    from harness.products.explore.simulate import simulation
 
     with simulation(home=tmp_path_factory.mktemp("hypothesis")) as t:  # (not .hypothesis/ in the checkout)
         yield t
 
 
 def _play(target: Target, steps: list[dict], troupe) -> Play:
-    from harness.explore.simulate import IDS
+    from harness.products.explore.simulate import IDS
 
     IDS.rng.seed(0)
     p = Play(target, troupe)
@@ -123,7 +123,7 @@ def test_times_are_put_back_on_the_shared_clock_for_the_checker():
 @pytest.fixture(scope="module")
 def unfenced_search(troupe, tmp_path_factory):
     """One bounded search of swamp's own (unfenced) commit, shared by the tests below."""
-    from harness.explore.simulate import explore_target
+    from harness.products.explore.simulate import explore_target
 
     t0 = time.monotonic()
     total, found = explore_target(UNFENCED, troupe, CASES, SEED, t0 + BUDGET_S, float("inf"), lambda _m: None,
@@ -148,8 +148,8 @@ def test_an_unfenced_hole_is_found_and_shrunk_within_the_bounds(unfenced_search)
 
 def test_the_stored_schedule_replays_without_hypothesis(unfenced_search, troupe):
     _, found, _, _ = unfenced_search
-    from harness.explore.draw import signature
-    from harness.explore.simulate import IDS
+    from harness.products.explore.draw import signature
+    from harness.products.explore.simulate import IDS
 
     IDS.rng.seed(0)
     out = play(UNFENCED, json.loads(json.dumps(found[0]["schedule"])), troupe)  # through JSON, as stored
@@ -174,8 +174,8 @@ class Everything:
 
 
 def test_the_same_seed_draws_the_same_schedules(troupe):
-    from harness.explore.draw import Round, round_seed, run_round, vocabulary
-    from harness.explore.simulate import IDS
+    from harness.products.explore.draw import Round, round_seed, run_round, vocabulary
+    from harness.products.explore.simulate import IDS
 
     target = Target("s3", "two-phase", "sharded", True)
     labels = vocabulary(target, troupe)
@@ -192,7 +192,7 @@ def test_a_fenced_search_from_a_new_seed_stores_every_violation_it_finds_shrunk_
     was written for (4844447) fenced holes exist; what a run finds is printed, and each find must replay."""
     import os
 
-    from harness.explore.simulate import explore_target
+    from harness.products.explore.simulate import explore_target
 
     seed = int.from_bytes(os.urandom(4), "big")
     for target in (Target("dynamodb", "two-phase", "per-model", True), Target("s3", "one-lock", "sharded", True)):
@@ -216,7 +216,7 @@ def test_a_fenced_search_from_a_new_seed_stores_every_violation_it_finds_shrunk_
     (["--replay", "/nonexistent/explore.json"], "cannot read /nonexistent/explore.json"),
 ])
 def test_bad_input_is_one_line_and_exit_2(argv, words, capsys):
-    from harness.cli import main
+    from harness.cli.main import main
 
     assert main(["explore", *argv]) == 2
     err = capsys.readouterr().err.strip().splitlines()
@@ -224,7 +224,7 @@ def test_bad_input_is_one_line_and_exit_2(argv, words, capsys):
 
 
 def test_a_replay_of_a_file_without_stored_schedules_or_past_its_end_is_refused(tmp_path, capsys, unfenced_search):
-    from harness.cli import main
+    from harness.cli.main import main
 
     plain = tmp_path / "explore.json"
     plain.write_text(json.dumps({"schedules": [{"op": "sync", "steps": []}]}))  # the boundary explorer's
@@ -236,7 +236,7 @@ def test_a_replay_of_a_file_without_stored_schedules_or_past_its_end_is_refused(
 
 
 def test_the_boundary_explorer_stops_at_its_budget():
-    from harness.explore.runner import explore
+    from harness.products.explore.runner import explore
 
     result = explore(backend="s3", sync="one-lock", layout="sharded", fencing=True, ops=["prune"], quick=True,
                      budget_s=0.0)
@@ -244,7 +244,7 @@ def test_the_boundary_explorer_stops_at_its_budget():
 
 
 def test_the_page_of_a_random_exploration_lists_its_shrunk_schedules_then_the_totals(tmp_path):
-    from reports.explore.page import write_page
+    from harness.products.explore.page import write_page
 
     find = {"target": "t", "signature": "lost by wait", "seed": 7, "round": 0, "drawn_at": 9, "drawn_length": 16,
             "length": 3, "steps": ["A: sync m0, 1 request: stopped before request 2 (GetItem lock item)",
@@ -275,7 +275,7 @@ def test_every_request_disturbance_reaches_a_seal_and_a_fenced_history_stays_cle
     target = Target(backend, "one-lock", layout, True)
     for kind, then in REQUEST_FAULTS:
         fault = {"actor": "A", "fault": kind, "at": SEAL[backend], **({"then": then} if then else {})}
-        from harness.explore.simulate import IDS
+        from harness.products.explore.simulate import IDS
 
         IDS.rng.seed(0)
         p = Play(target, troupe)
@@ -288,7 +288,7 @@ def test_every_request_disturbance_reaches_a_seal_and_a_fenced_history_stays_cle
 
 
 def test_the_random_draw_aims_at_fate_deciding_requests_and_says_its_weights(troupe):
-    from harness.explore.draw import FATE_WEIGHTS, fate_class, weighted
+    from harness.products.explore.draw import FATE_WEIGHTS, fate_class, weighted
 
     labels = ["GetItem item", "UpdateItem seal", "GetItem lock item", "BatchWriteItem delete", "Query GSI"]
     aims = weighted(labels)
@@ -299,8 +299,8 @@ def test_the_random_draw_aims_at_fate_deciding_requests_and_says_its_weights(tro
 def test_a_random_configuration_is_drawn_for_each_schedule_and_said_in_its_steps(troupe):
     """``--uploads-at-commit random --s3-shards random``: each schedule draws its configuration (its first step,
     "configuration: ..." in words), and a stored schedule replays with it."""
-    from harness.explore.draw import Round, round_seed, run_round, vocabulary
-    from harness.explore.simulate import IDS
+    from harness.products.explore.draw import Round, round_seed, run_round, vocabulary
+    from harness.products.explore.simulate import IDS
 
     target = Target("s3", "two-phase", "sharded", True, "random", "random")
     assert target.name.endswith("/uploads-at-commit-random/shards-random")

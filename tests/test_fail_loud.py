@@ -27,20 +27,21 @@ from botocore.exceptions import (
     SSLError,
 )
 
-from harness import aws_errors
 from harness.aws.standin.dynalite import missing_runtime as dynalite_missing
-from harness.clock import FakeClock
-from harness.commands import disk, failed_parts
-from harness.commands.watch import FreeSpace, Parts, Reserve, SamplerThread, ServerProcess
-from harness.drivers.model import classify
-from harness.errors import HarnessError
+from harness.core import aws_errors
+from harness.core.clock import FakeClock
+from harness.core.errors import HarnessError
 from harness.load.backoff import CAP_S, ConnectionBackoff
-from harness.record import bound, runinfo
-from harness.record.bound import Resource
+from harness.load.drivers.model import classify
+from harness.metrics import bound
+from harness.metrics.bound import Resource
+from harness.record import runinfo
 from harness.record.parts import PartFailure, ended, failure, merge, telling
 from harness.record.writer import ShardWriter
-from reports.run.checks import results
-from reports.run.dead_endpoint import dead_endpoint
+from harness.report.run.checks import results
+from harness.report.run.dead_endpoint import dead_endpoint
+from harness.supervisor import disk, failed_parts
+from harness.supervisor.watch import FreeSpace, Parts, Reserve, SamplerThread, ServerProcess
 from tests.plans import make_plan
 
 # ---- the classifier --------------------------------------------------------------------------------------------
@@ -282,7 +283,7 @@ def test_a_worker_lost_under_a_master_fails_the_run_unless_the_scenario_allows_i
 
 
 def test_the_scenario_keys_are_read_and_checked(tmp_path):
-    from harness.plan import scenario as scenarios
+    from harness.config import scenario as scenarios
 
     base = Path("scenarios/namespaced.toml").read_text()
     path = tmp_path / "s.toml"
@@ -397,7 +398,7 @@ def test_the_harness_tab_discounts_a_spinning_generator_too():
 def test_a_report_built_from_a_dead_parts_leftovers_says_so_first():
     """The outcome's first line (the report's first screen leads with it, harness/record/outcome.py), said once."""
     from harness.record.outcome import completion
-    from reports.run.words import other_sentences
+    from harness.report.run.words import other_sentences
 
     line = PartFailure("stand-in", "dynalite", 19.0, signal="SIGKILL").line(0.0)
     failed = [{"part": "stand-in", "name": "dynalite", "at_s": 19.0, "line": line}]

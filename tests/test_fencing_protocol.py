@@ -13,13 +13,13 @@ from __future__ import annotations
 
 import pytest
 
+from harness.core.work import Work
 from harness.datastore.backends.base import FileMeta
 from harness.datastore.catalog import Catalog
 from harness.datastore.errors import CommitIndeterminateError, FencedError
 from harness.datastore.sync import Datastore, SyncConfig
 from harness.safety.checker import check
 from harness.safety.state import snapshot
-from harness.work import Work
 from tests.conftest import (
     FAST_LOCK,
     Actor,

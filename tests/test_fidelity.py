@@ -15,12 +15,12 @@ from harness.aws.fidelity.latency import PROFILES, Dist, load_profile
 from harness.aws.fidelity.layer import FidelityConfig, FidelityLayer
 from harness.aws.fidelity.throttle import SWEEP_AT, DynamoCapacity, S3Rates, S3Throttle
 from harness.aws.instrument import instrument, recording
-from harness.clock import FakeClock
+from harness.core.clock import FakeClock
+from harness.core.errors import HarnessError
+from harness.core.work import Work
 from harness.datastore.backends.base import FileMeta
 from harness.datastore.backends.dynamodb import DynamoBackend
 from harness.datastore.lock import Lock, LockConfig
-from harness.errors import HarnessError
-from harness.work import Work
 from tests.conftest import SESSION, SleepLog
 
 # botocore's `max_attempts` counts retries (total = max_attempts + 1); `total_max_attempts` counts tries.

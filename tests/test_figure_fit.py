@@ -9,9 +9,9 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from reports.run import observed_figure
-from reports.run.figures import _fig, _finish
-from reports.show import save
+from harness.report.run import observed_figure
+from harness.report.run.figures import _fig, _finish
+from harness.report.show import save
 
 LONG = "namespaced-command-blind-with-a-long-suffix / dynamodb / 100 workers: utilization per segment"
 LABEL = "binds: step the commands' own start and exit (outside every step's span)"
@@ -50,8 +50,8 @@ def test_the_observed_figures_y_labels_stay_inside_their_panels(tmp_path, monkey
     # observed.png: one short panel per measure, each named on its y-axis ("catalog export bytes per namespace"):
     # a label longer than its panel is tall ran over the panels above and below it (issue 54). Measured on the
     # drawn figure: every label's extent lies within its panel's height, and within the PNG.
-    from reports.run.observed import MEASURES
-    from reports.run.observed_figure import observed
+    from harness.report.run.observed import MEASURES
+    from harness.report.run.observed_figure import observed
 
     t = np.arange(0.0, 90.0, 3.0)
     series = pd.DataFrame({"ok_rate": np.linspace(6, 2, len(t))}, index=t)

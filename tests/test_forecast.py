@@ -13,11 +13,11 @@ import numpy as np
 import pytest
 
 from bench.forecast import findings_at, simulate, write_run
-from harness.cli import main
-from harness.errors import HarnessError
-from reports.forecast import fit
-from reports.forecast.forecast import Inputs, forecast, sentence
-from reports.forecast.horizon import Horizon, parse
+from harness.cli.main import main
+from harness.core.errors import HarnessError
+from harness.report.forecast import fit
+from harness.report.forecast.forecast import Inputs, forecast, sentence
+from harness.report.forecast.horizon import Horizon, parse
 
 
 def _run(tmp_path, name, duration_s, **case):
@@ -151,7 +151,7 @@ def test_a_bad_horizon_is_one_line(text):
 
 
 def test_the_report_carries_the_forecast_and_the_command_prints_it(tmp_path, capsys):
-    from reports.run.build import build_report
+    from harness.report.run.build import build_report
 
     run = _run(tmp_path, "run", 120.0)
     out = build_report([run])

@@ -23,14 +23,14 @@ from botocore.exceptions import ClientError
 from harness.aws.fidelity.layer import FidelityConfig, FidelityLayer
 from harness.aws.fidelity.model import FidelityModel
 from harness.aws.fidelity.throttle import DynamoCapacity, S3Rates
+from harness.aws.front.client import FrontClient
+from harness.aws.front.server import Front
+from harness.aws.front.thread import FrontThread
 from harness.aws.instrument import SHAPES, instrument
 from harness.aws.keyload import KeyLoad, install
 from harness.aws.moto_server import EmbeddedMoto
-from harness.clock import FakeClock
-from harness.front.client import FrontClient
-from harness.front.server import Front
-from harness.front.thread import FrontThread
-from harness.work import Work, recording
+from harness.core.clock import FakeClock
+from harness.core.work import Work, recording
 
 KEYS = {"aws_access_key_id": "harnesslocal", "aws_secret_access_key": "harnesslocal"}
 ONE_TRY = Config(retries={"mode": "standard", "total_max_attempts": 1}, s3={"addressing_style": "path"})
@@ -244,7 +244,7 @@ def test_seats_are_ports_and_counts_are_per_user(moto):
 
 
 def test_wire_counts_since_is_the_difference():
-    from harness.front.counts import WireCounts
+    from harness.aws.front.counts import WireCounts
 
     a = WireCounts(requests=3, read_units=1.5, kinds={"dynamodb.GetItem": 3})
     b = WireCounts(requests=5, read_units=2.0, throttles=1, kinds={"dynamodb.GetItem": 4, "dynamodb.PutItem": 1})
@@ -303,7 +303,7 @@ def test_each_fault_kind_reaches_a_client_alike_through_layer_and_front(moto, ki
     (["run", "namespaced", "--driver", "command", "--front", "--aws"], "not to AWS itself"),
 ])
 def test_a_front_where_it_cannot_serve_is_one_line_and_exit_2(capsys, tmp_path, argv, problem):
-    from harness.cli import main
+    from harness.cli.main import main
 
     assert main([*argv, "--run-dir", str(tmp_path / "r")]) == 2
     err = capsys.readouterr().err

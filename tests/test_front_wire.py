@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 
-from harness.front.wire import Message, read_message
+from harness.aws.front.wire import Message, read_message
 
 
 def _read(data: bytes, *, request: bool, head: bool = False) -> Message | None:

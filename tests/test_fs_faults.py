@@ -32,12 +32,12 @@ import pyarrow.parquet as pq
 import pytest
 
 from bench.synthetic import make_run
-from harness.cli import main
-from harness.commands.run import _prepare_run_dir
-from harness.errors import HarnessError
-from harness.plan import endpoints as ep
-from harness.plan.model import Connection
-from harness.plan.preflight import check_reachable
+from harness.cli.main import main
+from harness.config import endpoints as ep
+from harness.config.plan import Connection
+from harness.config.preflight import check_reachable
+from harness.core.errors import HarnessError
+from harness.supervisor.run import _prepare_run_dir
 
 ROOT = Path(__file__).resolve().parents[1]
 MARKER = ".harness-run"  # harness/record/claim.py's (named here too: the race test runs on the code before it)
@@ -105,7 +105,7 @@ def test_a_write_refused_by_the_file_system_elsewhere_is_one_line(tmp_path, caps
     """The backstop: a write the file system refuses past the claim (a report's --out on a read-only disk)."""
     import errno
 
-    import harness.commands.runs as runs
+    import harness.products.runs.command as runs
 
     def refused(args):
         raise OSError(errno.EROFS, "Read-only file system", str(tmp_path / "out" / "index.html"))
@@ -302,7 +302,7 @@ def test_a_negative_duration_says_it_must_be_positive(capsys, argv, line):
 
 
 def test_a_zero_cloudwatch_wait_still_skips_it():
-    from harness.cli import build_parser
+    from harness.cli.main import build_parser
 
     args = build_parser().parse_args(["run", "namespaced", "--cloudwatch-wait", "0"])
     assert args.cloudwatch_wait == 0.0

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from harness.config import scenario as scenarios
 from harness.gates import expr
 from harness.gates.live import MIN_OBSERVATIONS, LiveGate, live_gate
-from harness.plan import scenario as scenarios
 
 T0 = 1_800_000_000.0
 

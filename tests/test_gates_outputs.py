@@ -17,11 +17,11 @@ import pytest
 import xmlschema
 
 from bench.synthetic import T0, make_run
-from harness.cli import main
-from harness.errors import HarnessError
-from reports.history import history
-from reports.run import junit
-from reports.run.baseline import compare_dirs, identity, refusal, segment_medians
+from harness.cli.main import main
+from harness.core.errors import HarnessError
+from harness.products.runs import history
+from harness.report.run import junit
+from harness.report.run.baseline import compare_dirs, identity, refusal, segment_medians
 
 XSD = Path(__file__).parent / "fixtures" / "junit" / "JUnit.xsd"
 CHECKS = {"max_failure_ratio": 0.5, "min_rate_last_window": 1.0, "window_s": 30.0, "undecided": "pass",

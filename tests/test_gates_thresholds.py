@@ -7,12 +7,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from harness.cli import main
-from harness.errors import HarnessError
+from harness.cli.main import main
+from harness.config import scenario as scenarios
+from harness.core.errors import HarnessError
 from harness.gates import expr
 from harness.gates.judge import LockShare, Observed, judge
-from harness.plan import scenario as scenarios
-from reports.run import checks
+from harness.report.run import checks
 
 T0 = pd.Timestamp("2026-01-01T00:00:00Z")
 

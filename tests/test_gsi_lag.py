@@ -12,11 +12,11 @@ import pytest
 from harness.aws.fidelity.gsilag import GsiLag, item_key
 from harness.aws.fidelity.latency import PROFILES, Dist, load_profile, parse_dist
 from harness.aws.fidelity.layer import FidelityConfig, FidelityLayer
-from harness.clock import FakeClock
+from harness.config import scenario as scenarios
+from harness.core.clock import FakeClock
+from harness.core.errors import HarnessError
 from harness.datastore.backends.dynamodb.pull import GsiBehindError
 from harness.datastore.errors import ConflictError
-from harness.errors import HarnessError
-from harness.plan import scenario as scenarios
 from harness.safety.checker import check
 from harness.safety.state import snapshot
 from tests.conftest import make_backend, second_clients, sync_store

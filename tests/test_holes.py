@@ -33,12 +33,12 @@ import threading
 import pytest
 from botocore.exceptions import ClientError
 
+from harness.core.work import Work
 from harness.datastore.catalog import Catalog
 from harness.datastore.errors import FencedError
 from harness.datastore.sync import Datastore, SyncConfig
 from harness.safety.checker import check
 from harness.safety.state import snapshot
-from harness.work import Work
 from tests.conftest import (
     FAST_LOCK,
     Actor,

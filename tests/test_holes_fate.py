@@ -24,10 +24,10 @@ import json
 import pytest
 from botocore.exceptions import ClientError
 
-from harness.aws_errors import outcome_unknown
+from harness.core.aws_errors import outcome_unknown
+from harness.core.work import Work
 from harness.safety.checker import check
 from harness.safety.state import snapshot
-from harness.work import Work
 from tests.conftest import FAST_LOCK, fail_once, lose_answer, make_backend, second_clients, sync_store
 from tests.test_holes import is_seal, two_phase_store
 

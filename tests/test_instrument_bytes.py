@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from harness.aws.instrument import instrument
-from harness.work import Work, recording
+from harness.core.work import Work, recording
 
 
 def test_a_put_objects_payload_counts_as_bytes_sent(aws):

@@ -25,10 +25,10 @@ from __future__ import annotations
 
 import pytest
 
+from harness.core.work import Work
 from harness.datastore.errors import FencedError
 from harness.safety.checker import check
 from harness.safety.state import snapshot
-from harness.work import Work
 from tests.conftest import (
     FAST_LOCK,
     Actor,

@@ -15,10 +15,10 @@ from harness.aws.fidelity.layer import FidelityConfig, FidelityLayer
 from harness.aws.fidelity.throttle import DynamoCapacity
 from harness.aws.instrument import instrument
 from harness.aws.keyload import KeyLoad, install
-from harness.clock import FakeClock
+from harness.core.clock import FakeClock
+from harness.core.work import Work, recording
 from harness.record.keys import KeysLog
-from harness.work import Work, recording
-from reports.load import _keys
+from harness.report.load import _keys
 from tests.conftest import SESSION, make_backend, make_store
 
 

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from harness.cli import main
-from harness.errors import HarnessError
-from harness.plan import ladder as ladders
+from harness.cli.main import main
+from harness.core.errors import HarnessError
+from harness.products.story import ladder as ladders
 
 GOOD = """
 name = "mine"
@@ -147,7 +147,7 @@ def test_list_shows_the_shipped_ladders_with_their_chapters(capsys):
 def test_a_ladder_of_swamp_runs_may_expect_push_failed(tmp_path):
     """push_failed is the swamp driver's kind (a push swamp downgraded to a warning): a ladder can expect it, and
     the report's failure columns and summary name it in order, before other."""
-    from reports.run.compute import ERROR_KINDS
+    from harness.report.run.compute import ERROR_KINDS
     text = '[[chapter]]\nname = "a"\nscenario = "namespaced"\nexpect = { errors = ["push_failed"] }\n'
     (ch,) = ladders.load(str(_write(tmp_path, text))).chapters
     assert ch.run_expectations(ch.runs[0])["errors"] == ["push_failed"]

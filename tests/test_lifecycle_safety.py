@@ -96,7 +96,7 @@ def test_a_stale_s3_holder_cannot_seal_after_the_next_grant(aws, clock):
         a.backend.client.meta.events.unregister("before-parameter-build.s3.PutObject", watch)
     assert taken, "the interleaving did not happen"
     section, _grant = taken[0]
-    from harness.work import Work
+    from harness.core.work import Work
 
     b.pull(Work())  # b goes on under its grant: pull, run, push, commit (full)
     b.run_method_locally("system", "m", "get_memory", 100, Work())

@@ -9,10 +9,10 @@ import pandas as pd
 import pytest
 
 from bench.synthetic import make_rows, make_run, run_info
-from reports.limits.limits import ITEM_LIMIT_BYTES, item_forecast, key_forecast, line
-from reports.load import open_run
-from reports.run.build import build_report, findings_of
-from reports.run.findings import findings
+from harness.report.limits.limits import ITEM_LIMIT_BYTES, item_forecast, key_forecast, line
+from harness.report.load import open_run
+from harness.report.run.build import build_report, findings_of
+from harness.report.run.findings import findings
 
 WORKERS, RATE, DURATION = 4, 1.0, 600.0  # a fleet of 4 at 1 it/s each: 4 iterations a second
 PER_IT = 21.0  # bytes the registry grows by per iteration of the fleet

@@ -2,7 +2,7 @@
 
 The lock runs on a FakeClock against an in-memory store whose holder gives the lock up at a scripted
 time, so every grant, release and timeout happens at a known instant and the busy and held shares are
-known exactly; ``harness.record.lockuse`` must read them back from the events alone.
+known exactly; ``harness.metrics.lockuse`` must read them back from the events alone.
 """
 
 from __future__ import annotations
@@ -11,11 +11,11 @@ import random
 
 import pytest
 
-from harness.clock import FakeClock
+from harness.core.clock import FakeClock
+from harness.core.work import Work
 from harness.datastore.errors import LockTimeoutError
 from harness.datastore.lock import Lock, LockConfig
-from harness.record.lockuse import intervals, timelines
-from harness.work import Work
+from harness.metrics.lockuse import intervals, timelines
 
 T0 = 1_700_000_000.0
 CFG = LockConfig(ttl_s=3.0, wait_s=1.0, retry_s=0.1, retry_cap_s=0.2)

@@ -1,4 +1,4 @@
-"""The machine as a resource (harness/record/machine.py, the rule in harness/record/bound.py), on generated
+"""The machine as a resource (harness/metrics/machine.py, the rule in harness/metrics/bound.py), on generated
 processes.csv samples, and the sampler that writes processes.csv (harness/record/processes.py) on real child
 processes."""
 
@@ -15,10 +15,10 @@ import psutil
 import pytest
 
 from bench.synthetic import T0, make_rows, run_info
-from harness.record import bound, machine
+from harness.metrics import bound, machine
 from harness.record.processes import ProcessSampler
-from reports.load import _processes
-from reports.run.findings import findings
+from harness.report.load import _processes
+from harness.report.run.findings import findings
 
 
 def _samples(seed: int, shares: dict[str, tuple[str, float]], machine_total: float, seconds: int = 600,
@@ -151,7 +151,7 @@ def test_a_master_and_its_workers_are_named_as_generator_csv_names_them(tmp_path
         assert {n for n in names if n.startswith("worker@")} == {f"worker@{pid}" for pid in workers}
         rows = pd.Series(["master", f"worker@{workers[0]}", f"worker@{workers[1]}", "dynalite", "worker@1"])
         info = {"processes": {"worker-0": {"pid": workers[1]}, "worker-1": {"pid": workers[0]}}}
-        from reports.load import worker_names
+        from harness.report.load import worker_names
 
         assert worker_names(rows, info).tolist() == ["master", "worker-1", "worker-0", "dynalite", "worker@1"]
         assert worker_names(rows, {}).tolist() == rows.tolist()

@@ -10,10 +10,10 @@ import csv
 import pytest
 from botocore.exceptions import ClientError
 
-from harness.clock import FakeClock
-from harness.observe.budget import READ_UNITS, REQUESTS, Allowance, Pacer, allowance, intervals
-from harness.observe.observer import ObservedLog, Observer
-from harness.observe.reads import Meter, Sender
+from harness.core.clock import FakeClock
+from harness.jobs.observer.budget import READ_UNITS, REQUESTS, Allowance, Pacer, allowance, intervals
+from harness.jobs.observer.observer import ObservedLog, Observer
+from harness.jobs.observer.reads import Meter, Sender
 
 
 def test_the_budget_is_a_share_of_read_capacity_where_there_is_one_else_a_request_rate():

@@ -11,16 +11,16 @@ import csv
 
 import pytest
 
-from harness.clock import FakeClock
+from harness.core.clock import FakeClock
+from harness.core.work import Work
 from harness.datastore.backends.dynamodb import DynamoBackend
 from harness.datastore.backends.s3 import S3Backend
 from harness.datastore.backends.s3.swamp import S3Swamp
 from harness.datastore.catalog import Catalog
 from harness.datastore.lock import Lock
 from harness.datastore.sync import Datastore, SyncConfig
-from harness.observe.layout import Layout, LayoutError, commit_lock
-from harness.observe.start import Spend, Where, open_observer
-from harness.work import Work
+from harness.jobs.observer.layout import Layout, LayoutError, commit_lock
+from harness.jobs.observer.start import Spend, Where, open_observer
 from tests.conftest import FAST_LOCK, SESSION, step
 
 TABLE, BUCKET = "observe-t", "observe-b"

@@ -19,8 +19,8 @@ import pytest
 from bench.synthetic import T0, make_table, run_info
 from harness.record import runinfo
 from harness.record.schema import COUNT_COLUMNS, SIZE_COLUMNS, UNIT_COLUMNS
-from reports.load import open_run
-from reports.run.build import build_report, findings_of
+from harness.report.load import open_run
+from harness.report.run.build import build_report, findings_of
 
 WORKERS, DURATION = 4, 120.0
 PER_ITERATION = 5  # index entries a namespace gains with each iteration of its worker
@@ -135,8 +135,8 @@ def test_a_sample_off_its_neighbours_is_no_agreement(tmp_path):
 
 def legacy_pairs(observed: list[tuple[float, float]], pulls: list[tuple[float, float, float]]):
     """Observed (t, FILE items) against rows (pull end t, items read, files fetched), on one span."""
-    from reports.run.observed import legacy_agreement
-    from reports.series import Span
+    from harness.report.run.observed import legacy_agreement
+    from harness.report.series import Span
 
     t0 = pd.Timestamp(T0, unit="s", tz="UTC")
     obs = pd.DataFrame({"time": [T0 + t for t, _ in observed], "what": "gsi_items", "key": "FILE",

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from harness.cli import main
+from harness.cli.main import main
+from harness.config import scenario as scenarios
 from harness.load.observing import layout_of, namespaces, spend_of
-from harness.plan import scenario as scenarios
 from tests.plans import make_plan
 
 

@@ -11,9 +11,9 @@ from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.sdk.trace import SpanProcessor, TracerProvider
 from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
-from harness.otlp.decode import Span
-from harness.otlp.mapping import SWAMP, parse_overrides, row_values
-from harness.otlp.receiver import Receiver, TraceBook
+from harness.record.otlp.decode import Span
+from harness.record.otlp.mapping import SWAMP, parse_overrides, row_values
+from harness.record.otlp.receiver import Receiver, TraceBook
 
 TRACE, PARENT = "0af7651916cd43dd8448eb211c80319c", "b7ad6b7169203331"
 

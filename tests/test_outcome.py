@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 from bench.synthetic import T0, make_run
-from harness.cli import main
+from harness.cli.main import main
 
 pytestmark = pytest.mark.xdist_group("outcome")
 
@@ -36,7 +36,7 @@ def runs(tmp_path_factory) -> Path:
     # Ctrl-C at 35 s of a 90 s run: the master records stop_reason SIGINT (harness/load/session.py)
     make_run(root / "ctrl-c", workers=4, duration_s=35.0, seed=2, t0=T0 + 3600, steps=STEPS, checks=CHECKS,
              rate=lambda t: np.full_like(t, 2.0), info={"stop_reason": "SIGINT", "options": {"run_time_s": 90}})
-    # the stand-in died at 19 s: harness run wrote failed_parts and exited 5 (harness/commands/failed_parts.py)
+    # the stand-in died at 19 s: harness run wrote failed_parts and exited 5 (harness/supervisor/failed_parts.py)
     make_run(root / "exit-5", workers=4, duration_s=20.0, seed=3, t0=T0 + 7200, steps=STEPS, checks=CHECKS,
              rate=lambda t: np.full_like(t, 2.0),
              info={"stop_reason": DIED, "failed_parts": [{"part": "stand-in", "name": "dynalite", "at": T0 + 7219,
@@ -117,8 +117,8 @@ def test_an_eight_second_test_is_too_short_to_judge_not_a_rise(runs):
 
 
 def test_the_default_failure_ratio_cannot_fail_and_is_no_check(runs):
-    from reports.load import open_run
-    from reports.run.checks import results
+    from harness.report.load import open_run
+    from harness.report.run.checks import results
 
     rows = open_run(runs / "falling").rows
     assert [r.name for r in results(rows, {"max_failure_ratio": 1.0, "min_rate_last_window": 0.0})] == []
@@ -153,10 +153,10 @@ def test_a_bound_that_moved_once_reads_where_and_to_what():
 
 
 def test_run_json_says_how_the_run_ended_beside_its_status(tmp_path):
-    from harness.commands.failed_parts import record
     from harness.record import runinfo
     from harness.record.outcome import run_json_fields
     from harness.record.parts import PartFailure
+    from harness.supervisor.failed_parts import record
 
     assert run_json_fields({"status": "finished", "stop_reason": "SIGINT", "started_at": "2026-01-01T00:00:00+00:00",
                             "ended_at": "2026-01-01T00:00:35+00:00", "options": {"run_time_s": 90}}) == {
@@ -176,7 +176,7 @@ def test_run_json_says_how_the_run_ended_beside_its_status(tmp_path):
 
 
 def _watch(run_dir: Path) -> list[str]:
-    from harness.commands.supervise import Watcher
+    from harness.supervisor.supervise import Watcher
 
     said: list[str] = []
     w = Watcher(run_dir, said.append)

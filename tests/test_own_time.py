@@ -16,8 +16,8 @@ import pyarrow.parquet as pq
 
 from bench.synthetic import make_table, run_info
 from harness.record import runinfo
-from reports.load import open_run
-from reports.run.build import build_report, findings_of
+from harness.report.load import open_run
+from harness.report.run.build import build_report, findings_of
 
 WORKERS, DURATION = 4, 900.0
 ITERATION_MS = 5000.0

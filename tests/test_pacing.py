@@ -20,15 +20,15 @@ from harness.aws.endpoints import Endpoints
 from harness.aws.fidelity.layer import FidelityConfig, FidelityLayer
 from harness.aws.fidelity.throttle import DynamoCapacity
 from harness.aws.instrument import instrument
-from harness.pacing.aimd import AIMD, BACKOFF_BASE_S, BACKOFF_CAP_S, backoff
-from harness.pacing.budget import Budgets
-from harness.pacing.ceiling import CeilingWatcher, capacity
-from harness.pacing.engine import Job, Progress
-from harness.pacing.jobs import run_job
-from harness.pacing.journal import Journal
-from harness.pacing.sources import FillSource
-from harness.virtual_time import VirtualClock
-from harness.work import Work
+from harness.core.virtual_time import VirtualClock
+from harness.core.work import Work
+from harness.jobs.pacing.aimd import AIMD, BACKOFF_BASE_S, BACKOFF_CAP_S, backoff
+from harness.jobs.pacing.budget import Budgets
+from harness.jobs.pacing.ceiling import CeilingWatcher, capacity
+from harness.jobs.pacing.engine import Job, Progress
+from harness.jobs.pacing.jobs import run_job
+from harness.jobs.pacing.journal import Journal
+from harness.jobs.pacing.sources import FillSource
 from tests.conftest import SESSION
 
 WCU = 100  # a provisioned table of 100 WCU: ceiling 70 WCU/s

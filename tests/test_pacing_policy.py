@@ -6,12 +6,12 @@ import random
 
 from botocore.exceptions import ClientError
 
-from harness.pacing.budget import Budgets
-from harness.pacing.ceiling import CeilingWatcher
-from harness.pacing.engine import Job
-from harness.pacing.journal import Journal
-from harness.pacing.policy import FailurePolicy
-from harness.virtual_time import VirtualClock
+from harness.core.virtual_time import VirtualClock
+from harness.jobs.pacing.budget import Budgets
+from harness.jobs.pacing.ceiling import CeilingWatcher
+from harness.jobs.pacing.engine import Job
+from harness.jobs.pacing.journal import Journal
+from harness.jobs.pacing.policy import FailurePolicy
 
 
 def _err(code: str) -> ClientError:

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import threading
 
+from harness.core.work import Work
 from harness.datastore.backends.dynamodb import DynamoBackend
-from harness.pacing.sources import PreAgeSource
-from harness.work import Work
+from harness.jobs.pacing.sources import PreAgeSource
 
 
 def test_concurrent_seed_commits_of_one_namespace_share_one_lock_grant(aws, tmp_path):

@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from harness.virtual_time import VirtualClock, VirtualClockError
+from harness.core.virtual_time import VirtualClock, VirtualClockError
 
 
 def test_concurrent_sleepers_share_one_time():

@@ -7,11 +7,11 @@ from dataclasses import replace
 
 import pytest
 
-from harness.edge import UserEnvironment
-from harness.errors import HarnessError
-from harness.plan import scenario as scenarios
-from harness.plan.build import RunOptions, plan_run, start_stand_in
-from harness.plan.model import SCHEMA, PreAge, RunPlan, plan_option, read_plan
+from harness.config import scenario as scenarios
+from harness.config.build import RunOptions, plan_run, start_stand_in
+from harness.config.plan import SCHEMA, PreAge, RunPlan, plan_option, read_plan
+from harness.core.environment import UserEnvironment
+from harness.core.errors import HarnessError
 from tests.plans import make_plan
 
 SHAPES = [dict(), dict(web=True, workers=3, duration_s=45.0), dict(processes=2, workers=6, latency="aws-dynamodb"),

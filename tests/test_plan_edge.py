@@ -1,7 +1,7 @@
 """The environment is read at the command line's edge only, and written nowhere (checked from the source, ``ast``).
 
 Settings travel in the run plan: a module that writes ``os.environ`` (to reach a child process, or a later
-reader in this one) or reads it past the edge fails here. ``harness/edge.py`` is the edge: the one module
+reader in this one) or reads it past the edge fails here. ``harness/core/environment.py`` is the edge: the one module
 that reads the user's environment (and copies it for a child process, never changing this process's own).
 """
 
@@ -11,7 +11,7 @@ import ast
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-EDGE = {"harness/edge.py"}
+EDGE = {"harness/core/environment.py"}
 WRITES = {"update", "setdefault", "pop", "popitem", "clear", "__setitem__", "__delitem__"}
 OS_WRITES = {"putenv", "unsetenv"}
 
@@ -58,18 +58,20 @@ def test_no_module_writes_the_environment():
 
 def test_only_the_edge_reads_the_environment():
     _, reads = findings()
-    assert reads == [], "read the user's environment in harness/edge.py (once, into the plan)"
+    assert reads == [], "read the user's environment in harness/core/environment.py (once, into the plan)"
 
 
 def test_the_check_can_fail(tmp_path):
     (tmp_path / "harness" / "load").mkdir(parents=True)
-    (tmp_path / "harness" / "edge.py").write_text("import os\nURL = os.environ.get('AWS_ENDPOINT_URL')\n"
-                                                  "os.environ['X'] = '1'\n")
+    (tmp_path / "harness" / "core").mkdir(parents=True)
+    (tmp_path / "harness" / "core" / "environment.py").write_text(
+        "import os\nURL = os.environ.get('AWS_ENDPOINT_URL')\nos.environ['X'] = '1'\n")
     (tmp_path / "harness" / "load" / "a.py").write_text(
         "import os\nfrom os import environ\n"
         "def f():\n    os.environ.update(A='1')\n    os.environ.setdefault('B', '2')\n    os.putenv('C', '3')\n"
         "    del os.environ['D']\n    environ['E'] = '5'\n    return os.getenv('F')\n")
     writes, reads = findings(tmp_path)
-    assert writes == ["harness/edge.py:3", "harness/load/a.py:4", "harness/load/a.py:5", "harness/load/a.py:6",
-                      "harness/load/a.py:7", "harness/load/a.py:8"]  # the edge may read, never write
+    assert writes == ["harness/core/environment.py:3", "harness/load/a.py:4", "harness/load/a.py:5",
+                      "harness/load/a.py:6", "harness/load/a.py:7", "harness/load/a.py:8"]
+    # the environment's reader may read, never write
     assert {r.split(":")[1] for r in reads} == {"2", "4", "5", "7", "8", "9"} and all("a.py" in r for r in reads)

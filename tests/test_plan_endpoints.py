@@ -19,18 +19,18 @@ import pytest
 from botocore.exceptions import EndpointConnectionError
 
 import harness.aws.clients
-import harness.plan.build
+import harness.config.build
 from harness.aws import standin
 from harness.aws.endpoints import is_loopback
-from harness.cli import main
-from harness.commands import bulk
-from harness.errors import HarnessError
+from harness.cli.main import main
+from harness.config import endpoints as ep
+from harness.config.build import start_stand_in
+from harness.config.factory import Factory
+from harness.config.plan import plan_option
+from harness.config.preflight import check_reachable
+from harness.core.errors import HarnessError
+from harness.jobs import bulk
 from harness.load.process import HarnessProcess
-from harness.plan import endpoints as ep
-from harness.plan.build import start_stand_in
-from harness.plan.factory import Factory
-from harness.plan.model import plan_option
-from harness.plan.preflight import check_reachable
 from tests.plans import make_plan
 
 URLS = {"AWS_ENDPOINT_URL": "http://localhost:4566", "AWS_ENDPOINT_URL_DYNAMODB": "http://localhost:8000",
@@ -64,7 +64,7 @@ def sent(monkeypatch):
     """The URL of every request sent from this process; none is answered."""
     urls: list[str] = []
     monkeypatch.setattr(harness.aws.clients, "new_session", _kept_session)
-    monkeypatch.setattr(harness.plan.build, "new_session", _kept_session)
+    monkeypatch.setattr(harness.config.build, "new_session", _kept_session)
 
     def send(self, request):  # noqa: ANN001, ANN202 - botocore's URLLib3Session.send
         urls.append(request.url)

@@ -6,8 +6,8 @@ import re
 
 import pytest
 
-from harness.commands.product_dir import product_dir
-from harness.errors import HarnessError
+from harness.core.errors import HarnessError
+from harness.products.product_dir import product_dir
 
 
 def test_default_names_the_kind_the_slug_quick_and_the_time(tmp_path, monkeypatch):

@@ -9,10 +9,10 @@ from botocore.exceptions import ClientError
 
 from harness.aws.clients import Clients
 from harness.aws.endpoints import Endpoints
-from harness.errors import HarnessError
-from harness.plan import scenario as scenarios
-from harness.plan.factory import Factory
-from harness.plan.model import Resources, new_run_id
+from harness.config import scenario as scenarios
+from harness.config.factory import Factory
+from harness.config.plan import Resources, new_run_id
+from harness.core.errors import HarnessError
 from tests.plans import make_plan
 
 
@@ -118,9 +118,9 @@ def test_each_web_test_is_checked_with_the_scenario_it_ran(tmp_path):
     """A session's tests keep their own scenario's checks (the form may have chosen another scenario)."""
     import time
 
-    from harness.commands.run import _results
     from harness.record import runinfo
     from harness.record.writer import ShardWriter
+    from harness.supervisor.run import _results
 
     runinfo.write(tmp_path, {"session": True, "tests": []})
     entries = []
@@ -148,7 +148,7 @@ def test_a_run_with_a_lost_worker_is_not_safety_checked_against_its_partial_hist
     them phantom writes and blame the datastore. The run says it could not check instead."""
     import json
 
-    from harness.commands.run import _check_safety
+    from harness.supervisor.run import _check_safety
 
     (tmp_path / "run.json").write_text(json.dumps({
         "scenario": {"checks": {"safety": True}},

@@ -7,7 +7,7 @@ import time
 
 import pandas as pd
 
-from harness.drivers.base import IterationOutcome
+from harness.load.drivers.base import IterationOutcome
 from harness.load.process import Outbox
 from harness.record import runinfo
 from harness.record.generator import GeneratorLog

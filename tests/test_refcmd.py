@@ -7,13 +7,13 @@ import json
 
 import pytest
 
+from harness.core.work import Work
 from harness.datastore.lock import LockConfig
-from harness.otlp.decode import Span
-from harness.otlp.mapping import DURATION, SWAMP, TEARDOWN
+from harness.record.otlp.decode import Span
+from harness.record.otlp.mapping import DURATION, SWAMP, TEARDOWN
 from harness.record.schema import STEP_COLUMNS
 from harness.refcmd.main import main, parse
 from harness.refcmd.tracing import TEARDOWN_STEPS, Invocation, _step_attributes
-from harness.work import Work
 from tests.plans import make_plan
 
 

@@ -13,10 +13,10 @@ import pandas as pd
 import pyarrow.dataset as ds
 
 from bench.synthetic import make_run
-from harness.record import lockuse
+from harness.metrics import lockuse
 from harness.record.reader import read_rows, shard_paths
 from harness.record.schema import SCHEMA
-from reports import load
+from harness.report import load
 
 
 def _run(tmp_path):

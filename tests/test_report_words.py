@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from harness.record.bound import Resource, describe
-from reports.run.findings import worth_saying
-from reports.run.words import cpu_samples, rate_line
-from reports.show import shape_words
+from harness.metrics.bound import Resource, describe
+from harness.report.run.findings import worth_saying
+from harness.report.run.words import cpu_samples, rate_line
+from harness.report.show import shape_words
 
 
 def test_a_run_that_fell_and_held_is_not_called_flat():

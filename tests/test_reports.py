@@ -13,13 +13,13 @@ import pytest
 from PIL import Image
 
 from bench.synthetic import make_rows, make_run, run_info
-from harness.errors import HarnessError
-from reports.compare.compare import compare
-from reports.load import find_runs, open_run
-from reports.run import build, compute, figures
-from reports.run.build import build_report
-from reports.run.findings import findings
-from reports.series import count_means, rate_series, run_span, step_means, with_windows
+from harness.core.errors import HarnessError
+from harness.report.compare.compare import compare
+from harness.report.load import find_runs, open_run
+from harness.report.run import build, compute, figures
+from harness.report.run.build import build_report
+from harness.report.run.findings import findings
+from harness.report.series import count_means, rate_series, run_span, step_means, with_windows
 
 T = 3600.0
 LOCK_MSG = "Lock timeout after 1000ms on key: dynamodb://harness-legacy-gsi-table"
@@ -197,7 +197,7 @@ def test_the_report_names_each_services_stand_in_and_its_version(tmp_path):
 
 
 def test_checks_use_the_reports_numbers_and_catch_a_hang_at_the_end(tmp_path):
-    from reports.run.checks import evaluate
+    from harness.report.run.checks import evaluate
 
     checks = {"max_failure_ratio": 0.5, "min_rate_last_window": 1.0, "window_s": 10.0}
     rows = make_rows(workers=4, duration_s=120.0, rate=lambda t: np.where(t < 100, 1.25, 0.0))
@@ -427,7 +427,7 @@ def test_run_still_being_written_gets_a_partial_report(tmp_path, capsys):
 
 def test_compared_windows_stretch_a_level_of_one_iteration_to_five_without_overlapping():
     """A slow machine's level can hold one iteration, which compares with nothing: each side takes five."""
-    from reports.series import compared_windows
+    from harness.report.series import compared_windows
 
     t = np.arange(15, dtype=float)  # one success a second
     # the start level holds only t=0, the end level only t=14: each stretched inwards to five successes

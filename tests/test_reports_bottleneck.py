@@ -16,9 +16,9 @@ import pandas as pd
 import pytest
 
 from bench.synthetic import make_lock_run, make_rows, make_run, run_info
-from reports.load import open_run
-from reports.run.build import build_report, findings_of
-from reports.run.findings import findings
+from harness.report.load import open_run
+from harness.report.run.build import build_report, findings_of
+from harness.report.run.findings import findings
 
 SEEDS = range(20)
 NEED = 19

@@ -6,8 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from reports.run.compute import lock_wait_histogram, lock_waits
-from reports.run.findings import _failure_story
+from harness.report.run.compute import lock_wait_histogram, lock_waits
+from harness.report.run.findings import _failure_story
 
 KEY = ".datastore.lock"
 
@@ -51,7 +51,7 @@ def test_the_lock_wait_histogram_places_the_commit_lock_timeouts_at_their_wait()
 
 
 def test_the_report_names_the_global_lock_a_two_phase_run_took():
-    from reports.run.words import global_lock_said
+    from harness.report.run.words import global_lock_said
 
     ns = {"sync": "two-phase", "lock_scope": "namespace", "namespaces": "per-worker"}
     for backend in ("dynamodb", "s3"):
@@ -65,7 +65,7 @@ def test_the_report_names_the_global_lock_a_two_phase_run_took():
 
 
 def test_the_report_says_whose_lock_commit_and_reads_a_run_made():
-    from reports.run.words import reads_said
+    from harness.report.run.words import reads_said
 
     assert reads_said({"datastore": {"fencing": False, "bookkeeping": "swamp"}}).startswith("swamp's own")
     assert "eventually consistent" in reads_said({"datastore": {"fencing": False, "bookkeeping": "swamp"}})

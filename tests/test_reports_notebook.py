@@ -1,7 +1,7 @@
-"""reports/review.ipynb executes top to bottom from the repo root and from reports/ (a real kernel, nbclient).
+"""The review notebook executes top to bottom from the repo root and from its own folder (a real kernel, nbclient).
 
 The old notebook looked for ``runs/`` relative to the kernel's working
-directory (IndexError from reports/), and opened whatever it found there
+directory (IndexError from its folder), and opened whatever it found there
 (``runs/jobs is not a run directory``).
 """
 
@@ -29,7 +29,7 @@ def _execute(cwd: Path, monkeypatch, **env: str) -> tuple[str, int]:
     for k, v in env.items():
         monkeypatch.setenv(k, v)
     monkeypatch.setenv("MPLBACKEND", "Agg")
-    nb = nbformat.read(ROOT / "reports" / "review.ipynb", as_version=4)
+    nb = nbformat.read(ROOT / "harness" / "products" / "notebook" / "review.ipynb", as_version=4)
     NotebookClient(nb, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(cwd)}}).execute()
     outputs = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs]
     text = "".join(o.get("text", "") + "".join(o.get("data", {}).get("text/markdown", "")) for o in outputs)
@@ -68,7 +68,7 @@ def test_from_the_repo_root_with_a_session_overlays_its_tests(runs_dir, monkeypa
 
 
 def test_from_reports_it_finds_the_latest_run_and_skips_what_is_not_a_run(runs_dir, monkeypatch):
-    text, images = _execute(ROOT / "reports", monkeypatch, HARNESS_RUNS_DIR=str(runs_dir))
+    text, images = _execute(ROOT / "harness" / "products" / "notebook", monkeypatch, HARNESS_RUNS_DIR=str(runs_dir))
     assert f"Reviewing:\n  {runs_dir / 'web-session' / 'tests' / '002'}" in text  # the latest, jobs/ skipped
     assert "Successful iterations of the fleet" in text and images >= 3
     assert "One run: add more" in text
@@ -76,15 +76,15 @@ def test_from_reports_it_finds_the_latest_run_and_skips_what_is_not_a_run(runs_d
 
 def test_says_clearly_when_there_is_no_run(tmp_path, monkeypatch):
     (tmp_path / "jobs").mkdir()
-    text, images = _execute(ROOT / "reports", monkeypatch, HARNESS_RUNS_DIR=str(tmp_path))
+    text, images = _execute(ROOT / "harness" / "products" / "notebook", monkeypatch, HARNESS_RUNS_DIR=str(tmp_path))
     assert f"No runs found in {tmp_path}: make one with `harness run SCENARIO`" in text
     assert "No runs to compare." in text and images == 0
 
 
 def test_the_notebook_names_the_same_bound_as_the_report(tmp_path, monkeypatch):
     from bench.synthetic import make_lock_run
-    from reports.load import open_run
-    from reports.run.build import findings_of
+    from harness.report.load import open_run
+    from harness.report.run.build import findings_of
 
     run, _ = make_lock_run(tmp_path / "runs" / "lock", workers=6, duration_s=60.0, hold_ms=(40, 60),
                            retry_ms=(50, 100))

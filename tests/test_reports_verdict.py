@@ -14,9 +14,9 @@ import pandas as pd
 import pytest
 
 from bench.synthetic import make_rows, run_info
-from reports.run import verdict
-from reports.run.findings import findings
-from reports.series import pick_window, run_span
+from harness.report.run import verdict
+from harness.report.run.findings import findings
+from harness.report.series import pick_window, run_span
 
 SEEDS = 40
 
@@ -146,8 +146,8 @@ def _short_run_findings(successes: list[int], segment_s: float = 2.5, warmup_s: 
 
 
 def test_a_short_flat_run_says_how_long_a_run_would_tell_its_fall():
-    from reports.run.words import fleet_sentences
-    from reports.stats import successes_to_tell
+    from harness.report.run.words import fleet_sentences
+    from harness.report.stats import successes_to_tell
 
     # the exact Poisson interval (scipy): x0.7 needs 151 (Byar's approximation said 152)
     assert successes_to_tell(0.5) == 50 and successes_to_tell(0.7) == 151 and successes_to_tell(1.0) is None
@@ -159,7 +159,7 @@ def test_a_short_flat_run_says_how_long_a_run_would_tell_its_fall():
 
 
 def test_a_run_long_enough_for_its_fall_gets_no_advice():
-    from reports.run.words import fleet_sentences
+    from harness.report.run.words import fleet_sentences
 
     text = " ".join(fleet_sentences(_short_run_findings([400, 390, 380, 385, 395, 390], segment_s=60.0)))
     assert "No segment was credibly below the start" in text or "The rate held" in text

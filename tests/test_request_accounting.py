@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import time
 
-from harness.drivers.model import summarize
+from harness.core.work import Work
+from harness.load.drivers.model import summarize
 from harness.record.schema import COLUMNS, STEP_COLUMNS, STEP_REQUEST_COLUMNS
-from harness.work import Work
 from tests.conftest import make_backend, make_store
 
 SLOW_S = 0.02

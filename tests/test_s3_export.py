@@ -11,11 +11,11 @@ from dataclasses import replace
 
 import pytest
 
-from harness.clock import FakeClock
+from harness.core.clock import FakeClock
+from harness.core.work import Work
 from harness.datastore.catalog import Catalog
 from harness.datastore.sync import MODEL_TYPE, Datastore, SyncConfig
 from harness.safety.checker import check
-from harness.work import Work
 from tests.conftest import FAST_LOCK, step
 from tests.test_s3_swamp import SWAMP, Calls, backend, kind
 
@@ -99,7 +99,7 @@ def test_a_second_worker_of_the_namespace_overwrites_the_export_without_failing_
 
 
 def test_the_two_phase_scenarios_put_the_export_in_the_push_on_s3_and_in_the_commit_on_dynamodb(aws):
-    from harness.plan.scenario import load, parse
+    from harness.config.scenario import load, parse
 
     for name in ("two-phase-namespaced", "two-phase-shared-lock", "two-phase-safety"):
         assert load(name).datastore.export_at == "swamp", name

@@ -13,7 +13,8 @@ from dataclasses import replace
 import pytest
 from botocore.exceptions import ClientError, ReadTimeoutError
 
-from harness.clock import FakeClock
+from harness.core.clock import FakeClock
+from harness.core.work import Work
 from harness.datastore.backends.s3 import S3Backend
 from harness.datastore.backends.s3.swamp import S3Swamp, model_shards, swamp_shard
 from harness.datastore.backends.swamp_retry import SwampRetry, delay_s
@@ -21,7 +22,6 @@ from harness.datastore.catalog import Catalog
 from harness.datastore.errors import ConfigError
 from harness.datastore.paths import Paths
 from harness.datastore.sync import MODEL_TYPE, Datastore, SyncConfig
-from harness.work import Work
 from tests.conftest import FAST_LOCK, SleepLog, step
 
 SWAMP = S3Swamp(shards="swamp", commit="swamp", prepare_read="all", command_requests="swamp", retries="swamp")
@@ -259,7 +259,7 @@ def test_swamps_s3_client_makes_one_attempt(aws):
 
 
 def test_the_factory_gives_the_s3_client_one_attempt_and_the_backend_swamps_choices_when_the_scenario_says_so():
-    from harness.plan.factory import Factory
+    from harness.config.factory import Factory
     from tests.plans import make_plan
 
     plan = make_plan("two-phase-namespaced", backend="s3")
@@ -280,8 +280,8 @@ def test_bad_choices_say_what_to_choose():
 
 
 def test_the_scenario_keys_read_swamps_values_and_refuse_what_cannot_go_together():
-    from harness.errors import HarnessError
-    from harness.plan.scenario import load, parse
+    from harness.config.scenario import load, parse
+    from harness.core.errors import HarnessError
 
     ds = load("two-phase-namespaced").datastore
     assert (ds.global_poll_s, ds.s3_shards, ds.s3_commit, ds.prepare_index_read, ds.s3_command_requests,

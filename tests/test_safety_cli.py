@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from harness.cli import main
+from harness.cli.main import main
 from harness.record.writer import HistoryWriter
 from harness.safety.state import STATE_FILE, capture
 from tests.test_safety_checker import run_some, two_writers

@@ -1,23 +1,23 @@
 """The import layering (README, Layout), checked from the source (``ast``), so a new edge fails CI.
 
-- harness/datastore imports nothing from harness/aws, harness/load, harness/pacing or harness/plan
-  (it reports work through ``harness.work`` and classifies errors through ``harness.aws_errors``);
-- harness/aws imports nothing from harness/datastore or harness/plan;
-- harness/plan (the run plan, its builder and factory) sits below harness/load and harness/commands: it
-  imports neither, nor harness/pacing, harness/safety or harness/record;
-- harness/pacing and harness/load do not import each other;
-- the neutral modules (``harness.work``, ``harness.aws_errors``, ``harness.clock``, ``harness.edge``) import no
+- harness/datastore imports nothing from harness/aws, harness/load, harness/jobs/pacing or harness/config
+  (it reports work through ``harness.core.work`` and classifies errors through ``harness.core.aws_errors``);
+- harness/aws imports nothing from harness/datastore or harness/config;
+- harness/config (the run plan, its builder and factory) sits below harness/load and harness/commands: it
+  imports neither, nor harness/jobs/pacing, harness/safety or harness/record;
+- harness/jobs/pacing and harness/load do not import each other;
+- the neutral modules (``harness.core.work``, ``harness.core.aws_errors``, ``harness.core.clock``, ``harness.core.environment``) import no
   other layer;
-- harness/safety (the checker) imports nothing from harness/load, harness/pacing or harness/plan;
-- harness/suite (a benchmark suite's runner) drives the datastore and reads its suite file from harness/plan:
-  it imports nothing from harness/aws, harness/load or harness/pacing (its tables and buckets come from the
+- harness/safety (the checker) imports nothing from harness/load, harness/jobs/pacing or harness/config;
+- harness/products/suite (a benchmark suite's runner) drives the datastore and reads its suite file from harness/config:
+  it imports nothing from harness/aws, harness/load or harness/jobs/pacing (its tables and buckets come from the
   command, through the plan's factory);
-- harness/drivers (what a Locust user runs) imports neither harness/load nor harness/commands; harness/otlp
+- harness/load/drivers (what a Locust user runs) imports neither harness/load nor harness/commands; harness/record/otlp
   (spans in) imports no layer but the row's schema; harness/refcmd (the reference command) no driver or load;
 - harness/gates (threshold expressions, their judge, the live abort) imports no layer that runs anything (aws,
   datastore, load, pacing, plan, commands): the plan, the Locust master and the report all use it;
-  ``harness.intervals`` (the intervals the report and the gates share) is neutral;
-- harness/observe (the observer) imports no Locust layer, run plan or record, and of the datastore model
+  ``harness.core.intervals`` (the intervals the report and the gates share) is neutral;
+- harness/jobs/observer (the observer) imports no Locust layer, run plan or record, and of the datastore model
   only the key rule that is the layout (``items.gsi_keys``);
 - nothing below harness/commands (the top layer: `harness run`, the bulk jobs, worker/standin) imports it.
 
@@ -34,37 +34,37 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 
 FORBIDDEN = {  # layer -> module prefixes it must not import
-    "harness.datastore": ("harness.aws", "harness.load", "harness.pacing", "harness.plan", "harness.commands"),
-    "harness.aws": ("harness.datastore", "harness.load", "harness.pacing", "harness.plan", "harness.commands"),
-    "harness.plan": ("harness.load", "harness.pacing", "harness.safety", "harness.record", "harness.commands"),
-    "harness.pacing": ("harness.load", "harness.commands"),
-    "harness.load": ("harness.pacing", "harness.commands"),
-    "harness.record": ("harness.load", "harness.pacing", "harness.plan", "harness.commands"),
-    "harness.work": ("harness",),
-    "harness.aws_errors": ("harness",),
-    "harness.clock": ("harness",),
-    "harness.edge": ("harness",),
-    "harness.item_size": ("harness",),
-    "harness.atomic": ("harness",),
-    "harness.safety": ("harness.load", "harness.pacing", "harness.plan", "harness.commands"),
-    "harness.suite": ("harness.aws", "harness.load", "harness.pacing", "harness.commands"),
+    "harness.datastore": ("harness.aws", "harness.load", "harness.jobs.pacing", "harness.config", "harness.commands"),
+    "harness.aws": ("harness.datastore", "harness.load", "harness.jobs.pacing", "harness.config", "harness.commands"),
+    "harness.config": ("harness.load", "harness.jobs.pacing", "harness.safety", "harness.record", "harness.commands"),
+    "harness.jobs.pacing": ("harness.load", "harness.commands"),
+    "harness.load": ("harness.jobs.pacing", "harness.commands"),
+    "harness.record": ("harness.load", "harness.jobs.pacing", "harness.config", "harness.commands"),
+    "harness.core.work": ("harness",),
+    "harness.core.aws_errors": ("harness",),
+    "harness.core.clock": ("harness",),
+    "harness.core.environment": ("harness",),
+    "harness.core.item_size": ("harness",),
+    "harness.core.atomic": ("harness",),
+    "harness.safety": ("harness.load", "harness.jobs.pacing", "harness.config", "harness.commands"),
+    "harness.products.suite": ("harness.aws", "harness.load", "harness.jobs.pacing", "harness.commands"),
     # the live meters and CloudWatch's reader: fed by the load's processes and the commands, never importing them
-    "harness.telemetry": ("harness.load", "harness.pacing", "harness.plan", "harness.commands", "harness.datastore"),
+    "harness.telemetry": ("harness.load", "harness.jobs.pacing", "harness.config", "harness.commands", "harness.datastore"),
     # the drivers sit between the Locust user (harness/load) and what they drive; the OTLP plumbing is neutral
-    "harness.drivers": ("harness.load", "harness.pacing", "harness.commands"),
-    "harness.otlp": ("harness.aws", "harness.datastore", "harness.drivers", "harness.load", "harness.pacing",
-                     "harness.plan", "harness.commands"),
-    "harness.refcmd": ("harness.drivers", "harness.load", "harness.pacing", "harness.commands"),
+    "harness.load.drivers": ("harness.load", "harness.jobs.pacing", "harness.commands"),
+    "harness.record.otlp": ("harness.aws", "harness.datastore", "harness.load.drivers", "harness.load", "harness.jobs.pacing",
+                     "harness.config", "harness.commands"),
+    "harness.refcmd": ("harness.load.drivers", "harness.load", "harness.jobs.pacing", "harness.commands"),
     # the gates' grammar and judge run in the plan, the Locust master and the report alike
-    "harness.gates": ("harness.aws", "harness.datastore", "harness.load", "harness.pacing", "harness.plan",
+    "harness.gates": ("harness.aws", "harness.datastore", "harness.load", "harness.jobs.pacing", "harness.config",
                       "harness.commands"),
-    "harness.intervals": ("harness",),
+    "harness.core.intervals": ("harness",),
     # the observer reads the datastore as a stranger would: primitives in, no plan, no Locust, no model
-    "harness.observe": ("harness.load", "harness.plan", "harness.commands", "harness.record", "harness.safety",
+    "harness.jobs.observer": ("harness.load", "harness.config", "harness.commands", "harness.record", "harness.safety",
                         "harness.datastore.sync", "harness.datastore.backends.dynamodb.backend",
                         "harness.datastore.backends.dynamodb.pull", "harness.datastore.backends.s3"),
 }
-REPORTS_CALLERS = ("harness.commands", "harness.cli")  # the report package reads run directories; only the
+REPORTS_CALLERS = ("harness.commands", "harness.cli.main")  # the report package reads run directories; only the
 # top layer and the CLI call into it
 
 KNOWN: set[tuple[str, str]] = set()
@@ -127,9 +127,9 @@ def test_known_exceptions_still_exist():
 def test_the_check_can_fail(tmp_path):
     """A datastore module that imports harness.aws, or a neutral one that imports the datastore, is found."""
     for rel, text in {"harness/datastore/x.py": "from harness.aws.instrument import recording\n",
-                      "harness/work.py": "def f():\n    import harness.datastore.sync\n",
+                      "harness/core/work.py": "def f():\n    import harness.datastore.sync\n",
                       "harness/aws/instrument.py": "", "harness/datastore/sync.py": ""}.items():
         (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / rel).write_text(text)
     assert edges(tmp_path) == {("harness.datastore.x", "harness.aws.instrument"),
-                               ("harness.work", "harness.datastore.sync")}
+                               ("harness.core.work", "harness.datastore.sync")}

@@ -6,11 +6,11 @@ import threading
 
 import pytest
 
+from harness.config import scenario
+from harness.core.errors import HarnessError
+from harness.core.work import Work
 from harness.datastore.lock import Heartbeat, Lock, LockConfig
-from harness.drivers.model import SwampWorker
-from harness.errors import HarnessError
-from harness.plan import scenario
-from harness.work import Work
+from harness.load.drivers.model import SwampWorker
 from tests.conftest import make_backend, make_store
 from tests.test_safety_regressions import SteppedClock
 
@@ -132,7 +132,7 @@ def test_the_shipped_scenario_spells_fencing_out():
 
 def test_workers_share_a_namespace_and_its_lock_in_groups(aws, clock):
     """``workers_per_namespace = 3``: users 0-2 of a process contend for one namespace lock, 3-5 for the next."""
-    from harness.commands.bulk import preage_namespaces
+    from harness.jobs.bulk import preage_namespaces
 
     sc = scenario.parse({"datastore": {"lock_scope": "namespace", "workers_per_namespace": 3}}, "x.toml")
     ds = sc.datastore
@@ -205,7 +205,7 @@ def test_groups_that_cannot_be_full_are_named(workers, processes, short):
 
 
 def test_the_warning_follows_the_run_options():
-    from harness.commands.run import uneven_groups
+    from harness.supervisor.run import uneven_groups
     from tests.plans import make_plan
 
     assert "over 2 Locust processes" in uneven_groups(make_plan("lock-safety", workers=8, processes=2))

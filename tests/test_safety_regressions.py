@@ -16,11 +16,11 @@ from collections.abc import Callable
 import pytest
 from botocore.exceptions import ClientError
 
-from harness.clock import FakeClock
+from harness.core.clock import FakeClock
+from harness.core.work import Work
 from harness.datastore.backends.base import FileMeta
 from harness.datastore.errors import ConfigError, FencedError, LockLostError, LockTimeoutError
 from harness.datastore.lock import Heartbeat, Lock, LockConfig
-from harness.work import Work
 from tests.conftest import fenced_grant, make_backend, make_store, second_clients, step
 
 LOCK = LockConfig(ttl_s=3, wait_s=1, retry_s=0.1, retry_cap_s=0.2)
@@ -107,8 +107,8 @@ def test_model_scope_locks_are_refused_with_one_line(aws, clock):
 
 
 def test_scenario_with_model_scope_is_refused():
-    from harness.errors import HarnessError
-    from harness.plan import scenario
+    from harness.config import scenario
+    from harness.core.errors import HarnessError
 
     with pytest.raises(HarnessError, match="lock_scope"):
         scenario.parse({"datastore": {"lock_scope": "model"}}, "x.toml")
@@ -229,8 +229,8 @@ def test_failed_disposable_iteration_still_deletes_its_model(aws, clock):
     never orphaned, never pruned."""
     from dataclasses import replace
 
-    from harness.drivers.model import SwampWorker
-    from harness.plan import scenario
+    from harness.config import scenario
+    from harness.load.drivers.model import SwampWorker
 
     sc = scenario.parse({"workload": {"kind": "disposable"},
                          "datastore": {"index_commit": "full", "prune_every": 1}}, "x.toml")

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from harness.commands.run import locust_command
-from harness.errors import HarnessError
-from harness.plan import scenario
+from harness.config import scenario
+from harness.core.errors import HarnessError
+from harness.supervisor.run import locust_command
 from tests.plans import make_plan
 
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from harness.errors import HarnessError
-from harness.plan import scenario as scenarios
+from harness.config import scenario as scenarios
+from harness.core.errors import HarnessError
 
 
 def _load(tmp_path, datastore: str, lock: str = "", backend: str = "dynamodb"):

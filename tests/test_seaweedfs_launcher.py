@@ -18,7 +18,7 @@ import pytest
 
 from harness.aws.standin import seaweedfs
 from harness.aws.standin.seaweedfs import EmbeddedSeaweedFS
-from harness.errors import HarnessError
+from harness.core.errors import HarnessError
 
 FAKE = Path(__file__).with_name("fake_weed.py")
 

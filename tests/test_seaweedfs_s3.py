@@ -7,7 +7,7 @@ PutObject (plain, ``IfMatch``, ``IfNoneMatch="*"``), DeleteObject (plain and
 ``IfMatch``), DeleteObjects and ListObjectsV2 (prefix, pagination). Each is
 checked here through the harness's own client (``make_clients``: path-style
 addressing, the accounting hooks), refusals with the error code botocore
-parses and the harness's classifier (``harness.aws_errors``) reads. Then the
+parses and the harness's classifier (``harness.core.aws_errors``) reads. Then the
 launcher's promises about the process: the ports it chose, nothing left after
 ``stop()``, and no ``weed`` left when the process that started it is killed.
 """
@@ -31,12 +31,12 @@ from harness.aws.clients import make_clients
 from harness.aws.endpoints import Endpoints
 from harness.aws.standin import seaweedfs
 from harness.aws.standin.seaweedfs import EmbeddedSeaweedFS
-from harness.aws_errors import error_code, is_condition_failed, is_not_found
-from harness.clock import FakeClock
+from harness.config.factory import Factory, ownership_tags
+from harness.config.plan import Resources
+from harness.core.aws_errors import error_code, is_condition_failed, is_not_found
+from harness.core.clock import FakeClock
 from harness.datastore.backends.s3 import S3Backend
 from harness.datastore.lock import LockConfig
-from harness.plan.factory import Factory, ownership_tags
-from harness.plan.model import Resources
 from tests.conftest import make_store
 from tests.plans import at, make_plan
 

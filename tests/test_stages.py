@@ -3,8 +3,8 @@ and `harness run --rate` and the check flags reaching the plan."""
 
 from __future__ import annotations
 
-from harness.commands.run import SHAPEFILE, locust_command
-from harness.plan import scenario
+from harness.config import scenario
+from harness.supervisor.run import SHAPEFILE, locust_command
 from tests.plans import make_plan
 
 SHAPED = '''[fleet]

@@ -12,9 +12,9 @@ from harness.aws import standin
 from harness.aws.clients import Clients
 from harness.aws.endpoints import Endpoints
 from harness.aws.standin import moto_patches, seaweedfs
+from harness.config.factory import Factory, owner_tags, ownership_tags
+from harness.core.errors import HarnessError
 from harness.datastore.backends.dynamodb import DynamoBackend
-from harness.errors import HarnessError
-from harness.plan.factory import Factory, owner_tags, ownership_tags
 from tests.plans import at, make_plan
 
 AT_9 = Factory(at(make_plan(), dynamodb="http://127.0.0.1:9"))  # a plan whose DynamoDB is a dynalite-like endpoint
@@ -88,8 +88,8 @@ def test_each_service_gets_its_stand_in(name, s3, expected):
 
 
 def test_the_stand_ins_come_from_the_environment_through_the_plan():
-    from harness.edge import UserEnvironment
-    from harness.plan.build import stand_in_plan
+    from harness.config.build import stand_in_plan
+    from harness.core.environment import UserEnvironment
 
     env = UserEnvironment.read({"HARNESS_STAND_IN": "moto-indexed", "HARNESS_S3_STAND_IN": "seaweedfs",
                                 "HARNESS_WEED": "/opt/weed"})

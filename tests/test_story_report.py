@@ -14,10 +14,10 @@ import pandas as pd
 from PIL import Image
 
 from bench.synthetic import make_run
-from harness.cli import main
-from reports.story import expect as ex
-from reports.story import story
-from reports.story.numbers import closing_rows, growth_per_iteration
+from harness.cli.main import main
+from harness.products.story import expect as ex
+from harness.products.story import story
+from harness.products.story.numbers import closing_rows, growth_per_iteration
 
 
 def _const(v: float):
@@ -155,7 +155,7 @@ def test_closing_rows_name_each_runs_rate_bound_and_growth():
 
 def test_every_error_kind_a_ladder_may_expect_is_judged_in_words():
     """push_failed (the swamp driver) and connection may be expected like the others: each has its words."""
-    from harness.plan.ladder import ERROR_KINDS
+    from harness.products.story.ladder import ERROR_KINDS
     for kind in ERROR_KINDS:
         (c,) = ex.judge_run(_findings(None, None, errors={kind: 3}, failures=3), {"errors": [kind]}, "r")
         assert c.shown and c.sentence.startswith("3 of 100 iterations failed with "), c.sentence

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from harness.cli import main
+from harness.cli.main import main
 
 
 @pytest.mark.parametrize(("argv", "message"), [

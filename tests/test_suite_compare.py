@@ -1,5 +1,5 @@
 """The suite's compare mode on generated samples: its false-alarm rate between runs of the same code, over many
-seeds, and that it finds a phase that really slowed down (``reports.suite.compare``)."""
+seeds, and that it finds a phase that really slowed down (``harness.report.compare.suite``)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import random
 
 import pytest
 
-from reports.suite.compare import _counts, compare, rank_of_ends, ratio_interval, verdict
+from harness.report.compare.suite import _counts, compare, rank_of_ends, ratio_interval, verdict
 
 
 def _brute_counts(n: int, m: int) -> list[int]:

@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from reports.suite import page as suite_page
-from reports.suite import suite as suite_report
+from harness.products.suite import page as suite_page
+from harness.products.suite import suite as suite_report
 
 
 def _phase(name, ms, requests=None, sent=0, received=0, detail=""):
@@ -108,7 +108,7 @@ def test_read_summary_refuses_what_is_not_a_suite_json(tmp_path):
 
 
 def test_harness_report_rebuilds_a_suite_run_from_its_files(tmp_path, capsys):
-    from harness.cli import main
+    from harness.cli.main import main
 
     run = _run_dir(tmp_path / "run")
     assert main(["report", str(run)]) == 0

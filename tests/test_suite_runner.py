@@ -11,10 +11,10 @@ from moto import mock_aws
 from harness.aws.instrument import instrument
 from harness.datastore.backends.dynamodb import DynamoBackend
 from harness.datastore.backends.s3 import S3Backend
-from harness.plan import suite as suites
-from harness.plan.suite import ALL_LAYOUTS, Shape
-from harness.suite.phases import NOT_ADDITIVE
-from harness.suite.runner import Runner
+from harness.products.suite import spec as suites
+from harness.products.suite.phases import NOT_ADDITIVE
+from harness.products.suite.runner import Runner
+from harness.products.suite.spec import ALL_LAYOUTS, Shape
 from tests.conftest import SESSION, s3_endpoint
 
 pytestmark = pytest.mark.xdist_group("suite_runner")  # one module-wide run of the suite, shared by its tests

@@ -6,11 +6,11 @@ import textwrap
 
 import pytest
 
+from harness.core.errors import HarnessError
 from harness.datastore.backends.base import partition_of
-from harness.errors import HarnessError
-from harness.plan import suite as suites
-from harness.plan.suite import ALL_LAYOUTS, Shape
-from harness.suite import shape as tree
+from harness.products.suite import shape as tree
+from harness.products.suite import spec as suites
+from harness.products.suite.spec import ALL_LAYOUTS, Shape
 
 SWAMP = [  # swamp-club/swamp-extensions datastore/benchmarks/s3_bench.ts, scenarios 1-15, by name
     "Push 1000 files (cold)", "Push 1 modified / 1000", "No-op push (fast path)",

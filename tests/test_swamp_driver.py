@@ -16,15 +16,15 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from harness.drivers import _spawn
-from harness.drivers import swamp as swampdrv
-from harness.drivers.command import Ran, await_spans
-from harness.errors import HarnessError
-from harness.otlp.decode import Span, decode
-from harness.otlp.mapping import REAL_SWAMP, SWAMP, busy_ms, row_values
-from harness.otlp.receiver import TraceBook
-from harness.plan import scenario as scenarios
-from reports.run.spans import span_findings
+from harness.config import scenario as scenarios
+from harness.core.errors import HarnessError
+from harness.load.drivers import _spawn
+from harness.load.drivers import swamp as swampdrv
+from harness.load.drivers.command import Ran, await_spans
+from harness.record.otlp.decode import Span, decode
+from harness.record.otlp.mapping import REAL_SWAMP, SWAMP, busy_ms, row_values
+from harness.record.otlp.receiver import TraceBook
+from harness.report.run.spans import span_findings
 
 FIXTURES = Path(__file__).parent / "fixtures" / "swamp"
 
@@ -204,7 +204,7 @@ def test_most_iterations_without_a_request_is_said():
     assert "never touched the datastore" in f["no_requests"]
     assert c["after_exit_ms_median"] == pytest.approx(0.15) and c["lock_ttl_ms"] == 30000.0
     assert "TTL 30 s, wait 60 s" in f["sentence"]
-    from reports.run.page import no_requests_alarm
+    from harness.report.run.page import no_requests_alarm
 
     assert no_requests_alarm({"spans": f}) == [f["no_requests"] + "."]
     assert "3 of 4 successful iterations made no datastore request" in f["no_requests"]
@@ -285,7 +285,7 @@ def test_the_datastore_section_points_at_the_runs_table_and_namespace():
 
 
 def test_runs_line_up_by_the_nth_run_of_a_model_not_by_clock():
-    from reports.compare.by_model_run import side_by_side, with_model_run
+    from harness.report.compare.by_model_run import side_by_side, with_model_run
 
     def rows(n_iter: int, models: int, slope: float) -> pd.DataFrame:
         out = []

@@ -8,6 +8,7 @@ import random
 import pytest
 from botocore.exceptions import ClientError
 
+from harness.core.work import Work, recording
 from harness.datastore.backends.dynamodb import DynamoBackend
 from harness.datastore.backends.dynamodb.bookkeeping import REGISTRY, racing_adds
 from harness.datastore.backends.dynamodb.items import gsi_keys, swamp_partition
@@ -19,8 +20,7 @@ from harness.datastore.backends.dynamodb.retry import (
 )
 from harness.datastore.catalog import Catalog
 from harness.datastore.sync import Datastore, SyncConfig
-from harness.drivers.model import summarize
-from harness.work import Work, recording
+from harness.load.drivers.model import summarize
 from tests.conftest import FAST_LOCK, SleepLog
 
 TABLE = "harness-test"
@@ -262,7 +262,7 @@ def test_swamps_dynamodb_writes_the_export_inside_the_commit_under_the_global_lo
 
     def on_put(params, **_):
         if params["Item"]["sk"]["S"] == "BLOB":
-            from harness.clock import now_ms
+            from harness.core.clock import now_ms
             held_at_export.append(be.lock_store.inspect(key, now_ms(store.clock), Work()) is not None)
 
     ddb.meta.events.register("before-parameter-build.dynamodb.PutItem", on_put)
@@ -319,6 +319,6 @@ def test_swamps_data_name_is_one_per_model_so_every_run_grows_the_push(aws):
                                           data_name="swamp"), 9, methods)
     assert [b - a for a, b in zip(swamp[1:], swamp[2:], strict=False)] == [2] * 7
     assert per_method[8] - per_method[4] == 2  # one more version of get_uptime's data name in four runs
-    from harness.plan import scenario as scenarios
+    from harness.config import scenario as scenarios
     for name in ("two-phase-namespaced", "two-phase-shared-lock", "two-phase-disposable", "two-phase-pruning"):
         assert scenarios.load(name).workload.data_name == "swamp", name

@@ -2,7 +2,7 @@
 
 - ``harness.safety.swamp_check``: a ``method run --json`` result's acknowledgement (its checksum is swamp's own, checked
   against a version swamp 06b6147 stored), and the comparison with a fresh read: lost, phantom, older;
-- ``harness.front.schedule``: a step aimed at one user's commit writes, through a real front over a moto server:
+- ``harness.aws.front.schedule``: a step aimed at one user's commit writes, through a real front over a moto server:
   a lost answer lands, a throttle reaches the client as DynamoDB's error, a freeze calls back before the request
   goes on, another user's requests and the lock's own writes are left alone;
 - with HARNESS_SWAMP / HARNESS_SWAMP_REPO set, ``bench/swamp_faults.py``'s ``lost`` schedule on the real swamp.
@@ -22,9 +22,9 @@ from botocore.config import Config
 from botocore.exceptions import ClientError, ConnectionClosedError, EndpointConnectionError
 
 from harness.aws.fidelity.model import FidelityConfig
+from harness.aws.front.schedule import AfterGlobalLock, ScheduledFront, ScheduledModel, Step
+from harness.aws.front.thread import FrontThread
 from harness.aws.moto_server import EmbeddedMoto
-from harness.front.schedule import AfterGlobalLock, ScheduledFront, ScheduledModel, Step
-from harness.front.thread import FrontThread
 from harness.safety.swamp_check import Version, acknowledged, compare, content_checksum, read_versions
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -16,14 +16,14 @@ from pathlib import Path
 import boto3
 import pytest
 
-from harness import drivers
 from harness.aws.fidelity.layer import FidelityConfig
 from harness.aws.fidelity.model import FidelityModel
+from harness.aws.front.client import FRONT_JSON
+from harness.aws.front.server import Front
+from harness.aws.front.thread import FrontThread
 from harness.aws.moto_server import EmbeddedMoto
-from harness.drivers import swamp as swampdrv
-from harness.front.client import FRONT_JSON
-from harness.front.server import Front
-from harness.front.thread import FrontThread
+from harness.load import drivers
+from harness.load.drivers import swamp as swampdrv
 from tests.plans import at, make_plan
 
 FAKE = Path(__file__).parent / "fixtures" / "fake_swamp_cli.py"
@@ -89,8 +89,8 @@ def test_the_swamp_repository_names_the_seat_and_the_row_counts_only_the_iterati
 
 def test_s3_rows_get_no_capacity_units_from_the_wire():
     """S3 has no capacity units: the wire's zeros must not read as 'this iteration cost 0 units'."""
-    from harness.front.counts import WireCounts
-    from harness.front.seat import fill
+    from harness.aws.front.counts import WireCounts
+    from harness.aws.front.seat import fill
 
     row: dict = {"requests": 31, "read_units": None, "write_units": None, "throttles": None}
     fill(row, WireCounts(requests=34, write_requests=18, kinds={"s3.PutObject": 18, "s3.GetObject": 16}))

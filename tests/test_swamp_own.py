@@ -10,7 +10,8 @@ import time
 
 import pytest
 
-from harness.clock import FakeClock
+from harness.core.clock import FakeClock
+from harness.core.work import Work
 from harness.datastore.backends.base import FileMeta
 from harness.datastore.backends.dynamodb import DynamoBackend
 from harness.datastore.backends.dynamodb.bookkeeping import REGISTRY
@@ -20,8 +21,7 @@ from harness.datastore.backends.s3.swamp import S3Swamp
 from harness.datastore.catalog import Catalog
 from harness.datastore.lock import Lock, LockConfig
 from harness.datastore.sync import Datastore, SyncConfig
-from harness.drivers.model import summarize
-from harness.work import Work
+from harness.load.drivers.model import summarize
 from tests.conftest import SleepLog
 
 TABLE, BUCKET = "harness-test", "harness-test"
@@ -222,8 +222,8 @@ def test_a_swamp_own_backend_refuses_a_fenced_run_rather_than_mix_swamps_lock_wi
 
 
 def test_pre_ageing_a_swamp_own_run_is_refused_while_planning():
-    from harness.errors import HarnessError
-    from harness.plan.model import PreAge
+    from harness.config.plan import PreAge
+    from harness.core.errors import HarnessError
     from tests.plans import make_plan
 
     with pytest.raises(HarnessError, match="--seed-models writes the harness's fenced items"):
@@ -234,7 +234,7 @@ def test_pre_ageing_a_swamp_own_run_is_refused_while_planning():
                                   ["seed", "two-phase-namespaced", "--table", "t-own", "--models", "2",
                                    "--versions", "1"]])
 def test_seeding_a_swamp_own_scenario_is_one_line_and_exit_2(capsys, monkeypatch, argv):
-    from harness.cli import main
+    from harness.cli.main import main
 
     monkeypatch.setenv("AWS_ENDPOINT_URL", "http://127.0.0.1:9")  # (never reached: refused before)
     assert main(argv) == 2

@@ -1,11 +1,11 @@
-"""The Universal Scalability Law fit (reports/sweep/usl.py) on generated sweeps whose σ, κ and noise are known."""
+"""The Universal Scalability Law fit (products/sweep/usl.py) on generated sweeps whose σ, κ and noise are known."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from reports.sweep import usl
+from harness.products.sweep import usl
 
 WORKERS = (1, 2, 4, 8, 16, 32)
 SEGMENTS = 8
@@ -75,8 +75,8 @@ def test_two_sizes_fit_sigma_only_and_one_size_fits_nothing():
 
 
 def test_workers_lists_are_sorted_sizes_or_one_line_errors():
-    from harness.commands.sweep import parse_workers
-    from harness.errors import HarnessError
+    from harness.core.errors import HarnessError
+    from harness.products.sweep.command import parse_workers
 
     assert parse_workers("8, 1,2,4") == (1, 2, 4, 8)
     for bad, says in [("", "separated by commas"), ("1,-2", "'-2' is not a fleet size"), ("1.5", "'1.5'"),
@@ -88,8 +88,8 @@ def test_workers_lists_are_sorted_sizes_or_one_line_errors():
 
 
 def test_processes_auto_adds_a_locust_process_per_50_workers_up_to_the_cores():
-    from harness.commands.sweep import processes_for
-    from harness.errors import HarnessError
+    from harness.core.errors import HarnessError
+    from harness.products.sweep.command import processes_for
 
     assert [processes_for("auto", n, cores=4) for n in (1, 50, 51, 100, 150, 1000)] == [0, 0, 2, 2, 3, 4]
     assert processes_for("3", 1) == 3
@@ -98,7 +98,7 @@ def test_processes_auto_adds_a_locust_process_per_50_workers_up_to_the_cores():
 
 
 def test_a_runs_entry_is_its_rate_after_the_warm_up_with_its_segments():
-    from reports.sweep.numbers import fit_sizes, size_record
+    from harness.products.sweep.numbers import fit_sizes, size_record
 
     levels = [{"t0": 0.0, "t1": 5.0, "successes": 10, "rate": 2.0}, {"t0": 5.0, "t1": 10.0, "successes": 50,
                                                                       "rate": 10.0},

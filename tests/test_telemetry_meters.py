@@ -12,11 +12,11 @@ from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 from prometheus_client.parser import text_string_to_metric_families
 
-from harness.errors import HarnessError
+from harness.config import scenario as scenarios
+from harness.config.plan import RunPlan
+from harness.config.telemetry import TelemetryPlan, check_free, otel_destination, parse_listen, telemetry_plan
+from harness.core.errors import HarnessError
 from harness.load.web.live import Live
-from harness.plan import scenario as scenarios
-from harness.plan.model import RunPlan
-from harness.plan.telemetry import TelemetryPlan, check_free, otel_destination, parse_listen, telemetry_plan
 from harness.record.schema import STEP_COLUMNS
 from harness.telemetry.measure import MAX_LOCK_KEYS, OTHER, KeyNames, measure_events, measure_rows
 from harness.telemetry.meters import Meters, Tap
@@ -232,7 +232,7 @@ def test_plan_carries_telemetry_and_observe_otel(tmp_path):
 def test_locust_command_turns_on_locusts_otel():
     from dataclasses import replace
 
-    from harness.commands.run import locust_command
+    from harness.supervisor.run import locust_command
 
     plan = make_plan(scenario="namespaced")
     assert "--otel" not in locust_command(plan, "plan.json")

@@ -14,14 +14,14 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from harness.clock import FakeClock, now_ms
+from harness.core.clock import FakeClock, now_ms
+from harness.core.work import Work
 from harness.datastore.backends.dynamodb.bookkeeping import REGISTRY, SYNC_STATE
 from harness.datastore.catalog import Catalog
 from harness.datastore.errors import FencedError, LockTimeoutError
 from harness.datastore.lock import Lock, LockConfig, backoff_delay
 from harness.datastore.sync import MODEL_TYPE, Datastore, SyncConfig
-from harness.drivers.model import summarize
-from harness.work import Work
+from harness.load.drivers.model import summarize
 from tests.conftest import FAST_LOCK, SleepLog, make_backend
 
 # (fenced: what the commit made garbage is collected after the global lock's release, step "collect")

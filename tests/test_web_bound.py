@@ -17,9 +17,9 @@ from bench.synthetic import T0, make_lock_run, simulate_lock
 from harness.load.web import live as live_mod
 from harness.load.web.live import Live, poisson_interval
 from harness.load.web.tab import table
-from reports.load import open_run
-from reports.run.build import findings_of
-from reports.stats import poisson_interval as report_poisson
+from harness.report.load import open_run
+from harness.report.run.build import findings_of
+from harness.report.stats import poisson_interval as report_poisson
 
 
 def _feed(live: Live, rows: list[dict], events: list[dict]) -> None:

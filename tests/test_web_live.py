@@ -1,4 +1,4 @@
-"""The harness tab's numbers are the report's numbers (``reports.series``, ``reports.run.compute``) on the same rows."""
+"""The harness tab's numbers are the report's numbers (``report.series``, ``report.run.compute``) on the same rows."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ import pytest
 
 from harness.load.web.live import COUNTS, REPORT_STEPS, Live, summarize
 from harness.record.schema import STEP_COLUMNS
-from reports.run import compute
-from reports.series import successes
+from harness.report.run import compute
+from harness.report.series import successes
 
 T0 = 1_750_000_000.0
 

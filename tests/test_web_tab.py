@@ -5,12 +5,12 @@ from __future__ import annotations
 from pathlib import Path
 
 from harness.aws.fidelity.throttle import DynamoCapacity
+from harness.config import scenario as scenarios
 from harness.load.web import form
 from harness.load.web import tab as tab_mod
 from harness.load.web.live import REPORT_STEPS, Summary
 from harness.load.web.stats import TOTAL_LABEL, stats_for_ui
 from harness.load.web.tab import modelled_capacity, probe_row, probe_view, table
-from harness.plan import scenario as scenarios
 from tests.plans import make_plan
 
 
@@ -142,7 +142,7 @@ def test_a_scenario_file_outside_the_known_ones_is_offered_too(tmp_path):
 def test_the_forms_run_time_is_empty_without_duration_as_the_docs_say():
     # docs/web-ui.md: "--duration fills the run time (empty: the scenario's duration bounds the test)"; the form
     # showed the scenario's 60 (Locust's -t, its prefill), as if the user had asked for it (issue 54)
-    from harness.commands.run import locust_command
+    from harness.supervisor.run import locust_command
 
     plain = make_plan("namespaced", web=True)
     assert plain.locust.run_time_s is None and "-t" not in locust_command(plain, "plan.json")

@@ -20,7 +20,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
-from harness.item_size import item_size, value_size
+from harness.core.item_size import item_size, value_size
 
 KB = 1024
 

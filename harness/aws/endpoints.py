@@ -1,6 +1,6 @@
 """Where one process's requests go: a URL per service (None: AWS itself), and what kind of endpoint it is.
 
-The URLs are resolved once, per service, in the run plan (``harness.plan.endpoints``):
+The URLs are resolved once, per service, in the run plan (``harness.config.endpoints``):
 nothing here reads the environment, and nothing is sent to AWS unless the plan says so.
 """
 

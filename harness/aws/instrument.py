@@ -28,9 +28,9 @@ from harness.aws.capacity import (
     read_charges,
     write_charges,
 )
-from harness.aws_errors import EARLIER_UNANSWERED, attempt_unanswered, mark_unanswered
-from harness.item_size import item_size
-from harness.work import current_work, note_send, recording
+from harness.core.aws_errors import EARLIER_UNANSWERED, attempt_unanswered, mark_unanswered
+from harness.core.item_size import item_size
+from harness.core.work import current_work, note_send, recording
 
 __all__ = ["recording", "instrument", "register_shape", "register_table", "current_call", "SHAPES"]
 SHAPES: dict[str, TableShape] = {}  # table name -> keys and GSIs, learned from Create/DescribeTable or registered
@@ -118,7 +118,7 @@ def _on_call_done(context: dict | None = None, **_: Any) -> None:
 
 
 def _on_send(request: Any, event_name: str, **_: Any) -> None:
-    note_send()  # a commit's seal is timed by its send (harness.work.sending)
+    note_send()  # a commit's seal is timed by its send (harness.core.work.sending)
     work = current_work()
     if work is None:
         return None

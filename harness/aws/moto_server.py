@@ -28,8 +28,8 @@ import threading
 import time
 from typing import TYPE_CHECKING
 
-from harness.edge import child_environment
-from harness.errors import HarnessError
+from harness.core.environment import child_environment
+from harness.core.errors import HarnessError
 
 if TYPE_CHECKING:
     from harness.aws.standin import Where

@@ -1,7 +1,7 @@
 """Errors the datastore raises, and the error kinds they are reported as (``error_kind``)."""
 
-from harness import aws_errors
-from harness.errors import HarnessError
+from harness.core import aws_errors
+from harness.core.errors import HarnessError
 
 
 class DatastoreError(Exception):

@@ -24,11 +24,11 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from harness.aws_errors import is_transient, outcome_unknown
-from harness.clock import Clock, now_ms
+from harness.core.aws_errors import is_transient, outcome_unknown
+from harness.core.clock import Clock, now_ms
+from harness.core.work import Work, recording
 from harness.datastore.errors import ConfigError, LockLostError, LockTimeoutError
 from harness.datastore.paths import check_lock_key
-from harness.work import Work, recording
 
 Recorder = Callable[[dict], None]
 

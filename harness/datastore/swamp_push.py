@@ -44,8 +44,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
+from harness.core.work import Work
 from harness.datastore.backends.base import FileMeta
-from harness.work import Work
 
 if TYPE_CHECKING:
     from harness.datastore.sync import Datastore

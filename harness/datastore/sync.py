@@ -26,8 +26,9 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 
-from harness.aws_errors import outcome_unknown
-from harness.clock import Clock, SystemClock, now_ms
+from harness.core.aws_errors import outcome_unknown
+from harness.core.clock import Clock, SystemClock, now_ms
+from harness.core.work import Work, recording
 from harness.datastore.backends.base import Backend, CommitResult, CursorDraft, FileMeta, PullResult, partition_of
 from harness.datastore.catalog import Catalog
 from harness.datastore.errors import ConfigError, ConflictError, ContentMissingError, LockLostError
@@ -36,7 +37,6 @@ from harness.datastore.model import MODEL_TYPE, SWAMP_DATA_NAME, run_method
 from harness.datastore.paths import Paths, model_of
 from harness.datastore.profiles import SYNC_MODES, profile
 from harness.datastore.swamp_push import EXPORTS_AT, PUSH_SCOPES, data_name_dir, stage_rewrites
-from harness.work import Work, recording
 
 LOCK_SCOPES = ("datastore", "namespace")
 INDEX_COMMITS = ("full", "delta")

@@ -1,5 +1,5 @@
-"""Kept so existing imports work: ``Work`` lives in :mod:`harness.work` (neutral ground)."""
+"""Kept so existing imports work: ``Work`` lives in :mod:`harness.core.work` (neutral ground)."""
 
-from harness.work import Work, recording
+from harness.core.work import Work, recording
 
 __all__ = ["Work", "recording"]

@@ -10,7 +10,7 @@ import difflib
 
 import pyarrow as pa
 
-from harness.errors import HarnessError
+from harness.core.errors import HarnessError
 from harness.gates.expr import Threshold, parse_all
 from harness.record.schema import ERROR_KINDS, SCHEMA
 

@@ -28,7 +28,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from harness.errors import HarnessError
+from harness.core.errors import HarnessError
 
 OPS = ("<", "<=", ">", ">=")
 ROW_SETS = ("ok", "all", "failed")

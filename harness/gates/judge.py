@@ -1,9 +1,9 @@
 """A threshold judged with its interval: which side of its limit the measure is on, or that it cannot tell.
 
 Pure functions of arrays (``Observed``): the report builds them from a run's rows
-(``reports/run/checks.py``), the Locust master from the rows it collects while the test runs
+(``harness/report/run/checks.py``), the Locust master from the rows it collects while the test runs
 (``harness.gates.live``), so a threshold reads the same live and afterwards. The intervals are the
-report's (``harness.intervals``):
+report's (``harness.core.intervals``):
 
 - a percentile: the distribution-free order-statistic interval (``quantile_interval``); an end its
   ranks fall outside the sample is open (a p99 of 50 values has no upper bound);
@@ -23,8 +23,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from harness.core.intervals import Z95, quantile_interval, rate_interval, t_quantile, wilson_interval
 from harness.gates.expr import Threshold, show_interval, show_limit
-from harness.intervals import Z95, quantile_interval, rate_interval, t_quantile, wilson_interval
 from harness.record.schema import STEP_LABELS
 
 COLUMN_LABELS = {**STEP_LABELS, "wait_ms": "wait", "total_ms": "iteration"}

@@ -23,7 +23,7 @@ import numpy as np
 
 from harness.gates.expr import Threshold
 from harness.gates.judge import LockShare, Observed, judge
-from harness.record.lockuse import mean_interval
+from harness.metrics.lockuse import mean_interval
 
 Z99 = 2.5758293035489004  # two-sided 99 %: each live look
 MIN_OBSERVATIONS = 20
@@ -50,7 +50,7 @@ class LiveGate:
             self.kinds.append(r.get("error_kind"))
             for c, v in self.values.items():
                 x = r.get(c)
-                if x is None and c == "wait_ms":  # a closed fleet's wait is its total (reports/run/wait.py)
+                if x is None and c == "wait_ms":  # a closed fleet's wait is its total (harness/report/run/wait.py)
                     x = r.get("total_ms")
                 v.append(float("nan") if x is None else float(x))
 

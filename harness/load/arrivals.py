@@ -12,8 +12,8 @@ from __future__ import annotations
 import random
 from collections.abc import Callable
 
-from harness.clock import Clock
-from harness.plan.sections import PROCESSES
+from harness.config.sections import PROCESSES
+from harness.core.clock import Clock
 
 
 class ArrivalSchedule:

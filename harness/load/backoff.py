@@ -1,7 +1,7 @@
 """A worker that cannot reach its endpoint waits before its next iteration: a dead endpoint is not a load.
 
 An iteration that fails on a connection (refused, reset, DNS, TLS: ``error_kind`` ``connection``, from the one
-classifier ``harness/aws_errors.py``) fails at once, so a worker that tried again at once would spin: the
+classifier ``harness/core/aws_errors.py``) fails at once, so a worker that tried again at once would spin: the
 fleet of an endpoint that died ran hundreds of failed iterations a second, pegged the load generator and
 wrote thousands of rows that measure nothing. So the Locust user, once an iteration, asks ``pause`` with its
 outcome's error kind: after the n-th connection failure in a row the worker sleeps a bounded, jittered
@@ -19,7 +19,7 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass, field
 
-from harness.clock import Clock
+from harness.core.clock import Clock
 
 CONNECTION = "connection"  # the error kind that backs off
 BASE_S = 0.25

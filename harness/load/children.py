@@ -3,7 +3,7 @@
 Only a child's parent can read its exit status, and these two are the Locust process's children, not the
 supervisor's. A child that dies while a test runs is written into the test's ``run.json`` ``failed_parts`` at
 once (``harness/record/parts.py``); the supervisor reads it there within a second and stops the test as it does
-for any part that died (``harness/commands/supervise.py``).
+for any part that died (``harness/supervisor/supervise.py``).
 
 - The probe (``harness/aws/fidelity/probe.py``): any exit before the load starts stopping (when it is told to
   finish) is a death.

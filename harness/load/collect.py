@@ -20,9 +20,9 @@ import gevent
 from locust.runners import STATE_MISSING
 
 from harness.aws.fidelity.probe import Probe
+from harness.config.plan import RunPlan
 from harness.load.process import FLUSH_MESSAGE
 from harness.load.web.live import Live
-from harness.plan.model import RunPlan
 from harness.record.generator import GeneratorLog
 from harness.record.keys import KeysLog
 from harness.record.spans import SpanWriter

@@ -19,7 +19,7 @@ import gevent.monkey
 import gevent.pool
 
 if TYPE_CHECKING:
-    from harness.plan.model import RunPlan
+    from harness.config.plan import RunPlan
 
 
 class _Result:

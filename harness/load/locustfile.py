@@ -8,7 +8,7 @@ the seed's error reports.
 
 Each Locust process's harness state is a ``HarnessProcess`` on the
 ``Environment`` (``environment.harness``). Its settings are one run plan
-(``harness.plan``): ``--harness-plan RUN_DIR/plan.json`` from ``harness run``;
+(``harness.config``): ``--harness-plan RUN_DIR/plan.json`` from ``harness run``;
 built here, in ``init``, for a plain ``locust -f locustfile.py --scenario
 NAME`` (this is that command line's edge: its options and the user's
 environment are read here, once); and for a worker, each test's plan in the
@@ -34,15 +34,18 @@ from locust import User, events, task
 from locust.exception import StopUser
 from locust.runners import MasterRunner, WorkerRunner
 
-from harness import drivers
 from harness.aws import standin
 from harness.aws.clients import make_clients
-from harness.clock import SystemClock
-from harness.drivers.base import IterationOutcome
-from harness.edge import UserEnvironment
-from harness.errors import HarnessError
+from harness.config import scenario as scenarios
+from harness.config.build import plan_locust, start_stand_in
+from harness.config.plan import RunPlan, WebPlan, plan_option
+from harness.core.clock import SystemClock
+from harness.core.environment import UserEnvironment
+from harness.core.errors import HarnessError
+from harness.load import drivers
 from harness.load.backoff import ConnectionBackoff
 from harness.load.children import watch_workers
+from harness.load.drivers.base import IterationOutcome
 from harness.load.process import (
     FINAL_MESSAGE,
     FLUSH_MESSAGE,
@@ -54,9 +57,6 @@ from harness.load.process import (
     Outbox,
 )
 from harness.load.session import GENERATOR_EVERY_S, Session, install_signal_notes, start_test_safely
-from harness.plan import scenario as scenarios
-from harness.plan.build import plan_locust, start_stand_in
-from harness.plan.model import RunPlan, WebPlan, plan_option
 from harness.telemetry.meters import Meters
 
 log = logging.getLogger("harness")
@@ -249,7 +249,7 @@ def _worker_quitting(h: HarnessProcess) -> None:
 class SwampWorkerUser(User):
     """One swamp worker: runs its driver's iterations until the test ends or it reaches its iteration cap.
 
-    The driver (``harness.drivers``: the model, or a datastore's own command line) is made once per user
+    The driver (``harness.load.drivers``: the model, or a datastore's own command line) is made once per user
     and called once per iteration; what it hands back is fired as Locust's events and recorded.
     """
 

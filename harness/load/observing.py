@@ -1,6 +1,6 @@
 """The observer of each test, in the process that runs the test (the local process, or the master).
 
-The observer (``harness.observe``) takes primitives, not the plan: here the
+The observer (``harness.jobs.observer``) takes primitives, not the plan: here the
 test's plan becomes them (the table or bucket, the scenario's layout names,
 ``[observe]`` overrides, the namespaces its users will take, the stand-in's
 modelled read capacity), and the observer runs in a greenlet beside the
@@ -17,10 +17,10 @@ from typing import Any
 
 import gevent
 
-from harness.observe.layout import Layout, LayoutError
-from harness.observe.observer import FINAL_S, Observer
-from harness.observe.start import Spend, Where, open_observer
-from harness.plan.model import RunPlan
+from harness.config.plan import RunPlan
+from harness.jobs.observer.layout import Layout, LayoutError
+from harness.jobs.observer.observer import FINAL_S, Observer
+from harness.jobs.observer.start import Spend, Where, open_observer
 
 log = logging.getLogger("harness")
 

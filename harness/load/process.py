@@ -4,7 +4,7 @@ Every Locust process (``local``, ``master`` or ``worker-N``) gets one
 ``HarnessProcess`` when Locust fires ``init``; users, event listeners and the
 web UI reach it through the environment they are handed, so nothing lives in
 module globals and nothing is passed through environment variables: the run
-plan (``harness.plan``) comes as Locust's ``--harness-plan`` option, and each
+plan (``harness.config``) comes as Locust's ``--harness-plan`` option, and each
 test's plan rides the master's spawn message to its workers.
 
 A process that sends load (``local``, ``worker-N``) has a ``LoadSide`` per
@@ -29,16 +29,16 @@ from typing import Any
 
 from harness.aws.clients import Clients, Sessions
 from harness.aws.fidelity.layer import FidelityLayer
+from harness.aws.front.seat import front_keys
 from harness.aws.keyload import KeyLoad
 from harness.aws.keyload import install as install_keyload
-from harness.clock import SystemClock
+from harness.config.factory import Factory
+from harness.config.plan import RunPlan
+from harness.core.clock import SystemClock
 from harness.datastore.backends.base import Backend
-from harness.drivers.base import IterationOutcome
-from harness.front.seat import front_keys
 from harness.load.arrivals import ArrivalQueue, ArrivalSchedule
+from harness.load.drivers.base import IterationOutcome
 from harness.load.greenlets import executor_for_this_process, pool_size
-from harness.plan.factory import Factory
-from harness.plan.model import RunPlan
 
 log = logging.getLogger("harness")
 

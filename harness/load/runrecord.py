@@ -16,8 +16,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from harness.config.plan import RunPlan
 from harness.load.collect import ActiveTest
-from harness.plan.model import RunPlan
 from harness.record import outcome, runinfo
 
 

@@ -24,20 +24,19 @@ from typing import Any
 import gevent
 from locust.runners import STATE_MISSING, STATE_RUNNING, MasterRunner
 
-from harness import drivers
 from harness.aws.fidelity.probe import PROBES_CSV, Probe, Target
-from harness.drivers.base import IterationOutcome
-from harness.errors import HarnessError
+from harness.config import scenario as scenarios
+from harness.config.plan import RunPlan
+from harness.core.errors import HarnessError
 from harness.gates.live import live_gate
-from harness.load import collect, observing
+from harness.load import collect, drivers, observing
 from harness.load.children import watch_probe
 from harness.load.collect import ActiveTest, Inflow
+from harness.load.drivers.base import IterationOutcome
 from harness.load.process import HarnessProcess, throttle_count
 from harness.load.runrecord import RunRecord, now_iso
 from harness.load.web import tab
 from harness.load.web.live import Live
-from harness.plan import scenario as scenarios
-from harness.plan.model import RunPlan
 from harness.record import runinfo
 from harness.record.generator import GeneratorLog
 from harness.record.keys import KeysLog

@@ -24,7 +24,7 @@ import socket
 import time
 from pathlib import Path
 
-from harness.errors import HarnessError
+from harness.core.errors import HarnessError
 
 MARKER = ".harness-run"
 RUNNING, REFUSED = "running", "refused"

@@ -6,7 +6,7 @@ per key per interval and Locust process (``index`` empty for the base table;
 DynamoDB would bill (``harness.aws.capacity``), summed over the interval;
 ``throttles`` counts throttled attempts (retried or not). The report reads it
 to compare the hottest key against the per-partition limits
-(``reports/run/utilization.py``); a run without it has no per-key view.
+(``harness/report/run/utilization.py``); a run without it has no per-key view.
 """
 
 from __future__ import annotations

@@ -18,7 +18,7 @@ tests and the review notebook), so a run never reads "flat" in one place and "fe
   in one short sentence (the long sentence with every number stays in the report's bound section);
 - **the checks** (``checks``): ``passed N/N``, ``FAILED k/N: names``, ``no checks``, or ``not evaluated`` for a
   run that did not complete (``harness run`` exits 5 without judging them, docs/cli.md). A check that cannot
-  fail (``max_failure_ratio`` at 100 %, the default) is no check: ``reports/run/checks.py`` leaves it out, and
+  fail (``max_failure_ratio`` at 100 %, the default) is no check: ``harness/report/run/checks.py`` leaves it out, and
   so does this module for an older summary that still lists it.
 
 Pure: no pandas, no matplotlib, so the Locust master (``run.json``) and ``harness runs`` (hundreds of runs) read

@@ -9,7 +9,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from harness import atomic
+from harness.core import atomic
 
 RUN_JSON = "run.json"
 

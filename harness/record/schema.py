@@ -26,7 +26,7 @@ QUERY_COLUMNS = ("pull_queries",)  # index reads a pull made (DynamoDB Queries, 
 SIZE_ITEMS = {"registry_bytes": "PARTITIONS#registry/LIST"}
 SIZE_COLUMNS = tuple(SIZE_ITEMS)
 # Requests that write, and what of the requests and write units only the harness's fencing made (beyond swamp's
-# own: harness/work.py's for_fencing); appended last, so rows written before them read as nulls
+# own: harness/core/work.py's for_fencing); appended last, so rows written before them read as nulls
 FENCING_COLUMNS = ("write_requests", "fencing_requests")
 FENCING_UNIT_COLUMNS = ("fencing_write_units",)
 # push_failed: a command that exited 0 with its push failed (swamp downgrades the push's error to a warning)
@@ -57,7 +57,7 @@ SCHEMA = pa.schema(
     # end. A closed fleet's rows carry intended = actual start and wait = total_ms; rows written before these
     # columns read as nulls.
     + [("ts_intended", pa.timestamp("us", tz="UTC")), ("wait_ms", pa.float64())]
-    # The command driver's (harness.drivers.command): spans joined to the iteration, OTLP bodies its commands
+    # The command driver's (harness.load.drivers.command): spans joined to the iteration, OTLP bodies its commands
     # posted that could not be read, and its processes' wall time (spawn to exit); null under the model driver
     + [("spans", pa.int64()), ("spans_rejected", pa.int64()), ("command_ms", pa.float64())]
     + [(c, pa.int64()) for c in FENCING_COLUMNS] + [(c, pa.float64()) for c in FENCING_UNIT_COLUMNS]
@@ -65,7 +65,7 @@ SCHEMA = pa.schema(
     # and the datastore's own lock TTL and wait as its spans say (swamp's, which the scenario's [lock] does not
     # set); appended last, so older rows read as nulls
     + [("after_exit_ms", pa.float64()), ("lock_ttl_ms", pa.float64()), ("lock_timeout_ms", pa.float64())]
-    # The loopback front's (harness.front): throttled attempts of the iteration's commands, counted on the wire;
+    # The loopback front's (harness.aws.front): throttled attempts of the iteration's commands, counted on the wire;
     # null without a front
     + [("throttles", pa.int64())]
 )

@@ -62,7 +62,7 @@ def main(argv: list[str] | None = None) -> int:
     except ValueError as e:
         print(f"harness-swamp: {e}\n{USAGE}", file=sys.stderr)
         return 2
-    from harness.errors import HarnessError
+    from harness.core.errors import HarnessError
 
     if cmd["command"] == "init":
         from harness.refcmd.repo import init

@@ -16,7 +16,7 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
-from harness.errors import HarnessError
+from harness.core.errors import HarnessError
 
 DIR = ".harness-swamp"
 VIEW_FIELDS = ("local", "staged", "dirty", "watermark_ms", "last_seq", "_cursor", "kept")
@@ -25,9 +25,9 @@ VIEW_FIELDS = ("local", "staged", "dirty", "watermark_ms", "last_seq", "_cursor"
 def init(plan_path: str, namespace: str | None, holder: str, root: Path | None = None) -> Path:
     """Make (or make again) the repository here from the test's plan; a seeded run's worker starts from its
     namespace's seeded catalog and view, as the model driver's does."""
+    from harness.config.plan import read_plan
     from harness.datastore.catalog import Catalog
     from harness.datastore.seed_state import load_state
-    from harness.plan.model import read_plan
 
     plan = read_plan(plan_path)
     d = (root or Path.cwd()) / DIR
@@ -62,10 +62,10 @@ class Repo:
         endpoint as the environment names it (``AWS_ENDPOINT_URL_*``, as swamp reads it), over the plan's."""
         from dataclasses import replace
 
+        from harness.config.factory import Factory, sync_config
+        from harness.config.plan import RunPlan
         from harness.datastore.catalog import Catalog
         from harness.datastore.sync import Datastore
-        from harness.plan.factory import Factory, sync_config
-        from harness.plan.model import RunPlan
 
         plan = RunPlan.from_json((self.dir / "plan.json").read_text())
         c = plan.connection

@@ -14,9 +14,9 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from harness.core.environment import CommandEnvironment
 from harness.datastore.errors import error_kind
 from harness.datastore.model import MODEL_TYPE
-from harness.edge import CommandEnvironment
 from harness.refcmd.repo import Repo
 
 

@@ -28,7 +28,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from harness.work import current_work
+from harness.core.work import current_work
 
 EXT = {"dynamodb": "dynamodb-datastore", "s3": "s3-datastore"}
 SCOPES = {"dynamodb": "@webframp/dynamodb-datastore", "s3": "@swamp/s3-datastore"}

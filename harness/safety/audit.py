@@ -14,8 +14,8 @@ from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from harness import atomic
-from harness.errors import HarnessError
+from harness.core import atomic
+from harness.core.errors import HarnessError
 from harness.safety.checker import FINDINGS, check
 from harness.safety.history import read_events
 from harness.safety.state import capture, read_state

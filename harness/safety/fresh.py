@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from harness.work import Work
+from harness.core.work import Work
 
 DETAIL_PATHS = 5
 

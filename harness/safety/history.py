@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from harness.errors import HarnessError
+from harness.core.errors import HarnessError
 
 HISTORY_DIR = "history"
 

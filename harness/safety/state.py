@@ -14,9 +14,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from harness import atomic
-from harness.errors import HarnessError
-from harness.work import Work
+from harness.core import atomic
+from harness.core.errors import HarnessError
+from harness.core.work import Work
 
 STATE_FILE = "final-state.jsonl.gz"
 

@@ -4,7 +4,7 @@ The process that receives every row (``harness.load.session``: a worker's rows r
 master) feeds each test's ``Live`` (the Harness tab's numbers, tested against the report); ``watch`` adds a
 tap there, so the meters see exactly the rows and history events the tab and the run directory see, measured
 once (``measure``) and recorded by each exporter that is on. The bound is read from the running test's
-``Live`` when an exporter asks (a scrape, an export), with the report's rule (``harness.record.bound``).
+``Live`` when an exporter asks (a scrape, an export), with the report's rule (``harness.metrics.bound``).
 
 Nothing here is made unless the plan asks: ``Meters.for_plan`` is None without ``--otel`` or
 ``--prometheus``.
@@ -17,7 +17,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from harness.record import bound as bounds
+from harness.metrics import bound as bounds
 from harness.telemetry.measure import Batch, KeyNames, measure_events, measure_rows
 from harness.telemetry.otel import OtelMeters
 from harness.telemetry.prometheus import MetricsServer, PrometheusMeters

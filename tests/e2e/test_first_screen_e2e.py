@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import pytest
 
-from harness.cli import main
-from reports.suite import page as suite_page
+from harness.cli.main import main
+from harness.products.suite import page as suite_page
 from tests.e2e.first_screen import assert_answer_first, first_screen
 from tests.test_story_report import _story
 from tests.test_suite_report import _run_dir

@@ -94,7 +94,7 @@ def test_a_killed_front_stops_the_run_with_exit_5_and_one_line(tmp_path):
     run_dir = tmp_path / "killed"
     proc = _start(run_dir, "--duration", "40s", "--workers", "2", "--no-report", scenario=str(scenario))
     before = _first_rows(proc, run_dir)
-    victim = _find(proc.pid, "the front", lambda c: "harness.front" in c)
+    victim = _find(proc.pid, "the front", lambda c: "harness.aws.front" in c)
     killed_at = _killed(victim)
     out, err = _finish(proc)
     assert proc.returncode == 5, out + err

@@ -34,12 +34,12 @@ def _closed_port() -> int:
 # processes then parse, plan and claim at the same instant (their imports alone differ by a second)
 AT_ONCE = """
 import os, sys, time
-import harness.cli, harness.commands.run, harness.plan.build, harness.aws.standin
+import harness.cli.main, harness.supervisor.run, harness.config.build, harness.aws.standin
 go = sys.argv.pop(1)
 open(go + "." + str(os.getpid()), "w").close()
 while not os.path.exists(go):
     time.sleep(0.0005)
-raise SystemExit(harness.cli.main(sys.argv[1:]))
+raise SystemExit(harness.cli.main.main(sys.argv[1:]))
 """
 
 

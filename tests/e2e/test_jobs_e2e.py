@@ -12,8 +12,8 @@ import boto3
 import pytest
 
 from harness.aws.moto_server import EmbeddedMoto
-from harness.pacing.journal import Journal
-from harness.pacing.sources import fill_body
+from harness.jobs.pacing.journal import Journal
+from harness.jobs.pacing.sources import fill_body
 from tests.e2e.conftest import ROOT, clean_env, harness
 
 pytestmark = pytest.mark.e2e

@@ -95,18 +95,19 @@ def test_notebook_serves_the_review_notebook_on_the_chosen_runs(tmp_path, monkey
                             env=clean_env(), cwd=ROOT)
     try:
         line = proc.stdout.readline()
-        m = re.search(r"(http://127\.0\.0\.1:(\d+))/lab/tree/reports/review\.ipynb\?token=(\S+) ", line)
+        m = re.search(r"(http://127\.0\.0\.1:(\d+))/lab/tree/harness/products/notebook/review\.ipynb"
+                      r"\?token=(\S+) ", line)
         assert m and int(m.group(2)) == port, line
         base, token = m.group(1), m.group(3)
         assert f"{falling}, {steady}" in line  # the runs it opens, named
         _wait_for(base, token, proc)
 
-        listing = _get(f"{base}/api/contents/reports?token={token}")
+        listing = _get(f"{base}/api/contents/harness/products/notebook?token={token}")
         assert "review.ipynb" in {c["name"] for c in listing["content"] if c["type"] == "notebook"}
-        served = _get(f"{base}/api/contents/reports/review.ipynb?token={token}&content=1")
+        served = _get(f"{base}/api/contents/harness/products/notebook/review.ipynb?token={token}&content=1")
         assert served["type"] == "notebook" and served["content"]["cells"]
         with pytest.raises(urllib.error.HTTPError) as refused:  # no token, no notebook: the server runs code
-            _get(f"{base}/api/contents/reports/review.ipynb")
+            _get(f"{base}/api/contents/harness/products/notebook/review.ipynb")
         assert refused.value.code == 403
 
         chosen = _kernel_says(base, token, "import os; print(os.environ['HARNESS_REVIEW_RUNS'])").strip()

@@ -13,9 +13,9 @@ import json
 import pandas as pd
 import pytest
 
-from reports.load import open_run
-from reports.run.build import findings_of
-from reports.show import json_safe
+from harness.report.load import open_run
+from harness.report.run.build import findings_of
+from harness.report.show import json_safe
 from tests.e2e.conftest import harness, rows
 
 pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("observe_e2e")]

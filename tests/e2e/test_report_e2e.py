@@ -20,7 +20,7 @@ import pytest
 from nbclient import NotebookClient
 from PIL import Image
 
-from reports.run.causes import RHO_MIN
+from harness.report.run.causes import RHO_MIN
 from tests.e2e.conftest import ROOT, harness
 from tests.run_keys import changes, run_json_keys, summary_keys
 

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.plan import scenario as scenarios
+from harness.config import scenario as scenarios
 from tests.e2e.conftest import senders
 from tests.e2e.web_session import CHROMIUM, CHROMIUM_ARGS, WebRun, assert_contiguous, free_port, rows_of, wait_for
 

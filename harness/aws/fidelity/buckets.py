@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 
-from harness.clock import Clock
+from harness.core.clock import Clock
 
 
 class TokenBucket:

@@ -33,7 +33,7 @@ from typing import Any
 
 from harness.aws.fidelity.latency import Dist
 from harness.aws.instrument import SHAPES
-from harness.clock import Clock
+from harness.core.clock import Clock
 
 MAX_LAG_S = 10.0  # no lag is longer than this (nor than the distribution's p99.9)
 MAX_KEYS = 100_000  # records kept at most (a process writing 10,000 items/s with 10 s lags fills it)

@@ -23,8 +23,8 @@ import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness.durations import parse_duration
-from harness.errors import HarnessError
+from harness.core.durations import parse_duration
+from harness.core.errors import HarnessError
 
 Z99 = 2.3263478740408408
 GSI_LAG = "gsi_lag"  # a profile's pseudo-operation under "dynamodb": when an item shows in a GSI

@@ -2,7 +2,7 @@
 
 Order per request: the added latency (real waiting), then an injected fault,
 then the throttling model, all decided by the one ``FidelityModel`` the loopback
-front (``harness.front``) also calls. A throttle or a 5xx is a real-looking HTTP
+front (``harness.aws.front``) also calls. A throttle or a 5xx is a real-looking HTTP
 response (DynamoDB's JSON error with ``ThrottlingReasons``, S3's ``503 SlowDown``
 XML), returned from ``before-send`` so botocore parses it and its retry handler
 treats it exactly as it would treat AWS's. Reads are billed after they return
@@ -32,7 +32,7 @@ from harness.aws.fidelity.model import (
     s3_reply,
 )
 from harness.aws.instrument import current_call
-from harness.clock import Clock
+from harness.core.clock import Clock
 
 __all__ = ["FidelityConfig", "FidelityLayer", "DDB_ERROR_PREFIX", "READ_OPS", "dynamodb_error", "s3_error",
            "s3_prefix"]

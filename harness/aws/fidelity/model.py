@@ -4,7 +4,7 @@ Two seams put it in front of a service, and both call this one object, so the
 harness's own clients and any other process meet the same model:
 
 - the botocore hooks (``harness.aws.fidelity.layer``): the harness's own clients;
-- the loopback front (``harness.front``): any process, on the wire.
+- the loopback front (``harness.aws.front``): any process, on the wire.
 
 A seam asks, in this order: ``latency_ms`` (it waits that long itself: real
 sleep under botocore, an ``asyncio`` sleep in the front), then ``decide`` (an
@@ -29,7 +29,7 @@ from harness.aws.fidelity.gsilag import GsiLag
 from harness.aws.fidelity.latency import Dist, Profile, gsi_lag_of, load_profile, parse_dist, pick
 from harness.aws.fidelity.throttle import DynamoCapacity, DynamoThrottle, S3Rates, S3Throttle, Throttle
 from harness.aws.instrument import SHAPES
-from harness.clock import Clock, SystemClock
+from harness.core.clock import Clock, SystemClock
 
 READ_OPS = frozenset({"GetItem", "Query", "Scan", "BatchGetItem"})
 DDB_ERROR_PREFIX = "com.amazonaws.dynamodb.v20120810#"

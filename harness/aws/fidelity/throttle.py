@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 from harness.aws.capacity import Charge
 from harness.aws.fidelity.buckets import TokenBucket
-from harness.clock import Clock
+from harness.core.clock import Clock
 
 
 @dataclass(frozen=True)

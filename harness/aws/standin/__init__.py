@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from harness.errors import HarnessError
+from harness.core.errors import HarnessError
 
 DYNAMODB, S3 = "dynamodb", "s3"
 ENDPOINT_KIND = "embedded"  # run.json's endpoint_kind for a run on an embedded stand-in

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from harness.aws.moto_server import EmbeddedMoto
-from harness.errors import HarnessError
+from harness.core.errors import HarnessError
 
 if TYPE_CHECKING:
     from harness.aws.standin import Where

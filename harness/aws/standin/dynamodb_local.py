@@ -42,8 +42,8 @@ from typing import TYPE_CHECKING
 
 from harness.aws.standin.dynalite import PROJECT_ROOT
 from harness.aws.standin.processes import OneService, die_with_parent, free_ports
-from harness.edge import child_environment
-from harness.errors import HarnessError
+from harness.core.environment import child_environment
+from harness.core.errors import HarnessError
 
 if TYPE_CHECKING:
     from harness.aws.standin import Where

@@ -50,13 +50,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from harness.aws.standin.processes import OneService, die_with_parent, free_ports
-from harness.edge import child_environment
-from harness.errors import HarnessError
+from harness.core.environment import child_environment
+from harness.core.errors import HarnessError
 
 if TYPE_CHECKING:
     from harness.aws.standin import Where
 
-WEED_VAR = "HARNESS_WEED"  # how the user names a `weed` binary (read at the edge: harness.edge)
+WEED_VAR = "HARNESS_WEED"  # how the user names a `weed` binary (read at the edge: harness.core.environment)
 NAME = "seaweedfs"
 VOLUME_MB = 64
 VOLUMES = 256

@@ -15,9 +15,9 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from harness.core.work import Work, recording
 from harness.datastore.lock import LockGrant, LockStore
 from harness.datastore.paths import model_of
-from harness.work import Work, recording
 
 
 @dataclass

@@ -15,8 +15,8 @@ import random
 from collections.abc import Callable
 from typing import TypeVar
 
-from harness.aws_errors import is_transient
-from harness.clock import Clock
+from harness.core.aws_errors import is_transient
+from harness.core.clock import Clock
 
 T = TypeVar("T")
 TRIES = 3  # maxAttempts

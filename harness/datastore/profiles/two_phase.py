@@ -28,12 +28,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from harness.clock import now_ms
+from harness.core.clock import now_ms
+from harness.core.work import Work, recording
 from harness.datastore.backends.base import partition_of
 from harness.datastore.errors import LockTimeoutError
 from harness.datastore.lock import Lock, LockGrant
 from harness.datastore.swamp_push import stage_export
-from harness.work import Work, recording
 
 if TYPE_CHECKING:
     from harness.datastore.sync import Datastore, Step

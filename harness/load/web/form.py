@@ -14,9 +14,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from harness.errors import HarnessError
-from harness.plan import scenario as scenarios
-from harness.plan.model import RunPlan
+from harness.config import scenario as scenarios
+from harness.config.plan import RunPlan
+from harness.core.errors import HarnessError
 
 OWNED = ("run_dir", "backend")  # shown in the form, never changed from it
 HELP = {

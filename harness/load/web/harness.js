@@ -125,7 +125,7 @@
         r ? `running ${secs(r.elapsed_s)} of ${secs(r.bound_s)}, ${r.rows} iterations so far` : "running"));
       return li;
     }
-    // how it ended in the outcome's words (reports/run/outcome.py), as its report and `harness runs` say it
+    // how it ended in the outcome's words (harness/report/run/outcome.py), as its report and `harness runs` say it
     li.append(`${t.outcome_line || t.stop_reason || "stopped"} · ${t.rows ?? 0} iterations recorded · `);
     if (t.report) {
       li.append(el("a", {href: `./harness/tests/${t.number}/report/index.html`, target: "_blank",

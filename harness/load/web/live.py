@@ -1,6 +1,6 @@
 """The harness tab's numbers, computed from iteration rows with the report's definitions.
 
-The report (``reports/series.py``, ``reports/run/compute.py``) and this tab must agree, or a user sees
+The report (``harness/report/series.py``, ``harness/report/run/compute.py``) and this tab must agree, or a user sees
 one number live and another afterwards. So these are the same definitions,
 over rows as they arrive instead of a DataFrame at the end:
 
@@ -29,10 +29,10 @@ from typing import Any
 
 import numpy as np
 
-from harness.record import bound as bounds
-from harness.record import machine
-from harness.record.bound import Resource
-from harness.record.lockuse import LOCK_EVENTS, Timeline, mean_interval, timelines
+from harness.metrics import bound as bounds
+from harness.metrics import machine
+from harness.metrics.bound import Resource
+from harness.metrics.lockuse import LOCK_EVENTS, Timeline, mean_interval, timelines
 from harness.record.schema import STEP_COLUMNS, STEP_LABELS
 
 REPORT_STEPS = tuple(c for c in STEP_COLUMNS.values() if c != "release_ms")
@@ -142,7 +142,7 @@ def summarize(rows: list[dict], seconds: float) -> Summary:
 
 def poisson_interval(k: np.ndarray, z: float = 1.959963984540054) -> tuple[np.ndarray, np.ndarray]:
     """Byar's approximation to the exact Poisson interval (numpy: scipy stays out of the Locust master; the
-    report's ``reports.stats.poisson_interval`` is scipy's exact one, within 0.02 events and 1 % of this)."""
+    report's ``harness.report.stats.poisson_interval`` is scipy's exact one, within 0.02 events and 1 % of this)."""
     k = np.asarray(k, dtype=float)
     with np.errstate(divide="ignore", invalid="ignore"):
         lo = k * np.clip(1 - 1 / (9 * k) - z / (3 * np.sqrt(k)), 0, None) ** 3
@@ -171,7 +171,7 @@ class Live:
     window ends that long ago, so it is not read before its rows are in.
     Beside the rows, the history's lock events (``add_events``) and the load
     generator's CPU (``add_generator``) feed the utilization the bound is chosen
-    from (``harness.record.bound``, the report's rule), and every row lands in a
+    from (``harness.metrics.bound``, the report's rule), and every row lands in a
     chart bin (``BIN_S``) for the tab's charts.
     """
 
@@ -362,7 +362,7 @@ class Live:
                                 {"samples": len(v), "saturated_share": float((v >= 0.9).mean())},
                                 candidate=proc != "master"))
         p = [r for r in self.processes if a <= r[0] <= b]
-        if p:  # the report's machine and stand-in CPU, from the same samples (harness/record/machine.py)
+        if p:  # the report's machine and stand-in CPU, from the same samples (harness/metrics/machine.py)
             ts, proc, role, cpu, cores = zip(*p, strict=True)
             proc = tuple(self.worker_names.get(n, n) for n in proc)  # as known now, not when the row came
             out += machine.resources(np.array(ts), np.array(proc), np.array(role), np.array(cpu), max(cores))

@@ -10,7 +10,7 @@ Kubernetes Secret, never in a manifest, on a command line or in the run plan:
   edge into the plan;
 - ``HARNESS_WEB_PASSWORD`` (required, at least ``MIN_PASSWORD`` characters):
   the plan names the variable, and the process that installs the login reads
-  it there (``harness.edge.secret``).
+  it there (``harness.core.environment.secret``).
 
 Sessions are signed with a key made at start-up, so a restarted master asks
 everyone to log in again. A failed login costs the caller a second.
@@ -23,9 +23,9 @@ import logging
 import secrets
 from typing import Any
 
-from harness.edge import secret
-from harness.plan.build import MIN_PASSWORD, PASSWORD_ENV, USERNAME_ENV, check_password
-from harness.plan.model import WebPlan
+from harness.config.build import MIN_PASSWORD, PASSWORD_ENV, USERNAME_ENV, check_password
+from harness.config.plan import WebPlan
+from harness.core.environment import secret
 
 __all__ = ["MIN_PASSWORD", "PASSWORD_ENV", "USERNAME_ENV", "credentials", "install", "matches"]
 FAILED_LOGIN_DELAY_S = 1.0

@@ -15,8 +15,8 @@ from pathlib import Path
 
 from harness.aws.fidelity.layer import FidelityConfig
 from harness.load.web.live import REPORT_STEPS, Summary
-from harness.record import bound as bounds
-from harness.record.bound import Resource
+from harness.metrics import bound as bounds
+from harness.metrics.bound import Resource
 from harness.record.schema import STEP_LABELS
 
 COLUMNS = [{"key": "metric", "title": "Measure"}, {"key": "now", "title": "Last 10 s"},
@@ -160,7 +160,7 @@ def header(now: Summary | None, whole: Summary) -> dict[str, float]:
 
 
 def bound_rows(now: Summary, whole: Summary, capacity: Capacity | None) -> list[dict]:
-    """What the fleet is bound by (``harness.record.bound``, the report's rule), and the busiest lock."""
+    """What the fleet is bound by (``harness.metrics.bound``, the report's rule), and the busiest lock."""
     res_now = now.resources + capacity_resources(now, capacity)
     res_test = whole.resources + capacity_resources(whole, capacity)
     b_now, b_test = bounds.choose(res_now), bounds.choose(res_test)

@@ -15,8 +15,9 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
-from harness.aws_errors import is_condition_failed
-from harness.clock import Clock, SystemClock, now_ms
+from harness.core.aws_errors import is_condition_failed
+from harness.core.clock import Clock, SystemClock, now_ms
+from harness.core.work import Work, for_fencing, recording
 from harness.datastore.backends.base import AfterRelease, CommitResult, FileMeta, PullResult, partition_of
 from harness.datastore.backends.dynamodb.bookkeeping import REGISTRY_ADDS, SwampBookkeeping
 from harness.datastore.backends.dynamodb.commit import Claims, registry_update, unfenced_commit
@@ -62,7 +63,6 @@ from harness.datastore.backends.dynamodb.table import DynamoTable
 from harness.datastore.errors import ConfigError, ContentMissingError, FencedError
 from harness.datastore.lock import LockGrant
 from harness.datastore.paths import Paths, check_table_name
-from harness.work import Work, for_fencing, recording
 
 
 class DynamoBackend(DynamoReads, AfterRelease):

@@ -36,11 +36,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from harness.clock import now_ms
+from harness.core.clock import now_ms
+from harness.core.item_size import item_size
+from harness.core.work import Work, recording
 from harness.datastore.backends.base import FileMeta, partition_of
 from harness.datastore.backends.dynamodb.items import gsi_partition, n_, s_
-from harness.item_size import item_size
-from harness.work import Work, recording
 
 if TYPE_CHECKING:
     from harness.datastore.backends.dynamodb.backend import DynamoBackend

@@ -12,7 +12,8 @@ import uuid
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
-from harness.clock import now_ms
+from harness.core.clock import now_ms
+from harness.core.work import Work, sending
 from harness.datastore.backends.base import CommitResult, FileMeta, partition_of
 from harness.datastore.backends.dynamodb.cursor import DynamoCursor, Known
 from harness.datastore.backends.dynamodb.items import (
@@ -31,7 +32,6 @@ from harness.datastore.backends.dynamodb.items import (
 )
 from harness.datastore.backends.dynamodb.registry import ABSENT, FENCED_BATCH
 from harness.datastore.lock import LockGrant
-from harness.work import Work, sending
 
 if TYPE_CHECKING:
     from harness.datastore.backends.dynamodb.backend import DynamoBackend

@@ -56,8 +56,9 @@ from typing import TYPE_CHECKING
 
 from botocore.exceptions import ClientError
 
-from harness.aws_errors import is_condition_failed, outcome_unknown
-from harness.clock import now_ms
+from harness.core.aws_errors import is_condition_failed, outcome_unknown
+from harness.core.clock import now_ms
+from harness.core.work import Work, for_fencing, sending
 from harness.datastore.backends.base import CommitResult, FileMeta, partition_of
 from harness.datastore.backends.dynamodb.commit import registry_update
 from harness.datastore.backends.dynamodb.cursor import DynamoCursor, Known
@@ -89,7 +90,6 @@ from harness.datastore.backends.dynamodb.registry import (
 )
 from harness.datastore.errors import CommitIndeterminateError, FencedError, LockLostError
 from harness.datastore.lock import LockGrant
-from harness.work import Work, for_fencing, sending
 
 if TYPE_CHECKING:
     from harness.datastore.backends.dynamodb.backend import DynamoBackend

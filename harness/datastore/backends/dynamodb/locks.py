@@ -12,9 +12,9 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
-from harness.aws_errors import is_condition_failed
+from harness.core.aws_errors import is_condition_failed
+from harness.core.work import Work, recording
 from harness.datastore.backends.dynamodb.items import DomainState, claim_id, lock_item_key, n_, s_
-from harness.work import Work, recording
 
 
 class DynamoLockStore:

@@ -39,6 +39,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
+from harness.core.item_size import item_size
+from harness.core.work import Work, for_fencing, recording
 from harness.datastore.backends.base import PullResult, partition_of
 from harness.datastore.backends.dynamodb.cursor import DynamoCursor, Known
 from harness.datastore.backends.dynamodb.items import (
@@ -56,11 +58,9 @@ from harness.datastore.backends.dynamodb.items import (
 from harness.datastore.backends.dynamodb.registry import ABSENT, newest_sealed, records_of, stale, view_digest
 from harness.datastore.errors import TornReadError
 from harness.datastore.lock import LockGrant
-from harness.item_size import item_size
-from harness.work import Work, for_fencing, recording
 
 if TYPE_CHECKING:
-    from harness.clock import Clock
+    from harness.core.clock import Clock
 
 PULL_TRIES = 4  # a pull whose queries straddled a seal starts over; so many tries in all
 GSI_TRIES = 4  # queries of a partition whose GSI is behind the registry; so many in all

@@ -23,7 +23,7 @@ from typing import Any, TypeVar
 
 from botocore.exceptions import ClientError
 
-from harness.clock import Clock
+from harness.core.clock import Clock
 from harness.datastore.backends.swamp_retry import BASE_S, SwampRetry, delay_s
 
 RETRIES = ("harness", "swamp")

@@ -31,7 +31,8 @@ import uuid
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from harness.clock import iso, now_ms
+from harness.core.clock import iso, now_ms
+from harness.core.work import Work, recording, sending
 from harness.datastore.backends.base import CommitResult, FileMeta, partition_of
 from harness.datastore.backends.dynamodb.bookkeeping import (
     SYNC_STATE,
@@ -43,7 +44,6 @@ from harness.datastore.backends.dynamodb.cursor import DynamoCursor, Known
 from harness.datastore.backends.dynamodb.items import META_SK, chunk_key, chunk_keys, chunks, meta_item, n_, s_
 from harness.datastore.lock import LockGrant
 from harness.datastore.swamp_push import data_name_dir
-from harness.work import Work, recording, sending
 
 if TYPE_CHECKING:
     from harness.datastore.backends.dynamodb.backend import DynamoBackend

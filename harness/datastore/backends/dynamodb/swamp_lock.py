@@ -26,11 +26,11 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
-from harness.aws_errors import is_condition_failed
-from harness.clock import iso
+from harness.core.aws_errors import is_condition_failed
+from harness.core.clock import iso
+from harness.core.work import Work, recording
 from harness.datastore.backends.dynamodb.items import lock_item_key, n_, s_
 from harness.datastore.backends.dynamodb.locks import DynamoLockStore
-from harness.work import Work, recording
 
 TTL_SWEEP_BUFFER_S = 3600  # the native ``ttl`` attribute: the lock's expiry plus an hour
 

@@ -24,14 +24,14 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
+from harness.core.item_size import item_size
+from harness.core.work import Work, recording
 from harness.datastore.backends.base import FileMeta, PullResult
 from harness.datastore.backends.dynamodb.bookkeeping import REGISTRY, REGISTRY_ITEM
 from harness.datastore.backends.dynamodb.cursor import DynamoCursor
 from harness.datastore.backends.dynamodb.items import chunk_count, gsi_keys, in_partition, resolve, s_
 from harness.datastore.backends.dynamodb.swamp_commit import SEQ_KEY
 from harness.datastore.errors import ContentMissingError
-from harness.item_size import item_size
-from harness.work import Work, recording
 
 if TYPE_CHECKING:
     from harness.datastore.backends.dynamodb.backend import DynamoBackend

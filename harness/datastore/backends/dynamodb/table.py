@@ -12,7 +12,7 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
-from harness.aws_errors import error_code
+from harness.core.aws_errors import error_code
 from harness.datastore.backends.dynamodb.items import GSI_NAME, OWNER_ITEM_KEY, s_
 from harness.datastore.errors import ConfigError
 

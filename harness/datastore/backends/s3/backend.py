@@ -33,8 +33,9 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
-from harness.aws_errors import error_code, is_condition_failed
-from harness.clock import Clock, SystemClock
+from harness.core.aws_errors import error_code, is_condition_failed
+from harness.core.clock import Clock, SystemClock
+from harness.core.work import Work, for_fencing, recording
 from harness.datastore.backends.base import AfterRelease, FileMeta, PullResult, partition_of
 from harness.datastore.backends.s3.commit import S3Commits
 from harness.datastore.backends.s3.index import (
@@ -60,7 +61,6 @@ from harness.datastore.backends.swamp_retry import SwampRetry
 from harness.datastore.errors import ConfigError, ContentMissingError, FencedError
 from harness.datastore.lock import LockGrant
 from harness.datastore.paths import check_bucket_name
-from harness.work import Work, for_fencing, recording
 
 
 class S3Backend(S3Commits, AfterRelease):

@@ -37,8 +37,9 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
-from harness.aws_errors import is_condition_failed, outcome_unknown
-from harness.clock import Clock, now_ms
+from harness.core.aws_errors import is_condition_failed, outcome_unknown
+from harness.core.clock import Clock, now_ms
+from harness.core.work import Sends, Work, recording, sending
 from harness.datastore.backends.base import CommitResult, FileMeta, partition_of
 from harness.datastore.backends.s3.index import (
     META_RETRIES,
@@ -54,7 +55,6 @@ from harness.datastore.backends.s3.objects import S3Objects
 from harness.datastore.backends.s3.swamp import S3Swamp
 from harness.datastore.errors import CommitIndeterminateError, FencedError, LockLostError
 from harness.datastore.lock import LockGrant
-from harness.work import Sends, Work, recording, sending
 
 SEALED_WINDOW = 64  # commits whose ids the head keeps by sequence: a lost seal's retry reads its fate there
 

@@ -16,7 +16,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from harness.clock import iso, ms_of
+from harness.core.clock import iso, ms_of
 from harness.datastore.backends.base import FileMeta, partition_of
 from harness.datastore.backends.s3.swamp import ROOT, swamp_shard
 

@@ -14,9 +14,9 @@ import json
 
 from botocore.exceptions import ClientError
 
-from harness.aws_errors import is_condition_failed
+from harness.core.aws_errors import is_condition_failed
+from harness.core.work import Work
 from harness.datastore.backends.s3.objects import S3Objects
-from harness.work import Work
 
 
 class S3LockStore:

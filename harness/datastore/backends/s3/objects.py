@@ -11,8 +11,8 @@ from typing import Any, TypeVar
 
 from botocore.exceptions import ClientError
 
-from harness.aws_errors import is_not_found
-from harness.work import Work, recording
+from harness.core.aws_errors import is_not_found
+from harness.core.work import Work, recording
 
 T = TypeVar("T")
 

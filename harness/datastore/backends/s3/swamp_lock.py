@@ -27,10 +27,10 @@ import random
 
 from botocore.exceptions import ClientError
 
-from harness.aws_errors import is_condition_failed
-from harness.clock import Clock, iso, ms_of, now_ms
+from harness.core.aws_errors import is_condition_failed
+from harness.core.clock import Clock, iso, ms_of, now_ms
+from harness.core.work import Work
 from harness.datastore.backends.s3.objects import S3Objects
-from harness.work import Work
 
 STEAL_SLEEP_S = (0.2, 0.5)  # STALE_STEAL_BACKOFF_MIN_MS / _MAX_MS: the sleep after deleting a stale lock
 

@@ -1,0 +1,76 @@
+"""``harness run``'s open-fleet and check options: ``--rate`` and the check limits.
+
+Kept beside ``harness.cli.main`` (which stays the parser of every command) so the run's options can grow
+without growing it; ``add_arguments`` adds them to ``harness run`` and ``options`` reads them back.
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from harness.core.durations import DurationArg
+from harness.core.rates import parse_rate
+
+
+def _rate(text: str) -> float | tuple[float, float]:
+    """A rate, or a range ``LO..HI`` (``1/s..8/s``) the saturation climb steps through."""
+    try:
+        if ".." not in text:
+            return parse_rate(text)
+        lo, hi = (parse_rate(part) for part in text.split("..", 1))
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+    if hi <= lo:
+        raise argparse.ArgumentTypeError(f"a rate range climbs: {text} has its high end at or below its low end")
+    return lo, hi
+
+
+_duration = DurationArg()  # harness/core/durations.py: every duration option's type
+
+
+def _ratio(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a ratio: {text!r} (use e.g. 0.01 for 1 %)") from None
+    if not 0 <= value <= 1:
+        raise argparse.ArgumentTypeError(f"a failure ratio is between 0 and 1, got {text}")
+    return value
+
+
+def _positive(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r} (iterations a second, e.g. 2.5)") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or more, got {text}")
+    return value
+
+
+def add_arguments(r: argparse.ArgumentParser) -> None:
+    o = r.add_argument_group("open arrivals and checks", "syncs that arrive at a rate, and the run's gates (exit 3)")
+    o.add_argument("--rate", type=_rate, metavar="RATE", help="open arrivals at this rate (2/s, 120/min) whatever "
+                   "the scenario's fleet; --workers then caps the users running at once; LO..HI (1/s..8/s): climb "
+                   "from LO to HI in --steps runs, after a closed one, and find where the wait grows without bound")
+    o.add_argument("--steps", type=int, default=5, metavar="N", help="with --rate LO..HI: this many rates, LO and HI "
+                   "included (default 5), each run for --duration")
+    o.add_argument("--max-p99-wait", type=_duration, metavar="DURATION", help="fail (exit 3) when the wait's 99th "
+                   "percentile (intended start to end) is above this, e.g. 30s; overrides [checks] max_p99_wait")
+    o.add_argument("--max-failure-ratio", type=_ratio, metavar="RATIO",
+                   help="fail when more than this share of iterations failed; overrides [checks] max_failure_ratio")
+    o.add_argument("--min-rate", type=_positive, metavar="PER_S", help="fail when the fleet's rate in the last "
+                   "[checks] window is below this many iterations a second; overrides min_rate_last_window")
+
+
+def climbs(args: argparse.Namespace) -> bool:
+    """``--rate LO..HI``: a saturation climb (harness.products.climb.command), not one run."""
+    return isinstance(args.rate, tuple)
+
+
+def options(args: argparse.Namespace) -> dict[str, Any]:
+    """The RunOptions fields these arguments set (a climb sets each step's rate itself)."""
+    return {"rate_per_s": None if climbs(args) else args.rate, "checks": {"max_p99_wait_s": args.max_p99_wait,
+                                                "max_failure_ratio": args.max_failure_ratio,
+                                                "min_rate_last_window": args.min_rate}}

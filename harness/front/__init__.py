@@ -1,1 +1,0 @@
-"""The loopback front: the fidelity model on the wire, for any process (``harness.front.server``)."""

@@ -1,0 +1,1 @@
+"""The Locust side: users (one driver each, drivers/), processes, the session, the web UI."""

@@ -1,0 +1,3 @@
+"""The run's numbers, defined once: lock use, the bound rule, the machine as a resource.
+
+Pure functions over rows; the report, the live web tab, the exporters and the gates read them here."""

@@ -1,0 +1,59 @@
+"""The machine as a resource, from ``processes.csv``'s samples: the harness's own share of the cores, and each
+stand-in server's own CPU.
+
+Pure functions of the samples over one stretch (arrays, no files), so the report and the Harness tab build
+the same resources for ``harness/metrics/bound.py``'s rule. Only the processes the harness started count
+toward the machine's utilization: the machine's total beside them (CI beside CPU hogs) is kept as
+``other`` in the evidence, a note, never the bound. A command driver's commands (role ``command``: the
+system under test, run by the harness) count toward it too, their share kept as ``commands``.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from harness.metrics.bound import Resource
+
+CPU_MARK = 0.9  # a process at 90 % of a core, or the harness at 90 % of the cores, is saturated
+MIN_TICKS = 3  # fewer samples than this say nothing about a stretch
+
+
+def _interval(v: np.ndarray) -> tuple[float, float] | None:
+    if len(v) < 2:
+        return None
+    m, se = float(v.mean()), float(v.std(ddof=1)) / math.sqrt(len(v))
+    return (max(m - 1.96 * se, 0.0), m + 1.96 * se)
+
+
+def resources(ts: np.ndarray, process: np.ndarray, role: np.ndarray, cpu: np.ndarray,
+              cores: int) -> list[Resource]:
+    """The machine (the harness's processes against the cores) and each stand-in by its own CPU, over the
+    samples given (one stretch of the run); ``cpu`` in percent of one core, as ``processes.csv`` has it."""
+    ts, process, role = np.asarray(ts, dtype=float), np.asarray(process).astype(str), np.asarray(role).astype(str)
+    cpu = np.asarray(cpu, dtype=float) / 100
+    ticks = np.unique(ts)
+    if len(ticks) < MIN_TICKS or cores < 1:
+        return []
+    own = role != "machine"
+    per_tick = np.array([cpu[own & (ts == t)].sum() for t in ticks]) / cores
+    total = np.array([cpu[(role == "machine") & (ts == t)].sum() for t in ticks]) / cores
+    locust = set(process[role == "locust"].tolist())  # named as generator.csv names them: "Locust worker-1"
+    shares = {(f"Locust {n}" if n in locust else str(n)): float(cpu[process == n].sum()) / len(ticks)
+              for n in np.unique(process[own])}
+    shares = dict(sorted(shares.items(), key=lambda kv: -kv[1]))
+    commands = np.array([cpu[(role == "command") & (ts == t)].sum() for t in ticks]) / cores
+    util = float(per_tick.mean())
+    machine_busy = float(total.mean()) if (role == "machine").any() else None
+    out = [Resource("machine", "", util, _interval(per_tick),
+                    {"cores": int(cores), "shares": shares, "machine_busy": machine_busy,
+                     "other": max(machine_busy - util, 0.0) if machine_busy is not None else None,
+                     "samples": int(len(ticks)), "saturated_share": float((per_tick >= CPU_MARK).mean()),
+                     "basis": "cpu", "commands": float(commands.mean())}, mark=CPU_MARK)]
+    for name in np.unique(process[role == "stand-in"]):
+        v = cpu[(role == "stand-in") & (process == name)]
+        out.append(Resource("stand-in", str(name), float(v.mean()), _interval(v),
+                            {"basis": "cpu", "samples": int(len(v)), "saturated_share": float((v >= CPU_MARK).mean()),
+                             "median": float(np.median(v))}, mark=CPU_MARK))
+    return out

@@ -1,0 +1,70 @@
+"""``harness run SCENARIO --rate LO..HI --steps N``: the saturation point, measured.
+
+One closed run first (the scenario's own fleet: its rate is what a closed fleet reaches), then one open run
+per rate from LO to HI, each for the run's duration, each a run directory of its own under the climb's
+(``closed``, ``step-01-2.0per-s``, ...) with its report; ``climb.json`` and the last line say where the wait
+starts growing without bound (``harness.report.run.wait.saturation``), beside the closed fleet's rate.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from harness.config.build import RunOptions, plan_run
+from harness.core.environment import UserEnvironment
+from harness.core.errors import HarnessError
+from harness.products.product_dir import product_dir
+from harness.report.run.build import build_report
+from harness.report.run.wait import saturation
+from harness.supervisor.run import EXIT_CHECKS_FAILED, run
+
+
+def rates(lo: float, hi: float, steps: int) -> list[float]:
+    """``steps`` rates from ``lo`` to ``hi``, both included, evenly spaced."""
+    if steps < 2:
+        raise HarnessError(f"--steps must be at least 2 for a rate range, got {steps}")
+    return [lo + (hi - lo) * k / (steps - 1) for k in range(steps)]
+
+
+def _findings(run_dir: Path) -> dict[str, Any]:
+    out = build_report([run_dir])
+    return json.loads((out / "summary.json").read_text())["runs"][0]["findings"]
+
+
+def climb(opts: RunOptions, env: UserEnvironment, rate_range: tuple[float, float], steps: int) -> int:
+    if opts.web:
+        raise HarnessError("--rate LO..HI runs headless steps, one after the other: drop --web")
+    todo = rates(*rate_range, steps)
+    base = product_dir("climb", Path(opts.scenario).stem, opts.run_dir, quick=False)
+    base.mkdir(parents=True, exist_ok=True)
+    failed: list[str] = []
+
+    def one(name: str, rate: float | None) -> dict[str, Any]:
+        res = run(plan_run(replace(opts, rate_per_s=rate, run_dir=str(base / name), report=True), env))
+        failed.extend(f"{name}: {line}" for line in res.failed_checks)
+        if res.signal:
+            raise HarnessError(f"the climb was stopped ({res.signal}) during {name}; its runs are in {base}")
+        return _findings(res.run_dir)
+
+    closed = one("closed", None)
+    closed_rate = closed["successes"] / closed["duration_s"]
+    print(f"harness: climb {base}: closed fleet {closed_rate:.2f} it/s")
+    done = []
+    for k, r in enumerate(todo, 1):
+        f = one(f"step-{k:02d}-{r:g}per-s", r)
+        w = f.get("wait") or {}
+        done.append({"rate_per_s": r, "run_dir": str(base / f"step-{k:02d}-{r:g}per-s"), "wait": f.get("wait")})
+        print(f"harness: climb step {k}/{len(todo)} at {r:.2f}/s: served {w.get('served_per_s', 0):.2f}/s, wait p50 "
+              f"{w.get('p50_ms', 0) / 1000:.2f}s p99 {w.get('p99_ms', 0) / 1000:.2f}s, "
+              f"{'growing' if w.get('growing') else 'bounded'}")
+    point = saturation(done, closed_rate)
+    (base / "climb.json").write_text(json.dumps({"closed_per_s": closed_rate, "steps": done, **point}, indent=2,
+                                                default=str))
+    print(f"harness: saturation: {point['sentence']}")
+    for line in failed:
+        print(f"harness: check failed: {line}", file=sys.stderr)
+    return EXIT_CHECKS_FAILED if failed else 0

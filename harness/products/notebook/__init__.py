@@ -1,0 +1,1 @@
+"""`harness notebook`: JupyterLab on loopback with the review notebook (review.ipynb)."""

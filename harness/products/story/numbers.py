@@ -1,0 +1,209 @@
+"""The story's numbers: a chapter's verdict from its runs' findings, the closing table, the figures' series.
+
+Pure functions of data already read (findings from ``summary.json``, a
+comparison, rows): no files, no plotting. ``harness/products/story/story.py`` reads the
+story directory and writes the page; ``harness/products/story/figures.py`` draws.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from harness.products.story import expect as ex
+from harness.report.series import count_means, pick_window, rate_series, run_span, step_means, with_windows
+from harness.report.show import g, shape_words
+
+GROWTH_COLUMNS = ("pull_items_read", "index_entries_written", "catalog_rows", "files_pushed", "lock_attempts",
+                  "read_units", "write_units")
+
+
+def growth_per_iteration(rows: pd.DataFrame, counts: list[str] | tuple[str, ...]) -> dict[str, float | None]:
+    """How much each count grows per iteration of a worker: the within-worker least-squares slope over
+    successful iterations (each worker's own line, pooled), so fleets of different speeds compare."""
+    ok = rows[rows["ok"].to_numpy(dtype=bool)]
+    out: dict[str, float | None] = {}
+    for c in counts:
+        if len(ok) < 3 or c not in ok.columns:
+            out[c] = None
+            continue
+        x = ok["iteration"].to_numpy(dtype=float)
+        y = ok[c].to_numpy(dtype=float)
+        users = ok["user"].to_numpy()
+        xd, yd = np.empty_like(x), np.empty_like(y)
+        for u in np.unique(users):
+            m = users == u
+            xd[m], yd[m] = x[m] - x[m].mean(), y[m] - y[m].mean()
+        den = float((xd * xd).sum())
+        out[c] = float((xd * yd).sum() / den) if den > 0 else None
+    return out
+
+
+def bound_of(f: dict[str, Any], run: str) -> dict[str, Any]:
+    b = f["bottleneck"]
+    return {"run": run, "kind": b["kind"], "name": b["name"], "utilization": b["utilization"],
+            "interval": b["interval"], "seconds": b.get("seconds"), "label": ex.bound_label(b["kind"], b["name"]),
+            "numbers": ex.bound_numbers(b), "sentence": b["sentence"]}
+
+
+def grew_of(f: dict[str, Any], run: str) -> list[dict[str, Any]]:
+    """The work counts that grew credibly, most first."""
+    out = []
+    for c, wc in (f.get("work_counts") or {}).items():
+        if wc.get("grew"):
+            out.append({"run": run, "count": c, "label": ex.COUNT_LABELS.get(c, c), "first": wc["first"],
+                        "last": wc["last"], "growth": wc["growth"], "interval": wc["interval"]})
+    return sorted(out, key=lambda x: -(x["growth"] if x["growth"] is not None else float("inf")))
+
+
+def rate_of(f: dict[str, Any], run: str) -> dict[str, Any]:
+    fl = f["fleet"]
+    return {"run": run, "start": fl["start_rate"], "start_interval": fl["start_interval"],
+            "floor": fl["floor_rate"], "floor_interval": fl["floor_interval"], "end": fl["end_rate"],
+            "shape": fl["shape"], "degraded": fl["degraded"], "iterations": f["rows"], "failures": f["failures"]}
+
+
+def judge(chapter: dict[str, Any], findings: dict[str, dict[str, Any]], comparison: dict[str, Any] | None,
+          slopes: dict[str, dict[str, Any]] | None) -> dict[str, Any]:
+    """A chapter's record (``story.json``) from its static part (name, fix, runs, expectations) and its runs'
+    findings by label: the checks, what bound each run, what grew, the rates, shown or not, the sentence."""
+    runs = chapter["runs"]
+    present = [r for r in runs if r["label"] in findings]
+    checks = ex.judge_chapter(chapter["expected"], [{"label": r["label"], "findings": findings[r["label"]],
+                                                      "expect": r["expect"]} for r in present],
+                              comparison, slopes)
+    missing = [r["label"] for r in runs if r["label"] not in findings]
+    checks += [ex.Check("run", m, False, f"{m}: the run has no report (it recorded no iteration)") for m in missing]
+    if not checks:
+        checks = [ex.Check("expect", None, False, "the chapter expects nothing its runs could show: give it an "
+                                                  "expect table")]
+    shown = all(c.shown for c in checks)
+    failed = [c for c in checks if not c.shown]
+    many = len(runs) > 1
+    short = {r["label"]: _short(r["label"], runs) if many else "" for r in runs}
+
+    def said(c: ex.Check) -> str:
+        return f"{short.get(c.run, c.run)}: {c.sentence}" if many and c.run else c.sentence
+
+    if shown:
+        sentence = "Shown: " + "; ".join(said(c) for c in checks) + "."
+    else:
+        sentence = "Not shown: " + "; ".join(said(c) for c in failed) + "."
+        ok = [c for c in checks if c.shown]
+        if ok:
+            sentence += " Shown as expected: " + "; ".join(said(c) for c in ok) + "."
+    out = dict(chapter)
+    out.update(
+        runs=[{**r, "short": short[r["label"]]} for r in runs],
+        run_dirs=[r["run_dir"] for r in runs],
+        expected_sentence=ex.expected_sentence(chapter["expected"], {r["label"]: r["expect"] for r in runs
+                                                                     if r["expect"]}),
+        checks=[c.as_dict() for c in checks],
+        bound_by=[bound_of(findings[r["label"]], r["label"]) for r in present],
+        grew=[x for r in present for x in grew_of(findings[r["label"]], r["label"])],
+        rates=[rate_of(findings[r["label"]], r["label"]) for r in present],
+        scaling=[s["sentence"] for s in (comparison or {}).get("fleet_scaling") or []],
+        backends=[s["sentence"] for s in (comparison or {}).get("backends") or []],
+        shown=shown, sentence=sentence)
+    return out
+
+
+def _short(label: str, runs: list[dict[str, Any]]) -> str:
+    """A run's label in a cell: only what differs between the chapter's runs (``6w``, ``s3``, ``pruning s3``)."""
+    r = next(x for x in runs if x["label"] == label)
+    parts = []
+    if len({x["scenario"] for x in runs}) > 1:
+        parts.append(r["scenario"])
+    if len({x["backend"] for x in runs}) > 1:
+        parts.append(ex.BACKEND_LABELS.get(r["backend"], r["backend"]))
+    if len({x["workers"] for x in runs}) > 1:
+        parts.append(f"{r['workers']} workers")
+    return " ".join(parts)
+
+
+def closing_rows(chapters: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One row a chapter: fix, rate start -> floor, bound by, what grew, verdict (each cell a list of lines)."""
+    out = []
+    for c in chapters:
+        runs = c["runs"]
+        many = len(runs) > 1
+
+        def lead(run: str, runs: list[dict[str, Any]] = runs, many: bool = many) -> str:
+            return f"{_short(run, runs)}: " if many else ""
+
+        rate = [f"{lead(r['run'])}{g(r['start'])} -> {g(r['floor'])} it/s ("
+                f"{shape_words(r['shape'], bool(r.get('degraded')), r['start'], r['floor'], r.get('end', r['floor']))})"
+                for r in c["rates"]]
+        bound = [f"{lead(b['run'])}{_bound_short(b)}" for b in c["bound_by"]]
+        grew = []
+        for r in runs:
+            top = [x for x in c["grew"] if x["run"] == r["label"]][:2]
+            text = ", ".join(f"{x['label']} {'x' + format(x['growth'], '.3g') if x['growth'] else '(from 0)'}"
+                             for x in top) or "nothing credibly"
+            grew.append(f"{lead(r['label'])}{text}")
+        out.append({"number": c["number"], "name": c["name"], "fix": c.get("fix") or "", "rate": rate,
+                    "bound_by": bound, "grew": grew, "shown": c["shown"],
+                    "verdict": "shown" if c["shown"] else "not shown: " + "; ".join(
+                        (f"{_short(x['run'], runs)}: " if many and x["run"] else "") + x["sentence"]
+                        for x in c["checks"] if not x["shown"])})
+    return out
+
+
+def _bound_short(b: dict[str, Any]) -> str:
+    if b["kind"] is None:
+        return "nothing (think time)"
+    u = f" {b['utilization'] * 100:.0f} %" if b["utilization"] is not None else ""
+    if b["kind"] == "lock":
+        return f"a lock{u} ({b['name']})"
+    if b["kind"] == "step":
+        return f"{b['name']}{u} of the workers' time"
+    return f"{b['label']}{u}"
+
+
+def run_series(info: dict[str, Any], rows: pd.DataFrame, counts: list[str], steps: list[str]
+               ) -> dict[str, Any]:
+    """One run's rate (successes and failures per second), counts and step means per window, for the figures."""
+    span = run_span(info, rows)
+    ok = int(rows["ok"].sum())
+    window = pick_window(span.seconds, max(ok, 1))
+    binned = with_windows(rows, span, window)
+    rate = rate_series(binned, span, window)
+    cm = count_means(binned, span, window) if counts else pd.DataFrame(index=rate.index)
+    sm = step_means(binned, span, window) if steps else pd.DataFrame(index=rate.index)
+    t = rate.index.to_numpy(dtype=float) + window / 2
+    return {"seconds": span.seconds, "window": window, "t": t, "ok_rate": rate["ok_rate"].to_numpy(),
+            "failed_rate": rate["failed_rate"].to_numpy(),
+            "counts": {c: cm[c].to_numpy() for c in counts if c in cm.columns},
+            "steps": {s: sm[s].to_numpy() for s in steps if s in sm.columns}}
+
+
+def figure_counts(chapter: dict[str, Any]) -> list[str]:
+    """The counts a chapter's figure shows: those its expectations name (what it rests on), in their order."""
+    names: list[str] = []
+    exps = [chapter["expected"], *[r["expect"] for r in chapter["runs"]]]
+    for e in exps:
+        for k in ("grew", "steady", "same_growth"):
+            names += e.get(k, [])
+        names += list(e.get("at_most", {}))
+        if e.get("explained_by"):
+            names.append(e["explained_by"])
+    return list(dict.fromkeys(names))[:3]
+
+
+STEP_OF_COUNT = {"pull_items_read": "pull_ms", "index_entries_written": "commit_ms", "catalog_rows": "export_ms",
+                 "files_pushed": "push_ms", "lock_attempts": "lock_wait_ms"}
+
+
+def figure_steps(chapter: dict[str, Any]) -> list[str]:
+    """The step a chapter's ``explained_by`` names (its time beside the count), if any."""
+    exps = [chapter["expected"], *[r["expect"] for r in chapter["runs"]]]
+    return list(dict.fromkeys(STEP_OF_COUNT[e["explained_by"]] for e in exps if e.get("explained_by")
+                              in STEP_OF_COUNT))[:1]
+
+
+def bound_segments(f: dict[str, Any]) -> list[dict[str, Any]]:
+    """Per segment of a run: the bound's kind, name and utilization with its interval (``findings.bottlenecks``)."""
+    return [{"t0": d["seconds"][0], "t1": d["seconds"][1], "kind": d["kind"], "name": d["name"],
+             "utilization": d["utilization"], "interval": d["interval"]} for d in f.get("bottlenecks") or []]

@@ -1,0 +1,315 @@
+"""The rate forecast from what grows: the step that grew, its count, the count's growth, the fleet's rate later.
+
+The report already says which step grew and which work count explains it (``findings.explained_by``). Here
+two fits carry that forward (``harness/report/forecast/fit.py``, each linear or a power law as the data choose):
+
+- the step's time against its count, over the run's successful iterations;
+- the count against iterations, in the scope the scenario's keys give it: per worker (a namespace each:
+  a worker's own commits grow its own index) or the whole fleet's (one shared namespace).
+
+The fleet's rate at a later point then follows from the time one cycle takes now, ``D``, plus what the step
+will add by then, ``delta``: ``rate = rate_end * D / (D + delta)``. A closed fleet's cycle is the workers'
+own (``D = workers / rate_end``: their iteration and the time between iterations, as measured); a fleet bound
+by one lock is paced by the lock's hold instead (``D`` = its mean hold, as the bound rule reasons: the lock
+passes one holder at a time), and the step adds to that hold. Time and iterations are tied by integrating
+``dt = dN / rate(N)`` from the run's end.
+
+The interval is a bootstrap over successful iterations: both fits redone on each resample, the end rate
+drawn from its own Poisson (gamma) posterior, so it carries both fits' uncertainty and the rate's.
+
+A run whose count stops growing (pruning keeps a catalog bounded) forecasts its end rate, flat, and says why;
+a forecast that extrapolates a count past 20 times its measured range says so.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from harness.report.forecast import fit as fits
+from harness.report.forecast.horizon import HALVING_WITHIN_S, Horizon, say_seconds
+from harness.report.stats import rank_trend
+
+DRAWS = 200
+FIT_ROWS = 20_000  # successful iterations the fits read at most (a seeded sample of a larger run)
+EXTRAPOLATION_LIMIT = 20.0  # past this multiple of a count's measured range, the forecast says so
+GRID = 400  # points of the integration from the run's end to the horizon
+CURVE_POINTS = 40  # the figure's forecast curve
+LOCK_STEPS = ("pull_ms", "method_ms", "push_ms", "commit_ms", "export_ms", "prune_ms")  # done under the lock
+Z_BAND = (2.5, 97.5)
+
+
+@dataclass
+class Inputs:
+    """What the forecast reads from a run: its successful iterations and the findings' few numbers.
+
+    ``ok``: successful rows with ``t`` (seconds since the load's start), ``user``, the step and count columns.
+    """
+
+    ok: pd.DataFrame
+    run_s: float
+    warmup_s: float
+    workers: float
+    successes: int  # successful iterations over the whole run
+    start_rate: float
+    end_rate: float
+    end_successes: int  # in the end segment
+    end_seconds: float
+    step: str | None
+    step_label: str | None
+    count: str | None
+    count_label: str | None
+    scope: str = "per-worker"  # or "shared"
+    lock_hold_ms: float | None = None  # a lock-bound fleet: the lock's mean hold
+    lock_name: str | None = None
+    why_none: str | None = None  # no step grew with a count
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def scope_of(info: dict[str, Any]) -> str:
+    """``shared`` when the scenario's models share one namespace (one index grows with the fleet), else per
+    worker (each namespace grows with its own worker's iterations)."""
+    ds = ((info.get("scenario") or {}).get("datastore") or {})
+    return "shared" if ds.get("namespaces") == "shared" else "per-worker"
+
+
+def scope_index(ok: pd.DataFrame, scope: str) -> np.ndarray:
+    """Each successful iteration's index in its scope (1-based): its worker's n-th, or the fleet's n-th."""
+    order = np.argsort(ok["t"].to_numpy(), kind="stable")
+    idx = np.empty(len(ok))
+    if scope == "shared":
+        idx[order] = np.arange(1, len(ok) + 1)
+        return idx
+    users = ok["user"].to_numpy()[order]
+    ranks = pd.Series(users).groupby(users).cumcount().to_numpy() + 1
+    idx[order] = ranks
+    return idx
+
+
+def bounded(i: np.ndarray, c: np.ndarray) -> bool:
+    """The count stopped growing: over the last quarter of the iterations it does not rise with them."""
+    keep = np.isfinite(c)
+    i, c = i[keep], c[keep]
+    if len(i) < fits.MIN_POINTS:
+        return True
+    late = i >= np.quantile(i, 0.75)
+    _, _, rising, _ = rank_trend(i[late], c[late])
+    return not rising
+
+
+class Model:
+    """The two fits and the cycle, as arrays of parameters: index 0 the point, the rest bootstrap draws."""
+
+    def __init__(self, x: Inputs, draws: int, seed: int):
+        ok = x.ok
+        self.i_all = scope_index(ok, x.scope)
+        if len(ok) > FIT_ROWS:  # a million-row run: the fits and their bootstrap on a seeded sample
+            pick = np.sort(np.random.default_rng(seed).choice(len(ok), FIT_ROWS, replace=False))
+            ok, self.i_all = ok.iloc[pick], self.i_all[pick]
+        self.i = self.i_all
+        self.c = ok[x.count].to_numpy(dtype=float)
+        self.y = ok[x.step].to_numpy(dtype=float)
+        self.per_scope = x.workers if x.scope == "per-worker" else 1.0
+        self.step_fit = fits.choose(self.c, self.y)
+        self.count_fit = fits.choose(self.i, self.c)
+        self.ok = self.step_fit is not None and self.count_fit is not None
+        if not self.ok:
+            return
+        rng = np.random.default_rng(seed)
+        sa, sb, ca, cb = [self.step_fit.a], [self.step_fit.b], [self.count_fit.a], [self.count_fit.b]
+        n = len(self.y)
+        for _ in range(draws):
+            pick = rng.integers(0, n, n)
+            s = fits.refit(self.c[pick], self.y[pick], self.step_fit.shape)
+            g = fits.refit(self.i[pick], self.c[pick], self.count_fit.shape)
+            if s is None or g is None or not all(np.isfinite([*s, *g])):
+                continue
+            sa.append(s[0])
+            sb.append(s[1])
+            ca.append(g[0])
+            cb.append(g[1])
+        self.sa, self.sb, self.ca, self.cb = (np.array(v) for v in (sa, sb, ca, cb))
+        k = len(self.sa)
+        rate = np.full(k, x.end_rate)  # the end rate: its gamma posterior per draw (the point keeps the measure)
+        rate[1:] = rng.gamma(max(x.end_successes, 1), 1.0, k - 1) / max(x.end_seconds, 1e-9)
+        self.rate_end = rate
+        if x.lock_hold_ms:
+            self.cycle_ms = np.full(k, float(x.lock_hold_ms))
+        else:
+            self.cycle_ms = x.workers * 1000.0 / np.clip(rate, 1e-9, None)
+        self.n0 = float(x.successes)
+        self.step_now = self.step_at(self.n0)
+
+    def count_at(self, n: np.ndarray | float) -> np.ndarray:
+        """The count (per draw) once the fleet has made ``n`` successful iterations."""
+        i = np.asarray(n, dtype=float) / self.per_scope
+        return fits.evaluate(self.count_fit.shape, self.ca[:, None], self.cb[:, None], np.atleast_1d(i)[None, :])
+
+    def step_at(self, n: np.ndarray | float) -> np.ndarray:
+        c = self.count_at(n)
+        return fits.evaluate(self.step_fit.shape, self.sa[:, None], self.sb[:, None], c)
+
+    def rate_at(self, n: np.ndarray) -> np.ndarray:
+        delta = self.step_at(n) - self.step_now
+        d = self.cycle_ms[:, None]
+        return self.rate_end[:, None] * d / np.clip(d + delta, 1e-9, None)
+
+    def path(self, n_max: float, t0: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(iterations grid, time at each per draw, rate at each per draw) from the run's end to ``n_max``."""
+        n = np.linspace(self.n0, max(n_max, self.n0 + 1), GRID + 1)
+        r = self.rate_at(n)
+        mid = 0.5 * (1 / r[:, 1:] + 1 / r[:, :-1])
+        t = t0 + np.concatenate([np.zeros((r.shape[0], 1)), np.cumsum(mid * np.diff(n)[None, :], axis=1)], axis=1)
+        return n, t, r
+
+
+def _band(v: np.ndarray) -> dict[str, float]:
+    """Point (draw 0) and the draws' 95 % band."""
+    lo, hi = np.nanpercentile(v[1:], Z_BAND) if len(v) > 2 else (v[0], v[0])
+    return {"point": float(v[0]), "lo": float(min(lo, v[0])), "hi": float(max(hi, v[0]))}
+
+
+def _at_time(n: np.ndarray, t: np.ndarray, r: np.ndarray, h: float) -> tuple[np.ndarray, np.ndarray]:
+    """Per draw: the fleet's iterations and rate at time ``h`` (the last point when the grid ends before)."""
+    its, rates = np.empty(len(t)), np.empty(len(t))
+    for k in range(len(t)):
+        its[k] = np.interp(h, t[k], n)
+        rates[k] = np.interp(h, t[k], r[k])
+    return its, rates
+
+
+def _n_reach(m: Model, x: Inputs, horizon_s: float) -> float:
+    """Iterations enough to pass ``horizon_s`` in every draw (the rate can only fall that far: generous)."""
+    fast = float(np.nanmax(m.rate_end)) * 1.5
+    return m.n0 + fast * max(horizon_s - x.run_s, 1.0) + 10
+
+
+def halving(m: Model, x: Inputs) -> dict[str, Any]:
+    """When the point forecast falls to half the run's start rate, within a day of load; else not within."""
+    target = x.start_rate / 2
+    if x.end_rate <= target:
+        return {"already": True, "at_s": None, "iterations": None, "within_s": HALVING_WITHIN_S}
+    n, t, r = m.path(_n_reach(m, x, HALVING_WITHIN_S), x.run_s)
+    below = np.flatnonzero((r[0] <= target) & (t[0] <= HALVING_WITHIN_S))
+    if not len(below):
+        return {"already": False, "at_s": None, "iterations": None, "within_s": HALVING_WITHIN_S}
+    j = int(below[0])
+    return {"already": False, "at_s": float(t[0][j]), "iterations": float(n[j]), "within_s": HALVING_WITHIN_S}
+
+
+def flat(x: Inputs, horizon: Horizon, reason: str) -> dict[str, Any]:
+    """The end rate, carried forward: the count stays bounded (or nothing grew with a count)."""
+    from harness.report.stats import rate_interval
+
+    lo, hi = rate_interval(x.end_successes, x.end_seconds)
+    h_s, h_n = resolve_flat(x, horizon)
+    return {"basis": "flat", "reason": reason, "horizon": horizon.label(), "horizon_s": h_s,
+            "horizon_iterations": h_n, "rate": {"point": x.end_rate, "lo": lo, "hi": hi},
+            "step": x.step, "step_label": x.step_label, "count": x.count, "count_label": x.count_label,
+            "scope": x.scope, "bound": "lock" if x.lock_hold_ms else "fleet", "fits": None,
+            "extrapolated": False, "extrapolation": None, "halves": None,
+            "curve": {"t": [x.run_s, h_s], "point": [x.end_rate] * 2, "lo": [lo] * 2, "hi": [hi] * 2}}
+
+
+def resolve_flat(x: Inputs, horizon: Horizon) -> tuple[float, float]:
+    """A horizon's time and iterations at a constant rate."""
+    if horizon.kind == "iterations":
+        extra = max(horizon.value - x.successes, 0.0)
+        return x.run_s + extra / max(x.end_rate, 1e-9), horizon.value
+    h = horizon.value * x.run_s if horizon.kind == "multiple" else horizon.value
+    return h, x.successes + x.end_rate * max(h - x.run_s, 0.0)
+
+
+def forecast(x: Inputs, horizon: Horizon, draws: int = DRAWS, seed: int = 0) -> dict[str, Any] | None:
+    """The fleet's rate at ``horizon``, with its band; None when the run has too little to go on."""
+    if x.end_rate <= 0 or x.successes < fits.MIN_POINTS:
+        return None
+    if x.why_none and x.step is not None:  # a step grew with nothing to carry its growth forward
+        return {"basis": None, "reason": x.why_none, "horizon": horizon.label(), "horizon_s": None,
+                "horizon_iterations": None, "rate": None, "step": x.step, "step_label": x.step_label,
+                "count": None, "count_label": None, "scope": x.scope, "fits": None, "extrapolated": False}
+    if x.why_none:
+        return flat(x, horizon, x.why_none)
+    m_i = scope_index(x.ok, x.scope)
+    if bounded(m_i, x.ok[x.count].to_numpy(dtype=float)):
+        return flat(x, horizon, f"the {x.count_label} stays bounded (it stops rising with iterations over the "
+                                "run's last quarter): the step that grew is not forecast to grow further")
+    m = Model(x, draws, seed)
+    if not m.ok:
+        return flat(x, horizon, f"too few distinct values of the {x.count_label} to fit its growth")
+    if horizon.kind == "iterations":
+        n_h = max(horizon.value, m.n0)
+        n, t, r = m.path(n_h, x.run_s)
+        h_s_draws, rates = t[:, -1], r[:, -1]
+        its = np.full(len(t), n_h)
+    else:
+        h_s = horizon.value * x.run_s if horizon.kind == "multiple" else horizon.value
+        n, t, r = m.path(_n_reach(m, x, h_s), x.run_s)
+        its, rates = _at_time(n, t, r, max(h_s, x.run_s))
+        h_s_draws = np.full(len(t), max(h_s, x.run_s))
+    count_h = m.count_at(float(its[0]))[:, 0]
+    ext = max(beyond(float(count_h[0]), m.step_fit), beyond(float(its[0]) / m.per_scope, m.count_fit))
+    curve = _curve(m, x, float(h_s_draws[0]))
+    return {"basis": "work", "reason": None, "horizon": horizon.label(), "horizon_s": float(h_s_draws[0]),
+            "horizon_iterations": float(its[0]), "horizon_s_band": _band(h_s_draws),
+            "rate": _band(rates), "step": x.step, "step_label": x.step_label, "count": x.count,
+            "count_label": x.count_label, "scope": x.scope, "bound": "lock" if x.lock_hold_ms else "fleet",
+            "lock": x.lock_name, "cycle_ms": float(m.cycle_ms[0]),
+            "count_at_horizon": _band(count_h), "step_ms_now": float(m.step_now[0, 0]),
+            "step_ms_at_horizon": _band(m.step_at(float(its[0]))[:, 0]),
+            "fits": {"step": {**m.step_fit.as_dict(), **fits.slope_interval(m.c, m.y, m.step_fit),
+                              "x": x.count, "y": x.step},
+                     "count": {**m.count_fit.as_dict(), **fits.slope_interval(m.i, m.c, m.count_fit),
+                               "x": f"iterations per {'worker' if x.scope == 'per-worker' else 'fleet'}",
+                               "y": x.count},
+                     "draws": int(len(m.sa) - 1)},
+            "extrapolation": ext, "extrapolated": bool(ext > EXTRAPOLATION_LIMIT),
+            "halves": halving(m, x), "start_rate": x.start_rate, "curve": curve}
+
+
+def beyond(x: float, f: fits.Fit) -> float:
+    """How far past its measured range a fit is read: (x - lowest measured) over the measured range (1 = its
+    highest measured value; a pre-aged store's count starts high, its range is what the run added)."""
+    return (x - f.x_lo) / max(f.x_hi - f.x_lo, 1e-9)
+
+
+def _curve(m: Model, x: Inputs, h_s: float) -> dict[str, list[float]]:
+    """The forecast's point and band over time, from the run's end to the horizon (for the figure)."""
+    n, t, r = m.path(_n_reach(m, x, h_s), x.run_s)
+    ts = np.linspace(x.run_s, max(h_s, x.run_s + 1), CURVE_POINTS)
+    per = np.array([np.interp(ts, t[k], r[k]) for k in range(len(t))])
+    lo, hi = np.nanpercentile(per[1:], Z_BAND, axis=0) if len(per) > 2 else (per[0], per[0])
+    return {"t": ts.tolist(), "point": per[0].tolist(), "lo": np.minimum(lo, per[0]).tolist(),
+            "hi": np.maximum(hi, per[0]).tolist()}
+
+
+def sentence(fc: dict[str, Any] | None, short: bool = False) -> str | None:
+    """``At this growth: 0.61 it/s [0.48-0.79] at 15 min; the rate halves at about iteration 1,900 (11 min)``,
+    then what it rests on; the flat case says why; an extrapolation says so. ``short``: the first screen's line
+    (what it rests on, and why a flat one is flat, left to the forecast's section)."""
+    if not fc:
+        return None
+    if fc["rate"] is None:
+        return f"No forecast: {fc['reason']}."
+    r = fc["rate"]
+    at = say_seconds(fc["horizon_s"])
+    rate = f"{r['point']:.3g} it/s [{r['lo']:.3g}-{r['hi']:.3g}] at {at}"
+    if fc["basis"] == "flat":
+        return f"Flat: {rate}, as at the end" + ("." if short else f" ({fc['reason']}).")
+    s = f"At this growth: {rate}"
+    hv = fc.get("halves") or {}
+    if hv.get("already"):
+        s += "; the rate is already below half its start"
+    elif hv.get("at_s") is not None:
+        s += f"; the rate halves at about iteration {hv['iterations']:,.0f} ({say_seconds(hv['at_s'])})"
+    elif hv:
+        s += f"; the rate does not halve within {say_seconds(hv['within_s'])}"
+    if not short:
+        s += f" (the {fc['step_label']} step against the {fc['count_label']}"
+        s += f", lock-bound: the lock's {fc['cycle_ms']:.3g} ms hold)" if fc["bound"] == "lock" else ")"
+    if fc["extrapolated"]:
+        s += f"; extrapolated {fc['extrapolation']:.0f}x past the measured range"
+    return s + "."
