@@ -76,7 +76,7 @@ def _receiver_cpu_per_span(n: int) -> float:
     """The receiver's CPU per span: swamp's JSON, one span a body (its SimpleSpanProcessor's), decoded here."""
     sys.path.insert(0, str(ROOT / "tests"))
     from harness.record.otlp.receiver import Receiver, TraceBook
-    from tests.test_otlp import PARENT, TRACE, swamp_json
+    from tests.unit.record.test_otlp import PARENT, TRACE, swamp_json
 
     book = TraceBook()
     book.expect(TRACE, PARENT, {})
@@ -98,7 +98,7 @@ def main() -> int:
 
     from harness.aws.moto_server import EmbeddedMoto
     from harness.config.factory import Factory
-    from tests.plans import at, make_plan
+    from tests.support.plans import at, make_plan
 
     bare = _process([sys.executable, "-c", "pass"], 3 if args.quick else 10)
     imports = _process([sys.executable, "-c", "import harness.refcmd.run, harness.refcmd.tracing, "

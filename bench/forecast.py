@@ -31,9 +31,9 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from bench.synthetic import T0, run_info  # noqa: E402
 from harness.record import runinfo  # noqa: E402
 from harness.record.schema import COUNT_COLUMNS, SCHEMA, STEP_COLUMNS, UNIT_COLUMNS  # noqa: E402
+from tests.support.synthetic import T0, run_info  # noqa: E402
 
 TOLERANCE = 0.30  # the issue's: the measured end rate within 30 % of the point
 

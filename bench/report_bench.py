@@ -25,7 +25,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script from anywhere
 
-from bench.synthetic import make_run
+from tests.support.synthetic import make_run
 
 HOURS = 9
 WORKERS = 100

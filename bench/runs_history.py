@@ -1,6 +1,6 @@
 """How fast `harness runs` lists hundreds of run directories (target: 300 in under 2 s).
 
-Builds N synthetic run directories under a temporary runs/ folder: one real report (bench/synthetic.py's
+Builds N synthetic run directories under a temporary runs/ folder: one real report (tests/support/synthetic.py's
 run, `harness report`), its summary.json copied into every other run with its numbers varied, and a run.json
 each; a tenth of them without a report (read from run.json alone, as a --no-report run is), a few web
 sessions, a story and a sweep folder beside them. Then times the listing in this process (the reading of
@@ -8,7 +8,7 @@ the summaries) and as the command a user types (`harness runs`, a new Python pro
 median of a few repeats each, side by side.
 
     python bench/runs_history.py            # 300 runs, 5 repeats
-    python bench/runs_history.py --quick    # 30 runs, 2 repeats (tests/test_bench.py)
+    python bench/runs_history.py --quick    # 30 runs, 2 repeats (tests/bench/test_bench.py)
 """
 
 from __future__ import annotations
@@ -28,10 +28,10 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bench.synthetic import T0, make_run, run_info  # noqa: E402
 from harness.products.runs import history  # noqa: E402
 from harness.record import runinfo  # noqa: E402
 from harness.report.run.build import build_report  # noqa: E402
+from tests.support.synthetic import T0, make_run, run_info  # noqa: E402
 
 TARGET_S = 2.0
 

@@ -3,7 +3,7 @@
 "Before" is the numpy code the report ran until issue 59 (Byar's Poisson interval and the Cornish-Fisher
 t quantile, which ``harness.core.intervals`` keeps for the live path, and the rank correlation by numpy ranks,
 kept here), patched into ``harness.report.stats``; "after" is scipy's (``harness.report.stats`` as it is). Each case is
-the verdict test's (tests/test_reports_verdict.py) plus a run whose commit grows with its index entries (the
+the verdict test's (tests/unit/report/test_reports_verdict.py) plus a run whose commit grows with its index entries (the
 cause per step: Welch, Spearman); every seed's verdict (shape, degraded, the floor's segment, the step that
 grew, the count that explains it) is compared, and the largest change of an interval's end is printed. Then
 the sweep's USL fit: the grid search it had (kept here) against scipy's least squares, on generated sweeps.
@@ -29,11 +29,11 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from bench.synthetic import make_rows, run_info  # noqa: E402
 from harness.core import intervals as numpy_intervals  # noqa: E402
 from harness.products.sweep import usl  # noqa: E402
 from harness.report import stats  # noqa: E402
 from harness.report.run.findings import findings  # noqa: E402
+from tests.support.synthetic import make_rows, run_info  # noqa: E402
 
 
 def _flat(r: float):

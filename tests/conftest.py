@@ -16,7 +16,7 @@ from harness.datastore.backends.s3 import S3Backend
 from harness.datastore.catalog import Catalog
 from harness.datastore.lock import LockConfig
 from harness.datastore.sync import Datastore, SyncConfig
-from tests import s3_endpoint, standin_endpoint
+from tests.support import s3_endpoint, standin_endpoint
 
 for var in ("AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_DYNAMODB", "AWS_ENDPOINT_URL_S3", "AWS_PROFILE"):
     os.environ.pop(var, None)

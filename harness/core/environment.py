@@ -3,7 +3,7 @@
 What a user gives by environment variable is read here, once, by the process
 a user started (``harness ...`` or ``locust -f locustfile.py``), and goes into
 the run plan (``harness.config``) from there; no other module reads
-``os.environ``, and no module writes it (``tests/test_plan_edge.py`` checks
+``os.environ``, and no module writes it (``tests/meta/test_environment_reader.py`` checks
 both from the source). Credentials are never read into the plan: boto3 finds
 them through its own chain, and the plan only names where they come from.
 The web UI's password is read by the process that installs the login, from

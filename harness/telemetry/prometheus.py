@@ -16,7 +16,7 @@ series                                      type        labels (besides run_id, 
 ==========================================  ==========  ==========================================================
 
 The registry is the harness's own (no process or platform collectors): every series on the page is one of
-these, so a dashboard query can be checked against ``SERIES`` (tests/test_grafana_dashboard.py).
+these, so a dashboard query can be checked against ``SERIES`` (tests/unit/deploy/test_grafana_dashboard.py).
 """
 
 from __future__ import annotations

@@ -14,7 +14,7 @@ import pandas as pd
 import pytest
 
 from tests.e2e.conftest import ROOT, clean_env, harness, rows, senders
-from tests.e2e.web_session import assert_contiguous, wait_for
+from tests.support.web_session import assert_contiguous, wait_for
 
 pytestmark = pytest.mark.e2e
 

@@ -26,7 +26,8 @@ from urllib.parse import urlparse
 import pandas as pd
 import pytest
 
-from tests.deploy_files import (
+from tests.e2e.conftest import clean_env
+from tests.support.deploy_files import (
     COMPOSE,
     COMPOSE_HEADLESS,
     K8S,
@@ -40,8 +41,7 @@ from tests.deploy_files import (
     load_compose,
     pod_spec,
 )
-from tests.e2e.conftest import clean_env
-from tests.e2e.web_session import assert_contiguous, free_port, wait_for
+from tests.support.web_session import assert_contiguous, free_port, wait_for
 
 pytestmark = pytest.mark.e2e
 needs_kubectl = pytest.mark.skipif(KUBECTL is None, reason="kubectl (with its bundled kustomize) is not installed")

@@ -9,9 +9,9 @@ import pytest
 
 from harness.cli.main import main
 from harness.products.suite import page as suite_page
-from tests.e2e.first_screen import assert_answer_first, first_screen
-from tests.test_story_report import _story
-from tests.test_suite_report import _run_dir
+from tests.support.first_screen import assert_answer_first, first_screen
+from tests.unit.products.test_story_report import _story
+from tests.unit.products.test_suite_report import _run_dir
 
 pytestmark = [pytest.mark.e2e]
 

@@ -108,7 +108,7 @@ def test_seeded_run_starts_in_the_degraded_regime(tmp_path):
     import json
 
     from tests.e2e.conftest import rows
-    from tests.e2e.spying import events, spied
+    from tests.support.spying import events, spied
 
     models, versions, orphans = 10, 5, 3
     seeded, fresh = tmp_path / "seeded", tmp_path / "fresh"

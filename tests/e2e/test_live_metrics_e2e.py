@@ -2,7 +2,7 @@
 
 ``harness run namespaced --processes 2 --prometheus PORT --otel`` for 20 s: a real Prometheus server
 (``/usr/bin/prometheus``, on loopback, scraping every second) reads the master's ``/metrics``, and the
-run's OpenTelemetry metrics go to a loopback OTLP/HTTP receiver (tests/otlp_sink.py). Both are then compared
+run's OpenTelemetry metrics go to a loopback OTLP/HTTP receiver (tests/support/otlp_sink.py). Both are then compared
 with the run's own rows (its Parquet files): the iteration count, each step histogram's count, the run's
 labels and attributes. One run serves both tests (a module fixture): ~35 s in all.
 """
@@ -22,7 +22,7 @@ import pytest
 
 from harness.record.schema import STEP_COLUMNS
 from tests.e2e.conftest import clean_env, harness, rows
-from tests.otlp_sink import serve
+from tests.support.otlp_sink import serve
 
 pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("live_metrics")]
 

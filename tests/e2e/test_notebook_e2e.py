@@ -25,8 +25,8 @@ import pytest
 import websocket
 from nbclient import NotebookClient
 
-from bench.synthetic import make_run
 from tests.e2e.conftest import ROOT, clean_env
+from tests.support.synthetic import make_run
 
 pytestmark = pytest.mark.e2e
 

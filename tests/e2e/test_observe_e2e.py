@@ -1,6 +1,6 @@
 """A real run with the observer on: observed.csv, its agreement with the rows, its budget.
 
-One short run, shared by the module's tests (its report's figures and page: tests/test_observe_report.py):
+One short run, shared by the module's tests (its report's figures and page: tests/unit/report/test_observe_report.py):
 the model driver on the embedded default (dynalite), a full commit per namespace, the stand-in's
 [fidelity] model provisioned at 200 read units/s (the observer's budget: 5 %, 10 read units/s),
 sampling every second.
@@ -56,7 +56,7 @@ def observed_run(tmp_path_factory):
     run_dir = base / "run"
     p = harness("run", str(base / "observe-e2e.toml"), "--run-dir", str(run_dir), "--no-report", timeout=300)
     assert p.returncode == 0, p.stdout + p.stderr
-    # the report's findings from the files alone (its figures and page: tests/test_observe_report.py)
+    # the report's findings from the files alone (its figures and page: tests/unit/report/test_observe_report.py)
     return run_dir, json.loads(json.dumps(json_safe(findings_of(open_run(run_dir)))))
 
 

@@ -1,6 +1,6 @@
 """The run plan end to end: real `harness run` and Locust processes, watched by a spy in every Python process.
 
-The spy (tests/e2e/spy/sitecustomize.py, on PYTHONPATH) logs every host name lookup, refusing AWS's, and
+The spy (tests/support/spy/sitecustomize.py, on PYTHONPATH) logs every host name lookup, refusing AWS's, and
 every TOML parse, in the harness, its Locust master and workers, the stand-ins and the probe.
 """
 
@@ -14,8 +14,8 @@ import pytest
 
 from harness.aws.moto_server import EmbeddedMoto
 from tests.e2e.conftest import ROOT, harness, rows
-from tests.e2e.spying import aws_lookups, events, spied
-from tests.run_keys import changes, run_json_keys
+from tests.support.run_keys import changes, run_json_keys
+from tests.support.spying import aws_lookups, events, spied
 
 pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("plan_e2e")]
 BEFORE = json.loads((ROOT / "tests" / "fixtures" / "run_keys_before.json").read_text())

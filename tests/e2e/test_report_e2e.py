@@ -22,7 +22,7 @@ from PIL import Image
 
 from harness.report.run.causes import RHO_MIN
 from tests.e2e.conftest import ROOT, harness
-from tests.run_keys import changes, run_json_keys, summary_keys
+from tests.support.run_keys import changes, run_json_keys, summary_keys
 
 # Two real runs shared by the module's tests: session-scoped (an xdist worker interleaves other modules'
 # tests, which would tear a module-scoped run down) and grouped on one worker (--dist loadgroup).
@@ -167,7 +167,7 @@ def test_run_json_and_summary_json_keep_every_key_they_had_before_the_run_plan(n
 
 def test_the_first_screen_of_a_real_run_is_the_verdict_and_the_rate(namespaced_run):
     """At 1280 x 800 the verdict and the rate figure (loaded) are on the first screen, no table of numbers before."""
-    from tests.e2e.first_screen import assert_answer_first, first_screen
+    from tests.support.first_screen import assert_answer_first, first_screen
 
     got = first_screen(namespaced_run / "report" / "index.html")
     assert_answer_first(got)
@@ -199,7 +199,7 @@ def test_review_notebook_runs_top_to_bottom_on_real_runs(legacy_run, namespaced_
 
 def test_the_run_directory_holds_what_the_docs_list(legacy_run, namespaced_run):
     """docs/run-directory.md's file table: every entry a real run leaves is listed, and every "always" one is there."""
-    from tests.docs_text import read, table, ticked
+    from tests.support.docs_text import read, table, ticked
 
     rows = table(read("docs/run-directory.md"), "## Files")
     listed = {ticked(r[0])[0].split("/")[0]: r[1] for r in rows}

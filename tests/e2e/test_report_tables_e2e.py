@@ -12,9 +12,9 @@ import sys
 
 import pytest
 
-from bench.synthetic import make_lock_run
 from tests.e2e.conftest import ROOT, clean_env
-from tests.e2e.web_session import CHROMIUM, CHROMIUM_ARGS, require_chromium
+from tests.support.synthetic import make_lock_run
+from tests.support.web_session import CHROMIUM, CHROMIUM_ARGS, require_chromium
 
 pytestmark = pytest.mark.e2e
 

@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 from tests.e2e.conftest import ROOT, clean_env, harness
-from tests.e2e.web_session import CHROMIUM, CHROMIUM_ARGS, wait_for
+from tests.support.web_session import CHROMIUM, CHROMIUM_ARGS, wait_for
 
 pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("story_e2e")]
 
@@ -157,7 +157,7 @@ def test_the_page_in_a_browser(told):
         assert "1 of 2 chapters showed what they expected" in page.locator("body").inner_text()
         page.screenshot(path=str(story_dir / "page-1280.png"), full_page=True)
         browser.close()
-    from tests.e2e.first_screen import assert_answer_first, first_screen
+    from tests.support.first_screen import assert_answer_first, first_screen
 
     got = first_screen(story_dir / "index.html")  # at 1280 x 800: the verdict and the one time axis first
     assert_answer_first(got)

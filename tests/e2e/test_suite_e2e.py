@@ -48,7 +48,7 @@ def test_quick_runs_every_scenario_on_every_layout_it_applies_to(quick, backend)
 
 
 def test_the_first_screen_of_a_real_quick_suite_is_what_ran_and_its_per_phase_chart(quick):
-    from tests.e2e.first_screen import assert_answer_first, first_screen
+    from tests.support.first_screen import assert_answer_first, first_screen
 
     _, run_dir, _ = quick["s3"]
     assert_answer_first(first_screen(run_dir / "suite.html"))

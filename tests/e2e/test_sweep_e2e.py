@@ -15,7 +15,7 @@ import pytest
 
 from tests.e2e.conftest import harness
 from tests.e2e.test_story_e2e import OVERFLOW
-from tests.e2e.web_session import CHROMIUM, CHROMIUM_ARGS
+from tests.support.web_session import CHROMIUM, CHROMIUM_ARGS
 
 pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("sweep_e2e")]
 

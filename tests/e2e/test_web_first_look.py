@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.web_session import CHROMIUM, CHROMIUM_ARGS, WebRun, require_chromium, wait_for
+from tests.support.web_session import CHROMIUM, CHROMIUM_ARGS, WebRun, require_chromium, wait_for
 
 pytestmark = pytest.mark.e2e
 

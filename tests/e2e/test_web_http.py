@@ -9,8 +9,8 @@ import signal
 import pytest
 
 from tests.e2e.conftest import ROOT, senders
-from tests.e2e.web_session import WebRun, assert_contiguous, rows_of, wait_for
-from tests.run_keys import changes, run_json_keys, summary_keys
+from tests.support.run_keys import changes, run_json_keys, summary_keys
+from tests.support.web_session import WebRun, assert_contiguous, rows_of, wait_for
 
 pytestmark = pytest.mark.e2e
 

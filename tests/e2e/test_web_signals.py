@@ -7,7 +7,7 @@ import signal
 
 import pytest
 
-from tests.e2e.web_session import WebRun, assert_contiguous, rows_of, wait_for
+from tests.support.web_session import WebRun, assert_contiguous, rows_of, wait_for
 
 pytestmark = pytest.mark.e2e
 

@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from tests.e2e.web_session import CHROMIUM, CHROMIUM_ARGS, WebRun, wait_for
+from tests.support.web_session import CHROMIUM, CHROMIUM_ARGS, WebRun, wait_for
 
 pytestmark = pytest.mark.e2e
 

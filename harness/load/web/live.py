@@ -15,7 +15,7 @@ over rows as they arrive instead of a DataFrame at the end:
 - read / write units: their sum over the span, per second (every iteration's:
   a failed one consumed them too).
 
-``tests/test_web_live.py`` checks these against the report's own functions on the
+``tests/unit/load/test_web_live.py`` checks these against the report's own functions on the
 same rows.
 """
 

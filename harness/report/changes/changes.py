@@ -15,7 +15,7 @@ The rate's window is the report's, widened until a window expects 25 successes (
 
 The penalty is ``PENALTY_C x log(windows)``: on flat Poisson series of 20-80 windows, ``PENALTY_C = 3`` finds a
 change in 1-2.5 % of runs (calibrated by simulation, 200 series per size and rate; 2 finds one in 5-15 %), so the
-stated false-alarm rate is at most 1 run in 20 (``FALSE_ALARM_RATE``; tests/test_changes.py counts it over 60 flat
+stated false-alarm rate is at most 1 run in 20 (``FALSE_ALARM_RATE``; test_changes.py counts it over 60 flat
 runs). A change is placed at a window's edge: "within one window" of the truth is its resolution.
 
 Each change is annotated with what the run recorded within a window of it: workers joining or leaving, a stage

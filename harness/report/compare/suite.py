@@ -10,7 +10,7 @@ lies above 1 (``faster``: below) and its median moved by at least
 ``min_ms``; a ``regression`` when the interval lies above ``1 + threshold``.
 The exact Mann-Whitney levels make the interval conservative: with 5 and 5
 trials it covers 96.8 % (so two runs of the same code flag a phase 3.2 % of
-the time: ``tests/test_suite_compare.py`` counts it over many seeds). Below
+the time: ``tests/unit/report/test_suite_compare.py`` counts it over many seeds). Below
 4 trials a side no interval reaches 95 % and the phase is ``too few trials``
 (never flagged).
 """

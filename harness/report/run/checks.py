@@ -14,7 +14,6 @@ early (run.json ``aborted``) fails with the line that stopped it.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -26,29 +25,13 @@ from harness.gates import expr
 from harness.gates.columns import needed
 from harness.gates.judge import LockShare, Observed, judge
 from harness.record.reader import read_rows
+from harness.report.run.check_result import CheckResult
+from harness.report.run.dead_endpoint import dead_endpoint
 from harness.report.run.verdict import find_stall, rate_between
 from harness.report.series import run_span, seconds_since
 from harness.report.stats import rate_interval
 
 COLUMNS = ["ts_start", "ts_end", "user", "ok", "error_kind", "total_ms", "wait_ms"]  # what the checks read
-
-
-@dataclass(frozen=True)
-class CheckResult:
-    name: str
-    passed: bool
-    value: float | None
-    limit: float
-    line: str  # what was measured against what was required, one line
-    side: str | None = None  # a threshold's: above, below, at, cannot tell, no data
-    interval: tuple[float | None, float | None] | None = None
-    abort: bool = False  # a threshold that stops the test early once credibly breached
-
-    def as_dict(self) -> dict[str, Any]:
-        out = {"name": self.name, "passed": self.passed, "value": self.value, "limit": self.limit, "line": self.line}
-        if self.side is not None:
-            out.update(side=self.side, interval=list(self.interval) if self.interval else None, abort=self.abort)
-        return out
 
 
 def _get(checks: Any, name: str, default: float) -> float:
@@ -117,7 +100,6 @@ def results(rows: pd.DataFrame, checks: Any, info: dict | None = None, locks: Lo
         for t in ths:
             j = judge(t, obs, rule)
             out.append(CheckResult(j.name, j.passed, j.value, j.limit, j.line, j.side, j.interval, j.abort))
-    from harness.report.run.dead_endpoint import dead_endpoint  # the built-in check (it imports CheckResult from here)
 
     dead = dead_endpoint(rows, checks, info)
     return out + ([dead] if dead is not None else [])

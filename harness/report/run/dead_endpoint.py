@@ -15,7 +15,7 @@ from typing import Any
 
 import pandas as pd
 
-from harness.report.run.checks import CheckResult
+from harness.report.run.check_result import CheckResult
 from harness.report.series import run_span, seconds_since
 
 CONNECTION = "connection"

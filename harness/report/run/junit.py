@@ -1,7 +1,7 @@
 """``--junit FILE``: a run's checks as JUnit XML, one test case per check, so CI servers show them natively.
 
 The format is Apache Ant's (``tests/fixtures/junit/JUnit.xsd``, the schema Jenkins, GitLab and GitHub
-reporters read; ``tests/test_gates_outputs.py`` validates against it): a ``testsuites`` root with one ``testsuite``
+reporters read; ``test_gates_outputs.py`` validates against it): a ``testsuites`` root with one ``testsuite``
 per test of the run (a headless run is one), each check a ``testcase`` whose ``failure`` carries the check's
 line as its message; the baseline's items, when ``--baseline`` compared, are cases of their own
 (``classname`` ``...baseline``). Pure: cases in, XML text out.
