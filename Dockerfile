@@ -15,7 +15,6 @@ WORKDIR /app
 # and nothing otherwise; pyproject.toml keeps the COPY from matching nothing at all.
 COPY pyproject.toml README.md constraints.tx[t] ./
 COPY harness ./harness
-COPY reports ./reports
 COPY scenarios ./scenarios
 COPY locustfile.py ./
 RUN if [ -f constraints.txt ]; then pip install -c constraints.txt . ; else pip install . ; fi \

@@ -66,7 +66,7 @@ def _budget(budget: str | None) -> float | None:
 
 def _write(result: dict, out: Path) -> Path:
     (out / "explore.json").write_text(json.dumps(result, indent=1) + "\n")
-    from harness.products.explore import write_page
+    from harness.products.explore.page import write_page
 
     return write_page(result, out)
 
