@@ -73,8 +73,9 @@ def test_every_reader_computes_with_the_one_definition(reader):
     assert _imports_numbers(ROOT / reader)
 
 
-def test_the_live_path_stays_free_of_pandas():
-    """The Locust master imports the live tab and this module: pandas (and scipy) would cost every process."""
+def test_the_definitions_bring_no_pandas_or_scipy_to_the_live_path():
+    """The Locust master imports the live tab, the exporters' measure and these definitions: none of them imports
+    pandas or scipy itself (the live tab's lock timelines, ``harness.metrics.lockuse``, still bring pandas)."""
     for path in ("harness/metrics/numbers.py", "harness/load/web/live.py", "harness/telemetry/measure.py"):
         tree = ast.parse((ROOT / path).read_text(encoding="utf-8"))
         names = {a.name.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
