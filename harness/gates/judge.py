@@ -25,6 +25,7 @@ import numpy as np
 
 from harness.core.intervals import Z95, quantile_interval, rate_interval, t_quantile, wilson_interval
 from harness.gates.expr import Threshold, show_interval, show_limit
+from harness.metrics import numbers
 from harness.record.schema import STEP_LABELS
 
 COLUMN_LABELS = {**STEP_LABELS, "wait_ms": "wait", "total_ms": "iteration"}
@@ -117,48 +118,66 @@ def _window(th: Threshold, obs: Observed) -> tuple[float, float]:
 def measure(th: Threshold, obs: Observed, z: float = Z95) -> Measured:
     """The threshold's measure on the observed rows, with its interval at ``z``."""
     if th.stat in ("quantile", "mean", "max", "min"):
-        values = obs.column(th.column or "")[_rows(th, obs)]
-        values = values[np.isfinite(values)]
-        what = ROW_WORDS[th.rows] if th.column != "wait_ms" or th.rows != "all" else "arrivals"
-        n = len(values)
-        if n == 0:
-            return Measured(None, None, None, 0, what)
-        if th.stat == "quantile":
-            q = th.q or 0.5
-            lo, hi = quantile_interval(values, q, z)
-            half = z * math.sqrt(n * q * (1 - q))
-            open_lo, open_hi = math.floor(n * q - half) < 1, math.ceil(n * q + half) > n
-            return Measured(float(np.quantile(values, q)), None if open_lo else lo, None if open_hi else hi, n, what)
-        if th.stat == "mean":
-            mean = float(values.mean())
-            if n < 2:
-                return Measured(mean, None, None, n, what)
-            p = 0.975 if z == Z95 else 1 - (1 - _level(z)) / 2
-            half = t_quantile(n - 1, p) * float(values.std(ddof=1)) / math.sqrt(n)
-            return Measured(mean, mean - half, mean + half, n, what)
-        v = float(values.max() if th.stat == "max" else values.min())
-        return Measured(v, v, v, n, what, exact=True)
+        return _measure_values(th, obs, z)
     if th.stat == "rate":
-        a, b = _window(th, obs)
-        inside = obs.ok & (obs.t_end > a) & (obs.t_end <= b) if a > 0 else obs.ok & (obs.t_end <= b)
-        seconds = b - a
-        if th.column:
-            counts = obs.column(th.column)[inside]
-            total = float(np.nansum(counts))
-        else:
-            total = float(inside.sum())
-        if seconds <= 0:
-            return Measured(None, None, None, 0, "seconds")
-        lo, hi = rate_interval(total, seconds, z=z)
-        return Measured(total / seconds, lo, hi, int(inside.sum()), "successful iterations")
+        return _measure_rate(th, obs, z)
     if th.stat == "failure_ratio":
-        n = len(obs.ok)
-        if n == 0:
-            return Measured(None, None, None, 0, "iterations")
-        failed = ~obs.ok if th.kind is None else (~obs.ok & (obs.error_kind == th.kind))
-        k = int(failed.sum())
-        lo, hi = wilson_interval(k, n, z)
-        return Measured(k / n, lo, hi, n, "iterations")
+        return _measure_failure_ratio(th, obs, z)
+    return _measure_lock(th, obs)
+
+
+def _measure_values(th: Threshold, obs: Observed, z: float) -> Measured:
+    """A column's percentile (order-statistic interval), mean (Student's t), maximum or minimum (exact)."""
+    values = obs.column(th.column or "")[_rows(th, obs)]
+    values = values[np.isfinite(values)]
+    what = ROW_WORDS[th.rows] if th.column != "wait_ms" or th.rows != "all" else "arrivals"
+    n = len(values)
+    if n == 0:
+        return Measured(None, None, None, 0, what)
+    if th.stat == "quantile":
+        q = th.q or 0.5
+        lo, hi = quantile_interval(values, q, z)
+        half = z * math.sqrt(n * q * (1 - q))
+        open_lo, open_hi = math.floor(n * q - half) < 1, math.ceil(n * q + half) > n
+        (value,) = numbers.quantiles(values, (q,))
+        return Measured(value, None if open_lo else lo, None if open_hi else hi, n, what)
+    if th.stat == "mean":
+        mean = float(values.mean())
+        if n < 2:
+            return Measured(mean, None, None, n, what)
+        p = 0.975 if z == Z95 else 1 - (1 - _level(z)) / 2
+        half = t_quantile(n - 1, p) * float(values.std(ddof=1)) / math.sqrt(n)
+        return Measured(mean, mean - half, mean + half, n, what)
+    v = float(values.max() if th.stat == "max" else values.min())
+    return Measured(v, v, v, n, what, exact=True)
+
+
+def _measure_rate(th: Threshold, obs: Observed, z: float) -> Measured:
+    """Successes (or a column's total) per second of the span or its last ``last_s``, Poisson interval."""
+    a, b = _window(th, obs)
+    inside = obs.ok & (obs.t_end > a) & (obs.t_end <= b) if a > 0 else obs.ok & (obs.t_end <= b)
+    seconds = b - a
+    total = float(np.nansum(obs.column(th.column)[inside])) if th.column else float(inside.sum())
+    if seconds <= 0:
+        return Measured(None, None, None, 0, "seconds")
+    lo, hi = rate_interval(total, seconds, z=z)
+    return Measured(numbers.per_second(total, seconds), lo, hi, int(inside.sum()), "successful iterations")
+
+
+def _measure_failure_ratio(th: Threshold, obs: Observed, z: float) -> Measured:
+    """Failed iterations (of one kind, or any) over all iterations, Wilson's interval."""
+    n = len(obs.ok)
+    failed = ~obs.ok if th.kind is None else (~obs.ok & (obs.error_kind == th.kind))
+    k = int(failed.sum())
+    ratio = numbers.failure_ratio(k, n)
+    if ratio is None:
+        return Measured(None, None, None, 0, "iterations")
+    lo, hi = wilson_interval(k, n, z)
+    return Measured(ratio, lo, hi, n, "iterations")
+
+
+def _measure_lock(th: Threshold, obs: Observed) -> Measured:
+    """The busiest shared lock key's busy share (any key's when none is shared), its windows' interval."""
     shared = [x for x in obs.locks or [] if x.holders >= 2] or list(obs.locks or [])
     if not shared:
         return Measured(None, None, None, 0, "lock keys")

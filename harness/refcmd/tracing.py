@@ -178,7 +178,6 @@ def _step_attributes(inv: Invocation, name: str, work: Any, pushed: int) -> tupl
 def export(endpoint: str, traceparent: str | None, inv: Invocation) -> None:
     """Build the invocation's spans with their recorded times and send them (one OTLP/HTTP request)."""
     from opentelemetry import context as otel_context
-    from opentelemetry import trace as api
     from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
     from opentelemetry.sdk.resources import Resource
     from opentelemetry.sdk.trace import SpanProcessor, TracerProvider
@@ -198,53 +197,10 @@ def export(endpoint: str, traceparent: str | None, inv: Invocation) -> None:
     core, ext = provider.get_tracer("swamp"), provider.get_tracer(SCOPES[inv.backend])
     parent = TraceContextTextMapPropagator().extract({"traceparent": traceparent}) if traceparent else \
         otel_context.Context()
-    area, sub, _ = COMMANDS[inv.command["command"]]
-    failed = inv.error is not None
-    error_status = Status(StatusCode.ERROR, str(inv.error)[:300]) if failed else None
-
-    def child_of(span: Any) -> Any:
-        return api.set_span_in_context(span, parent)
-
-    core.start_span("swamp.cli.bootstrap", context=parent, start_time=inv.started_ns).end(end_time=inv.ready_ns)
-    action = [t for t in inv.steps if t[0].name not in TEARDOWN_STEPS]
-    flush = [t for t in inv.steps if t[0].name in TEARDOWN_STEPS]
-    cli_end = max([e for _, _, e in action], default=inv.ready_ns)
-    cli = core.start_span("swamp.cli", context=parent, start_time=inv.ready_ns, attributes={
-        "swamp.command": area, "swamp.subcommand": sub, "swamp.args": " ".join(
-            str(inv.command.get(k, "")) for k in ("method", "instance") if inv.command.get(k))})
-    teardown = core.start_span("swamp.cli.teardown", context=parent, start_time=min(
-        [s for _, s, _ in flush], default=inv.done_ns))
-    failed_step = next((s.name for s, _, _ in reversed(inv.steps) if s.name != "release"), None) if failed else None
-    pushed = sum(s.work.files_pushed for s, _, _ in inv.steps if s.name == "push")
-    step_span: dict[int, Any] = {}
-    for step, start, end in inv.steps:
-        root = teardown if step.name in TEARDOWN_STEPS else cli
-        name, attrs = _step_attributes(inv, step.name, step.work, pushed)
-        ctx = child_of(root)
-        wrapper = None
-        if step.name == "lock" and inv.command["command"] in ("run", "delete"):  # core's own span around it
-            wrapper = core.start_span("swamp.lock.acquire", context=ctx, start_time=start, attributes={
-                "lock.key": f"{inv.lock_key}#{secrets.token_hex(4)}", "lock.label": "datastore"})
-            ctx = child_of(wrapper)
-        if step.name in ("lock", "commit_lock"):
-            attrs["lock.wait_duration_ms"] = step.ms
-        tracer = core if name.startswith("swamp.") else ext
-        span = tracer.start_span(name, context=ctx, start_time=start, attributes=attrs)
-        step_span[id(step.work)] = (span, end, step.name == failed_step, wrapper)
-    release = next((v for v in step_span.values() if v[0].name.endswith("lock release")), None)
-    for call in inv.calls:
-        owner = step_span.get(id(call.work)) if call.work is not None else None
-        owner = owner or release  # a heartbeat's renewals count for the release, as the model counts them
-        ctx = child_of(owner[0]) if owner is not None else child_of(cli)
-        span = ext.start_span(f"{REQUEST[inv.backend]} {call.op}", context=ctx, start_time=call.start_ns,
-                              attributes={**call.attributes, **({"http.response.status_code": call.status}
-                                                                 if call.status is not None else {})})
-        for n in range(2, call.sends + 1):
-            span.add_event("retry", {"retry.attempt": n - 1})
-        if call.error:
-            span.set_attribute("error.type", call.error)
-            span.set_status(Status(StatusCode.ERROR, call.error))
-        span.end(end_time=call.end_ns or call.start_ns)
+    error_status = Status(StatusCode.ERROR, str(inv.error)[:300]) if inv.error is not None else None
+    cli, teardown, cli_end = _root_spans(core, parent, inv)
+    step_span = _step_spans(core, ext, parent, inv, cli, teardown)
+    _request_spans(ext, parent, inv, cli, step_span)
     for span, end, is_failed, wrapper in step_span.values():
         if is_failed and error_status is not None:
             span.set_status(error_status)
@@ -260,3 +216,69 @@ def export(endpoint: str, traceparent: str | None, inv: Invocation) -> None:
         exporter.export(collect.spans)
     finally:
         exporter.shutdown()
+
+
+def _child_of(span: Any, parent: Any) -> Any:
+    from opentelemetry import trace as api
+
+    return api.set_span_in_context(span, parent)
+
+
+def _root_spans(core: Any, parent: Any, inv: Invocation) -> tuple[Any, Any, int]:
+    """The three roots: ``swamp.cli.bootstrap`` (ended), ``swamp.cli`` and ``swamp.cli.teardown`` (open), and
+    when ``swamp.cli`` ends (its action's last step)."""
+    area, sub, _ = COMMANDS[inv.command["command"]]
+    core.start_span("swamp.cli.bootstrap", context=parent, start_time=inv.started_ns).end(end_time=inv.ready_ns)
+    action = [t for t in inv.steps if t[0].name not in TEARDOWN_STEPS]
+    flush = [t for t in inv.steps if t[0].name in TEARDOWN_STEPS]
+    cli_end = max([e for _, _, e in action], default=inv.ready_ns)
+    cli = core.start_span("swamp.cli", context=parent, start_time=inv.ready_ns, attributes={
+        "swamp.command": area, "swamp.subcommand": sub, "swamp.args": " ".join(
+            str(inv.command.get(k, "")) for k in ("method", "instance") if inv.command.get(k))})
+    teardown = core.start_span("swamp.cli.teardown", context=parent, start_time=min(
+        [s for _, s, _ in flush], default=inv.done_ns))
+    return cli, teardown, cli_end
+
+
+def _step_spans(core: Any, ext: Any, parent: Any, inv: Invocation, cli: Any, teardown: Any) -> dict[int, Any]:
+    """One open span per step under its root (the lock's inside core's ``swamp.lock.acquire``), by its Work's
+    id: (span, end, whether the command failed in it, the wrapper around it)."""
+    failed_step = next((s.name for s, _, _ in reversed(inv.steps) if s.name != "release"), None) \
+        if inv.error is not None else None
+    pushed = sum(s.work.files_pushed for s, _, _ in inv.steps if s.name == "push")
+    step_span: dict[int, Any] = {}
+    for step, start, end in inv.steps:
+        root = teardown if step.name in TEARDOWN_STEPS else cli
+        name, attrs = _step_attributes(inv, step.name, step.work, pushed)
+        ctx = _child_of(root, parent)
+        wrapper = None
+        if step.name == "lock" and inv.command["command"] in ("run", "delete"):  # core's own span around it
+            wrapper = core.start_span("swamp.lock.acquire", context=ctx, start_time=start, attributes={
+                "lock.key": f"{inv.lock_key}#{secrets.token_hex(4)}", "lock.label": "datastore"})
+            ctx = _child_of(wrapper, parent)
+        if step.name in ("lock", "commit_lock"):
+            attrs["lock.wait_duration_ms"] = step.ms
+        tracer = core if name.startswith("swamp.") else ext
+        span = tracer.start_span(name, context=ctx, start_time=start, attributes=attrs)
+        step_span[id(step.work)] = (span, end, step.name == failed_step, wrapper)
+    return step_span
+
+
+def _request_spans(ext: Any, parent: Any, inv: Invocation, cli: Any, step_span: dict[int, Any]) -> None:
+    """One ended span per request, under its step's span (a heartbeat's under the release's, else the cli's)."""
+    from opentelemetry.trace import Status, StatusCode
+
+    release = next((v for v in step_span.values() if v[0].name.endswith("lock release")), None)
+    for call in inv.calls:
+        owner = step_span.get(id(call.work)) if call.work is not None else None
+        owner = owner or release  # a heartbeat's renewals count for the release, as the model counts them
+        ctx = _child_of(owner[0], parent) if owner is not None else _child_of(cli, parent)
+        span = ext.start_span(f"{REQUEST[inv.backend]} {call.op}", context=ctx, start_time=call.start_ns,
+                              attributes={**call.attributes, **({"http.response.status_code": call.status}
+                                                                 if call.status is not None else {})})
+        for n in range(2, call.sends + 1):
+            span.add_event("retry", {"retry.attempt": n - 1})
+        if call.error:
+            span.set_attribute("error.type", call.error)
+            span.set_status(Status(StatusCode.ERROR, call.error))
+        span.end(end_time=call.end_ns or call.start_ns)

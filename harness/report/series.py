@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from harness.metrics import numbers
 from harness.report.load import COUNT_COLUMNS, STEP_COLUMNS
 from harness.report.stats import poisson_interval
 
@@ -134,7 +135,8 @@ def with_windows(rows: pd.DataFrame, span: Span, window: float) -> pd.DataFrame:
 
 
 def exposure(idx: pd.Index, window: float, span: Span) -> np.ndarray:
-    return np.clip(span.seconds - idx.to_numpy(dtype=float), 1e-9, window)
+    """The seconds of each window inside the span (``harness.metrics.numbers.exposure``)."""
+    return numbers.exposure(idx.to_numpy(dtype=float), window, span.seconds)
 
 
 def rate_series(binned: pd.DataFrame, span: Span, window: float) -> pd.DataFrame:

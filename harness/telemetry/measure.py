@@ -2,7 +2,8 @@
 
 The definitions (docs/live-metrics.md), each over every row that arrives (successful and failed):
 
-- an iteration counts once, by outcome (``ok`` | ``failed``) and, when failed, its error kind;
+- an iteration counts once, by outcome (``ok`` | ``failed``) and, when failed, its error kind (as
+  ``harness.metrics.numbers.outcome`` says, for the live tab too);
 - a step's duration is observed when the step ran in the iteration (its column above 0 ms: a step that did not
   run, such as a prune between prunes or the steps after a failure, is 0), in seconds;
 - a step's requests are its ``<step>_requests`` column, summed;
@@ -21,6 +22,7 @@ from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from harness.metrics import numbers
 from harness.record.schema import STEP_COLUMNS, STEP_REQUEST_COLUMNS
 
 MAX_LOCK_KEYS = 20
@@ -63,8 +65,8 @@ def measure_rows(rows: Iterable[dict], batch: Batch | None = None) -> Batch:
     b = batch or Batch()
     for r in rows:
         process = str(r.get("worker") or "")
-        ok = bool(r.get("ok"))
-        b.iterations[(process, "ok" if ok else "failed", "" if ok else str(r.get("error_kind") or "other"))] += 1
+        ok, kind = numbers.outcome(r)
+        b.iterations[(process, "ok" if ok else "failed", kind)] += 1
         for step, col in STEP_COLUMNS.items():
             ms = float(r.get(col) or 0.0)
             if ms > 0:

@@ -1,22 +1,13 @@
-"""The harness tab's numbers, computed from iteration rows with the report's definitions.
+"""The harness tab's numbers, computed from iteration rows as they arrive, with the run's one set of definitions.
 
-The report (``harness/report/series.py``, ``harness/report/run/compute.py``) and this tab must agree, or a user sees
-one number live and another afterwards. So these are the same definitions,
-over rows as they arrive instead of a DataFrame at the end:
+The report and this tab must agree, or a user sees one number live and another afterwards: both compute the
+rate, the failure ratio, the step shares and the quantiles with ``harness.metrics.numbers`` (its docstring
+says each definition), over rows as they arrive here instead of a DataFrame at the end. What this module
+keeps is only the running sums those definitions are applied to:
 
-- rate: successful (failed) iterations whose end falls in the span, per second;
-- iteration failure ratio: failed iterations over all iterations;
-- a step's share: its mean milliseconds over the sum of the steps' means (the
-  report's stacked steps: lock wait, pull, method, push, commit, export,
-  delete, prune; ``release`` is not stacked), over successful iterations;
 - work counts: their mean per successful iteration;
-- lock wait p50 / p95: linear-interpolated quantiles (pandas' default), over
-  successful iterations (failed ones count in the failure rows);
-- read / write units: their sum over the span, per second (every iteration's:
-  a failed one consumed them too).
-
-``tests/unit/load/test_web_live.py`` checks these against the report's own functions on the
-same rows.
+- lock wait p50 / p95: over successful iterations (failed ones count in the failure rows);
+- read / write units: their sum over the span, per second (every iteration's: a failed one consumed them too).
 """
 
 from __future__ import annotations
@@ -30,12 +21,13 @@ from typing import Any
 import numpy as np
 
 from harness.metrics import bound as bounds
-from harness.metrics import machine
+from harness.metrics import machine, numbers
 from harness.metrics.bound import Resource
 from harness.metrics.lockuse import LOCK_EVENTS, Timeline, mean_interval, timelines
-from harness.record.schema import STEP_COLUMNS, STEP_LABELS
+from harness.metrics.numbers import STACKED_STEPS
+from harness.record.schema import STEP_LABELS
 
-REPORT_STEPS = tuple(c for c in STEP_COLUMNS.values() if c != "release_ms")
+REPORT_STEPS = STACKED_STEPS
 STEP_NAMES = STEP_LABELS
 BIN_S = 2.0  # the charts' resolution (merged when a test is long: at most MAX_POINTS points)
 MAX_POINTS = 150
@@ -50,13 +42,6 @@ UNITS = ("read_units", "write_units")
 def _event_s(e: dict) -> float:
     """When a lock event happened, in epoch seconds (its grant, else its end, else its start)."""
     return float(e.get("granted_ms") or e.get("end_ms") or e.get("invoke_ms") or 0) / 1000
-
-
-def quantiles(values: array, qs: tuple[float, ...]) -> list[float | None]:
-    """Linear interpolation between the closest ranks (numpy's and pandas' default); O(n), no sort kept."""
-    if len(values) == 0:
-        return [None] * len(qs)
-    return [float(x) for x in np.quantile(np.frombuffer(values, dtype=np.float64), qs)]
 
 
 @dataclass
@@ -80,15 +65,15 @@ class Summary:
 
     @property
     def ok_per_s(self) -> float:
-        return self.ok / self.seconds if self.seconds > 0 else 0.0
+        return numbers.per_second(self.ok, self.seconds)
 
     @property
     def failed_per_s(self) -> float:
-        return self.failed / self.seconds if self.seconds > 0 else 0.0
+        return numbers.per_second(self.failed, self.seconds)
 
     @property
     def failure_ratio(self) -> float | None:
-        return self.failed / self.iterations if self.iterations else None
+        return numbers.failure_ratio(self.failed, self.iterations)
 
 
 @dataclass
@@ -108,7 +93,7 @@ class Totals:
         self.iterations += 1
         for c in UNITS:
             self.units[c] += float(row.get(c) or 0.0)
-        if row["ok"]:
+        if numbers.outcome(row)[0]:
             self.ok += 1
             for c in REPORT_STEPS:
                 self.steps[c] += float(row.get(c) or 0.0)
@@ -122,14 +107,12 @@ class Totals:
     def summary(self, seconds: float) -> Summary:
         n = self.ok  # step times and work counts are per successful iteration
         means = {c: (v / n if n else 0.0) for c, v in self.steps.items()}
-        total = sum(means.values())
-        p50, p95 = quantiles(self.lock_waits, (0.5, 0.95))
-        shares = {c: (m / total if total > 0 else 0.0) for c, m in means.items()}
+        p50, p95 = numbers.quantiles(np.frombuffer(self.lock_waits, dtype=np.float64), (0.5, 0.95))
         return Summary(
             seconds=seconds, iterations=self.iterations, ok=self.ok,
             lock_p50=p50, lock_p95=p95,
-            step_shares=shares, counts={c: (v / n if n else None) for c, v in self.counts.items()},
-            units_per_s={c: (v / seconds if seconds > 0 else 0.0) for c, v in self.units.items()})
+            step_shares=numbers.shares(means), counts={c: (v / n if n else None) for c, v in self.counts.items()},
+            units_per_s={c: numbers.per_second(v, seconds) for c, v in self.units.items()})
 
 
 def summarize(rows: list[dict], seconds: float) -> Summary:
@@ -138,17 +121,6 @@ def summarize(rows: list[dict], seconds: float) -> Summary:
     for r in rows:
         t.add(r)
     return t.summary(seconds)
-
-
-def poisson_interval(k: np.ndarray, z: float = 1.959963984540054) -> tuple[np.ndarray, np.ndarray]:
-    """Byar's approximation to the exact Poisson interval (numpy: scipy stays out of the Locust master; the
-    report's ``harness.report.stats.poisson_interval`` is scipy's exact one, within 0.02 events and 1 % of this)."""
-    k = np.asarray(k, dtype=float)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        lo = k * np.clip(1 - 1 / (9 * k) - z / (3 * np.sqrt(k)), 0, None) ** 3
-    lo = np.where(k > 0, lo, 0.0)
-    k1 = k + 1
-    return lo, k1 * (1 - 1 / (9 * k1) + z / (3 * np.sqrt(k1))) ** 3
 
 
 @dataclass
@@ -202,10 +174,10 @@ class Live:
             self.recent.append(r)
             start, end = float(r["ts_start"]), float(r["ts_end"])
             b = self.bins.setdefault(int(math.floor(end / BIN_S)), Bin())
-            ok = bool(r["ok"])
+            ok, kind = numbers.outcome(r)
             b.ok += ok
             b.failed += not ok
-            b.connection += r.get("error_kind") == "connection"
+            b.connection += kind == "connection"
             for c in REPORT_STEPS:
                 v = float(r.get(c) or 0.0)
                 b.all_steps[c] += v
@@ -427,14 +399,13 @@ class Live:
             width.append(max(b - a, 1e-9))
             ok.append(sum(x.ok for x in bins))
             failed.append(sum(x.failed for x in bins))
-            sums = {c: sum(x.ok_steps[c] for x in bins) for c in REPORT_STEPS}
-            total = sum(sums.values())
+            part = numbers.shares({c: sum(x.ok_steps[c] for x in bins) for c in REPORT_STEPS}, empty=None)
             for c in REPORT_STEPS:
-                shares[STEP_NAMES[c]].append(sums[c] / total if total > 0 else None)
+                shares[STEP_NAMES[c]].append(part[c])
             users = self._alive(a, b, now)
             busy_step.append(min(1.0, sum(x.inside_s for x in bins) / (users * (b - a))) if users > 0 else None)
         w = np.array(width)
-        lo, hi = poisson_interval(np.array(ok, dtype=float))
+        lo, hi = numbers.poisson_band(np.array(ok, dtype=float))
         chosen = bounds.choose(self.resources(started_at, end, now))
         util = self._utilization_series(chosen, groups, busy_step)
         keep = {k: v for k, v in shares.items() if any(x for x in v)}

@@ -71,6 +71,27 @@ def judge(chapter: dict[str, Any], findings: dict[str, dict[str, Any]], comparis
     findings by label: the checks, what bound each run, what grew, the rates, shown or not, the sentence."""
     runs = chapter["runs"]
     present = [r for r in runs if r["label"] in findings]
+    checks = _checks(chapter, runs, present, findings, comparison, slopes)
+    shown = all(c.shown for c in checks)
+    many = len(runs) > 1
+    short = {r["label"]: _short(r["label"], runs) if many else "" for r in runs}
+    out = dict(chapter)
+    out.update(
+        runs=[{**r, "short": short[r["label"]]} for r in runs],
+        run_dirs=[r["run_dir"] for r in runs],
+        expected_sentence=ex.expected_sentence(chapter["expected"], {r["label"]: r["expect"] for r in runs
+                                                                     if r["expect"]}),
+        checks=[c.as_dict() for c in checks],
+        **_evidence(present, findings, comparison),
+        shown=shown, sentence=_verdict(checks, short if many else None))
+    return out
+
+
+def _checks(chapter: dict[str, Any], runs: list[dict[str, Any]], present: list[dict[str, Any]],
+            findings: dict[str, dict[str, Any]], comparison: dict[str, Any] | None,
+            slopes: dict[str, dict[str, Any]] | None) -> list[ex.Check]:
+    """The chapter's expectations judged on the runs it has, a failed check for each run with no report, and one
+    failed check when it expects nothing at all."""
     checks = ex.judge_chapter(chapter["expected"], [{"label": r["label"], "findings": findings[r["label"]],
                                                       "expect": r["expect"]} for r in present],
                               comparison, slopes)
@@ -79,35 +100,34 @@ def judge(chapter: dict[str, Any], findings: dict[str, dict[str, Any]], comparis
     if not checks:
         checks = [ex.Check("expect", None, False, "the chapter expects nothing its runs could show: give it an "
                                                   "expect table")]
-    shown = all(c.shown for c in checks)
-    failed = [c for c in checks if not c.shown]
-    many = len(runs) > 1
-    short = {r["label"]: _short(r["label"], runs) if many else "" for r in runs}
+    return checks
+
+
+def _verdict(checks: list[ex.Check], short: dict[str, str] | None) -> str:
+    """``Shown: ...`` when every check is, else what was not shown, then what was; each check led by its run's
+    short label when the chapter has several runs (``short``)."""
 
     def said(c: ex.Check) -> str:
-        return f"{short.get(c.run, c.run)}: {c.sentence}" if many and c.run else c.sentence
+        return f"{short.get(c.run, c.run)}: {c.sentence}" if short is not None and c.run else c.sentence
 
-    if shown:
-        sentence = "Shown: " + "; ".join(said(c) for c in checks) + "."
-    else:
-        sentence = "Not shown: " + "; ".join(said(c) for c in failed) + "."
-        ok = [c for c in checks if c.shown]
-        if ok:
-            sentence += " Shown as expected: " + "; ".join(said(c) for c in ok) + "."
-    out = dict(chapter)
-    out.update(
-        runs=[{**r, "short": short[r["label"]]} for r in runs],
-        run_dirs=[r["run_dir"] for r in runs],
-        expected_sentence=ex.expected_sentence(chapter["expected"], {r["label"]: r["expect"] for r in runs
-                                                                     if r["expect"]}),
-        checks=[c.as_dict() for c in checks],
-        bound_by=[bound_of(findings[r["label"]], r["label"]) for r in present],
-        grew=[x for r in present for x in grew_of(findings[r["label"]], r["label"])],
-        rates=[rate_of(findings[r["label"]], r["label"]) for r in present],
-        scaling=[s["sentence"] for s in (comparison or {}).get("fleet_scaling") or []],
-        backends=[s["sentence"] for s in (comparison or {}).get("backends") or []],
-        shown=shown, sentence=sentence)
-    return out
+    failed = [c for c in checks if not c.shown]
+    if not failed:
+        return "Shown: " + "; ".join(said(c) for c in checks) + "."
+    sentence = "Not shown: " + "; ".join(said(c) for c in failed) + "."
+    ok = [c for c in checks if c.shown]
+    if ok:
+        sentence += " Shown as expected: " + "; ".join(said(c) for c in ok) + "."
+    return sentence
+
+
+def _evidence(present: list[dict[str, Any]], findings: dict[str, dict[str, Any]],
+              comparison: dict[str, Any] | None) -> dict[str, list[Any]]:
+    """What the runs showed: what bound each, what grew, the rates, and the comparison's scaling and backends."""
+    return {"bound_by": [bound_of(findings[r["label"]], r["label"]) for r in present],
+            "grew": [x for r in present for x in grew_of(findings[r["label"]], r["label"])],
+            "rates": [rate_of(findings[r["label"]], r["label"]) for r in present],
+            "scaling": [s["sentence"] for s in (comparison or {}).get("fleet_scaling") or []],
+            "backends": [s["sentence"] for s in (comparison or {}).get("backends") or []]}
 
 
 def _short(label: str, runs: list[dict[str, Any]]) -> str:

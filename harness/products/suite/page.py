@@ -11,6 +11,7 @@ swamp's benchmark differs) and table in a section a reader opens.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from html import escape
 from pathlib import Path
 from typing import Any
@@ -89,6 +90,45 @@ def text(doc: dict[str, Any]) -> str:
 OVERLAPPING = ("total", "lock.held")  # not one of the phases a trial's time is split into
 
 
+@dataclass
+class Bar:
+    """One scenario's bar for one layout: where it sits, its median total with the distances to its min and max,
+    and its phases' shares as (phase index, left %, width %)."""
+
+    y: float
+    ms: float
+    below: float
+    above: float
+    parts: list[tuple[int, float, float]]
+
+
+def bars(doc: dict[str, Any], totals: list[dict[str, Any]], layouts: list[str], numbers: list[int],
+         phases: list[str], h: float) -> dict[str, list[Bar]]:
+    """The figure's bars per layout (pure: no plotting); scenarios a layout has no total for have no bar."""
+    out: dict[str, list[Bar]] = {}
+    for j, lay in enumerate(layouts):
+        out[lay] = []
+        for i, n in enumerate(numbers):
+            r = next((r for r in totals if r["number"] == n and r["layout"] == lay), None)
+            if r is None:
+                continue
+            ms = {x["phase"]: x["median_ms"] for x in doc["results"]
+                  if x["number"] == n and x["layout"] == lay and x["phase"] in phases}
+            out[lay].append(Bar(i + j * h, max(r["median_ms"], 1e-3), max(r["median_ms"] - r["min_ms"], 0),
+                                max(r["max_ms"] - r["median_ms"], 0), _phase_parts(ms, phases)))
+    return out
+
+
+def _phase_parts(ms: dict[str, float], phases: list[str]) -> list[tuple[int, float, float]]:
+    """Each phase that took time, as (its index, left %, width %) of the phases' sum."""
+    whole, left, parts = sum(ms.values()), 0.0, []
+    for k, ph in enumerate(phases):
+        if whole > 0 and ms.get(ph):
+            parts.append((k, left, ms[ph] / whole * 100))
+            left += ms[ph] / whole * 100
+    return parts
+
+
 def figure(doc: dict[str, Any], path: Path) -> Path | None:
     """Per scenario and layout: the total (median, with min-max, log scale) and where it goes, each phase's
     median as a share of the phases' sum."""
@@ -98,31 +138,18 @@ def figure(doc: dict[str, Any], path: Path) -> Path | None:
     layouts = [x for x in doc.get("layouts", []) if any(r["layout"] == x for r in totals)]
     numbers = sorted({int(r["number"]) for r in totals})
     phases = list(dict.fromkeys(r["phase"] for r in doc["results"] if r["phase"] not in OVERLAPPING))
-    bars = len(numbers) * max(1, len(layouts))
-    fig, (ax, share) = plt.subplots(1, 2, figsize=(12, min(0.14 * bars + 1.3, 5.6)), sharey=True,
+    n_bars = len(numbers) * max(1, len(layouts))
+    fig, (ax, share) = plt.subplots(1, 2, figsize=(12, min(0.14 * n_bars + 1.3, 5.6)), sharey=True,
                                     gridspec_kw={"width_ratios": [1, 1.2]})
     h = 0.8 / max(1, len(layouts))
     cmap = plt.get_cmap("tab20")
-    for j, lay in enumerate(layouts):
-        ys, xs, lo, hi = [], [], [], []
-        for i, n in enumerate(numbers):
-            r = next((r for r in totals if r["number"] == n and r["layout"] == lay), None)
-            if r is None:
-                continue
-            y = i + j * h
-            ys.append(y)
-            xs.append(max(r["median_ms"], 1e-3))
-            lo.append(max(r["median_ms"] - r["min_ms"], 0))
-            hi.append(max(r["max_ms"] - r["median_ms"], 0))
-            ms = {x["phase"]: x["median_ms"] for x in doc["results"]
-                  if x["number"] == n and x["layout"] == lay and x["phase"] in phases}
-            whole, left = sum(ms.values()), 0.0
-            for k, ph in enumerate(phases):
-                if whole > 0 and ms.get(ph):
-                    share.barh(y, ms[ph] / whole * 100, left=left, height=h, color=cmap(k % 20),
-                               edgecolor="white", linewidth=0.5)
-                    left += ms[ph] / whole * 100
-        ax.barh(ys, xs, height=h, xerr=[lo, hi], label=lay, capsize=2)
+    for lay, row in bars(doc, totals, layouts, numbers, phases, h).items():
+        for b in row:
+            for k, left, width in b.parts:
+                share.barh(b.y, width, left=left, height=h, color=cmap(k % 20), edgecolor="white", linewidth=0.5)
+        ax.barh([b.y for b in row], [b.ms for b in row], height=h, xerr=[[b.below for b in row],
+                                                                          [b.above for b in row]],
+                label=lay, capsize=2)
     names = {int(r["number"]): r["scenario"] for r in totals}
     ax.set_yticks([i + h * (len(layouts) - 1) / 2 for i in range(len(numbers))])
     ax.set_yticklabels([f"{n} {names[n]}" for n in numbers], fontsize=8)

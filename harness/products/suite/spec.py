@@ -232,13 +232,38 @@ def _scenario(table: Any, i: int, source: str) -> SuiteScenario:
         raise r.fail("name", "must be given (swamp's scenario name)")
     r.section = f"scenario {number} ({name})"
     op = r.choice("op", "push", OPS)
+    dirty = _dirty(r)
+    layouts, na = _layouts(r)
+    phases = r.get("phases", [])
+    if not isinstance(phases, list) or any(not isinstance(p, str) for p in phases):
+        raise r.fail("phases", f"must be a list of phase names, got {phases!r}")
+    quick_vals = _quick(r, source)
+    sc = SuiteScenario(
+        number=number, name=name, op=op, seeded=r.boolean("seeded", True), fresh=r.choice("fresh", "scenario", FRESH),
+        cache=r.choice("cache", "warm", CACHES), dirty=dirty, remote_changes=r.integer("remote_changes", 0, 0),
+        scope_models=r.integer("scope_models", 0, 0), phases=tuple(phases), layouts=tuple(layouts),
+        not_applicable=dict(na), quick=quick_vals, note=r.string("note", ""))
+    r.done()
+    where = f"{source}: scenario {number} ({name})"
+    if sc.op in PUSHES:
+        _check_push(sc, where)
+    else:
+        _check_pull(sc, where)
+    return sc
+
+
+def _dirty(r: _Reader) -> int | None:
+    """``dirty``: a count of files, or ``"all"`` (None)."""
     dirty_raw = r.get("dirty", 0)
     if dirty_raw == "all":
-        dirty: int | None = None
-    elif isinstance(dirty_raw, int) and not isinstance(dirty_raw, bool) and dirty_raw >= 0:
-        dirty = dirty_raw
-    else:
-        raise r.fail("dirty", f'must be a count of files or "all", got {dirty_raw!r}')
+        return None
+    if isinstance(dirty_raw, int) and not isinstance(dirty_raw, bool) and dirty_raw >= 0:
+        return dirty_raw
+    raise r.fail("dirty", f'must be a count of files or "all", got {dirty_raw!r}')
+
+
+def _layouts(r: _Reader) -> tuple[list[str], dict[str, str]]:
+    """``layouts`` and ``not_applicable``: every layout is either in the list or said why it does not apply."""
     layouts = r.get("layouts", list(ALL_LAYOUTS))
     if not isinstance(layouts, list) or not layouts or any(x not in ALL_LAYOUTS for x in layouts):
         raise r.fail("layouts", f"must be a non-empty list of {', '.join(ALL_LAYOUTS)}, got {layouts!r}")
@@ -254,42 +279,43 @@ def _scenario(table: Any, i: int, source: str) -> SuiteScenario:
     extra = sorted(set(na) - set(ALL_LAYOUTS))
     if extra:
         raise r.fail("not_applicable", f"names {extra[0]!r}, which is not a layout ({', '.join(ALL_LAYOUTS)})")
-    phases = r.get("phases", [])
-    if not isinstance(phases, list) or any(not isinstance(p, str) for p in phases):
-        raise r.fail("phases", f"must be a list of phase names, got {phases!r}")
+    return layouts, na
+
+
+def _quick(r: _Reader, source: str) -> dict[str, int]:
+    """The scenario's ``quick`` table: the values ``--quick`` uses instead."""
     quick = r.get("quick", {})
     if not isinstance(quick, dict):
         raise r.fail("quick", "must be a table of --quick values")
     qr = _Reader(quick, f"{r.section}.quick", source)
     quick_vals = {k: qr.integer(k, 0, 0) for k in QUICK_KEYS if k in quick}
     qr.done()
-    sc = SuiteScenario(
-        number=number, name=name, op=op, seeded=r.boolean("seeded", True), fresh=r.choice("fresh", "scenario", FRESH),
-        cache=r.choice("cache", "warm", CACHES), dirty=dirty, remote_changes=r.integer("remote_changes", 0, 0),
-        scope_models=r.integer("scope_models", 0, 0), phases=tuple(phases), layouts=tuple(layouts),
-        not_applicable=dict(na), quick=quick_vals, note=r.string("note", ""))
-    r.done()
-    where = f"{source}: scenario {number} ({name})"
-    if sc.op in PUSHES:
-        if sc.remote_changes or sc.scope_models:
-            raise HarnessError(f"{where}: remote_changes and scope_models are for pulls, not {sc.op}")
-        if sc.cache == "cold" and sc.seeded:
-            raise HarnessError(f"{where}: a cold cache cannot push into a seeded datastore (its versions would "
-                               "start again at 1): use cache = \"warm\" or seeded = false")
-        if sc.cache == "warm" and not sc.seeded:
-            raise HarnessError(f"{where}: a warm cache needs a seeded datastore (seeded = true)")
-    else:
-        if sc.dirty:
-            raise HarnessError(f"{where}: dirty is for pushes, not {sc.op}")
-        if not sc.seeded:
-            raise HarnessError(f"{where}: a pull needs a seeded datastore (seeded = true)")
-        if sc.fresh == "trial":
-            raise HarnessError(f"{where}: fresh = \"trial\" is for pushes (a pull does not change the datastore)")
-        if (sc.op == "scoped-pull") != (sc.scope_models > 0):
-            raise HarnessError(f"{where}: scope_models (at least 1) goes with op = \"scoped-pull\", and only there")
-        if sc.cache == "cold" and sc.remote_changes:
-            raise HarnessError(f"{where}: a cold cache pulls everything anyway: remote_changes needs cache = \"warm\"")
-    return sc
+    return quick_vals
+
+
+def _check_push(sc: SuiteScenario, where: str) -> None:
+    """What a push scenario may not say."""
+    if sc.remote_changes or sc.scope_models:
+        raise HarnessError(f"{where}: remote_changes and scope_models are for pulls, not {sc.op}")
+    if sc.cache == "cold" and sc.seeded:
+        raise HarnessError(f"{where}: a cold cache cannot push into a seeded datastore (its versions would "
+                           "start again at 1): use cache = \"warm\" or seeded = false")
+    if sc.cache == "warm" and not sc.seeded:
+        raise HarnessError(f"{where}: a warm cache needs a seeded datastore (seeded = true)")
+
+
+def _check_pull(sc: SuiteScenario, where: str) -> None:
+    """What a pull scenario may not say."""
+    if sc.dirty:
+        raise HarnessError(f"{where}: dirty is for pushes, not {sc.op}")
+    if not sc.seeded:
+        raise HarnessError(f"{where}: a pull needs a seeded datastore (seeded = true)")
+    if sc.fresh == "trial":
+        raise HarnessError(f"{where}: fresh = \"trial\" is for pushes (a pull does not change the datastore)")
+    if (sc.op == "scoped-pull") != (sc.scope_models > 0):
+        raise HarnessError(f"{where}: scope_models (at least 1) goes with op = \"scoped-pull\", and only there")
+    if sc.cache == "cold" and sc.remote_changes:
+        raise HarnessError(f"{where}: a cold cache pulls everything anyway: remote_changes needs cache = \"warm\"")
 
 
 def check_fits(suite: Suite, what: str = "") -> None:

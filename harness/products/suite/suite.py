@@ -67,39 +67,53 @@ def results(info: dict[str, Any], trials: list[dict[str, Any]]) -> list[dict[str
     rows = []
     for (number, layout), ts in sorted(groups.items(), key=lambda kv: (kv[0][0], layout_order.get(kv[0][1], 99))):
         ts = sorted(ts, key=lambda t: t["trial"])
-        order: list[str] = []
-        for t in ts:
-            order += [p["phase"] for p in t["phases"] if p["phase"] not in order]
-        keep = filters.get(number) or ()
-        names = [TOTAL] + [n for n in order if not keep or n in keep]
-        for name in names:
-            samples, counts, details = [], [], []
-            for t in ts:
-                if name == TOTAL:
-                    samples.append(float(t["total_ms"]))
-                    counts.append(_per_trial([p for p in t["phases"] if p["phase"] not in NOT_ADDITIVE]))
-                    continue
-                got = [p for p in t["phases"] if p["phase"] == name]
-                if got:
-                    samples.append(sum(float(p["ms"]) for p in got))
-                    counts.append(_per_trial(got))
-                    details += [p.get("detail", "") for p in got if p.get("detail")]
-            if not samples:
-                continue
-            ops = sorted({op for c in counts for op in c["requests"]})
-            row = {"number": number, "scenario": ts[0]["scenario"], "layout": layout, "phase": name,
-                   "trials": len(samples), "samples_ms": [round(x, 3) for x in samples], **_stats(samples),
-                   "requests": _median([sum(c["requests"].values()) for c in counts]),
-                   "bytes": _median([c["bytes_sent"] + c["bytes_received"] for c in counts]),
-                   "requests_by_op": {op: _median([c["requests"].get(op, 0) for c in counts]) for op in ops},
-                   "bytes_sent": _median([c["bytes_sent"] for c in counts]),
-                   "bytes_received": _median([c["bytes_received"] for c in counts]),
-                   "read_units": round(_median([c["read_units"] for c in counts]), 3),
-                   "write_units": round(_median([c["write_units"] for c in counts]), 3),
-                   "items_read": _median([c["items_read"] for c in counts]),
-                   "detail": Counter(details).most_common(1)[0][0] if details else ""}
-            rows.append(row)
+        for name in _phase_names(ts, filters.get(number) or ()):
+            samples, counts, details = _samples(ts, name)
+            if samples:
+                rows.append(_row(number, ts[0]["scenario"], layout, name, samples, counts, details))
     return rows
+
+
+def _phase_names(ts: list[dict[str, Any]], keep: tuple[str, ...]) -> list[str]:
+    """The total, then each phase in the order the trials first ran it (only those in ``keep`` when given)."""
+    order: list[str] = []
+    for t in ts:
+        order += [p["phase"] for p in t["phases"] if p["phase"] not in order]
+    return [TOTAL] + [n for n in order if not keep or n in keep]
+
+
+def _samples(ts: list[dict[str, Any]], name: str) -> tuple[list[float], list[dict[str, Any]], list[str]]:
+    """Per trial that ran the phase: its milliseconds and counts (summed over its runs of the phase; the total's
+    counts over the additive phases), and the details the phase said."""
+    samples, counts, details = [], [], []
+    for t in ts:
+        if name == TOTAL:
+            samples.append(float(t["total_ms"]))
+            counts.append(_per_trial([p for p in t["phases"] if p["phase"] not in NOT_ADDITIVE]))
+            continue
+        got = [p for p in t["phases"] if p["phase"] == name]
+        if got:
+            samples.append(sum(float(p["ms"]) for p in got))
+            counts.append(_per_trial(got))
+            details += [p.get("detail", "") for p in got if p.get("detail")]
+    return samples, counts, details
+
+
+def _row(number: int, scenario: str, layout: str, name: str, samples: list[float], counts: list[dict[str, Any]],
+         details: list[str]) -> dict[str, Any]:
+    """One result row: the samples' statistics and each count's median over the trials."""
+    ops = sorted({op for c in counts for op in c["requests"]})
+    return {"number": number, "scenario": scenario, "layout": layout, "phase": name,
+            "trials": len(samples), "samples_ms": [round(x, 3) for x in samples], **_stats(samples),
+            "requests": _median([sum(c["requests"].values()) for c in counts]),
+            "bytes": _median([c["bytes_sent"] + c["bytes_received"] for c in counts]),
+            "requests_by_op": {op: _median([c["requests"].get(op, 0) for c in counts]) for op in ops},
+            "bytes_sent": _median([c["bytes_sent"] for c in counts]),
+            "bytes_received": _median([c["bytes_received"] for c in counts]),
+            "read_units": round(_median([c["read_units"] for c in counts]), 3),
+            "write_units": round(_median([c["write_units"] for c in counts]), 3),
+            "items_read": _median([c["items_read"] for c in counts]),
+            "detail": Counter(details).most_common(1)[0][0] if details else ""}
 
 
 def summary(run_dir: str | Path) -> dict[str, Any]:

@@ -6,6 +6,7 @@ import hashlib
 import json
 import re
 import sys
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -73,21 +74,48 @@ def roles(f: dict[str, Any]) -> dict[int, str]:
     return {i: " = ".join(v) for i, v in out.items()}
 
 
+@dataclass
+class _Figures:
+    """One run's figures being made: what every figure reads, and the (file name, caption) pairs so far."""
+
+    run: Run
+    f: dict[str, Any]
+    fig_dir: Path
+    prefix: str
+    span: Any
+    binned: Any
+    made: list[tuple[str, str]] = field(default_factory=list)
+
+    @property
+    def window(self) -> float:
+        return self.f["window_s"]
+
+    @property
+    def title(self) -> str:
+        return self.run.label
+
+    def out(self, name: str, caption: str) -> Path:
+        self.made.append((f"{self.prefix}{name}", caption))
+        return self.fig_dir / f"{self.prefix}{name}"
+
+
 def run_figures(run: Run, f: dict[str, Any], fig_dir: Path, prefix: str = "") -> list[tuple[str, str]]:
     """Every figure that has something to show for this run; (file name, caption) pairs."""
-    rows, window = run.rows, f["window_s"]
-    span = run_span(run.info, rows)
-    binned = with_windows(rows, span, window)
-    title = run.label
-    made: list[tuple[str, str]] = []
+    span = run_span(run.info, run.rows)
+    fg = _Figures(run, f, fig_dir, prefix, span, with_windows(run.rows, span, f["window_s"]))
+    series = rate_series(fg.binned, span, fg.window)
+    _rate_figures(fg, series)
+    _step_figures(fg)
+    _side_figures(fg)
+    _observed_figure(fg, series)
+    return fg.made
 
-    def out(name: str, caption: str) -> Path:
-        made.append((f"{prefix}{name}", caption))
-        return fig_dir / f"{prefix}{name}"
 
+def _rate_figures(fg: _Figures, series: Any) -> None:
+    """The rate with its segments, the forecast, what binds, and the step that grew against its driver."""
+    f, span, window, title, out = fg.f, fg.span, fg.window, fg.title, fg.out
     fl = f["fleet"]
-    series = rate_series(binned, span, window)
-    users = compute.users_series(rows, run.users, span, window)
+    users = compute.users_series(fg.run.rows, fg.run.users, span, window)
     figures.rate(series, fl["levels"], roles(f), users, fl["warmup_s"], fl["stall"], span.seconds, window, title,
                  out("rate.png", f"successful and failed iterations per second ({window:g} s windows, 95 % band), "
                                  f"the {len(fl['levels'])} segment levels with start, floor and end marked; "
@@ -101,21 +129,29 @@ def run_figures(run: Run, f: dict[str, Any], fig_dir: Path, prefix: str = "") ->
         what = "what binds the fleet" if b["bound_binds"] else "the busiest resource (nothing binds the fleet)"
         figures.bound(b, span.seconds, title, out("bound.png", f"utilization per segment of {what}, {b['bound']}, "
                                                                "beside the next busiest shared resources (95 % band)"))
-    grew = _grew_points(_with_observed(run, f, span), f, span)
+    grew = _grew_points(_with_observed(fg.run, f, span), f, span)
     if grew:
         figures.causes(grew, span.seconds, title, out(
             "grew.png", f"the step that grew most, {f['grew_most']}, against its driver, "
                         f"{next(iter(grew.values()))[3]}: one dot per successful iteration (colour: time)"))
+
+
+def _nonzero_columns(table: Any) -> Any:
+    """The table's columns that are not all zero (or empty)."""
+    return table[[c for c in table.columns if table[c].fillna(0).any()]]
+
+
+def _step_figures(fg: _Figures) -> None:
+    """Failures by kind, step times, work counts, lock waits, the latency percentiles and each step's causes."""
+    rows, binned, span, window, title, out = fg.run.rows, fg.binned, fg.span, fg.window, fg.title, fg.out
     fails = compute.failure_series(binned, span, window)
     if fails.shape[1] and fails.to_numpy().any():
         figures.failures(fails, span.seconds, title, out("failures.png", "failed iterations per second by kind"))
-    steps = step_means(binned, span, window)
-    steps = steps[[c for c in steps.columns if steps[c].fillna(0).any()]]
+    steps = _nonzero_columns(step_means(binned, span, window))
     if steps.shape[1]:
         figures.step_time(steps, span.seconds, title,
                           out("step_time.png", "mean ms per step of successful iterations (gaps: none succeeded)"))
-    counts = count_means(binned, span, window)[COUNT_COLUMNS]
-    counts = counts[[c for c in counts.columns if counts[c].fillna(0).any()]]
+    counts = _nonzero_columns(count_means(binned, span, window)[COUNT_COLUMNS])
     if counts.shape[1]:
         figures.work_counts(counts, span.seconds, title, out(
             "work_counts.png", "mean work counts of successful iterations (all-zero counts left out)"))
@@ -123,49 +159,70 @@ def run_figures(run: Run, f: dict[str, Any], fig_dir: Path, prefix: str = "") ->
         figures.lock_wait(*compute.lock_wait_histogram(rows), title,
                           out("lock_wait.png", "lock wait per iteration, succeeded and failed"))
     ok_rows = successes(rows, ["ts_end", "total_ms", *STEP_COLUMNS, *COUNT_COLUMNS])
-    if len(ok_rows):
-        busiest = ok_rows[STEP_COLUMNS].mean().sort_values(ascending=False)
-        busiest = [c for c in busiest.index[:3] if busiest[c] > 0]
-        q = compute.percentile_series(binned, span, window, ["total_ms", *busiest])
-        figures.latency_percentiles(q, span.seconds, title,
-                                    out("latency_percentiles.png", "p50/p95/p99 per window, successful iterations"))
-        points = _cause_points(ok_rows, span)
-        if points:
-            figures.causes(points, span.seconds, title,
-                           out("causes.png", "each step's time against the count that drives it, one dot per "
-                                             "successful iteration (colour: time)"))
+    if not len(ok_rows):
+        return
+    busiest = ok_rows[STEP_COLUMNS].mean().sort_values(ascending=False)
+    busiest = [c for c in busiest.index[:3] if busiest[c] > 0]
+    q = compute.percentile_series(binned, span, window, ["total_ms", *busiest])
+    figures.latency_percentiles(q, span.seconds, title,
+                                out("latency_percentiles.png", "p50/p95/p99 per window, successful iterations"))
+    points = _cause_points(ok_rows, span)
+    if points:
+        figures.causes(points, span.seconds, title,
+                       out("causes.png", "each step's time against the count that drives it, one dot per "
+                                         "successful iteration (colour: time)"))
+
+
+def _inside(ts: Any, span: Any) -> tuple[np.ndarray, np.ndarray]:
+    """Seconds since the load's start of each timestamp, and which of them fall inside the span."""
+    t = seconds_since(ts, span.t0)
+    return t, (t >= 0) & (t <= span.seconds)
+
+
+def generator_series(g: Any, span: Any) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """Each Locust process's CPU samples inside the span: name -> (seconds, percent)."""
+    t, keep = _inside(g["ts"], span)
+    out = {}
+    for name in sorted(g["process"].unique()):
+        mine = keep & (g["process"] == name).to_numpy()
+        out[str(name)] = (t[mine], g["cpu_percent"].to_numpy()[mine])
+    return out
+
+
+def _side_figures(fg: _Figures) -> None:
+    """What the side files show: the stand-in's probe, the generator's CPU, the arrivals' queue and wait."""
+    run, f, span, title, out = fg.run, fg.f, fg.span, fg.title, fg.out
     if f.get("probe") and run.probes is not None:
         p = run.probes[run.probes["op"] == f["probe"]["op"]]
-        t = seconds_since(p["ts"], span.t0)
-        keep = (t >= 0) & (t <= span.seconds)
+        t, keep = _inside(p["ts"], span)
         figures.probe(t[keep], p["ms"].to_numpy()[keep], f["probe"]["op"], span.seconds, title,
                       out("probe.png", f"the stand-in's {f['probe']['op']} probe while the load ran"))
     if f.get("generator") and run.generator is not None:
-        g = run.generator
-        t = seconds_since(g["ts"], span.t0)
-        keep = (t >= 0) & (t <= span.seconds)
-        series_g = {str(name): (t[keep & (g["process"] == name).to_numpy()],
-                                g["cpu_percent"].to_numpy()[keep & (g["process"] == name).to_numpy()])
-                    for name in sorted(g["process"].unique())}
-        figures.generator(series_g, span.seconds, title, out("generator.png", "load generator CPU per Locust process"))
+        figures.generator(generator_series(run.generator, span), span.seconds, title,
+                          out("generator.png", "load generator CPU per Locust process"))
     if f.get("wait") or f.get("stages"):
+        rows = run.rows
         fleet = (run.info.get("scenario") or {}).get("fleet") or {}
         ti = seconds_since(wait.intended(rows), span.t0)
-        wait_figure.queue_and_wait(wait.queued_series(rows, span, fleet, window), ti, wait.waits(rows).to_numpy(),
-                                   window, f.get("stages") or [], span.seconds, title,
+        wait_figure.queue_and_wait(wait.queued_series(rows, span, fleet, fg.window), ti, wait.waits(rows).to_numpy(),
+                                   fg.window, f.get("stages") or [], span.seconds, title,
                                    out("wait.png", "arrivals queued (arrived, not yet started) and the wait's p50 / "
                                                    "p99 by intended start; each stage's start dotted"))
-    ob = f.get("observed")
-    lv = observed_levels(run, span) if ob else {}
-    if lv:
-        legacy = (ob.get("agreement") or {}).get("legacy") or {}
-        pairs = legacy.get("series")
-        observed_figure.observed(series, window, lv, (np.array(pairs["t"]), np.array(pairs["pulls"])) if pairs
-                                 else None, span.seconds, title,
-                                 out("observed.png", "the datastore's own counts over time, as the observer read "
-                                                     "them (observed.csv), under the successful iterations per "
-                                                     "second"))
-    return made
+
+
+def _observed_figure(fg: _Figures, series: Any) -> None:
+    """The datastore's own counts as the observer read them, under the rate."""
+    ob = fg.f.get("observed")
+    lv = observed_levels(fg.run, fg.span) if ob else {}
+    if not lv:
+        return
+    legacy = (ob.get("agreement") or {}).get("legacy") or {}
+    pairs = legacy.get("series")
+    observed_figure.observed(series, fg.window, lv, (np.array(pairs["t"]), np.array(pairs["pulls"])) if pairs
+                             else None, fg.span.seconds, fg.title,
+                             fg.out("observed.png", "the datastore's own counts over time, as the observer read "
+                                                    "them (observed.csv), under the successful iterations per "
+                                                    "second"))
 
 
 OBSERVED_SHOWN = 4  # panels: the measures that grew first

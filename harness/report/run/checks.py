@@ -24,6 +24,7 @@ from harness.core.intervals import quantile_interval, wilson_interval
 from harness.gates import expr
 from harness.gates.columns import needed
 from harness.gates.judge import LockShare, Observed, judge
+from harness.metrics import numbers
 from harness.record.reader import read_rows
 from harness.report.run.check_result import CheckResult
 from harness.report.run.dead_endpoint import dead_endpoint
@@ -65,7 +66,7 @@ def results(rows: pd.DataFrame, checks: Any, info: dict | None = None, locks: Lo
     max_ratio = _get(checks, "max_failure_ratio", 1.0)
     if max_ratio < 1.0:  # at 100 % (the default) no run can fail it: no check, so never "passed 1/1"
         failed, n = int((~rows["ok"]).sum()), len(rows)
-        ratio = failed / n
+        ratio = numbers.failure_ratio(failed, n) or 0.0  # n > 0: the rows are not empty
         lo, hi = wilson_interval(failed, n)
         verdict = "above the allowed" if ratio > max_ratio else "within the allowed"
         out.append(CheckResult("max_failure_ratio", ratio <= max_ratio, ratio, max_ratio,

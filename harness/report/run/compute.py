@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from harness.metrics import numbers
 from harness.report.load import STEP_COLUMNS
 from harness.report.run.causes import STEP_LABELS
 from harness.report.series import Span, exposure, seconds_since, successes, window_index
@@ -68,7 +69,7 @@ def percentile_table(rows: pd.DataFrame) -> list[dict[str, Any]]:
         v = s.to_numpy(dtype=float)
         if len(v) == 0:
             continue
-        pct = np.percentile(v, PERCENTILES)
+        pct = numbers.percentiles(v, PERCENTILES)
         out.append({"name": label, "count": int(len(v)), "mean": float(v.mean()), "min": float(v.min()),
                     "max": float(v.max()), **{f"p{p:g}": float(x) for p, x in zip(PERCENTILES, pct, strict=True)}})
     return out
@@ -91,10 +92,9 @@ def failure_table(rows: pd.DataFrame, span: Span) -> tuple[list[dict[str, Any]],
 
 
 def step_shares(ok: pd.DataFrame) -> pd.Series:
-    """Share of a successful iteration's time per step."""
+    """Share of a successful iteration's time per step (``harness.metrics.numbers.shares``)."""
     means = ok[STEP_COLUMNS].mean().fillna(0.0)
-    total = means.sum()
-    return means / total if total > 0 else means
+    return pd.Series(numbers.shares(means.to_dict()), index=means.index, dtype=float)
 
 
 LOCK_WAIT_COLUMNS = ("lock_wait_ms", "commit_lock_ms")  # two-phase waits twice: the model lock, the global one

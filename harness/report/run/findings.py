@@ -9,6 +9,7 @@ import pandas as pd
 
 from harness.core.intervals import wilson_interval
 from harness.metrics import bound as bounds
+from harness.metrics import numbers
 from harness.metrics.lockuse import Intervals
 from harness.record import outcome
 from harness.record.schema import QUERY_COLUMNS, SIZE_COLUMNS
@@ -84,8 +85,6 @@ def findings(rows: pd.DataFrame, info: dict | None = None, *, probes: pd.DataFra
     cause = step_causes(Stretch(ok, t_succ, first, last), observing.OBSERVED_DRIVERS)
     s_first, s_last = step_shares(early_rows), step_shares(end_rows)
     failed = int((~ok_mask).sum())
-    errors = rows.loc[~ok_mask, "error_kind"].value_counts()
-    table, left_out = failure_table(rows, span)
     out: dict[str, Any] = {
         "rows": int(len(rows)), "successes": int(ok_mask.sum()), "failures": failed,
         "workers": int(rows["user"].nunique()),
@@ -93,12 +92,8 @@ def findings(rows: pd.DataFrame, info: dict | None = None, *, probes: pd.DataFra
                  "start_from": span.start_from, "end_from": span.end_from, "note": span.note()},
         "duration_s": span.seconds, "window_s": window,
         "fleet": fleet,
-        "per_worker": {k: (x.rate / x.users if x.users > 0 else None)
-                       for k, x in (("start_rate", start), ("floor_rate", floor), ("end_rate", end))},
-        "failure_ratio": failed / len(rows), "failure_interval": list(wilson_interval(failed, len(rows))),
-        "failure_rates": _failure_levels(start, end),
-        "errors": {k: int(errors.get(k, 0)) for k in [*ERROR_KINDS, *sorted(set(errors.index) - set(ERROR_KINDS))]},
-        "failures_table": table, "failure_messages_left_out": left_out,
+        "per_worker": _per_worker(start, floor, end),
+        **_failure_fields(rows, ok_mask, span, start, end),
         "dominant_step": _dominant(s_first, s_last),
         "compared": {"early_s": list(first), "late_s": list(last),
                      "late_is": "floor" if late is floor and late is not end else "end"},
@@ -110,9 +105,7 @@ def findings(rows: pd.DataFrame, info: dict | None = None, *, probes: pd.DataFra
         "probe": probe_trend(probes, span),
         "generator": generator_load(generator, span),
         "safety": _safety(safety),
-        "incomplete": [p for p in info.get("incomplete") or [] if isinstance(p, dict)],
-        "failed_parts": [p for p in info.get("failed_parts") or [] if isinstance(p, dict)],
-        "stand_in": info.get("stand_in"),
+        **_run_parts(info),
         "checks": _checks(rows, info, shares),
         "observed": observing.findings(observed, rows, span, info),
     }
@@ -131,6 +124,33 @@ def findings(rows: pd.DataFrame, info: dict | None = None, *, probes: pd.DataFra
     out["outcome"] = outcome.of(info, out).as_dict()  # how it ended, the rate, the bound, the checks: once
     out["verdict"] = words.verdict(out)
     return out
+
+
+def _per_worker(start: Level, floor: Level, end: Level) -> dict[str, float | None]:
+    """The rate per worker at the start, the floor and the end (None where no worker ran)."""
+    return {k: (x.rate / x.users if x.users > 0 else None)
+            for k, x in (("start_rate", start), ("floor_rate", floor), ("end_rate", end))}
+
+
+def _failure_fields(rows: pd.DataFrame, ok_mask: np.ndarray, span: Any, start: Level, end: Level) -> dict[str, Any]:
+    """The failures: their ratio with its interval, their rates at the start and the end, per kind, and the
+    table of messages."""
+    failed, n = int((~ok_mask).sum()), len(rows)
+    errors = rows.loc[~ok_mask, "error_kind"].value_counts()
+    table, left_out = failure_table(rows, span)
+    return {
+        "failure_ratio": numbers.failure_ratio(failed, n), "failure_interval": list(wilson_interval(failed, n)),
+        "failure_rates": _failure_levels(start, end),
+        "errors": {k: int(errors.get(k, 0)) for k in [*ERROR_KINDS, *sorted(set(errors.index) - set(ERROR_KINDS))]},
+        "failures_table": table, "failure_messages_left_out": left_out,
+    }
+
+
+def _run_parts(info: dict) -> dict[str, Any]:
+    """What run.json says of the run's parts: those that did not finish, those that failed, the stand-in."""
+    return {"incomplete": [p for p in info.get("incomplete") or [] if isinstance(p, dict)],
+            "failed_parts": [p for p in info.get("failed_parts") or [] if isinstance(p, dict)],
+            "stand_in": info.get("stand_in")}
 
 
 def _ahead(out: dict[str, Any], rows: pd.DataFrame, ok: pd.DataFrame, t: np.ndarray, t_succ: np.ndarray,

@@ -14,8 +14,9 @@ import numpy as np
 import pytest
 
 from harness.load.web import live as live_mod
-from harness.load.web.live import Live, poisson_interval
+from harness.load.web.live import Live
 from harness.load.web.tab import table
+from harness.metrics.numbers import poisson_band
 from harness.report.load import open_run
 from harness.report.run.build import findings_of
 from harness.report.stats import poisson_interval as report_poisson
@@ -151,6 +152,6 @@ def test_the_tabs_poisson_band_is_the_reports_within_byars_approximation():
     report's interval is scipy's exact one. They agree within 0.02 events and 1 %: Byar's lower end at one event
     (0.013) is the farthest from the exact (0.025)."""
     k = np.array([0, 1, 2, 5, 17, 120, 4000], dtype=float)
-    for a, b in zip(poisson_interval(k), report_poisson(k), strict=True):
+    for a, b in zip(poisson_band(k), report_poisson(k), strict=True):
         assert np.allclose(a, b, rtol=0.01, atol=0.02)
         assert not np.allclose(a[1:3], b[1:3], rtol=1e-4)  # two methods, not one
