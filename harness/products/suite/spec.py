@@ -84,9 +84,6 @@ class SuiteScenario:
     def key(self) -> str:
         return f"{self.number:02d}"
 
-    def dirty_count(self, shape: Shape) -> int:
-        return shape.files if self.dirty is None else self.dirty
-
     def applies(self, layout: str) -> bool:
         return layout in self.layouts
 
