@@ -33,7 +33,8 @@ NOTEBOOK = Path("review.ipynb")  # relative to ROOT
 HOST = "127.0.0.1"  # never another interface: the server executes code
 RUNS_VARIABLE = "HARNESS_REVIEW_RUNS"
 RUNS_DIR_VARIABLE = "HARNESS_RUNS_DIR"  # the folder whose latest run it reviews when none is named
-INSTALL_HINT = "bash .ci/install notebook"
+# a checkout's venv, or an install from a clone (the extra into the harness's environment; pipx: `'.[notebook]'`)
+INSTALL_HINT = "`bash .ci/install notebook` (a checkout), or `pip install '.[notebook]'` in the clone it came from"
 
 
 def run_list(run_dirs: list[str]) -> str:
@@ -86,7 +87,7 @@ def _check_port(port: int) -> None:
 
 def cmd_notebook(run_dirs: list[str], port: int, open_browser: bool) -> int:
     if importlib.util.find_spec("jupyterlab") is None:
-        raise HarnessError(f"JupyterLab is not installed: install it with `{INSTALL_HINT}` (the notebook extra)")
+        raise HarnessError(f"JupyterLab is not installed: install it with {INSTALL_HINT} (the notebook extra)")
     env = environment(run_dirs)
     _check_port(port)
     token = secrets.token_urlsafe(24)
