@@ -76,7 +76,6 @@ def test_node_modules_are_found_by_the_variable_then_the_current_directory_then_
     (checkout / "package.json").write_text("{}")
     assert dynalite.node_modules() is None and dynalite.node_modules_dirs() == [here / "node_modules",
                                                                                  checkout / "node_modules"]
-    assert dynalite.node_modules() is None
     checkout_modules = install(checkout)
     assert dynalite.node_modules() == checkout_modules
     here_modules = install(here)
