@@ -7,7 +7,6 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
     PYTHONUNBUFFERED=1 \
     PIP_NO_CACHE_DIR=1 \
     PIP_DISABLE_PIP_VERSION_CHECK=1 \
-    HARNESS_SCENARIOS=/app/scenarios \
     MPLCONFIGDIR=/tmp/matplotlib
 
 WORKDIR /app
@@ -15,7 +14,6 @@ WORKDIR /app
 # and nothing otherwise; pyproject.toml keeps the COPY from matching nothing at all.
 COPY pyproject.toml README.md constraints.tx[t] ./
 COPY harness ./harness
-COPY scenarios ./scenarios
 COPY locustfile.py ./
 RUN if [ -f constraints.txt ]; then pip install -c constraints.txt . ; else pip install . ; fi \
  && useradd --uid 10001 --home-dir /app --no-create-home --shell /usr/sbin/nologin harness \

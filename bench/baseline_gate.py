@@ -52,7 +52,7 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="baseline-gate-") as tmp:
         t = Path(tmp)
         slower = t / "shared-lock-slower.toml"
-        slower.write_text((ROOT / "scenarios" / "shared-lock.toml").read_text() + SLOWER)
+        slower.write_text((ROOT / "harness" / "config" / "scenarios" / "shared-lock.toml").read_text() + SLOWER)
         for backend in backends:
             common = ["--backend", backend, "--duration", duration, "--workers", a.workers]
             base, same, slow = t / f"{backend}-base", t / f"{backend}-same", t / f"{backend}-slow"

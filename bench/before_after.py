@@ -36,7 +36,9 @@ BACKENDS = ("dynamodb", "s3")
 
 def variant(tree: Path, name: str, out: Path, fencing: bool) -> Path:
     """A copy of ``tree``'s scenario with its fencing set (written beside the runs)."""
-    text = (tree / "scenarios" / f"{name}.toml").read_text()
+    folder = next((d for d in (tree / "harness" / "config" / "scenarios", tree / "scenarios") if d.is_dir()),
+                  tree / "scenarios")  # the package's (since issue 53), or an older tree's top-level folder
+    text = (folder / f"{name}.toml").read_text()
     for value in ("true", "false"):
         text = text.replace(f"fencing = {value} ", f"fencing = {str(fencing).lower()} ")
         text = text.replace(f"fencing = {value}\n", f"fencing = {str(fencing).lower()}\n")

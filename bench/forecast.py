@@ -24,92 +24,13 @@ import time
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-import pyarrow.parquet as pq
-
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from harness.record import runinfo  # noqa: E402
-from harness.record.schema import COUNT_COLUMNS, SCHEMA, STEP_COLUMNS, UNIT_COLUMNS  # noqa: E402
-from tests.support.synthetic import T0, run_info  # noqa: E402
+from tests.support.forecast_runs import findings_at, simulate, write_run  # noqa: E402  (the tests' fleets too)
 
 TOLERANCE = 0.30  # the issue's: the measured end rate within 30 % of the point
-
-
-def simulate(*, workers: int, duration_s: float, base_ms: float = 100.0, per_entry_ms: float = 0.5,
-             power: float = 1.0, entries_per_it: float = 10.0, start_entries: float = 0.0, cap: float | None = None,
-             shared: bool = False, lock_hold_ms: float | None = None, gap_ms: float = 20.0, seed: int = 0,
-             noise: float = 0.15) -> list[dict[str, Any]]:
-    """A closed fleet, iteration by iteration: each iteration adds ``entries_per_it`` to its namespace's count
-    (its worker's own, or the fleet's with ``shared``; at most ``cap``: a pruned catalog) and its commit takes
-    ``per_entry_ms * count ** power`` beside ``base_ms`` of other steps (lognormal noise). With ``lock_hold_ms``
-    one lock serialises every iteration's pull and commit: a worker waits for it (the lock-bound fleet)."""
-    rng = np.random.default_rng(seed)
-    t = rng.uniform(0, 0.2, workers)
-    counts = np.full(workers, float(start_entries))
-    fleet_count = float(start_entries)
-    it = np.zeros(workers, dtype=int)
-    free_at = 0.0
-    rows: list[dict[str, Any]] = []
-    while True:
-        w = int(np.argmin(t))
-        if t[w] >= duration_s:
-            break
-        if shared:
-            fleet_count = min(fleet_count + entries_per_it, cap) if cap else fleet_count + entries_per_it
-            c = fleet_count
-        else:
-            counts[w] = min(counts[w] + entries_per_it, cap) if cap else counts[w] + entries_per_it
-            c = counts[w]
-        commit = per_entry_ms * c ** power * rng.lognormal(0, noise)
-        pull = base_ms * rng.lognormal(0, noise)
-        start = t[w]
-        wait = 0.0
-        if lock_hold_ms is not None:
-            granted = max(start, free_at)
-            wait = (granted - start) * 1000
-            hold = lock_hold_ms * rng.lognormal(0, noise) + commit
-            free_at = granted + hold / 1000
-            end = free_at
-            pull = lock_hold_ms
-        else:
-            end = start + (pull + commit) / 1000
-        total = (end - start) * 1000
-        row = {c_: None for c_ in SCHEMA.names}
-        row.update({c_: 0.0 for c_ in (*STEP_COLUMNS.values(), *UNIT_COLUMNS)})
-        row.update({c_: 0 for c_ in COUNT_COLUMNS})
-        row.update(ts_start=T0 + start, ts_end=T0 + end, user=f"w0-{w}", worker="local", scenario="forecast",
-                   backend="dynamodb", model_id=f"w0-{w}-m", ok=True, error_kind="", error="", total_ms=total,
-                   iteration=int(it[w]), pull_ms=pull, commit_ms=commit, lock_wait_ms=wait,
-                   index_entries_written=int(round(c)), lock_attempts=1)
-        rows.append(row)
-        it[w] += 1
-        t[w] = end + gap_ms / 1000 * rng.lognormal(0, noise)
-    return rows
-
-
-def write_run(path: Path, rows: list[dict[str, Any]], *, workers: int, duration_s: float,
-              namespaces: str = "per-worker") -> Path:
-    """The rows as a run directory the report reads (run.json, one Parquet shard)."""
-    from harness.record.writer import to_table
-
-    (path / "iterations").mkdir(parents=True, exist_ok=True)
-    pq.write_table(to_table(rows), path / "iterations" / "part-synthetic-000000.parquet")
-    meta = run_info(workers=workers, duration_s=duration_s, scenario="forecast")
-    meta["scenario"]["datastore"] = {"namespaces": namespaces}
-    meta["run_id"] = path.name
-    runinfo.write(path, meta)
-    return path
-
-
-def findings_at(path: Path, at: str) -> dict[str, Any]:
-    from harness.report.forecast.horizon import parse
-    from harness.report.load import open_run
-    from harness.report.run.build import findings_of
-
-    return findings_of(open_run(path), horizon=parse(at))
 
 
 CASES: dict[str, dict[str, Any]] = {

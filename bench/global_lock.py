@@ -89,7 +89,7 @@ def show(t: pd.DataFrame) -> None:
 def quick() -> list[str]:
     """Two 6-second two-phase-namespaced runs (swamp's own, then the same fenced) on the embedded stand-in."""
     out = Path(tempfile.mkdtemp(prefix="global-lock-"))
-    scenario = Path(__file__).resolve().parents[1] / "scenarios" / "two-phase-namespaced.toml"
+    scenario = Path(__file__).resolve().parents[1] / "harness" / "config" / "scenarios" / "two-phase-namespaced.toml"
     fenced = out / "two-phase-namespaced-fenced.toml"
     fenced.write_text(scenario.read_text().replace("fencing = false", "fencing = true"))
     dirs = []

@@ -42,7 +42,7 @@ FIELDS = ("acquisitions", "contended", "overlaps", "pauses", "acknowledged", "re
 
 def scenario_file(name: str, fencing: bool, where: Path) -> Path:
     """The shipped scenario, or a copy of it with ``fencing = false``."""
-    shipped = ROOT / "scenarios" / f"{name}.toml"
+    shipped = ROOT / "harness" / "config" / "scenarios" / f"{name}.toml"
     if fencing:
         return shipped
     text = re.sub(r"(?m)^fencing = true\b.*$", "fencing = false", shipped.read_text())

@@ -17,10 +17,6 @@ class Endpoints:
     s3: str | None
     kind: str  # "embedded" (a stand-in the harness started), "aws", or "other" (DynamoDB Local, a user's moto...)
 
-    @property
-    def is_aws(self) -> bool:
-        return self.kind == "aws"
-
 
 def is_loopback(url: str) -> bool:
     host = urlparse(url).hostname or ""

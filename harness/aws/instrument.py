@@ -30,9 +30,9 @@ from harness.aws.capacity import (
 )
 from harness.core.aws_errors import EARLIER_UNANSWERED, attempt_unanswered, mark_unanswered
 from harness.core.item_size import item_size
-from harness.core.work import current_work, note_send, recording
+from harness.core.work import current_work, note_send
 
-__all__ = ["recording", "instrument", "register_shape", "register_table", "current_call", "SHAPES"]
+__all__ = ["instrument", "register_shape", "register_table", "current_call", "SHAPES"]
 SHAPES: dict[str, TableShape] = {}  # table name -> keys and GSIs, learned from Create/DescribeTable or registered
 # (table, pk, sk) -> the size of an item over 1 KB as an UpdateItem returned it (ReturnValues=ALL_NEW): the next
 # update of that item is priced by it, before it is sent (the throttling model) and after (the accounting)

@@ -315,8 +315,8 @@ def run_options(args: argparse.Namespace) -> RunOptions:
 
 
 def _cmd_run(args: argparse.Namespace, env: UserEnvironment) -> int:
-    from harness.config.build import PASSWORD_ENV, plan_run
-    from harness.core.environment import secret
+    from harness.config.build import plan_run
+    from harness.core.environment import WEB_PASSWORD_ENV, secret
     from harness.supervisor import gates
     from harness.supervisor.run import EXIT_CHECKS_FAILED, EXIT_DID_NOT_COMPLETE, run
 
@@ -327,7 +327,7 @@ def _cmd_run(args: argparse.Namespace, env: UserEnvironment) -> int:
         if args.baseline:
             raise HarnessError("--baseline compares one run: a climb (--rate LO..HI) makes several")
         return climb(run_options(args), env, args.rate, args.steps)
-    plan = plan_run(run_options(args), env, password=secret(PASSWORD_ENV) if args.web_login else "")
+    plan = plan_run(run_options(args), env, password=secret(WEB_PASSWORD_ENV) if args.web_login else "")
     gates.refuse_baseline(args, plan)  # another scenario, backend, fleet size or latency: before anything starts
     res = run(plan)
     print(f"harness: {res.rows} iterations recorded in {res.run_dir}")

@@ -35,12 +35,11 @@ from harness.config.plan import (
     new_run_id,
 )
 from harness.config.telemetry import CLOUDWATCH_WAIT_S, telemetry_plan
-from harness.core.environment import UserEnvironment
+from harness.core.environment import WEB_PASSWORD_ENV, WEB_USERNAME_ENV, UserEnvironment
 from harness.core.errors import HarnessError
 
 MASTER_PORT = 5557  # Locust's own default: workers of a --master run connect here
 MIN_PASSWORD = 12  # the web login's password, at least this long
-PASSWORD_ENV, USERNAME_ENV = "HARNESS_WEB_PASSWORD", "HARNESS_WEB_USERNAME"
 
 
 @dataclass(frozen=True)
@@ -242,10 +241,10 @@ def _region(credentials: str) -> str:
 def check_password(password: str) -> str:
     """The web login's password as given, or a one-line error saying what to set."""
     if not password:
-        raise HarnessError(f"the web login needs a password: set {PASSWORD_ENV} (for example "
-                           f"`export {PASSWORD_ENV}=$(openssl rand -base64 18)`), or bind the UI to 127.0.0.1")
+        raise HarnessError(f"the web login needs a password: set {WEB_PASSWORD_ENV} (for example "
+                           f"`export {WEB_PASSWORD_ENV}=$(openssl rand -base64 18)`), or bind the UI to 127.0.0.1")
     if len(password) < MIN_PASSWORD:
-        raise HarnessError(f"{PASSWORD_ENV} is {len(password)} characters long: use at least {MIN_PASSWORD}")
+        raise HarnessError(f"{WEB_PASSWORD_ENV} is {len(password)} characters long: use at least {MIN_PASSWORD}")
     return password
 
 
@@ -271,7 +270,7 @@ def check_distribution(opts: RunOptions, password: str = "") -> None:
         check_password(password)
     if opts.web and not opts.web_login and not loopback(opts.web_host):
         raise HarnessError(f"the web UI on {opts.web_host} would be open to anyone who reaches it: add --web-login "
-                           f"(one account from {USERNAME_ENV} / {PASSWORD_ENV}) or use --web-host 127.0.0.1")
+                           f"(one account from {WEB_USERNAME_ENV} / {WEB_PASSWORD_ENV}) or use --web-host 127.0.0.1")
     if not opts.master:
         return
     if opts.processes:

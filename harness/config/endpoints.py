@@ -81,11 +81,6 @@ def resolve(variables: Mapping[str, str], *, aws: bool, needed: Iterable[str]) -
     return out
 
 
-def embedded(endpoints: Mapping[str, ServiceEndpoint], needed: Iterable[str]) -> list[str]:
-    """The needed services the embedded stand-in would serve (for commands that cannot start one)."""
-    return sorted(s for s in needed if endpoints[s].kind == EMBEDDED)
-
-
 def variables_for(services: Iterable[str]) -> str:
     """How to name these services' endpoints, for an error line."""
     return " / ".join(f"AWS_ENDPOINT_URL_{s.upper()}" for s in services) + " (or AWS_ENDPOINT_URL)"

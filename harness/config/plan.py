@@ -30,6 +30,7 @@ from harness.config.endpoints import EMBEDDED, SERVICES, UNUSED, ServiceEndpoint
 from harness.config.scenario import Scenario, scenario_from_dict
 from harness.config.telemetry import TelemetryPlan
 from harness.core import atomic
+from harness.core.environment import WEB_PASSWORD_ENV
 from harness.core.errors import HarnessError
 
 SCHEMA = 1
@@ -113,7 +114,7 @@ class WebPlan:
     port: int = 8089
     login: bool = False
     username: str = "harness"  # the login's one account; its password is read from password_env where used
-    password_env: str = "HARNESS_WEB_PASSWORD"
+    password_env: str = WEB_PASSWORD_ENV
     report_each_test: bool = True
 
 

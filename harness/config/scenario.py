@@ -1,4 +1,5 @@
-"""Scenarios: TOML files in ``scenarios/``, validated on load; the run plan's largest part.
+"""Scenarios: TOML files in ``harness/config/scenarios/`` (shipped) or ``./scenarios``, validated on load; the run
+plan's largest part.
 
 Every knob that reproduces one of the seed's bottlenecks is a field here, not a
 code edit. An unknown key, a wrong type or an impossible value is a one-line
@@ -7,7 +8,7 @@ the command builds the plan; from there the scenario travels as data
 (``Scenario.to_dict`` / ``scenario_from_dict``), never as a file to parse again.
 
 Adding an option: its field here, its parsing in ``parse``, its use where it
-acts, its test and its line in ``scenarios/README.md``. Nothing passes it along
+acts, its test and its line in ``harness/config/scenarios/README.md``. Nothing passes it along
 by hand: the plan carries the whole scenario to every Locust process.
 """
 
@@ -50,6 +51,7 @@ from harness.config.sections import (
     Workload,
 )
 from harness.config.toml_reader import TomlReader as _Reader
+from harness.core import package_data
 from harness.core.errors import HarnessError
 from harness.core.rates import parse_rate
 from harness.datastore.backends.dynamodb import GSI_LAYOUTS
@@ -69,9 +71,9 @@ from harness.gates.expr import parse as parse_threshold
 
 def scenario_dirs(extra: Sequence[str] = ()) -> list[Path]:
     """Where scenario files are looked up: ``extra`` first (``HARNESS_SCENARIOS``, read at the command line's
-    edge), then the project's ``scenarios/``, then ``./scenarios``."""
+    edge), then the shipped ones (``harness/config/scenarios/``), then ``./scenarios``."""
     dirs = [Path(d) for d in extra if d]
-    dirs.append(Path(__file__).resolve().parents[2] / "scenarios")
+    dirs.append(package_data.path("harness.config", "scenarios"))  # package data: found installed too
     dirs.append(Path.cwd() / "scenarios")
     return [d for i, d in enumerate(dirs) if d.is_dir() and d not in dirs[:i]]
 

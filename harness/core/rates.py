@@ -24,6 +24,3 @@ def parse_rate(text: str | int | float) -> float:
     return value
 
 
-def show_rate(per_s: float) -> str:
-    """A rate as the scenarios write it: ``2/s``, or ``30/min`` below one a second."""
-    return f"{per_s:g}/s" if per_s >= 1 else f"{per_s * 60:g}/min"

@@ -22,7 +22,6 @@ from typing import Any
 
 from harness.record import runinfo
 
-PARTS = ("stand-in", "probe", "locust", "locust-worker", "sampler", "disk", "front")
 TAIL_LINES = 10
 TELLING = re.compile(r"error|fail|fatal|exception|no space|denied|panic|abort|killed", re.IGNORECASE)
 

@@ -11,6 +11,7 @@ import pandas as pd
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
+SCENARIOS = ROOT / "harness" / "config" / "scenarios"  # the shipped scenario files (package data)
 
 
 def clean_env(**extra: str) -> dict[str, str]:

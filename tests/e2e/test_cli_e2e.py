@@ -8,12 +8,11 @@ import re
 import signal
 import subprocess
 import sys
-from pathlib import Path
 
 import pandas as pd
 import pytest
 
-from tests.e2e.conftest import ROOT, clean_env, harness, rows, senders
+from tests.e2e.conftest import ROOT, SCENARIOS, clean_env, harness, rows, senders
 from tests.support.web_session import assert_contiguous, wait_for
 
 pytestmark = pytest.mark.e2e
@@ -45,7 +44,7 @@ def test_a_killed_worker_is_named_and_the_others_rows_are_complete(tmp_path):
     """A scenario that accepts a lost worker ([checks] allow_lost_workers): the run goes on, exit 0 (without it,
     a lost worker stops the test and the run exits 5: tests/e2e/test_fail_loud_e2e.py)."""
     run_dir = tmp_path / "killed"
-    sc = (ROOT / "scenarios" / "namespaced.toml").read_text()
+    sc = (SCENARIOS / "namespaced.toml").read_text()
     scenario = tmp_path / "lost-ok.toml"
     scenario.write_text(sc.replace("[lock]", "[checks]\nallow_lost_workers = true\n\n[lock]"))
     proc = subprocess.Popen([sys.executable, "-m", "harness", "run", str(scenario), "--processes", "2", "--workers",
@@ -89,7 +88,7 @@ def _worker_pids(harness_pid: int) -> list[int]:
 
 
 def test_checks_gate_the_exit_code(tmp_path):
-    sc = (ROOT / "scenarios" / "namespaced.toml").read_text()
+    sc = (SCENARIOS / "namespaced.toml").read_text()
     sc = sc.replace("[lock]", "[checks]\nmin_rate_last_window = 10000.0\nwindow = \"5s\"\n\n[lock]")
     path = tmp_path / "impossible.toml"
     path.write_text(sc)
@@ -169,4 +168,4 @@ def test_scenarios_lists_every_file():
     p = harness("scenarios")
     assert p.returncode == 0
     names = [ln.split()[0] for ln in p.stdout.splitlines()]
-    assert names == sorted(x.stem for x in Path(ROOT / "scenarios").glob("*.toml"))
+    assert names == sorted(x.stem for x in SCENARIOS.glob("*.toml"))

@@ -32,7 +32,6 @@ from tests.support.deploy_files import (
     COMPOSE_HEADLESS,
     K8S,
     KUBECTL,
-    ROOT,
     container_env,
     expand,
     find,
@@ -66,7 +65,7 @@ class Cluster:
     def start(self, name: str, argv: list[str], env: dict[str, str]) -> subprocess.Popen:
         assert argv[0] == "harness", argv
         log = (self.tmp / f"{name}.log").open("w")
-        full = {**clean_env(), "HARNESS_SCENARIOS": str(ROOT / "scenarios"), **env}
+        full = {**clean_env(), **env}  # the scenarios ship in the package, as in the image
         proc = subprocess.Popen([sys.executable, "-m", "harness", *argv[1:]], cwd=self.tmp, env=full,
                                 stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
         self.procs[name] = proc

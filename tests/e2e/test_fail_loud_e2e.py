@@ -25,7 +25,7 @@ import pandas as pd
 import psutil
 import pytest
 
-from tests.e2e.conftest import ROOT, clean_env, harness, rows, senders
+from tests.e2e.conftest import ROOT, SCENARIOS, clean_env, harness, rows, senders
 from tests.support.web_session import assert_contiguous, wait_for
 
 pytestmark = pytest.mark.e2e
@@ -201,7 +201,7 @@ def test_an_endpoint_that_refuses_from_the_start_is_one_line(tmp_path):
 def test_an_endpoint_that_dies_is_backed_off_and_fails_the_run(tmp_path):
     """A user's endpoint (not the harness's: not watched) dies: the workers back off, the last window is only
     connection failures, the built-in check fails the run with one line."""
-    sc = (ROOT / "scenarios" / "namespaced.toml").read_text().replace("[lock]", '[checks]\nwindow = "3s"\n\n[lock]')
+    sc = (SCENARIOS / "namespaced.toml").read_text().replace("[lock]", '[checks]\nwindow = "3s"\n\n[lock]')
     scenario = tmp_path / "short-window.toml"
     scenario.write_text(sc)
     port = _closed_port()

@@ -15,7 +15,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from tests.e2e.conftest import ROOT, clean_env, harness
+from tests.e2e.conftest import ROOT, SCENARIOS, clean_env, harness
 
 pytestmark = [pytest.mark.e2e]
 
@@ -26,7 +26,7 @@ SLOWER = '[fidelity.pauses]\nprobability = 1.0\nduration = "200ms"  # every comm
 def _scenario(tmp_path: Path, extra: str, name: str) -> Path:
     """shared-lock with ``extra`` appended (its name kept: a baseline must be of the same scenario)."""
     path = tmp_path / f"{name}.toml"
-    path.write_text((ROOT / "scenarios" / "shared-lock.toml").read_text() + "\n" + extra)
+    path.write_text((SCENARIOS / "shared-lock.toml").read_text() + "\n" + extra)
     return path
 
 

@@ -14,7 +14,7 @@ import pytest
 from harness.aws.moto_server import EmbeddedMoto
 from harness.jobs.pacing.journal import Journal
 from harness.jobs.pacing.sources import fill_body
-from tests.e2e.conftest import ROOT, clean_env, harness
+from tests.e2e.conftest import ROOT, SCENARIOS, clean_env, harness
 
 pytestmark = pytest.mark.e2e
 ITEMS = 600  # enough to kill the job mid-way at moto speed, few enough to resume in seconds
@@ -116,7 +116,7 @@ def test_seeded_run_starts_in_the_degraded_regime(tmp_path):
                 "--seed-versions", str(versions), "--seed-orphans", str(orphans), "--run-dir", str(seeded),
                 "--no-report", env=spied(tmp_path / "spy.log"))
     assert p.returncode == 0, p.stdout + p.stderr
-    digest = hashlib.sha256((ROOT / "scenarios" / "namespaced.toml").read_text().encode()).hexdigest()
+    digest = hashlib.sha256((SCENARIOS / "namespaced.toml").read_text().encode()).hexdigest()
     assert [e["toml"] for e in events(tmp_path / "spy.log") if "toml" in e].count(digest) == 1  # seeding included
     assert json.loads((seeded / "plan.json").read_text())["seeding"]["preage"] == {
         "models": models, "orphans": orphans, "versions": versions}
@@ -191,7 +191,7 @@ def test_cleanup_deletes_every_item_then_the_owned_table_and_refuses_foreign_one
 def test_background_job_runs_beside_the_workers_and_pauses_with_the_run(tmp_path):
     from tests.e2e.conftest import rows
 
-    sc = (ROOT / "scenarios" / "namespaced.toml").read_text() + "\n[background]\nitems = 1000000\nitem_bytes = 300\n"
+    sc = (SCENARIOS / "namespaced.toml").read_text() + "\n[background]\nitems = 1000000\nitem_bytes = 300\n"
     path = tmp_path / "noisy.toml"
     path.write_text(sc)
     run_dir = tmp_path / "run"

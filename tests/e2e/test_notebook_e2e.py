@@ -25,6 +25,7 @@ import pytest
 import websocket
 from nbclient import NotebookClient
 
+from harness.products.notebook.command import ROOT as SERVED
 from tests.e2e.conftest import ROOT, clean_env
 from tests.support.synthetic import make_run
 
@@ -92,31 +93,36 @@ def test_notebook_serves_the_review_notebook_on_the_chosen_runs(tmp_path, monkey
     port = _free_port()
     proc = subprocess.Popen([sys.executable, "-m", "harness", "notebook", str(falling), str(steady), "--port",
                              str(port), "--no-browser"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env=clean_env(), cwd=ROOT)
+                            env=clean_env(), cwd=tmp_path)  # outside the checkout, as an installed harness runs
     try:
         line = proc.stdout.readline()
-        m = re.search(r"(http://127\.0\.0\.1:(\d+))/lab/tree/harness/products/notebook/review\.ipynb"
-                      r"\?token=(\S+) ", line)
+        m = re.search(r"(http://127\.0\.0\.1:(\d+))/lab/tree/review\.ipynb\?token=(\S+) ", line)
         assert m and int(m.group(2)) == port, line
         base, token = m.group(1), m.group(3)
         assert f"{falling}, {steady}" in line  # the runs it opens, named
         _wait_for(base, token, proc)
 
-        listing = _get(f"{base}/api/contents/harness/products/notebook?token={token}")
+        listing = _get(f"{base}/api/contents?token={token}")  # the server's root: the notebook's package folder
         assert "review.ipynb" in {c["name"] for c in listing["content"] if c["type"] == "notebook"}
-        served = _get(f"{base}/api/contents/harness/products/notebook/review.ipynb?token={token}&content=1")
+        served = _get(f"{base}/api/contents/review.ipynb?token={token}&content=1")
         assert served["type"] == "notebook" and served["content"]["cells"]
         with pytest.raises(urllib.error.HTTPError) as refused:  # no token, no notebook: the server runs code
-            _get(f"{base}/api/contents/harness/products/notebook/review.ipynb")
+            _get(f"{base}/api/contents/review.ipynb")
         assert refused.value.code == 403
 
         chosen = _kernel_says(base, token, "import os; print(os.environ['HARNESS_REVIEW_RUNS'])").strip()
         assert chosen == f"{falling}:{steady}"
+        # the runs folder where the command was started (made absolute: the kernel starts in the package folder)
+        runs_dir = _kernel_says(base, token, "import os; print(os.environ['HARNESS_RUNS_DIR'])").strip()
+        assert runs_dir == str(runs)
+        # the notebook's first cell in the server's own kernel, where it starts: it finds the harness and the runs
+        first = next(c.source for c in nbformat.from_dict(served["content"]).cells if c.cell_type == "code")
+        assert f"Reviewing:\n  {falling}\n  {steady}" in _kernel_says(base, token, first)
 
         nb = nbformat.from_dict(served["content"])
         monkeypatch.setenv("HARNESS_REVIEW_RUNS", chosen)  # the kernel's environment, as the server's has it
         monkeypatch.setenv("MPLBACKEND", "Agg")
-        NotebookClient(nb, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(ROOT)}}).execute()
+        NotebookClient(nb, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(SERVED)}}).execute()
         outputs = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs]
         text = "".join(o.get("text", "") + "".join(o.get("data", {}).get("text/markdown", "")) for o in outputs)
         assert f"Reviewing:\n  {falling}\n  {steady}" in text

@@ -13,7 +13,7 @@ import boto3
 import pytest
 
 from harness.aws.moto_server import EmbeddedMoto
-from tests.e2e.conftest import ROOT, harness, rows
+from tests.e2e.conftest import ROOT, SCENARIOS, harness, rows
 from tests.support.run_keys import changes, run_json_keys
 from tests.support.spying import aws_lookups, events, spied
 
@@ -40,7 +40,7 @@ def test_a_run_parses_its_scenario_once_and_every_process_runs_its_plan(tmp_path
     p = harness("run", "namespaced", "--processes", "2", "--workers", "4", "--duration", "8s", "--run-dir",
                 str(run_dir), "--no-report", env=spied(log))
     assert p.returncode == 0, p.stdout + p.stderr
-    text = (ROOT / "scenarios" / "namespaced.toml").read_text()
+    text = (SCENARIOS / "namespaced.toml").read_text()
     parses = [e for e in events(log) if e.get("toml") == hashlib.sha256(text.encode()).hexdigest()]
     pids = {e["pid"] for e in events(log)}
     assert len(parses) == 1, parses  # one parse in all the run's processes ...

@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from tests.e2e.conftest import ROOT, harness
+from tests.e2e.conftest import SCENARIOS, harness
 
 
 def figures(run_dir) -> dict:
@@ -51,7 +51,7 @@ def test_fenced_run_across_processes_has_no_violation_and_checks_again(tmp_path)
 def test_unfenced_run_with_every_holder_paused_is_caught(tmp_path):
     """swamp's own commit (no fencing) with every holder frozen past its TTL before committing: the stale
     commits land, the run fails its safety check (exit 3), and `harness check` says the same."""
-    text = (ROOT / "scenarios" / "lock-safety.toml").read_text()
+    text = (SCENARIOS / "lock-safety.toml").read_text()
     text = re.sub(r"(?m)^fencing = true.*$", "fencing = false", text)
     text = re.sub(r"(?m)^probability = .*$", "probability = 1.0", text)
     scenario = tmp_path / "unfenced.toml"

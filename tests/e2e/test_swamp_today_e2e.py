@@ -1,6 +1,6 @@
 """`two-phase-namespaced` as it ships (swamp's own) through real Locust on the embedded stand-in: a global lock per
-namespace, nothing of fencing's, swamp's file-by-file commit under it; and the two benchmarks that read such runs
-(bench/global_lock.py, bench/seed_table.py) on it. One short run for the module (~10 s)."""
+namespace, nothing of fencing's, swamp's file-by-file commit under it. One short run for the module (~10 s); the two
+benchmarks that read such runs are tested on one of their own in tests/bench/test_swamp_today_bench.py."""
 
 from __future__ import annotations
 
@@ -8,7 +8,6 @@ import json
 
 import pytest
 
-from bench import global_lock, seed_table
 from tests.e2e.conftest import harness, rows
 
 pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("swamp-today-e2e")]
@@ -31,21 +30,3 @@ def test_a_swamp_own_run_takes_one_global_lock_a_namespace_and_makes_nothing_of_
             for line in p.read_text().splitlines() if '"grant"' in line}
     assert {k for k in keys if not k.endswith("/.lock") or "/data/" not in k} == {".locks/w0-0.lock",
                                                                                    ".locks/w0-1.lock"}
-
-
-def test_the_global_lock_benchmark_reads_the_hold_and_what_was_sent_under_it(run_dir):
-    f = global_lock.figures(run_dir)
-    assert f["fencing"] is False and f["global locks"] == 2 and f["ok"] == rows(run_dir)["ok"].sum()
-    assert 0 < f["hold ms p50"] <= f["hold ms p99"] and f["holds/s"] > 0
-    # swamp's commit: 3 requests a file (chunks, registry ADD, entry) and the watermark's 2, a model's first run
-    # writing its definition, raw, metadata, latest, output and export
-    assert f["held requests"] >= 3 * 5 + 2 and f["fencing req/it"] == 0
-    assert global_lock.main([str(run_dir / "nowhere")]) == 2
-
-
-def test_the_seed_table_sets_a_runs_figures_beside_the_seeds(run_dir):
-    run = seed_table.figures(run_dir)
-    t = seed_table.side_by_side(run)
-    assert list(t.index) == list(seed_table.SEED) and (t["seed"] > 0).all()
-    assert run["iterations/s"] > 0 and run["write ops/it"] > 0 and run["WCU/it"] > 0 and run["files/sync"] >= 5
-    assert t.loc["WCU/s", "run / seed"] == pytest.approx(run["WCU/s"] / 17_500)

@@ -196,7 +196,7 @@ def read_keys(data: dict) -> set[str]:
 
 def test_the_scenarios_readme_shows_every_key_the_parser_reads():
     parsed = read_keys({"fidelity": {"faults": {"*": {}}}})
-    shown = scenario_keys(read("scenarios/README.md"))
+    shown = scenario_keys(read("harness/config/scenarios/README.md"))
     assert sorted(parsed - shown) == [], "keys the parser reads that scenarios/README.md does not show"
     assert sorted(shown - parsed) == [], "keys scenarios/README.md shows that the parser does not read"
 
@@ -257,7 +257,8 @@ def _sphinx(src: Path, out: Path) -> subprocess.CompletedProcess:
 
 def test_a_broken_link_fails_the_strict_build(tmp_path):
     """The build .ci/run makes fails on a link to nothing (the docs proper build in .ci/run itself)."""
-    shutil.copytree(ROOT / "scenarios", tmp_path / "scenarios")  # included by docs/scenarios.md
+    for readme in ("harness/config/scenarios", "harness/products/story/stories"):  # included by docs/*.md
+        shutil.copytree(ROOT / readme, tmp_path / readme)
     shutil.copy(ROOT / "CONTRIBUTING.md", tmp_path / "CONTRIBUTING.md")
     shutil.copytree(DOCS, tmp_path / "docs", ignore=shutil.ignore_patterns("_build"))
     (tmp_path / "docs" / "benchmarks.md").write_text(read("docs/benchmarks.md") + "\n[gone](no-such-page.md)\n")

@@ -20,8 +20,9 @@ def read(name: str) -> str:
 
 def every_page() -> dict[str, str]:
     """Every page a user reads: the README, CONTRIBUTING, docs/*.md and the scenarios', suites' and stories' READMEs."""
-    pages = {p: read(p) for p in ("README.md", "CONTRIBUTING.md", "scenarios/README.md", "suites/README.md",
-                                  "stories/README.md") if (ROOT / p).exists()}
+    pages = {p: read(p) for p in ("README.md", "CONTRIBUTING.md", "harness/config/scenarios/README.md",
+                                  "harness/products/suite/suites/README.md",
+                                  "harness/products/story/stories/README.md") if (ROOT / p).exists()}
     pages.update({f"docs/{p.name}": p.read_text() for p in sorted(DOCS.glob("*.md"))})
     return pages
 

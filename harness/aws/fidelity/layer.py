@@ -23,7 +23,6 @@ from botocore.exceptions import ReadTimeoutError
 
 from harness.aws.fidelity.faults import raise_transport_fault
 from harness.aws.fidelity.model import (
-    DDB_ERROR_PREFIX,
     READ_OPS,
     FidelityConfig,
     FidelityModel,
@@ -34,7 +33,7 @@ from harness.aws.fidelity.model import (
 from harness.aws.instrument import current_call
 from harness.core.clock import Clock
 
-__all__ = ["FidelityConfig", "FidelityLayer", "DDB_ERROR_PREFIX", "READ_OPS", "dynamodb_error", "s3_error",
+__all__ = ["FidelityConfig", "FidelityLayer", "READ_OPS", "dynamodb_error", "s3_error",
            "s3_prefix"]
 
 

@@ -16,8 +16,6 @@ from harness.aws.front.client import FrontClient
 from harness.aws.front.counts import WireCounts
 
 log = logging.getLogger("harness")
-ROW_COLUMNS = ("requests", "write_requests", "read_units", "write_units", "bytes_sent", "bytes_received",
-               "throttles")
 _CLIENTS: dict[str, FrontClient | None] = {}
 
 

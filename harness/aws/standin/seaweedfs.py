@@ -155,10 +155,6 @@ class EmbeddedSeaweedFS(OneService):
     def url(self) -> str:
         return f"http://{self.host}:{self.ports['s3.port']}" if self.ports else ""
 
-    @property
-    def master_url(self) -> str:
-        return f"http://{self.host}:{self.ports['master.port']}" if self.ports else ""
-
     # ---- start ------------------------------------------------------------------------------------
     def command(self, binary: Path) -> list[str]:
         ports = [f"-{flag}={self.ports[flag]}" for flag, _ in PORTS]

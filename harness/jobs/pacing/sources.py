@@ -16,9 +16,8 @@ from typing import Any
 from botocore.exceptions import ClientError
 
 from harness.aws.capacity import item_size, write_units_for_size
-from harness.aws.instrument import recording
 from harness.core.clock import FakeClock, SystemClock
-from harness.core.work import Work
+from harness.core.work import Work, recording
 from harness.datastore.backends.base import Backend
 from harness.datastore.backends.dynamodb import DynamoBackend
 from harness.datastore.catalog import Catalog

@@ -23,11 +23,11 @@ import logging
 import secrets
 from typing import Any
 
-from harness.config.build import MIN_PASSWORD, PASSWORD_ENV, USERNAME_ENV, check_password
+from harness.config.build import check_password
 from harness.config.plan import WebPlan
 from harness.core.environment import secret
 
-__all__ = ["MIN_PASSWORD", "PASSWORD_ENV", "USERNAME_ENV", "credentials", "install", "matches"]
+__all__ = ["credentials", "install", "matches"]
 FAILED_LOGIN_DELAY_S = 1.0
 SUBMIT_PATH = "/harness/login"
 

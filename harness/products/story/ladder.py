@@ -1,4 +1,4 @@
-"""Ladders: a story told in chapters, as data (``stories/*.toml``), validated on load.
+"""Ladders: a story told in chapters, as data (``harness/products/story/stories/*.toml``), validated on load.
 
 A ladder is the seed's climb written down: each chapter applies one fix (a
 scenario plus overrides), runs it, and says what its run should show. The
@@ -11,7 +11,7 @@ anything runs: every chapter's scenario is loaded with its overrides applied
 (the scenario's own validation), every latency profile and every expectation
 is checked here.
 
-Keys (see ``stories/README.md``): top level ``name``, ``title``,
+Keys (see ``harness/products/story/stories/README.md``): top level ``name``, ``title``,
 ``description``, ``[[chapter]]``; a chapter's ``name``, ``fix``, ``expect``
 and the run keys (``scenario``, ``backend``, ``workers``, ``duration``,
 ``latency``, ``seed``, ``overrides``, ``quick``), or several
@@ -34,10 +34,11 @@ from harness.aws.fidelity.latency import load_profile
 from harness.config import scenario as scenarios
 from harness.config.plan import PreAge
 from harness.config.scenario import BACKENDS, Scenario
+from harness.core import package_data
 from harness.core.durations import parse_duration
 from harness.core.errors import HarnessError
 
-STORIES_DIR = Path(__file__).resolve().parents[3] / "stories"
+STORIES_DIR = package_data.path("harness.products.story", "stories")  # package data, installed or not
 DEFAULT_LADDER = "migrating-bottleneck"
 
 BOUND_KINDS = ("lock", "step", "capacity", "partition", "generator", "stand-in", "none")
@@ -107,7 +108,7 @@ def slug(text: str) -> str:
 
 
 def available() -> dict[str, Path]:
-    """The shipped ladders, by name (file stem): the project's ``stories/``, then ``./stories``."""
+    """The ladders, by name (file stem): the shipped ones (``harness/products/story/stories/``), then ``./stories``."""
     found: dict[str, Path] = {}
     for d in (STORIES_DIR, Path.cwd() / "stories"):
         for p in sorted(d.glob("*.toml")) if d.is_dir() else []:

@@ -16,9 +16,6 @@ from harness.products.story import expect as ex
 from harness.report.series import count_means, pick_window, rate_series, run_span, step_means, with_windows
 from harness.report.show import g, shape_words
 
-GROWTH_COLUMNS = ("pull_items_read", "index_entries_written", "catalog_rows", "files_pushed", "lock_attempts",
-                  "read_units", "write_units")
-
 
 def growth_per_iteration(rows: pd.DataFrame, counts: list[str] | tuple[str, ...]) -> dict[str, float | None]:
     """How much each count grows per iteration of a worker: the within-worker least-squares slope over

@@ -37,8 +37,6 @@ PUSH_PULL, PUSH_UPLOAD, PUSH_WRITEBACK = "pushChanged.pullIndex", "pushChanged.u
 PREPARE_UPLOAD, COMMIT_PULL, COMMIT = "preparePush.upload", "commitPush.pullIndex", "commitPush"
 PULL_FAST, PULL_INDEX, PULL_WALK, PULL_DOWNLOAD = ("pullChanged.fastpath", "pullChanged.pullIndex",
                                                    "pullChanged.walk", "pullChanged.download")
-SWAMP_NAMES = frozenset({PUSH_PULL, PUSH_UPLOAD, PUSH_WRITEBACK, PREPARE_UPLOAD, COMMIT, PULL_FAST, PULL_INDEX,
-                         PULL_WALK, PULL_DOWNLOAD})
 NOT_ADDITIVE = frozenset({HELD, TOTAL})  # they overlap the other phases
 
 

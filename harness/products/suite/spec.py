@@ -1,4 +1,5 @@
-"""Benchmark suites: TOML files in ``suites/``, one sync operation per trial, validated on load; and their plan.
+"""Benchmark suites: TOML files in ``harness/products/suite/suites/`` (shipped) or ``./suites``, one sync operation
+per trial, validated on load; and their plan.
 
 A load scenario asks how a fleet degrades over time; a suite asks what one
 sync operation costs, phase by phase, on a datastore of a stated shape (swamp's
@@ -31,6 +32,7 @@ from harness.config.endpoints import EMBEDDED, UNUSED, ServiceEndpoint
 from harness.config.plan import Connection, LocustPlan, Resources, RunPlan, StandInPlan
 from harness.config.scenario import BACKENDS, DatastoreSpec, FidelitySpec, Scenario
 from harness.config.toml_reader import TomlReader as _Reader
+from harness.core import package_data
 from harness.core.errors import HarnessError
 
 OPS = ("push", "two-phase-push", "pull", "scoped-pull")
@@ -81,9 +83,6 @@ class SuiteScenario:
     @property
     def key(self) -> str:
         return f"{self.number:02d}"
-
-    def dirty_count(self, shape: Shape) -> int:
-        return shape.files if self.dirty is None else self.dirty
 
     def applies(self, layout: str) -> bool:
         return layout in self.layouts
@@ -151,7 +150,8 @@ class Suite:
 
 
 def suite_dirs() -> list[Path]:
-    dirs = [Path(__file__).resolve().parents[3] / "suites", Path.cwd() / "suites"]
+    """The shipped suites (package data, ``harness/products/suite/suites/``), then ``./suites``."""
+    dirs = [package_data.path("harness.products.suite", "suites"), Path.cwd() / "suites"]
     return [d for i, d in enumerate(dirs) if d.is_dir() and d not in dirs[:i]]
 
 

@@ -7,8 +7,7 @@ import math
 import pytest
 
 from harness.aws.capacity import item_size
-from harness.aws.instrument import recording
-from harness.core.work import Work
+from harness.core.work import Work, recording
 
 KB = 1024
 SIZES = [512, 1024, 1126, 4096, 9216]  # 0.5 KB, 1 KB, 1.1 KB, 4 KB, 9 KB

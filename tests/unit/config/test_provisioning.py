@@ -104,7 +104,7 @@ def test_the_documented_scenario_reference_parses(tmp_path):
     import re
     from pathlib import Path
 
-    doc = (Path(__file__).resolve().parents[3] / "scenarios" / "README.md").read_text()
+    doc = (Path(__file__).resolve().parents[3] / "harness" / "config" / "scenarios" / "README.md").read_text()
     block = re.search(r"```toml\n(.*?)```", doc, re.S).group(1).replace('"<file name>"', '"reference"')
     path = tmp_path / "reference.toml"
     path.write_text(block)

@@ -285,7 +285,7 @@ def test_a_worker_lost_under_a_master_fails_the_run_unless_the_scenario_allows_i
 def test_the_scenario_keys_are_read_and_checked(tmp_path):
     from harness.config import scenario as scenarios
 
-    base = Path("scenarios/namespaced.toml").read_text()
+    base = Path("harness/config/scenarios/namespaced.toml").read_text()
     path = tmp_path / "s.toml"
     path.write_text(base.replace("[lock]", "[checks]\ndead_endpoint = false\nallow_lost_workers = true\n\n[lock]"))
     checks = scenarios.load(str(path)).checks

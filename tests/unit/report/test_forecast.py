@@ -1,8 +1,9 @@
 """The rate forecast from what grows (issue 59 item 1): fits, horizons, the forecast against a longer run.
 
-Simulated closed fleets (bench/forecast.py ``simulate``: each iteration grows its namespace's count, its
-commit follows the count) stand in for real runs: a 2-minute run's forecast at 10 minutes is checked against
-the same fleet simulated for 10 minutes, so each assertion fails when the forecast is wrong.
+Simulated closed fleets (tests/support/forecast_runs.py ``simulate``, as bench/forecast.py runs them: each
+iteration grows its namespace's count, its commit follows the count) stand in for real runs: a 2-minute run's
+forecast at 10 minutes is checked against the same fleet simulated for 10 minutes, so each assertion fails when
+the forecast is wrong.
 """
 
 from __future__ import annotations
@@ -12,12 +13,12 @@ import json
 import numpy as np
 import pytest
 
-from bench.forecast import findings_at, simulate, write_run
 from harness.cli.main import main
 from harness.core.errors import HarnessError
 from harness.report.forecast import fit
 from harness.report.forecast.forecast import Inputs, forecast, sentence
 from harness.report.forecast.horizon import Horizon, parse
+from tests.support.forecast_runs import findings_at, simulate, write_run
 
 
 def _run(tmp_path, name, duration_s, **case):

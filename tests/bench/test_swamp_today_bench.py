@@ -1,0 +1,38 @@
+"""The two benchmarks that read a swamp-own run (bench/global_lock.py, bench/seed_table.py) on one:
+`two-phase-namespaced` as it ships, through real Locust on the embedded stand-in (~10 s for the module)."""
+
+from __future__ import annotations
+
+import pytest
+
+from bench import global_lock, seed_table
+from tests.e2e.conftest import harness, rows
+
+pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("swamp-today-bench")]
+
+
+@pytest.fixture(scope="module")
+def run_dir(tmp_path_factory):
+    d = tmp_path_factory.mktemp("swamp-today") / "run"
+    out = harness("run", "two-phase-namespaced", "--workers", "2", "--duration", "5s", "--run-dir", str(d),
+                  "--no-report")
+    assert out.returncode == 0, out.stderr[-2000:]
+    return d
+
+
+def test_the_global_lock_benchmark_reads_the_hold_and_what_was_sent_under_it(run_dir):
+    f = global_lock.figures(run_dir)
+    assert f["fencing"] is False and f["global locks"] == 2 and f["ok"] == rows(run_dir)["ok"].sum()
+    assert 0 < f["hold ms p50"] <= f["hold ms p99"] and f["holds/s"] > 0
+    # swamp's commit: 3 requests a file (chunks, registry ADD, entry) and the watermark's 2, a model's first run
+    # writing its definition, raw, metadata, latest, output and export
+    assert f["held requests"] >= 3 * 5 + 2 and f["fencing req/it"] == 0
+    assert global_lock.main([str(run_dir / "nowhere")]) == 2
+
+
+def test_the_seed_table_sets_a_runs_figures_beside_the_seeds(run_dir):
+    run = seed_table.figures(run_dir)
+    t = seed_table.side_by_side(run)
+    assert list(t.index) == list(seed_table.SEED) and (t["seed"] > 0).all()
+    assert run["iterations/s"] > 0 and run["write ops/it"] > 0 and run["WCU/it"] > 0 and run["files/sync"] >= 5
+    assert t.loc["WCU/s", "run / seed"] == pytest.approx(run["WCU/s"] / 17_500)
