@@ -29,6 +29,7 @@ from harness.config.plan import Connection, LocustPlan, Resources, RunPlan
 from harness.config.preflight import check_reachable
 from harness.config.recorded import recorded_plan, usable_connection
 from harness.core.errors import HarnessError
+from harness.core.exit_codes import ExitCode
 from harness.datastore.backends.s3 import S3Backend
 from harness.jobs.pacing import jobs
 from harness.jobs.pacing.ceiling import ceiling
@@ -98,7 +99,7 @@ def _run(job_id: str, kind: str, params: dict, source: Any, clients: Clients, jo
     row = journal.get(job_id)
     print(f"harness: job {job_id} {state}{': ' + row.reason if row and row.reason else ''}"
           + ("" if state == "done" else f" (resume with `harness resume {job_id}`)"))
-    return 0 if state == "done" else 4
+    return ExitCode.OK if state == "done" else ExitCode.JOB_STOPPED
 
 
 def cmd_fill(connection: Connection, table: str, items: int, item_bytes: int, journal: Journal,
@@ -254,4 +255,4 @@ def cmd_resume(connection: Connection, job_id: str, journal: Journal, scenario_d
     if state == "done" and hasattr(source, "finish"):
         source.finish()
     print(f"harness: job {job_id} {state}" + ("" if state == "done" else f" (resume with `harness resume {job_id}`)"))
-    return 0 if state == "done" else 4
+    return ExitCode.OK if state == "done" else ExitCode.JOB_STOPPED

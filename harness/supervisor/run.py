@@ -47,8 +47,6 @@ from harness.telemetry.cloudwatch.after_run import after_run
 
 LOCUSTFILE = Path(__file__).parents[1] / "load" / "locustfile.py"
 SHAPEFILE = Path(__file__).parents[1] / "load" / "shape.py"  # a scenario's [[fleet.stages]], only when it has them
-EXIT_CHECKS_FAILED = 3
-EXIT_DID_NOT_COMPLETE = 5  # a part the harness started died (or the disk filled): the run did not complete
 
 
 @dataclass

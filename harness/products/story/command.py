@@ -28,6 +28,7 @@ from harness.config.build import RunOptions, plan_run
 from harness.config.plan import RunPlan
 from harness.core.environment import UserEnvironment
 from harness.core.errors import HarnessError
+from harness.core.exit_codes import ExitCode
 from harness.products.product_dir import product_dir
 from harness.products.story import ladder as ladders
 from harness.products.story import story as stories
@@ -35,7 +36,6 @@ from harness.report.run.build import build_report
 from harness.supervisor.run import run
 from harness.supervisor.supervise import Interrupted, signals_raise
 
-EXIT_NOT_SHOWN = 3
 OVERHEAD_S = 15.0  # per run, about: the stand-in, Locust's start and stop, the run's report (for the estimate)
 
 
@@ -136,7 +136,7 @@ def cmd_story(opts: StoryOptions, env: UserEnvironment, say: Callable[[str], Non
         for c in data["chapters"]:
             if not c.get("shown"):
                 print(f"harness: not shown: chapter {c['number']} {c['name']}: {c['sentence']}", file=sys.stderr)
-        return EXIT_NOT_SHOWN
+        return ExitCode.CHECKS_FAILED
     return 0
 
 
