@@ -97,12 +97,11 @@ def check_seed_dir(args: argparse.Namespace) -> None:
     if not args.seed_dir:
         return
     if args.seed_models:
-        raise HarnessError("--seed-dir starts from an earlier pre-age and --seed-models pre-ages now: give one of "
-                           "them")
+        raise HarnessError("--seed-dir starts from an earlier seed and --seed-models seeds now: give one of them")
     if not args.table:
         raise HarnessError("--seed-dir needs --table, the table `harness jobs pre-age` filled for these catalogs")
     if not Path(args.seed_dir).is_dir() or not any(Path(args.seed_dir).glob("*.catalog.sqlite")):
-        raise HarnessError(f"--seed-dir {args.seed_dir}: no pre-aged catalogs there (`harness jobs pre-age ... "
+        raise HarnessError(f"--seed-dir {args.seed_dir}: no seeded catalogs there (`harness jobs pre-age ... "
                            "--state-dir` writes them; the default is runs/seeds/TABLE)")
 
 

@@ -64,7 +64,7 @@ class RunOptions:
     cleanup: bool = False
     latency: str | None = None
     preage: PreAge | None = None  # --seed-models: pre-age before the load
-    seed_dir: str | None = None  # or start from an earlier `harness seed` (its catalogs; with --table)
+    seed_dir: str | None = None  # or start from an earlier `harness jobs pre-age` (its catalogs; with --table)
     stand_in: str | None = None  # the embedded stand-in (default: standin.DEFAULT)
     s3_stand_in: str | None = None  # S3's (default: standin.S3_DEFAULT; moto with --stand-in moto|moto-indexed)
     web_host: str = "127.0.0.1"

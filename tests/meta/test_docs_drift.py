@@ -78,9 +78,9 @@ def test_an_option_added_without_its_documentation_fails():
 
 
 def test_a_documented_option_or_command_that_does_not_exist_fails():
-    text = read(CLI_PAGE).replace("harness jobs [--journal PATH]", "harness jobs [--journal PATH] [--all]", 1)
+    text = read(CLI_PAGE).replace("harness jobs list [--journal PATH]", "harness jobs list [--journal PATH] [--all]", 1)
     text = text.replace("harness scenarios\n", "harness scenarios\nharness frob\n", 1)
-    assert drift(build_parser(), text) == ["the synopsis shows `harness jobs --all`, which does not exist",
+    assert drift(build_parser(), text) == ["the synopsis shows `harness jobs list --all`, which does not exist",
                                            "the synopsis shows `harness frob`, which does not exist"]
 
 

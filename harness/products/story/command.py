@@ -8,7 +8,7 @@ findings and recorded in ``story.json``, so whatever stops the story keeps the
 chapters that finished: Ctrl-C records the running chapter's run (Locust
 stops it as it stops ``harness run``), leaves that chapter unjudged, and the
 page is written from the finished ones (after SIGTERM or SIGHUP only
-``story.json``: the page is one ``harness report STORY_DIR`` away).
+``story.json``: the page is one ``harness report --story STORY_DIR`` away).
 
 Exit codes: 0; 2 bad input (a malformed ladder names its file and key, before
 anything runs); 3 with ``--strict`` when a chapter did not show what it

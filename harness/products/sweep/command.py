@@ -4,7 +4,7 @@ Each size is an ordinary ``harness run`` run (the same plan builder and ``harnes
 embedded stand-in, so a fresh table or bucket), in a run directory of its own inside the sweep directory, with
 its report. ``sweep.json`` records each run as it ends, so whatever stops the sweep keeps the sizes that
 finished, and the page (``harness/products/sweep/``: throughput against fleet size with the Universal Scalability Law
-fitted, latency, the bound at each size) is built from them; ``harness report SWEEP_DIR`` rebuilds it.
+fitted, latency, the bound at each size) is built from them; ``harness report --sweep SWEEP_DIR`` rebuilds it.
 
 Exit codes: 0; 2 bad input (before anything runs); 128 + signal when interrupted.
 """

@@ -15,7 +15,7 @@ from harness.cli.main import main
      "--layout sharded: dynamodb's layouts are legacy, per-model"),
     (["suite", "swamp-datastore", "--trials", "0"], "--trials must be at least 1"),
     (["suite", "swamp-datastore", "--scenarios", "1,42"], "has no scenario '42'"),
-    (["suite", "swamp-datastore", "--compare", "/nonexistent/suite.json"], "--compare /nonexistent/suite.json: no"),
+    (["suite", "swamp-datastore", "--baseline", "/nonexistent/suite.json"], "--baseline /nonexistent/suite.json: no"),
     (["suite", "swamp-datastore", "--latency", "nope"], "unknown latency profile 'nope'"),
     (["suite", "swamp-datastore", "--threshold", "-5"], "--threshold and --min-ms must be 0 or more"),
 ])
@@ -30,7 +30,7 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path, capsys, argv, message):
 def test_compare_refuses_a_baseline_of_the_other_backend(tmp_path, capsys):
     other = tmp_path / "suite.json"
     other.write_text(json.dumps({"suite": "swamp-datastore", "backend": "dynamodb", "results": []}))
-    assert main(["suite", "swamp-datastore", "--backend", "s3", "--compare", str(other),
+    assert main(["suite", "swamp-datastore", "--backend", "s3", "--baseline", str(other),
                  "--run-dir", str(tmp_path / "run")]) == 2
     assert "is a dynamodb run and this one is s3" in capsys.readouterr().err
 
@@ -38,5 +38,5 @@ def test_compare_refuses_a_baseline_of_the_other_backend(tmp_path, capsys):
 def test_compare_refuses_what_is_not_a_suite_json(tmp_path, capsys):
     bad = tmp_path / "summary.json"
     bad.write_text("{not json")
-    assert main(["suite", "swamp-datastore", "--compare", str(bad), "--run-dir", str(tmp_path / "run")]) == 2
-    assert f"--compare {bad}: not a suite.json" in capsys.readouterr().err
+    assert main(["suite", "swamp-datastore", "--baseline", str(bad), "--run-dir", str(tmp_path / "run")]) == 2
+    assert f"--baseline {bad}: not a suite.json" in capsys.readouterr().err
