@@ -146,7 +146,8 @@ def preage_params(sc: scenarios.Scenario, table: str, models: int, versions: int
 
 def cmd_seed(connection: Connection, scenario: str, models: int, versions: int, orphans: int, workers: int | None,
              table: str, state_dir: str | None, journal: Journal, scenario_dirs: tuple[str, ...] = ()) -> int:
-    """``harness jobs pre-age``: pre-age a table on a persistent endpoint, then say which ``harness run`` starts there."""
+    """``harness jobs pre-age``: pre-age a table on a persistent endpoint, then say which ``harness run`` starts
+    there."""
     sc = scenarios.load(scenario, scenario_dirs)
     if sc.backend != "dynamodb":
         raise HarnessError("seeding writes DynamoDB items: use a scenario on the dynamodb backend")
@@ -254,5 +255,6 @@ def cmd_resume(connection: Connection, job_id: str, journal: Journal, scenario_d
                                     on_progress=console.on_progress, on_start=console.on_start)
     if state == "done" and hasattr(source, "finish"):
         source.finish()
-    print(f"harness: job {job_id} {state}" + ("" if state == "done" else f" (resume with `harness jobs resume {job_id}`)"))
+    print(f"harness: job {job_id} {state}"
+          + ("" if state == "done" else f" (resume with `harness jobs resume {job_id}`)"))
     return ExitCode.OK if state == "done" else ExitCode.JOB_STOPPED

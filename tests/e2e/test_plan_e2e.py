@@ -67,7 +67,7 @@ def test_with_only_the_s3_variable_dynamodb_is_the_embedded_stand_in_not_aws(tmp
     assert (ddb["kind"], ddb["source"]) == ("embedded", "stand-in") and ddb["url"].startswith("http://127.0.0.1:")
     assert (s3["kind"], s3["source"], s3["url"]) == ("other", "AWS_ENDPOINT_URL_S3", users_moto.url)
     assert len(rows(run_dir)) > 0
-    gone = harness("jobs", "cleanup", str(run_dir), env=env)  # its table went with the stand-in: nothing to clean, no AWS
+    gone = harness("jobs", "cleanup", str(run_dir), env=env)  # its table went with the stand-in: nothing to clean
     assert gone.returncode == 2 and "was on the embedded stand-in, which ended with the run" in gone.stderr
     assert aws_lookups(log) == []
 

@@ -216,8 +216,8 @@ def _dynamodb_locals_of(run_dir) -> list[int]:
 def test_dynamodb_local_named_without_java_is_one_line_naming_the_extra(tmp_path):
     empty = tmp_path / "bin"
     empty.mkdir()
-    proc = harness("run", "lock-safety", *RUN, "--run-dir", str(tmp_path / "run"), "--dynamodb-stand-in", "dynamodb-local",
-                   env=clean_env(PATH=str(empty)))
+    proc = harness("run", "lock-safety", *RUN, "--run-dir", str(tmp_path / "run"), "--dynamodb-stand-in",
+                   "dynamodb-local", env=clean_env(PATH=str(empty)))
     assert proc.returncode == 2, proc.stdout + proc.stderr
     assert proc.stderr.strip().splitlines() == [
         "harness: cannot start stand-in 'dynamodb-local': no `java` on PATH (DynamoDB Local needs Java 17 or "

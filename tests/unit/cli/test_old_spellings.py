@@ -61,7 +61,8 @@ def test_the_new_spellings_parse():
     a = p.parse_args(["suite", "swamp-datastore", "--baseline", "x", "--threshold", "5%"])
     assert (a.compare, a.threshold) == ("x", 0.05)
     assert p.parse_args(["suite", "swamp-datastore", "--threshold", "10"]).threshold == 0.10  # percent, as before
-    assert p.parse_args(["jobs", "pre-age", "s", "--models", "1", "--versions", "2", "--table", "t", "-u", "3"]).users == 3
+    pre_age = ["jobs", "pre-age", "s", "--models", "1", "--versions", "2", "--table", "t", "-u", "3"]
+    assert p.parse_args(pre_age).users == 3
     assert p.parse_args(["climb", "namespaced", "--rate", "1/s..4/s"]).rate == (1.0, 4.0)
 
 

@@ -158,7 +158,8 @@ def test_the_jobs_send_nothing_to_aws_unless_asked(sent, monkeypatch, tmp_path, 
     flag = ["--aws"] if aws else []
     journal = ["--journal", str(tmp_path / "jobs.db")]
     codes = [main(["jobs", "fill", "t-1", "--items", "1", *journal, *flag]),
-             main(["jobs", "pre-age", "namespaced", "--models", "1", "--versions", "1", "--table", "t-1", *journal, *flag]),
+             main(["jobs", "pre-age", "namespaced", "--models", "1", "--versions", "1", "--table", "t-1", *journal,
+                   *flag]),
              main(["jobs", "cleanup", "t-1", *journal, *flag])]
     assert codes == [2, 2, 2]  # nothing answers: one line each
     named = "AWS_ENDPOINT_URL_DYNAMODB" in variables or "AWS_ENDPOINT_URL" in variables
