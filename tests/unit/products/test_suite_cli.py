@@ -17,7 +17,7 @@ from harness.cli.main import main
     (["suite", "swamp-datastore", "--scenarios", "1,42"], "has no scenario '42'"),
     (["suite", "swamp-datastore", "--baseline", "/nonexistent/suite.json"], "--baseline /nonexistent/suite.json: no"),
     (["suite", "swamp-datastore", "--latency", "nope"], "unknown latency profile 'nope'"),
-    (["suite", "swamp-datastore", "--threshold", "-5"], "--threshold and --min-ms must be 0 or more"),
+    (["suite", "swamp-datastore", "--min-ms", "-5"], "--threshold and --min-ms must be 0 or more"),
 ])
 def test_bad_input_is_one_line_and_exit_2(tmp_path, capsys, argv, message):
     run_dir = tmp_path / "run"
@@ -25,6 +25,15 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path, capsys, argv, message):
     err = capsys.readouterr().err
     assert message in err and err.count("\n") == 1 and "Traceback" not in err
     assert not run_dir.exists()
+
+
+def test_a_threshold_is_a_percentage_as_on_run_and_report(tmp_path, capsys):
+    """``--threshold`` is the same type on suite, run and report: ``-5`` is argparse's one line, exit 2."""
+    with pytest.raises(SystemExit) as e:
+        main(["suite", "swamp-datastore", "--threshold", "-5", "--run-dir", str(tmp_path / "run")])
+    err = capsys.readouterr().err
+    assert e.value.code == 2 and "a tolerance is a percentage below 100" in err and err.count("\n") == 1
+    assert not (tmp_path / "run").exists()
 
 
 def test_compare_refuses_a_baseline_of_the_other_backend(tmp_path, capsys):
