@@ -52,11 +52,16 @@ def add_arguments(r: argparse.ArgumentParser, climb: bool = False) -> None:
                    help="write into a table/bucket the harness did not create")
     r.add_argument("--cleanup", action="store_true", help="delete the table/bucket this run created, at the end")
     r.add_argument("--latency", help="latency profile: local, aws-dynamodb, aws-s3-vpce, aws, or a .toml file")
-    r.add_argument("--seed-models", type=int, help="pre-age first (paced): this many models per namespace ...")
-    r.add_argument("--seed-versions", type=int, default=10, help="... each run this many times ...")
-    r.add_argument("--seed-orphans", type=int, default=0, help="... this many of them deleted, data left behind")
-    r.add_argument("--seed-dir", metavar="DIR", help="start the workers from the catalogs `harness jobs pre-age` "
-                   "wrote (with --table: the pre-aged table)")
+    r.add_argument("--pre-age-models", dest="seed_models", type=int, metavar="N",
+                   help="pre-age first (paced): this many models per namespace ...")
+    r.add_argument("--pre-age-versions", dest="seed_versions", type=int, default=10, metavar="N",
+                   help="... each run this many times ...")
+    r.add_argument("--pre-age-orphans", dest="seed_orphans", type=int, default=0, metavar="N",
+                   help="... this many of them deleted, data left behind")
+    r.add_argument("--pre-age-dir", dest="seed_dir", metavar="DIR", help="start the workers from the catalogs "
+                   "`harness jobs pre-age` wrote (with --table: the pre-aged table)")
+    for old in ("models", "versions", "orphans", "dir"):
+        old_option(r, f"--seed-{old}", f"--pre-age-{old} (pre-age is the one verb for a datastore's history)")
     add_stand_in_arguments(r)
     r.add_argument("--driver", metavar="KIND", help="run the scenario's twin on this driver: model (the harness's "
                    "own model of the sync layer), command (the datastore's own command line, timed by its spans; "
@@ -97,11 +102,12 @@ def check_seed_dir(args: argparse.Namespace) -> None:
     if not args.seed_dir:
         return
     if args.seed_models:
-        raise HarnessError("--seed-dir starts from an earlier seed and --seed-models seeds now: give one of them")
+        raise HarnessError("--pre-age-dir starts from an earlier pre-age and --pre-age-models pre-ages now: give one "
+                           "of them")
     if not args.table:
-        raise HarnessError("--seed-dir needs --table, the table `harness jobs pre-age` filled for these catalogs")
+        raise HarnessError("--pre-age-dir needs --table, the table `harness jobs pre-age` filled for these catalogs")
     if not Path(args.seed_dir).is_dir() or not any(Path(args.seed_dir).glob("*.catalog.sqlite")):
-        raise HarnessError(f"--seed-dir {args.seed_dir}: no seeded catalogs there (`harness jobs pre-age ... "
+        raise HarnessError(f"--pre-age-dir {args.seed_dir}: no pre-aged catalogs there (`harness jobs pre-age ... "
                            "--state-dir` writes them; the default is runs/seeds/TABLE)")
 
 

@@ -63,7 +63,7 @@ class RunOptions:
     allow_foreign: bool = False
     cleanup: bool = False
     latency: str | None = None
-    preage: PreAge | None = None  # --seed-models: pre-age before the load
+    preage: PreAge | None = None  # --pre-age-models: pre-age before the load
     seed_dir: str | None = None  # or start from an earlier `harness jobs pre-age` (its catalogs; with --table)
     stand_in: str | None = None  # the embedded stand-in (default: standin.DEFAULT)
     s3_stand_in: str | None = None  # S3's (default seaweedfs; moto with --dynamodb-stand-in moto|moto-indexed)
@@ -162,11 +162,11 @@ def _check_stand_in_flags(opts: RunOptions, sc: scenarios.Scenario, connection: 
 def _check_preage(opts: RunOptions, sc: scenarios.Scenario) -> None:
     """Pre-ageing and a [background] job write DynamoDB items the harness's own way: refused where unread."""
     if opts.preage and sc.backend != "dynamodb":
-        raise HarnessError("--seed-models seeds DynamoDB items: run the scenario with --backend dynamodb")
+        raise HarnessError("--pre-age-models pre-ages DynamoDB items: run the scenario with --backend dynamodb")
     if opts.preage and sc.datastore.swamp_own:
-        raise HarnessError("--seed-models writes the harness's fenced items, which a run that is swamp's own "
+        raise HarnessError("--pre-age-models writes the harness's fenced items, which a run that is swamp's own "
                            "(fencing = false with bookkeeping = \"swamp\") does not read: run a copy of the scenario "
-                           "with fencing = true, or drop --seed-models")
+                           "with fencing = true, or drop --pre-age-models")
     if sc.background.items and sc.backend != "dynamodb":
         raise HarnessError("a [background] job writes DynamoDB items: run the scenario with --backend dynamodb")
 
@@ -231,7 +231,7 @@ def job_connection(env: UserEnvironment, *, aws: bool) -> Connection:
     if connection.stand_in_services:
         raise HarnessError("jobs need an endpoint that outlives them: set AWS_ENDPOINT_URL_DYNAMODB (or "
                            "AWS_ENDPOINT_URL: DynamoDB Local, a moto server, ...) or pass --aws; "
-                           "`harness run --seed-models` seeds the embedded one")
+                           "`harness run --pre-age-models` pre-ages the embedded one")
     return connection
 
 

@@ -1,4 +1,4 @@
-"""The paced jobs around a run's load: pre-ageing before it (``--seed-models``) and a noisy neighbour beside it.
+"""The paced jobs around a run's load: pre-ageing before it (``--pre-age-models``) and a noisy neighbour beside it.
 
 Both are bulk jobs (``harness.jobs.pacing``) on the run's own table, built from the
 run's plan (its endpoints and fidelity layer), journaled in ``RUN_DIR/jobs.db``.

@@ -162,7 +162,7 @@ def cmd_seed(connection: Connection, scenario: str, models: int, versions: int, 
     params = preage_params(sc, table, models, versions, orphans, workers or sc.fleet.workers, state_dir)
     source = preage_factory(params, clients, sc)
     print(f"harness: seeding {source.files():,} files in {len(params['namespaces'])} namespace(s); "
-          f"then `harness run {scenario} --table {table} --seed-dir {state_dir}`")
+          f"then `harness run {scenario} --table {table} --pre-age-dir {state_dir}`")
     return _run(jobs.new_job_id("seed"), "seed", params, source, clients, journal, source.finish)
 
 

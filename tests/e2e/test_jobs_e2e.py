@@ -112,8 +112,8 @@ def test_seeded_run_starts_in_the_degraded_regime(tmp_path):
 
     models, versions, orphans = 10, 5, 3
     seeded, fresh = tmp_path / "seeded", tmp_path / "fresh"
-    p = harness("run", "namespaced", "--users", "2", "--duration", "12s", "--seed-models", str(models),
-                "--seed-versions", str(versions), "--seed-orphans", str(orphans), "--run-dir", str(seeded),
+    p = harness("run", "namespaced", "--users", "2", "--duration", "12s", "--pre-age-models", str(models),
+                "--pre-age-versions", str(versions), "--pre-age-orphans", str(orphans), "--run-dir", str(seeded),
                 "--no-report", env=spied(tmp_path / "spy.log"))
     assert p.returncode == 0, p.stdout + p.stderr
     digest = hashlib.sha256((ROOT / "scenarios" / "namespaced.toml").read_text().encode()).hexdigest()
@@ -150,7 +150,7 @@ def test_harness_seed_then_the_run_it_prints_starts_from_the_seed(moto, tmp_path
     hint = re.search(r"then `(harness run [^`]+)`", p.stdout)
     assert hint, p.stdout
     argv = shlex.split(hint.group(1))[1:]
-    assert argv[:2] == ["run", "namespaced"] and "--seed-dir" in argv and "--table" in argv
+    assert argv[:2] == ["run", "namespaced"] and "--pre-age-dir" in argv and "--table" in argv
     run_dir = tmp_path / "run"
     p = harness(*argv, "--users", "2", "--duration", "8s", "--run-dir", str(run_dir), "--no-report", env=env,
                 cwd=tmp_path)

@@ -51,10 +51,11 @@ def test_the_installed_command_answers_the_same(tmp_path):
 
 
 @pytest.mark.parametrize("argv,message", [
-    (["run", "namespaced", "--seed-dir", "DIR"], "harness: --seed-dir needs --table"),
-    (["run", "namespaced", "--seed-dir", "DIR", "--table", "t", "--seed-models", "3"],
-     "harness: --seed-dir starts from an earlier seed and --seed-models seeds now"),
-    (["run", "namespaced", "--seed-dir", "EMPTY", "--table", "t"], "harness: --seed-dir EMPTY: no seeded catalogs"),
+    (["run", "namespaced", "--pre-age-dir", "DIR"], "harness: --pre-age-dir needs --table"),
+    (["run", "namespaced", "--pre-age-dir", "DIR", "--table", "t", "--pre-age-models", "3"],
+     "harness: --pre-age-dir starts from an earlier pre-age and --pre-age-models pre-ages now"),
+    (["run", "namespaced", "--pre-age-dir", "EMPTY", "--table", "t"],
+     "harness: --pre-age-dir EMPTY: no pre-aged catalogs"),
 ])
 def test_seed_dir_without_its_table_or_catalogs_is_refused(capsys, tmp_path, argv, message):
     (tmp_path / "EMPTY").mkdir()

@@ -29,6 +29,10 @@ OLD = [
     (["resume", "job-1"], "harness jobs resume"),
     (["jobs"], "harness jobs list"),
     (["jobs", "--journal", "x.db"], "harness jobs list"),
+    (["run", "namespaced", "--seed-models", "5"], "--pre-age-models"),
+    (["run", "namespaced", "--seed-versions", "5"], "--pre-age-versions"),
+    (["run", "namespaced", "--seed-orphans", "1"], "--pre-age-orphans"),
+    (["run", "namespaced", "--seed-dir", "d"], "--pre-age-dir"),
     (["jobs", "pre-age", "namespaced", "--models", "1", "--versions", "1", "--table", "t", "--workers", "2"],
      "--users"),
 ]

@@ -100,7 +100,7 @@ def test_bad_input_is_refused_while_planning_before_anything_exists(tmp_path):
              (dict(latency="warp"), "unknown latency profile 'warp'"),
              (dict(stand_in="dynamo"), "unknown stand-in 'dynamo'"),
              (dict(aws=True, stand_in="moto"), "--dynamodb-stand-in starts a local server"),
-             (dict(backend="s3", preage=PreAge(2, 2)), "--seed-models seeds DynamoDB items")]
+             (dict(backend="s3", preage=PreAge(2, 2)), "--pre-age-models pre-ages DynamoDB items")]
     for opts, message in cases:
         with pytest.raises(HarnessError, match=message):
             make_plan(run_dir=str(run_dir), **opts)
