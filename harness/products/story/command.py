@@ -119,7 +119,7 @@ def cmd_story(opts: StoryOptions, env: UserEnvironment, say: Callable[[str], Non
     signame = (stopped or {}).get("signal")
     if signame in ("SIGTERM", "SIGHUP"):  # being shut down: the record is kept, the page is not built now
         say(f"harness: story recorded in {story_dir / stories.STORY_JSON}; build its page with "
-            f"`harness report {story_dir}`")
+            f"`harness report --story {story_dir}`")
     else:
         out = stories.build(story_dir, rebuild=False)
         say(f"harness: story {out / 'index.html'}")

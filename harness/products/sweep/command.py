@@ -131,7 +131,7 @@ def cmd_sweep(opts: SweepOptions, env: UserEnvironment, say: Callable[[str], Non
     sweeps.finish(sweep_dir, elapsed_s=time.monotonic() - t0, interrupted=signame)
     if signame in ("SIGTERM", "SIGHUP"):
         say(f"harness: sweep recorded in {sweep_dir / sweeps.SWEEP_JSON}; build its page with "
-            f"`harness report {sweep_dir}`")
+            f"`harness report --sweep {sweep_dir}`")
     else:
         out = sweeps.build(sweep_dir, rebuild=False)
         fit = sweeps.read(out)["fit"]
