@@ -174,16 +174,16 @@ def test_cleanup_deletes_every_item_then_the_owned_table_and_refuses_foreign_one
                          AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"},
                                                {"AttributeName": "sk", "AttributeType": "S"}],
                          BillingMode="PAY_PER_REQUEST", **kwargs)
-        p = harness("fill", name, "--items", "300", "--item-bytes", "200", env=env)
+        p = harness("jobs", "fill", name, "--items", "300", "--item-bytes", "200", env=env)
         assert p.returncode == 0, p.stdout + p.stderr
-    p = harness("cleanup", "theirs", env=env)
+    p = harness("jobs", "cleanup", "theirs", env=env)
     assert p.returncode == 2 and "was not created by the harness" in p.stderr
     assert len(_all_items(ddb, "theirs")) == 300  # untouched
-    p = harness("cleanup", "ours", "--prefix", "FILL#0000001", env=env)  # items 100..199 only
+    p = harness("jobs", "cleanup", "ours", "--prefix", "FILL#0000001", env=env)  # items 100..199 only
     assert p.returncode == 0, p.stdout + p.stderr
     assert "100 items to delete from ours" in p.stdout
     assert len(_all_items(ddb, "ours")) == 200
-    p = harness("cleanup", "ours", "--drop-table", env=env)
+    p = harness("jobs", "cleanup", "ours", "--drop-table", env=env)
     assert p.returncode == 0 and "table ours deleted" in p.stdout, p.stdout + p.stderr
     assert "ours" not in ddb.list_tables()["TableNames"] and "theirs" in ddb.list_tables()["TableNames"]
 
