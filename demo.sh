@@ -5,7 +5,7 @@
 # node, or without SeaweedFS's weed, each falls back to moto),
 # ending with the path of its report. 90 s: at the demo's ~4 iterations/s a shorter run cannot tell
 # a x2 fall from noise (docs/reports.md, "Why is my short run flat?"). Extra arguments go to `harness run`, e.g.
-#   bash demo.sh --duration 2m --workers 8
+#   bash demo.sh --duration 2m --users 8
 set -euo pipefail
 cd "$(dirname "$0")"
 

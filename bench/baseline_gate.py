@@ -54,7 +54,7 @@ def main() -> int:
         slower = t / "shared-lock-slower.toml"
         slower.write_text((ROOT / "harness" / "config" / "scenarios" / "shared-lock.toml").read_text() + SLOWER)
         for backend in backends:
-            common = ["--backend", backend, "--duration", duration, "--workers", a.workers]
+            common = ["--backend", backend, "--duration", duration, "--users", a.workers]
             base, same, slow = t / f"{backend}-base", t / f"{backend}-same", t / f"{backend}-slow"
             procs = [subprocess.Popen([sys.executable, "-m", "harness", "run", "shared-lock", *common, "--run-dir",
                                        str(d), "--no-report"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,

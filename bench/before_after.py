@@ -107,7 +107,7 @@ def main(argv: list[str]) -> int:
                 print(f"{d.name}: {violations(d)}", flush=True)
     if a.only in (None, "seed"):
         d = run(None, "disposable", "dynamodb", a.out / "disposable-100-aws", a.duration,
-                ["--workers", "100", "--spawn-rate", "5", "--latency", "aws", "--processes", "2"])
+                ["--users", "100", "--spawn-rate", "5", "--latency", "aws", "--processes", "2"])
         subprocess.run([sys.executable, str(ROOT / "bench" / "seed_table.py"), str(d)], check=False)
     return 0
 

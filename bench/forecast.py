@@ -91,7 +91,7 @@ def real(scenarios: list[str], short: str, long: str, backends: list[str]) -> in
                 dirs = {}
                 for label, d in (("short", short), ("long", long)):
                     dirs[label] = Path(tmp) / f"{sc}-{be}-{label}"
-                    cmd = [sys.executable, "-m", "harness", "run", sc, "--backend", be, "--workers", "3",
+                    cmd = [sys.executable, "-m", "harness", "run", sc, "--backend", be, "--users", "3",
                            "--duration", d, "--run-dir", str(dirs[label]), "--no-report"]
                     print("$", " ".join(cmd[2:]), flush=True)
                     subprocess.run(cmd, cwd=ROOT, check=False, stdout=subprocess.DEVNULL)

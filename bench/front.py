@@ -188,7 +188,7 @@ def run_cpu(seconds: str, tmp: Path) -> list[dict]:
     out = []
     for front in (False, True):
         run_dir = tmp / f"run-{'front' if front else 'bare'}"
-        argv = [sys.executable, "-m", "harness", "run", "legacy-gsi", "--driver", "command", "--workers", "2",
+        argv = [sys.executable, "-m", "harness", "run", "legacy-gsi", "--driver", "command", "--users", "2",
                 "--duration", seconds, "--no-report", "--run-dir", str(run_dir)] + (["--front"] if front else [])
         subprocess.run(argv, check=True, capture_output=True, cwd=ROOT, timeout=600)
         p = pd.read_csv(run_dir / "processes.csv")

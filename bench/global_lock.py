@@ -95,7 +95,7 @@ def quick() -> list[str]:
     dirs = []
     for name, path in (("own", scenario), ("fenced", fenced)):
         d = out / name
-        subprocess.run([sys.executable, "-m", "harness", "run", str(path), "--duration", "6s", "--workers", "2",
+        subprocess.run([sys.executable, "-m", "harness", "run", str(path), "--duration", "6s", "--users", "2",
                         "--run-dir", str(d), "--no-report"], check=True, stdout=subprocess.DEVNULL)
         dirs.append(str(d))
     return dirs

@@ -86,7 +86,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.quick:
         args.target, args.chunk, args.max_time, args.processes, args.workers = 1, 5, 1, 0, 3
     fleet = ((["--processes", str(args.processes)] if args.processes else [])
-             + (["--workers", str(args.workers)] if args.workers else []))
+             + (["--users", str(args.workers)] if args.workers else []))
     backends = ["dynamodb", "s3"] if args.backend == "both" else [args.backend]
     names = list(SCENARIOS) if args.scenario == "all" else [args.scenario]
     plan = list(QUICK) if args.quick else [(n, b) for n in names for b in backends]

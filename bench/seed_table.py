@@ -3,7 +3,7 @@
     python bench/seed_table.py RUN_DIR
     python bench/seed_table.py --quick       # a 5-second, 10-worker run made here (seconds), then its table
 
-The run to read is ``harness run disposable --workers 100 --latency aws --duration 60s --processes N
+The run to read is ``harness run disposable --users 100 --latency aws --duration 60s --processes N
 --run-dir RUN_DIR`` (docs/swamp-today.md has the commands and the machine the figures came from). For each of
 the seed's figures (the-migrating-bottleneck: ~17 iterations a second at 100 workers, 17,500 write capacity
 units a second, PutItem 3.7 ms average, write throttling under 0.2 %, 560 write operations a second, six files
@@ -69,7 +69,7 @@ def side_by_side(run: dict) -> pd.DataFrame:
 
 def quick() -> str:
     d = Path(tempfile.mkdtemp(prefix="seed-table-")) / "run"
-    subprocess.run([sys.executable, "-m", "harness", "run", "disposable", "--workers", "10", "--latency", "aws",
+    subprocess.run([sys.executable, "-m", "harness", "run", "disposable", "--users", "10", "--latency", "aws",
                     "--duration", "5s", "--run-dir", str(d)], check=True, stdout=subprocess.DEVNULL)
     return str(d)
 

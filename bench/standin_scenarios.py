@@ -1,6 +1,6 @@
 """The seed's five scenarios on each local stand-in, side by side: does the stand-in change the story?
 
-Runs ``harness run SCENARIO --stand-in NAME --duration D`` for legacy-gsi,
+Runs ``harness run SCENARIO --dynamodb-stand-in NAME --duration D`` for legacy-gsi,
 shared-lock, namespaced, disposable and pruning on each stand-in, then prints
 one table read from each run's ``report/summary.json`` (iterations, rate start
 -> floor, shape, dominant step first -> last, what grew, probe) and, from the
@@ -40,7 +40,7 @@ def run_one(scenario: str, stand_in: str, duration: str, out: Path, backend: str
     run_dir = out / f"{scenario}--{stand_in}"
     if run_dir.exists():
         return run_dir
-    choice = ["--backend", "s3", "--s3-stand-in", stand_in] if backend == "s3" else ["--stand-in", stand_in]
+    choice = ["--backend", "s3", "--s3-stand-in", stand_in] if backend == "s3" else ["--dynamodb-stand-in", stand_in]
     if backend == "dynamodb":
         choice = ["--backend", "dynamodb", *choice]
     proc = subprocess.run([sys.executable, "-m", "harness", "run", scenario, *choice,

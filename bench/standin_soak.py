@@ -1,7 +1,7 @@
 """Soak: does an embedded stand-in's memory (and Locust's) follow the data or the request count?
 
 Runs ``harness run pruning`` (data bounded: every model is deleted and pruned)
-for ``--duration`` on ``--stand-in`` (and ``--backend``, ``--s3-stand-in``),
+for ``--duration`` on ``--dynamodb-stand-in`` (and ``--backend``, ``--s3-stand-in``),
 samples the resident memory of the stand-in's processes (dynalite / moto /
 SeaweedFS's ``weed``, every process of each) and of the Locust process every
 ``--every`` seconds, and prints the curves and each one's growth after the
@@ -192,7 +192,7 @@ def soak(duration_s: float, every_s: float, out: Path, stand_in: str, workers: i
          s3_stand_in: str | None = None, vacuum_every_s: float = 60.0) -> list[dict[str, float]]:
     run_dir = out / "run"
     cmd = [sys.executable, "-m", "harness", "run", "pruning", "--duration", f"{duration_s:g}s",
-           "--run-dir", str(run_dir), "--no-report", "--workers", str(workers), "--stand-in", stand_in,
+           "--run-dir", str(run_dir), "--no-report", "--users", str(workers), "--dynamodb-stand-in", stand_in,
            "--backend", backend, *(["--s3-stand-in", s3_stand_in] if s3_stand_in else [])]
     log = (out / "harness.out").open("w")
     proc = subprocess.Popen(cmd, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)

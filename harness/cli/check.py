@@ -7,22 +7,39 @@ plan's factory.
 
 from __future__ import annotations
 
+import argparse
 import sys
 from pathlib import Path
+from typing import Any
 
-from botocore.exceptions import BotoCoreError, ClientError
-
-from harness.config.factory import Factory
-from harness.config.recorded import recorded_plan, usable_connection
+from harness.core.environment import UserEnvironment
 from harness.core.errors import HarnessError
-from harness.safety import audit
-from harness.safety.fresh import with_fresh_reads
-from harness.safety.history import read_events
-from harness.safety.state import snapshot
+from harness.core.exit_codes import ExitCode
+
+
+def add_parser(sub: Any) -> None:
+    ck = sub.add_parser("check", help="check a run's history against its final remote state (exit 3 on a violation)")
+    ck.add_argument("run_dir", metavar="RUN_DIR", help="the run directory `harness run` made")
+    ck.add_argument("--live", action="store_true",
+                    help="read the state from the run's table/bucket now, at the endpoint its plan.json records")
+    ck.add_argument("--aws", action="store_true", help="with --live: the run's table/bucket are on AWS itself")
+    ck.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace, env: UserEnvironment) -> int:
+    return cmd_check(args.run_dir, args.live, args.aws)
 
 
 def live_state(run_dir: str | Path, *, aws: bool = False) -> dict:
     """What readers of the run's table/bucket see now."""
+    from botocore.exceptions import BotoCoreError, ClientError
+
+    from harness.config.factory import Factory
+    from harness.config.recorded import recorded_plan, usable_connection
+    from harness.safety.fresh import with_fresh_reads
+    from harness.safety.history import read_events
+    from harness.safety.state import snapshot
+
     plan = recorded_plan(run_dir)
     usable_connection(plan, aws, "read")
     factory = Factory(plan)
@@ -36,6 +53,8 @@ def live_state(run_dir: str | Path, *, aws: bool = False) -> dict:
 
 
 def cmd_check(run_dir: str, live: bool, aws: bool) -> int:
+    from harness.safety import audit
+
     audit_dir = Path(run_dir)
     if not (audit_dir / audit.RUN_JSON).is_file():
         raise HarnessError(f"{run_dir} is not a run directory (no {audit.RUN_JSON}): give the directory "
@@ -45,4 +64,4 @@ def cmd_check(run_dir: str, live: bool, aws: bool) -> int:
     print(f"harness: {audit.summary(report)}")
     for line in audit.failed_checks(report):
         print(f"harness: check failed: {line}", file=sys.stderr)
-    return 3 if report["violations"] else 0
+    return ExitCode.CHECKS_FAILED if report["violations"] else ExitCode.OK

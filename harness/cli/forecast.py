@@ -6,8 +6,27 @@ where ``--at`` says; ``--json`` prints the forecast as ``summary.json`` carries 
 
 from __future__ import annotations
 
+import argparse
 import json
 from pathlib import Path
+from typing import Any
+
+from harness.core.environment import UserEnvironment
+from harness.core.exit_codes import ExitCode
+
+
+def add_parser(sub: Any) -> None:
+    fc = sub.add_parser("forecast", help="the rate forecast from what grows, at any horizon (the report's is at the "
+                        "run's length x10): the step that grew, its count's growth, the fleet's rate there")
+    fc.add_argument("run_dir", metavar="RUN_DIR", help="the run directory to forecast from")
+    fc.add_argument("--at", default="10x", metavar="DURATION|Nit|Nx", help="where to look: a time from the load's "
+                    "start (15m, 2h), the fleet's successful iterations (1900it) or the run's length times N (10x)")
+    fc.add_argument("--json", action="store_true", help="print the forecast as summary.json's `forecast`")
+    fc.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace, env: UserEnvironment) -> int:
+    return cmd_forecast(args.run_dir, args.at, args.json)
 
 
 def cmd_forecast(run_dir: str, at: str, as_json: bool) -> int:
@@ -28,4 +47,4 @@ def cmd_forecast(run_dir: str, at: str, as_json: bool) -> int:
                          indent=2, allow_nan=False))
     else:
         print(sentence(fc) or "No forecast: the run has too few successful iterations to forecast from.")
-    return 0 if fc and fc.get("rate") else 3
+    return ExitCode.OK if fc and fc.get("rate") else ExitCode.CHECKS_FAILED

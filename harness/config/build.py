@@ -62,10 +62,10 @@ class RunOptions:
     allow_foreign: bool = False
     cleanup: bool = False
     latency: str | None = None
-    preage: PreAge | None = None  # --seed-models: pre-age before the load
-    seed_dir: str | None = None  # or start from an earlier `harness seed` (its catalogs; with --table)
+    preage: PreAge | None = None  # --pre-age-models: pre-age before the load
+    seed_dir: str | None = None  # or start from an earlier `harness jobs pre-age` (its catalogs; with --table)
     stand_in: str | None = None  # the embedded stand-in (default: standin.DEFAULT)
-    s3_stand_in: str | None = None  # S3's (default: standin.S3_DEFAULT; moto with --stand-in moto|moto-indexed)
+    s3_stand_in: str | None = None  # S3's (default seaweedfs; moto with --dynamodb-stand-in moto|moto-indexed)
     web_host: str = "127.0.0.1"
     web_login: bool = False  # Locust's --web-login, one account from HARNESS_WEB_USERNAME / HARNESS_WEB_PASSWORD
     master: bool = False  # a Locust master for workers started elsewhere (`harness worker`)
@@ -92,6 +92,41 @@ def plan_run(opts: RunOptions, env: UserEnvironment, *, password: str = "",
     ``opts.scenario``.
     """
     extra = (env.scenarios_dir,) if env.scenarios_dir else ()
+    sc, fleet = _scenario(opts, extra, scenario)
+    if opts.processes < 0:
+        raise HarnessError(f"--processes must be 0 or more, got {opts.processes}")
+    check_distribution(opts, password)
+    stand_in = stand_in_plan(opts.stand_in or env.stand_in, opts.s3_stand_in or env.s3_stand_in, env)
+    connection = resolve_connection(env, aws=opts.aws, needed=[sc.backend])
+    _check_stand_in_flags(opts, sc, connection)
+    if opts.master and connection.stand_in_services:
+        raise HarnessError("--master: workers elsewhere cannot reach an embedded stand-in on this machine's "
+                           f"loopback; set {ep.variables_for(connection.stand_in_services)} to a stand-in every "
+                           "worker reaches, or pass --aws")
+    check_front(sc, connection, opts.master)
+    run_id = new_run_id(sc.name, sc.backend)
+    run_dir = Path(opts.run_dir or Path("runs") / run_id)  # as given: messages name it the way the user did
+    _check_preage(opts, sc)
+    seeding = Seeding(opts.preage, str((run_dir / "seed-state").resolve()) if opts.preage else
+                      (str(Path(opts.seed_dir).resolve()) if opts.seed_dir else None))
+    web = WebPlan(host=opts.web_host, port=opts.web_port, login=opts.web_login,
+                  username=env.web_username or WebPlan.username, report_each_test=opts.report) if opts.web else None
+    master = MasterPlan(opts.master_bind_host, opts.master_bind_port, opts.expect_workers,
+                        opts.expect_workers_max_wait_s) if opts.master else None
+    return RunPlan(
+        run_id=run_id, run_dir=str(run_dir), scenario=sc, connection=connection,
+        resources=Resources.for_run(run_id, opts.table, opts.bucket, allow_foreign=opts.allow_foreign,
+                                    cleanup=opts.cleanup),
+        locust=LocustPlan(users=fleet.peak_workers, spawn_rate=fleet.spawn_rate, run_time_s=_run_time_s(opts, fleet),
+                          processes=opts.processes, web=web, master=master, report=opts.report),
+        stand_in=stand_in, seeding=seeding, latency=opts.latency or None, scenario_dirs=extra,
+        telemetry=telemetry_plan(otel=opts.otel or sc.observe.otel, prometheus=opts.prometheus,
+                                 cloudwatch_wait_s=opts.cloudwatch_wait_s, otel_variables=env.otel))
+
+
+def _scenario(opts: RunOptions, extra: tuple[str, ...],
+              scenario: scenarios.Scenario | None) -> tuple[scenarios.Scenario, scenarios.Fleet]:
+    """The run's scenario with every command-line override, and its fleet (under --web, the form's prefill)."""
     sc = scenario if scenario is not None else scenarios.load(opts.scenario, extra)
     if opts.driver:
         sc = scenarios.twin_for(sc, opts.driver, extra)
@@ -108,48 +143,31 @@ def plan_run(opts: RunOptions, env: UserEnvironment, *, password: str = "",
         load_profile(opts.latency)  # a bad profile is a one-line error before anything starts
     if opts.front:
         sc = replace(sc, fidelity=replace(sc.fidelity, front=True))
-    if opts.processes < 0:
-        raise HarnessError(f"--processes must be 0 or more, got {opts.processes}")
-    check_distribution(opts, password)
-    stand_in = stand_in_plan(opts.stand_in or env.stand_in, opts.s3_stand_in or env.s3_stand_in, env)
-    connection = resolve_connection(env, aws=opts.aws, needed=[sc.backend])
-    for flag, given, service in (("--stand-in", opts.stand_in, sc.backend), ("--s3-stand-in", opts.s3_stand_in, "s3")):
+    return sc, fleet
+
+
+def _check_stand_in_flags(opts: RunOptions, sc: scenarios.Scenario, connection: Connection) -> None:
+    """A stand-in named for a service whose endpoint a variable (or --aws) already names: one line."""
+    for flag, given, service in (("--dynamodb-stand-in", opts.stand_in, sc.backend),
+                                 ("--s3-stand-in", opts.s3_stand_in, "s3")):
         # a DynamoDB run uses no S3: --s3-stand-in (as a suite or a script passes it to every run) has nothing to do
         if given and service not in connection.stand_in_services and connection.service(service).used:
             named = connection.service(service).source  # the variable (or --aws) that named the endpoint
             target = "--aws targets AWS itself: drop --aws" if named == "--aws" else \
                 f"{named} names {service}'s endpoint: unset {named}"
             raise HarnessError(f"{flag} starts a local server, but {target}, or drop {flag}")
-    if opts.master and connection.stand_in_services:
-        raise HarnessError("--master: workers elsewhere cannot reach an embedded stand-in on this machine's "
-                           f"loopback; set {ep.variables_for(connection.stand_in_services)} to a stand-in every "
-                           "worker reaches, or pass --aws")
-    check_front(sc, connection, opts.master)
-    run_id = new_run_id(sc.name, sc.backend)
-    run_dir = Path(opts.run_dir or Path("runs") / run_id)  # as given: messages name it the way the user did
+
+
+def _check_preage(opts: RunOptions, sc: scenarios.Scenario) -> None:
+    """Pre-ageing and a [background] job write DynamoDB items the harness's own way: refused where unread."""
     if opts.preage and sc.backend != "dynamodb":
-        raise HarnessError("--seed-models seeds DynamoDB items: run the scenario with --backend dynamodb")
+        raise HarnessError("--pre-age-models pre-ages DynamoDB items: run the scenario with --backend dynamodb")
     if opts.preage and sc.datastore.swamp_own:
-        raise HarnessError("--seed-models writes the harness's fenced items, which a run that is swamp's own "
+        raise HarnessError("--pre-age-models writes the harness's fenced items, which a run that is swamp's own "
                            "(fencing = false with bookkeeping = \"swamp\") does not read: run a copy of the scenario "
-                           "with fencing = true, or drop --seed-models")
+                           "with fencing = true, or drop --pre-age-models")
     if sc.background.items and sc.backend != "dynamodb":
         raise HarnessError("a [background] job writes DynamoDB items: run the scenario with --backend dynamodb")
-    seeding = Seeding(opts.preage, str((run_dir / "seed-state").resolve()) if opts.preage else
-                      (str(Path(opts.seed_dir).resolve()) if opts.seed_dir else None))
-    web = WebPlan(host=opts.web_host, port=opts.web_port, login=opts.web_login,
-                  username=env.web_username or WebPlan.username, report_each_test=opts.report) if opts.web else None
-    master = MasterPlan(opts.master_bind_host, opts.master_bind_port, opts.expect_workers,
-                        opts.expect_workers_max_wait_s) if opts.master else None
-    return RunPlan(
-        run_id=run_id, run_dir=str(run_dir), scenario=sc, connection=connection,
-        resources=Resources.for_run(run_id, opts.table, opts.bucket, allow_foreign=opts.allow_foreign,
-                                    cleanup=opts.cleanup),
-        locust=LocustPlan(users=fleet.peak_workers, spawn_rate=fleet.spawn_rate, run_time_s=_run_time_s(opts, fleet),
-                          processes=opts.processes, web=web, master=master, report=opts.report),
-        stand_in=stand_in, seeding=seeding, latency=opts.latency or None, scenario_dirs=extra,
-        telemetry=telemetry_plan(otel=opts.otel or sc.observe.otel, prometheus=opts.prometheus,
-                                 cloudwatch_wait_s=opts.cloudwatch_wait_s, otel_variables=env.otel))
 
 
 def _run_time_s(opts: RunOptions, fleet: scenarios.Fleet) -> float | None:
@@ -212,7 +230,7 @@ def job_connection(env: UserEnvironment, *, aws: bool) -> Connection:
     if connection.stand_in_services:
         raise HarnessError("jobs need an endpoint that outlives them: set AWS_ENDPOINT_URL_DYNAMODB (or "
                            "AWS_ENDPOINT_URL: DynamoDB Local, a moto server, ...) or pass --aws; "
-                           "`harness run --seed-models` seeds the embedded one")
+                           "`harness run --pre-age-models` pre-ages the embedded one")
     return connection
 
 

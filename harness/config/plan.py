@@ -95,7 +95,7 @@ class Resources:
 
 @dataclass(frozen=True)
 class PreAge:
-    """``--seed-models``: pre-age the datastore before the load (models per namespace, versions, orphans)."""
+    """``--pre-age-models``: pre-age the datastore before the load (models per namespace, versions, orphans)."""
 
     models: int
     versions: int

@@ -1,4 +1,4 @@
-"""A finished run's plan, for the commands that come back to it: ``harness check --live``, ``harness cleanup``.
+"""A finished run's plan, for the commands that come back to it: ``harness check --live``, ``harness jobs cleanup``.
 
 They use the endpoints the run recorded, never new ones from the environment,
 and keep the run's promise: nothing goes to AWS unless ``--aws`` says so, and

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import argparse
 import re
+from typing import Any
+
+from harness.core.errors import HarnessError
 
 _UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
 _PART = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h)")
@@ -52,3 +55,16 @@ class DurationArg:
             least = "0 or more" if self.zero_ok else "positive"
             raise argparse.ArgumentTypeError(f"must be {least}, got {text!r} (e.g. 90s, 5m, 1h30m)")
         return seconds
+
+
+def option_duration(o: dict[str, Any], key: str, default: float, where: str, positive: bool = True) -> float:
+    """A scenario table's duration key (``[driver] timeout = "30s"``), one line naming ``where.key`` when it is
+    not one: the file-side twin of ``DurationArg``, so the drivers' options read durations one way too."""
+    v = o.get(key, default)
+    try:
+        s = parse_duration(v)
+    except ValueError:
+        raise HarnessError(f"{where}.{key} must be a duration like \"30s\" or \"2m\", got {v!r}") from None
+    if s < 0 or (positive and s == 0):
+        raise HarnessError(f"{where}.{key} must be a positive duration, got {v!r}")
+    return s

@@ -1,6 +1,6 @@
 """Where a seeded namespace leaves off: its catalog rows and its local view, saved for the workers.
 
-``harness seed`` (and ``harness run --seed-models``) pre-ages a datastore; each
+``harness jobs pre-age`` (and ``harness run --seed-models``) pre-ages a datastore; each
 seed worker's catalog (SQLite) and local view (JSON) are written to a directory
 so the load's workers start where the seed left off instead of re-reading
 everything. It is the datastore's own state, so it lives here: the pacing

@@ -1,4 +1,4 @@
-"""The paced jobs around a run's load: pre-ageing before it (``--seed-models``) and a noisy neighbour beside it.
+"""The paced jobs around a run's load: pre-ageing before it (``--pre-age-models``) and a noisy neighbour beside it.
 
 Both are bulk jobs (``harness.jobs.pacing``) on the run's own table, built from the
 run's plan (its endpoints and fidelity layer), journaled in ``RUN_DIR/jobs.db``.
@@ -37,7 +37,7 @@ def preage(factory: Factory, say: Callable[[str], None], quiet: bool = False) ->
     finally:  # ... and only then: after it, Ctrl-C stops the run again (Locust records the running test)
         signal.signal(signal.SIGINT, interrupt)
     if state != "done":
-        raise HarnessError(f"seeding stopped ({state}); see `harness jobs --journal {run_dir / 'jobs.db'}`")
+        raise HarnessError(f"seeding stopped ({state}); see `harness jobs list --journal {run_dir / 'jobs.db'}`")
     source.finish()
     return Path(state_dir)
 

@@ -1,12 +1,12 @@
-"""The job commands: ``harness seed``, ``fill``, ``cleanup``, ``jobs``, ``resume``.
+"""The job commands: ``harness jobs pre-age``, ``fill``, ``cleanup``, ``jobs``, ``resume``.
 
 Long jobs print their estimate first (items, write units, time at the ceiling),
 then a progress line every couple of seconds with the current rate, the
 ceiling and a time estimate. Ctrl-C pauses the job (in-flight items finish and
-are journaled) and ``harness resume JOB`` continues it.
+are journaled) and ``harness jobs resume JOB`` continues it.
 
 Each job builds from a plan: a run's own (pre-ageing and the noisy neighbour
-of ``harness run``; ``harness cleanup RUN_DIR`` reads the run's ``plan.json``),
+of ``harness run``; ``harness jobs cleanup RUN_DIR`` reads the run's ``plan.json``),
 or one made of the job's table, scenario and the DynamoDB endpoint the user
 named (``job_plan``). Jobs need an endpoint that outlives them: never the
 embedded stand-in, and AWS only with ``--aws``.
@@ -29,6 +29,7 @@ from harness.config.plan import Connection, LocustPlan, Resources, RunPlan
 from harness.config.preflight import check_reachable
 from harness.config.recorded import recorded_plan, usable_connection
 from harness.core.errors import HarnessError
+from harness.core.exit_codes import ExitCode
 from harness.datastore.backends.s3 import S3Backend
 from harness.jobs.pacing import jobs
 from harness.jobs.pacing.ceiling import ceiling
@@ -97,8 +98,8 @@ def _run(job_id: str, kind: str, params: dict, source: Any, clients: Clients, jo
         finish()
     row = journal.get(job_id)
     print(f"harness: job {job_id} {state}{': ' + row.reason if row and row.reason else ''}"
-          + ("" if state == "done" else f" (resume with `harness resume {job_id}`)"))
-    return 0 if state == "done" else 4
+          + ("" if state == "done" else f" (resume with `harness jobs resume {job_id}`)"))
+    return ExitCode.OK if state == "done" else ExitCode.JOB_STOPPED
 
 
 def cmd_fill(connection: Connection, table: str, items: int, item_bytes: int, journal: Journal,
@@ -114,7 +115,7 @@ def cmd_fill(connection: Connection, table: str, items: int, item_bytes: int, jo
 def preage_factory(params: dict, clients: Clients, sc: scenarios.Scenario | None = None) -> PreAgeSource:
     """The pre-ageing job's items from its parameters (a resumed job rebuilds exactly the same).
 
-    ``sc`` is the scenario the command already has (its plan's); ``harness resume``, another command, reads
+    ``sc`` is the scenario the command already has (its plan's); ``harness jobs resume``, another command, reads
     the file its parameters name.
     """
     sc = (sc or scenarios.load(params["scenario"])).with_overrides(backend="dynamodb")
@@ -145,7 +146,8 @@ def preage_params(sc: scenarios.Scenario, table: str, models: int, versions: int
 
 def cmd_seed(connection: Connection, scenario: str, models: int, versions: int, orphans: int, workers: int | None,
              table: str, state_dir: str | None, journal: Journal, scenario_dirs: tuple[str, ...] = ()) -> int:
-    """``harness seed``: pre-age a table on a persistent endpoint, then say which ``harness run`` starts there."""
+    """``harness jobs pre-age``: pre-age a table on a persistent endpoint, then say which ``harness run`` starts
+    there."""
     sc = scenarios.load(scenario, scenario_dirs)
     if sc.backend != "dynamodb":
         raise HarnessError("seeding writes DynamoDB items: use a scenario on the dynamodb backend")
@@ -160,7 +162,7 @@ def cmd_seed(connection: Connection, scenario: str, models: int, versions: int, 
     params = preage_params(sc, table, models, versions, orphans, workers or sc.fleet.workers, state_dir)
     source = preage_factory(params, clients, sc)
     print(f"harness: seeding {source.files():,} files in {len(params['namespaces'])} namespace(s); "
-          f"then `harness run {scenario} --table {table} --seed-dir {state_dir}`")
+          f"then `harness run {scenario} --table {table} --pre-age-dir {state_dir}`")
     return _run(jobs.new_job_id("seed"), "seed", params, source, clients, journal, source.finish)
 
 
@@ -169,7 +171,7 @@ def cleanup_factory(params: dict, clients: Clients) -> CleanupSource:
 
 
 def cleanup_target(target: str, connection: Callable[[], Connection], aws: bool) -> RunPlan:
-    """What ``harness cleanup`` cleans: a run directory's plan (its recorded endpoints), or a table by name."""
+    """What ``harness jobs cleanup`` cleans: a run directory's plan (its recorded endpoints), or a table by name."""
     if Path(target).is_dir():
         plan = recorded_plan(target)
         return replace(plan, connection=usable_connection(plan, aws, "clean"))
@@ -243,7 +245,7 @@ def cmd_jobs(journal: Journal) -> int:
 def cmd_resume(connection: Connection, job_id: str, journal: Journal, scenario_dirs: tuple[str, ...] = ()) -> int:
     row = journal.get(job_id)
     if row is None:
-        raise HarnessError(f"no job {job_id!r} in {journal.path}: see `harness jobs`")
+        raise HarnessError(f"no job {job_id!r} in {journal.path}: see `harness jobs list`")
     fidelity = row.params.get("scenario")
     clients = job_clients(connection, scenarios.load(fidelity, scenario_dirs) if fidelity else None)
     print(f"harness: resuming {job_id}: {row.total - len(journal.done_indexes(job_id)):,} of {row.total:,} items left")
@@ -253,5 +255,6 @@ def cmd_resume(connection: Connection, job_id: str, journal: Journal, scenario_d
                                     on_progress=console.on_progress, on_start=console.on_start)
     if state == "done" and hasattr(source, "finish"):
         source.finish()
-    print(f"harness: job {job_id} {state}" + ("" if state == "done" else f" (resume with `harness resume {job_id}`)"))
-    return 0 if state == "done" else 4
+    print(f"harness: job {job_id} {state}"
+          + ("" if state == "done" else f" (resume with `harness jobs resume {job_id}`)"))
+    return ExitCode.OK if state == "done" else ExitCode.JOB_STOPPED

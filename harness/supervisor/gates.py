@@ -13,12 +13,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from harness.core.errors import HarnessError
+from harness.core.exit_codes import ExitCode
 
 if TYPE_CHECKING:
     from harness.config.plan import RunPlan
     from harness.supervisor.run import RunResult
 
-EXIT_REGRESSION = 3
 
 
 def plan_identity(plan: RunPlan) -> dict[str, Any]:
@@ -87,7 +87,7 @@ def report_gates(args: argparse.Namespace, run_dirs: list[Path]) -> tuple[dict[P
     if (args.baseline or args.junit) and len(run_dirs) != 1:
         raise HarnessError("--baseline and --junit take one run directory (a web session's test: SESSION/tests/NNN)")
     compared = compare(args.baseline, run_dirs, args.threshold)
-    return compared, EXIT_REGRESSION if regressed(compared) else 0
+    return compared, ExitCode.CHECKS_FAILED if regressed(compared) else 0
 
 
 def report_junit(path: str | None, summary: dict, compared: dict[Path, dict]) -> None:

@@ -47,8 +47,6 @@ from harness.telemetry.cloudwatch.after_run import after_run
 
 LOCUSTFILE = Path(__file__).parents[1] / "load" / "locustfile.py"
 SHAPEFILE = Path(__file__).parents[1] / "load" / "shape.py"  # a scenario's [[fleet.stages]], only when it has them
-EXIT_CHECKS_FAILED = 3
-EXIT_DID_NOT_COMPLETE = 5  # a part the harness started died (or the disk filled): the run did not complete
 
 
 @dataclass
@@ -157,25 +155,9 @@ def _run(plan: RunPlan, say: Callable[[str], None], quiet: bool, run_dir: Path, 
             removed = factory.teardown(clients, backend)
             say(f"harness: {'removed' if removed else 'left'} {backend.name} resource of this run")
     finally:
-        if parts:
-            parts.give_back()
-        if sampler:
-            sampler.stop()
-        if front:
-            front.stop()
-        if local:
-            local.stop()
+        _stop_parts(parts, sampler, front, local)
     if not (run_dir / runinfo.RUN_JSON).exists():
-        if parts and parts.failures:  # a part died before the test started: nothing was recorded
-            return RunResult(run_dir, 0, [], exit_code, failed_parts=[f.as_dict() for f in parts.failures])
-        if signalled:
-            raise Interrupted(signal.Signals[signalled])
-        m = plan.locust.master
-        if m and _gave_up_on_workers(run_dir):
-            raise HarnessError(f"fewer than {m.expect_workers} workers connected within "
-                               f"{m.expect_workers_max_wait_s:g} s: start them with `harness worker --master-host "
-                               f"HOST --master-port {m.bind_port}`; see {run_dir / 'locust.log'}")
-        raise HarnessError(f"Locust did not start the run; see {run_dir / 'locust.log'}")
+        return _not_started(plan, run_dir, parts, exit_code, signalled)
     runinfo.update(run_dir, locust_exit=exit_code, **notes.fields())
     failed = failed_parts.record(run_dir, parts.failures if parts else [], stopped_by_us=bool(parts and parts.stopped))
     res = _results(run_dir, exit_code, signalled, safety_failed, completed=not failed)
@@ -183,6 +165,34 @@ def _run(plan: RunPlan, say: Callable[[str], None], quiet: bool, run_dir: Path, 
     # a story's, a sweep's or a climb's run: what died reads as a failed check there (`harness run` says it alone)
     res.failed_checks[:0] = [f"the run did not complete: {d['line']}" for d in failed]
     return res
+
+
+def _stop_parts(parts: Parts | None, sampler: ProcessSampler | None, front: front_launch.FrontProcess | None,
+                local: Any) -> None:
+    """Stop what the run started on this machine, last started first stopped (the reserve given back first)."""
+    if parts:
+        parts.give_back()
+    if sampler:
+        sampler.stop()
+    if front:
+        front.stop()
+    if local:
+        local.stop()
+
+
+def _not_started(plan: RunPlan, run_dir: Path, parts: Parts | None, exit_code: int, signalled: str | None
+                 ) -> RunResult:
+    """No run.json: a part that died first (a result: exit 5), a signal, or why Locust did not start (one line)."""
+    if parts and parts.failures:  # a part died before the test started: nothing was recorded
+        return RunResult(run_dir, 0, [], exit_code, failed_parts=[f.as_dict() for f in parts.failures])
+    if signalled:
+        raise Interrupted(signal.Signals[signalled])
+    m = plan.locust.master
+    if m and _gave_up_on_workers(run_dir):
+        raise HarnessError(f"fewer than {m.expect_workers} workers connected within "
+                           f"{m.expect_workers_max_wait_s:g} s: start them with `harness worker --master-host "
+                           f"HOST --master-port {m.bind_port}`; see {run_dir / 'locust.log'}")
+    raise HarnessError(f"Locust did not start the run; see {run_dir / 'locust.log'}")
 
 
 class RunNotes:

@@ -20,7 +20,7 @@ pytestmark = pytest.mark.e2e
 
 def test_processes_two_gives_rows_from_both_worker_processes(tmp_path):
     run_dir = tmp_path / "dist"
-    p = harness("run", "namespaced", "--processes", "2", "--workers", "4", "--duration", "12s",
+    p = harness("run", "namespaced", "--processes", "2", "--users", "4", "--duration", "12s",
                 "--run-dir", str(run_dir), "--no-report")
     assert p.returncode == 0, p.stdout + p.stderr
     d = rows(run_dir)
@@ -47,7 +47,7 @@ def test_a_killed_worker_is_named_and_the_others_rows_are_complete(tmp_path):
     sc = (SCENARIOS / "namespaced.toml").read_text()
     scenario = tmp_path / "lost-ok.toml"
     scenario.write_text(sc.replace("[lock]", "[checks]\nallow_lost_workers = true\n\n[lock]"))
-    proc = subprocess.Popen([sys.executable, "-m", "harness", "run", str(scenario), "--processes", "2", "--workers",
+    proc = subprocess.Popen([sys.executable, "-m", "harness", "run", str(scenario), "--processes", "2", "--users",
                              "4", "--duration", "20s", "--run-dir", str(run_dir), "--no-report"],
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=clean_env(), cwd=ROOT,
                             start_new_session=True)
@@ -92,7 +92,7 @@ def test_checks_gate_the_exit_code(tmp_path):
     sc = sc.replace("[lock]", "[checks]\nmin_rate_last_window = 10000.0\nwindow = \"5s\"\n\n[lock]")
     path = tmp_path / "impossible.toml"
     path.write_text(sc)
-    p = harness("run", str(path), "--duration", "5s", "--workers", "2", "--run-dir", str(tmp_path / "r"),
+    p = harness("run", str(path), "--duration", "5s", "--users", "2", "--run-dir", str(tmp_path / "r"),
                 "--no-report")
     assert p.returncode == 3, p.stdout + p.stderr
     assert re.search(r"check failed: fleet rate [\d.]+ it/s in the last \d+s is below the required 10000", p.stderr)

@@ -22,7 +22,7 @@ LO, HI = 1.0, 400.0
 @pytest.fixture(scope="module")
 def climb(tmp_path_factory):
     base = tmp_path_factory.mktemp("climb") / "climb"
-    p = harness("run", "namespaced", "--rate", f"{LO:g}..{HI:g}", "--steps", "2", "--workers", "2",
+    p = harness("climb", "namespaced", "--rate", f"{LO:g}..{HI:g}", "--steps", "2", "--users", "2",
                 "--duration", "5s", "--run-dir", str(base), timeout=300)
     assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
     return p, base, json.loads((base / "climb.json").read_text())

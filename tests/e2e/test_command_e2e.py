@@ -23,7 +23,7 @@ pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("command-e2e")]
 @pytest.fixture(scope="module")
 def command_run(tmp_path_factory):
     run_dir = tmp_path_factory.mktemp("command") / "namespaced-command"
-    p = harness("run", "namespaced", "--driver", "command", "--workers", "3", "--duration", "30s", "--run-dir",
+    p = harness("run", "namespaced", "--driver", "command", "--users", "3", "--duration", "30s", "--run-dir",
                 str(run_dir), timeout=300)
     assert p.returncode == 0, p.stdout + p.stderr
     return run_dir

@@ -145,7 +145,7 @@ def test_a_killed_stand_in_stops_the_test_and_the_report_says_so(tmp_path):
 def test_a_killed_probe_stops_the_test(tmp_path):
     info, killed_at = _kill_one(tmp_path / "probe", "the probe", lambda c: "harness.aws.fidelity.probe" in c,
                                 r"the stand-in probe exited at \d+ s \(killed by SIGKILL\); the test was stopped",
-                                "probe", "--workers", "2", "--no-report")
+                                "probe", "--users", "2", "--no-report")
     assert info["failed_parts"][0]["log"].endswith("probe.log")
     assert pd.Timestamp(info["ended_at"]).timestamp() - killed_at < 10
 
@@ -153,13 +153,13 @@ def test_a_killed_probe_stops_the_test(tmp_path):
 def test_a_killed_locust_process_is_not_a_pass(tmp_path):
     info, _ = _kill_one(tmp_path / "locust", "Locust", lambda c: "locust" in c[:3],
                         r"the Locust process \(local\) exited at \d+ s \(killed by SIGKILL\); the run did not "
-                        r"complete \(rows up to its last flush are kept\)", "locust", "--workers", "2", "--no-report")
+                        r"complete \(rows up to its last flush are kept\)", "locust", "--users", "2", "--no-report")
     assert info["status"] == "running"  # its record was never closed: run.json says so, and what died
 
 
 def test_a_killed_worker_process_stops_the_test_and_keeps_the_others_rows(tmp_path):
     run_dir = tmp_path / "worker"
-    proc = _start(run_dir, "--processes", "2", "--workers", "4", "--duration", "40s", "--no-report")
+    proc = _start(run_dir, "--processes", "2", "--users", "4", "--duration", "40s", "--no-report")
     wait_for("rows from both worker processes", lambda: senders(run_dir) >= {"worker-0", "worker-1"}, 90)
     before = _rows_on_disk(run_dir)
     master = _find(proc.pid, "the master", lambda c: "--processes" in c)
@@ -272,7 +272,7 @@ def test_a_run_that_cannot_fit_is_refused_before_it_starts(small_fs):
 def test_a_disk_that_fills_during_the_run_stops_it_and_keeps_the_rows(small_fs):
     fs = small_fs("10m")
     run_dir = fs / "run"
-    proc = _start(run_dir, "--workers", "1", "--duration", "15s", "--no-report")
+    proc = _start(run_dir, "--users", "1", "--duration", "15s", "--no-report")
     before = _first_rows(proc, run_dir)
     filled_at = time.time()
     with open(fs / "filler", "wb") as f:  # another writer takes the rest of the filesystem

@@ -53,7 +53,7 @@ def front_run(tmp_path_factory) -> Path:
     scenario = d / "legacy-gsi-front.toml"
     scenario.write_text(SCENARIO)
     run_dir = d / "run"
-    p = harness("run", str(scenario), "--workers", "3", "--duration", "25s", "--run-dir", str(run_dir), "--no-report",
+    p = harness("run", str(scenario), "--users", "3", "--duration", "25s", "--run-dir", str(run_dir), "--no-report",
                 timeout=300)
     assert p.returncode == 0, p.stdout + p.stderr
     return run_dir
@@ -92,7 +92,7 @@ def test_a_killed_front_stops_the_run_with_exit_5_and_one_line(tmp_path):
     scenario = tmp_path / "legacy-gsi-front.toml"
     scenario.write_text(SCENARIO)
     run_dir = tmp_path / "killed"
-    proc = _start(run_dir, "--duration", "40s", "--workers", "2", "--no-report", scenario=str(scenario))
+    proc = _start(run_dir, "--duration", "40s", "--users", "2", "--no-report", scenario=str(scenario))
     before = _first_rows(proc, run_dir)
     victim = _find(proc.pid, "the front", lambda c: "harness.aws.front" in c)
     killed_at = _killed(victim)

@@ -45,7 +45,7 @@ raise SystemExit(harness.cli.main.main(sys.argv[1:]))
 
 def test_two_runs_started_at_the_same_instant_on_one_run_dir(tmp_path):
     run_dir, go = tmp_path / "shared", tmp_path / "go"
-    argv = [sys.executable, "-c", AT_ONCE, str(go), "run", "namespaced", "--duration", "3s", "--workers", "2",
+    argv = [sys.executable, "-c", AT_ONCE, str(go), "run", "namespaced", "--duration", "3s", "--users", "2",
             "--no-report", "--run-dir", str(run_dir)]
     procs = [subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=clean_env(),
                               cwd=ROOT) for _ in range(2)]

@@ -54,7 +54,7 @@ def test_an_abort_threshold_stops_shared_lock_early_and_the_report_says_why(tmp_
 @pytest.mark.xdist_group("gates-baseline")
 def test_the_baseline_passes_the_same_code_and_fails_a_slower_commit(tmp_path):
     base, same, slow = tmp_path / "base", tmp_path / "same", tmp_path / "slow"
-    common = ("--duration", "10s", "--workers", "4")
+    common = ("--duration", "10s", "--users", "4")
     twice = [subprocess.Popen([sys.executable, "-m", "harness", "run", "shared-lock", *common, "--run-dir", str(d),
                                "--no-report"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                               env=clean_env(), cwd=ROOT) for d in (base, same)]  # the same code, side by side
@@ -71,7 +71,7 @@ def test_the_baseline_passes_the_same_code_and_fails_a_slower_commit(tmp_path):
     assert "regression against the baseline: slow: commit" in p.stderr
     summary = json.loads((slow / "report" / "summary.json").read_text())["runs"][0]["findings"]["baseline"]
     assert "commit" in summary["regressions"]
-    other = harness("run", "shared-lock", "--duration", "8s", "--workers", "2", "--run-dir", str(tmp_path / "x"),
+    other = harness("run", "shared-lock", "--duration", "8s", "--users", "2", "--run-dir", str(tmp_path / "x"),
                     "--baseline", str(base))
     assert other.returncode == 2 and "its fleet size is 4, this run's 2" in other.stderr
     assert not (tmp_path / "x").exists()  # refused before anything started

@@ -43,7 +43,7 @@ def _table(moto, name):
 
 
 def _start_and_kill(env, table, tmp_path, after_items=150):
-    proc = subprocess.Popen([sys.executable, "-m", "harness", "fill", table, "--items", str(ITEMS),
+    proc = subprocess.Popen([sys.executable, "-m", "harness", "jobs", "fill", table, "--items", str(ITEMS),
                              "--item-bytes", "400"], env=env, cwd=ROOT, stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True)
     deadline = time.monotonic() + 60
@@ -74,9 +74,9 @@ def test_sigkill_then_resume_writes_every_item_exactly_once(moto, tmp_path):
     ddb = _table(moto, "crash")
     env = _env(moto, tmp_path)
     job = _start_and_kill(env, "crash", tmp_path)
-    listed = harness("jobs", env=env)
+    listed = harness("jobs", "list", env=env)
     assert listed.returncode == 0 and job in listed.stdout and "interrupted" in listed.stdout
-    p = harness("resume", job, env=env, timeout=180)
+    p = harness("jobs", "resume", job, env=env, timeout=180)
     assert p.returncode == 0, p.stdout + p.stderr
     assert f"harness: job {job} done" in p.stdout
     items = _all_items(ddb, "crash")
@@ -94,7 +94,7 @@ def test_resume_against_a_recreated_table_is_refused(moto, tmp_path):
     job = _start_and_kill(env, "recreated", tmp_path, after_items=100)
     ddb.delete_table(TableName="recreated")
     _table(moto, "recreated")
-    p = harness("resume", job, env=env)
+    p = harness("jobs", "resume", job, env=env)
     assert p.returncode == 2 and "Traceback" not in p.stderr
     assert "is not the table the job started on (it was recreated" in p.stderr
     row = Journal(tmp_path / "jobs.db").get(job)
@@ -112,8 +112,8 @@ def test_seeded_run_starts_in_the_degraded_regime(tmp_path):
 
     models, versions, orphans = 10, 5, 3
     seeded, fresh = tmp_path / "seeded", tmp_path / "fresh"
-    p = harness("run", "namespaced", "--workers", "2", "--duration", "12s", "--seed-models", str(models),
-                "--seed-versions", str(versions), "--seed-orphans", str(orphans), "--run-dir", str(seeded),
+    p = harness("run", "namespaced", "--users", "2", "--duration", "12s", "--pre-age-models", str(models),
+                "--pre-age-versions", str(versions), "--pre-age-orphans", str(orphans), "--run-dir", str(seeded),
                 "--no-report", env=spied(tmp_path / "spy.log"))
     assert p.returncode == 0, p.stdout + p.stderr
     digest = hashlib.sha256((SCENARIOS / "namespaced.toml").read_text().encode()).hexdigest()
@@ -124,7 +124,7 @@ def test_seeded_run_starts_in_the_degraded_regime(tmp_path):
     assert f"seeding {files:,} files in 2 namespace(s)" in p.stdout  # latest + definition per model, orphans' gone
     (job,) = Journal(seeded / "jobs.db").all()  # every item of the seed landed: none failed, none left
     assert (job.kind, job.state, job.done, job.failed) == ("seed", "done", job.total, 0) and job.total > 0
-    p = harness("run", "namespaced", "--workers", "2", "--duration", "5s", "--run-dir", str(fresh), "--no-report")
+    p = harness("run", "namespaced", "--users", "2", "--duration", "5s", "--run-dir", str(fresh), "--no-report")
     assert p.returncode == 0, p.stdout + p.stderr
     first_seeded = rows(seeded).groupby("user").first()
     first_fresh = rows(fresh).groupby("user").first()
@@ -137,22 +137,22 @@ def test_seeded_run_starts_in_the_degraded_regime(tmp_path):
 
 
 def test_harness_seed_then_the_run_it_prints_starts_from_the_seed(moto, tmp_path):
-    """`harness seed` prints the `harness run` to follow; that command runs, and its workers start seeded."""
+    """`harness jobs pre-age` prints the `harness run` to follow; that command runs, and its workers start seeded."""
     import re
     import shlex
 
     from tests.e2e.conftest import rows
 
     env = _env(moto, tmp_path)
-    p = harness("seed", "namespaced", "--models", "6", "--versions", "3", "--orphans", "2", "--workers", "2",
+    p = harness("jobs", "pre-age", "namespaced", "--models", "6", "--versions", "3", "--orphans", "2", "--users", "2",
                 "--table", "seeded-table", env=env, cwd=tmp_path)
     assert p.returncode == 0, p.stdout + p.stderr
     hint = re.search(r"then `(harness run [^`]+)`", p.stdout)
     assert hint, p.stdout
     argv = shlex.split(hint.group(1))[1:]
-    assert argv[:2] == ["run", "namespaced"] and "--seed-dir" in argv and "--table" in argv
+    assert argv[:2] == ["run", "namespaced"] and "--pre-age-dir" in argv and "--table" in argv
     run_dir = tmp_path / "run"
-    p = harness(*argv, "--workers", "2", "--duration", "8s", "--run-dir", str(run_dir), "--no-report", env=env,
+    p = harness(*argv, "--users", "2", "--duration", "8s", "--run-dir", str(run_dir), "--no-report", env=env,
                 cwd=tmp_path)
     assert p.returncode == 0, p.stdout + p.stderr
     first = rows(run_dir).groupby("user").first()
@@ -174,16 +174,16 @@ def test_cleanup_deletes_every_item_then_the_owned_table_and_refuses_foreign_one
                          AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"},
                                                {"AttributeName": "sk", "AttributeType": "S"}],
                          BillingMode="PAY_PER_REQUEST", **kwargs)
-        p = harness("fill", name, "--items", "300", "--item-bytes", "200", env=env)
+        p = harness("jobs", "fill", name, "--items", "300", "--item-bytes", "200", env=env)
         assert p.returncode == 0, p.stdout + p.stderr
-    p = harness("cleanup", "theirs", env=env)
+    p = harness("jobs", "cleanup", "theirs", env=env)
     assert p.returncode == 2 and "was not created by the harness" in p.stderr
     assert len(_all_items(ddb, "theirs")) == 300  # untouched
-    p = harness("cleanup", "ours", "--prefix", "FILL#0000001", env=env)  # items 100..199 only
+    p = harness("jobs", "cleanup", "ours", "--prefix", "FILL#0000001", env=env)  # items 100..199 only
     assert p.returncode == 0, p.stdout + p.stderr
     assert "100 items to delete from ours" in p.stdout
     assert len(_all_items(ddb, "ours")) == 200
-    p = harness("cleanup", "ours", "--drop-table", env=env)
+    p = harness("jobs", "cleanup", "ours", "--drop-table", env=env)
     assert p.returncode == 0 and "table ours deleted" in p.stdout, p.stdout + p.stderr
     assert "ours" not in ddb.list_tables()["TableNames"] and "theirs" in ddb.list_tables()["TableNames"]
 
@@ -195,7 +195,7 @@ def test_background_job_runs_beside_the_workers_and_pauses_with_the_run(tmp_path
     path = tmp_path / "noisy.toml"
     path.write_text(sc)
     run_dir = tmp_path / "run"
-    p = harness("run", str(path), "--workers", "2", "--duration", "10s", "--run-dir", str(run_dir), "--no-report")
+    p = harness("run", str(path), "--users", "2", "--duration", "10s", "--run-dir", str(run_dir), "--no-report")
     assert p.returncode == 0, p.stdout + p.stderr
     assert "harness: background job paused" in p.stdout
     (row,) = Journal(run_dir / "jobs.db").all()

@@ -96,7 +96,7 @@ def scraped_run(tmp_path_factory):
         env = clean_env(OTEL_EXPORTER_OTLP_ENDPOINT=f"http://127.0.0.1:{otlp.server_address[1]}",
                         OTEL_EXPORTER_OTLP_PROTOCOL="http/protobuf", OTEL_METRIC_EXPORT_INTERVAL="2000")
         run_dir = work / "run"
-        p = harness("run", "namespaced", "--processes", "2", "--workers", "4", "--duration", f"{RUN_S}s",
+        p = harness("run", "namespaced", "--processes", "2", "--users", "4", "--duration", f"{RUN_S}s",
                     "--run-dir", str(run_dir), "--no-report", "--prometheus", str(metrics_port), "--otel", env=env)
         assert p.returncode == 0, p.stdout + p.stderr
         assert f"Prometheus metrics at http://127.0.0.1:{metrics_port}/metrics" in p.stdout

@@ -20,7 +20,7 @@ pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("open-e2e")]
 @pytest.fixture(scope="module")
 def gated(tmp_path_factory):
     run_dir = tmp_path_factory.mktemp("open") / "run"
-    p = harness("run", "namespaced", "--rate", "20/s", "--workers", "2", "--duration", "5s",
+    p = harness("run", "namespaced", "--rate", "20/s", "--users", "2", "--duration", "5s",
                 "--max-p99-wait", "1ms", "--run-dir", str(run_dir), timeout=120)
     return p, run_dir
 

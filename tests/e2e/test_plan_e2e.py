@@ -37,7 +37,7 @@ def test_a_run_parses_its_scenario_once_and_every_process_runs_its_plan(tmp_path
     """Master + 2 worker processes: the scenario's TOML is parsed once (by `harness run`), the workers take
     each test's plan from the master, and run.json keeps every key it had before the plan existed."""
     log, run_dir = tmp_path / "spy.log", tmp_path / "run"
-    p = harness("run", "namespaced", "--processes", "2", "--workers", "4", "--duration", "8s", "--run-dir",
+    p = harness("run", "namespaced", "--processes", "2", "--users", "4", "--duration", "8s", "--run-dir",
                 str(run_dir), "--no-report", env=spied(log))
     assert p.returncode == 0, p.stdout + p.stderr
     text = (SCENARIOS / "namespaced.toml").read_text()
@@ -58,7 +58,7 @@ def test_with_only_the_s3_variable_dynamodb_is_the_embedded_stand_in_not_aws(tmp
     """The bug this fixes: with only AWS_ENDPOINT_URL_S3 set, DynamoDB went to AWS itself without --aws."""
     log, run_dir = tmp_path / "spy.log", tmp_path / "run"
     env = spied(log, AWS_ENDPOINT_URL_S3=users_moto.url)
-    p = harness("run", "namespaced", "--workers", "2", "--duration", "5s", "--run-dir", str(run_dir), "--no-report",
+    p = harness("run", "namespaced", "--users", "2", "--duration", "5s", "--run-dir", str(run_dir), "--no-report",
                 env=env)
     assert p.returncode == 0, p.stdout + p.stderr
     assert "(embedded dynalite" in p.stdout or "(embedded moto" in p.stdout
@@ -67,7 +67,7 @@ def test_with_only_the_s3_variable_dynamodb_is_the_embedded_stand_in_not_aws(tmp
     assert (ddb["kind"], ddb["source"]) == ("embedded", "stand-in") and ddb["url"].startswith("http://127.0.0.1:")
     assert (s3["kind"], s3["source"], s3["url"]) == ("other", "AWS_ENDPOINT_URL_S3", users_moto.url)
     assert len(rows(run_dir)) > 0
-    gone = harness("cleanup", str(run_dir), env=env)  # its table went with the stand-in: nothing to clean, no AWS
+    gone = harness("jobs", "cleanup", str(run_dir), env=env)  # its table went with the stand-in: nothing to clean
     assert gone.returncode == 2 and "was on the embedded stand-in, which ended with the run" in gone.stderr
     assert aws_lookups(log) == []
 
@@ -75,7 +75,7 @@ def test_with_only_the_s3_variable_dynamodb_is_the_embedded_stand_in_not_aws(tmp
 def test_cleanup_empties_an_s3_runs_bucket_and_deletes_it(tmp_path, users_moto):
     log, run_dir = tmp_path / "spy.log", tmp_path / "run"
     env = spied(log, AWS_ENDPOINT_URL_S3=users_moto.url, AWS_ACCESS_KEY_ID="x", AWS_SECRET_ACCESS_KEY="x")
-    p = harness("run", "namespaced", "--backend", "s3", "--workers", "2", "--duration", "5s", "--run-dir",
+    p = harness("run", "namespaced", "--backend", "s3", "--users", "2", "--duration", "5s", "--run-dir",
                 str(run_dir), "--no-report", env=env)
     assert p.returncode == 0, p.stdout + p.stderr
     plan = json.loads((run_dir / "plan.json").read_text())
@@ -85,7 +85,7 @@ def test_cleanup_empties_an_s3_runs_bucket_and_deletes_it(tmp_path, users_moto):
     keys = s3.list_objects_v2(Bucket=bucket).get("KeyCount", 0)
     assert keys > 0
     later = spied(log, AWS_ENDPOINT_URL="http://127.0.0.1:9", AWS_ACCESS_KEY_ID="x", AWS_SECRET_ACCESS_KEY="x")
-    p = harness("cleanup", str(run_dir), env=later)  # the endpoint the run recorded, not today's variable
+    p = harness("jobs", "cleanup", str(run_dir), env=later)  # the endpoint the run recorded, not today's variable
     assert p.returncode == 0, p.stdout + p.stderr
     assert f"objects deleted from {bucket}" in p.stdout and f"bucket {bucket} deleted" in p.stdout
     assert bucket not in [b["Name"] for b in s3.list_buckets()["Buckets"]]

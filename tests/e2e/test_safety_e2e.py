@@ -21,7 +21,7 @@ def test_fenced_run_across_processes_has_no_violation_and_checks_again(tmp_path)
     Six workers, three per namespace (the scenario's groups): each process's group contends its own lock.
     """
     run_dir = tmp_path / "fenced"
-    proc = harness("run", "lock-safety", "--duration", "15s", "--processes", "2", "--workers", "6",
+    proc = harness("run", "lock-safety", "--duration", "15s", "--processes", "2", "--users", "6",
                    "--run-dir", str(run_dir), "--no-report")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     report = figures(run_dir)
@@ -57,7 +57,7 @@ def test_unfenced_run_with_every_holder_paused_is_caught(tmp_path):
     scenario = tmp_path / "unfenced.toml"
     scenario.write_text(text)
     run_dir = tmp_path / "unfenced"
-    proc = harness("run", str(scenario), "--backend", "s3", "--duration", "15s", "--workers", "3",
+    proc = harness("run", str(scenario), "--backend", "s3", "--duration", "15s", "--users", "3",
                    "--run-dir", str(run_dir), "--no-report")
     assert proc.returncode == 3, proc.stdout + proc.stderr
     report = figures(run_dir)
@@ -77,7 +77,7 @@ def test_check_live_reads_the_table_on_the_users_server(tmp_path):
     try:
         env = clean_env(AWS_ENDPOINT_URL=server.url)
         run_dir = tmp_path / "live"
-        proc = harness("run", "lock-safety", "--duration", "10s", "--workers", "3", "--run-dir", str(run_dir),
+        proc = harness("run", "lock-safety", "--duration", "10s", "--users", "3", "--run-dir", str(run_dir),
                        "--no-report", env=env)
         assert proc.returncode == 0, proc.stdout + proc.stderr
         at_end = figures(run_dir)

@@ -21,9 +21,9 @@ needs_node = pytest.mark.skipif(missing_runtime() is not None, reason=f"dynalite
 needs_dynamodb_local = pytest.mark.skipif(dynamodb_local_missing() is not None,
                                           reason=f"DynamoDB Local unavailable: {dynamodb_local_missing()}")
 needs_weed = pytest.mark.skipif(weed_missing() is not None, reason=f"seaweedfs unavailable: {weed_missing()}")
-RUN = ("--duration", "10s", "--workers", "2", "--no-report")
+RUN = ("--duration", "10s", "--users", "2", "--no-report")
 # for what a run's start decides (the stand-in chosen, its notes, run.json, the table's tags): a shorter load
-START = ("--duration", "3s", "--workers", "2", "--no-report")
+START = ("--duration", "3s", "--users", "2", "--no-report")
 
 
 def _ts(text: str) -> float:
@@ -55,7 +55,7 @@ def test_the_default_is_dynalite_recorded_in_run_json_with_probes_taken_while_lo
 
 def test_stand_in_moto_is_selectable_and_serves_both(tmp_path):
     run_dir = tmp_path / "run"
-    proc = harness("run", "pruning", *START, "--run-dir", str(run_dir), "--stand-in", "moto")
+    proc = harness("run", "pruning", *START, "--run-dir", str(run_dir), "--dynamodb-stand-in", "moto")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     info = json.loads((run_dir / "run.json").read_text())
     assert info["stand_in"]["name"] == "moto" and info["stand_in"]["version"] == info["versions"]["moto"]
@@ -130,7 +130,7 @@ def test_sigterm_to_harness_run_leaves_no_weed_running(tmp_path):
 
     run_dir = tmp_path / "run"
     proc = subprocess.Popen([sys.executable, "-m", "harness", "run", "pruning", "--backend", "s3", "--duration",
-                             "60s", "--workers", "2", "--no-report", "--run-dir", str(run_dir)],
+                             "60s", "--users", "2", "--no-report", "--run-dir", str(run_dir)],
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=clean_env(), cwd=ROOT)
     try:
         deadline = time.monotonic() + 120
@@ -171,7 +171,7 @@ def test_missing_node_falls_back_to_moto_with_one_note(tmp_path):
 
 
 def test_an_unknown_stand_in_is_one_line_and_exit_2(tmp_path):
-    proc = harness("run", "pruning", *RUN, "--run-dir", str(tmp_path / "run"), "--stand-in", "dynamo")
+    proc = harness("run", "pruning", *RUN, "--run-dir", str(tmp_path / "run"), "--dynamodb-stand-in", "dynamo")
     assert proc.returncode == 2
     assert proc.stderr.strip().splitlines() == [
         "harness: unknown stand-in 'dynamo': choose one of dynalite, dynalite-memory, moto, moto-indexed, "
@@ -182,7 +182,7 @@ def test_an_unknown_stand_in_is_one_line_and_exit_2(tmp_path):
 @needs_dynamodb_local
 def test_lock_safety_on_dynamodb_local_names_it_in_run_json_and_has_no_violation(tmp_path):
     run_dir = tmp_path / "run"
-    proc = harness("run", "lock-safety", "--stand-in", "dynamodb-local", "--duration", "15s", "--no-report",
+    proc = harness("run", "lock-safety", "--dynamodb-stand-in", "dynamodb-local", "--duration", "15s", "--no-report",
                    "--run-dir", str(run_dir))
     assert proc.returncode == 0, proc.stdout + proc.stderr
     info = json.loads((run_dir / "run.json").read_text())
@@ -216,8 +216,8 @@ def _dynamodb_locals_of(run_dir) -> list[int]:
 def test_dynamodb_local_named_without_java_is_one_line_naming_the_extra(tmp_path):
     empty = tmp_path / "bin"
     empty.mkdir()
-    proc = harness("run", "lock-safety", *RUN, "--run-dir", str(tmp_path / "run"), "--stand-in", "dynamodb-local",
-                   env=clean_env(PATH=str(empty)))
+    proc = harness("run", "lock-safety", *RUN, "--run-dir", str(tmp_path / "run"), "--dynamodb-stand-in",
+                   "dynamodb-local", env=clean_env(PATH=str(empty)))
     assert proc.returncode == 2, proc.stdout + proc.stderr
     assert proc.stderr.strip().splitlines() == [
         "harness: cannot start stand-in 'dynamodb-local': no `java` on PATH (DynamoDB Local needs Java 17 or "

@@ -3,7 +3,7 @@
 One shared story of two short chapters (session-scoped, one xdist group): the first cannot show what it
 expects (the one datastore lock with a single worker: nobody queues behind it, so no lock binds the fleet and
 no lock times out), the second shows it at two fleet sizes (two run directories and a comparison). `--strict`
-exits 3 naming the first; `harness report STORY_DIR` judges the same runs the same way; the page, opened in
+exits 3 naming the first; `harness report --story STORY_DIR` judges the same runs the same way; the page, opened in
 Debian's Chromium at 1280 px, loads every figure, has one closing row a chapter and no text outside its
 column. Ctrl-C during a chapter keeps the finished one and writes the page from it.
 """
@@ -116,7 +116,7 @@ def test_story_json_has_each_chapter_with_its_run_directories_and_verdict(told):
 def test_report_rebuilds_the_story_from_its_directory(told, tmp_path):
     _, story_dir = told
     before = _data(story_dir)
-    p = harness("report", str(story_dir), "--out", str(tmp_path / "again"), timeout=300)
+    p = harness("report", "--story", str(story_dir), "--out", str(tmp_path / "again"), timeout=300)
     assert p.returncode == 0, p.stdout + p.stderr
     assert p.stdout.strip() == f"harness: story {tmp_path / 'again' / 'index.html'}"
     again = json.loads((tmp_path / "again" / "story.json").read_text())

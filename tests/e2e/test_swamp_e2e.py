@@ -27,7 +27,7 @@ if not (SWAMP and REPO):
 @pytest.fixture(scope="module")
 def swamp_run(tmp_path_factory):
     run_dir = tmp_path_factory.mktemp("swamp") / "namespaced-swamp"
-    p = harness("run", "namespaced", "--driver", "swamp", "--swamp", SWAMP, "--swamp-repo", REPO, "--workers", "2",
+    p = harness("run", "namespaced", "--driver", "swamp", "--swamp", SWAMP, "--swamp-repo", REPO, "--users", "2",
                 "--duration", "40s", "--run-dir", str(run_dir), timeout=400)
     assert p.returncode == 0, p.stdout + p.stderr
     return run_dir

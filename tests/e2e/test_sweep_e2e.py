@@ -1,5 +1,5 @@
 """`harness sweep` as a user meets it: a real quick sweep (two fleet sizes, real Locust, the embedded default),
-its sweep.json, its run directories, `harness report SWEEP_DIR`, and its page in Debian's Chromium at 1280 px.
+its sweep.json, its run directories, `harness report --sweep SWEEP_DIR`, and its page in Debian's Chromium at 1280 px.
 
 One shared sweep (module-scoped, one xdist group): `--quick` is sizes 1 and 2 at 8 s each, so it is bounded by
 time (about a minute on a loaded machine, a 240 s timeout). Bad input costs no run.
@@ -56,7 +56,7 @@ def test_each_size_is_a_run_of_its_own_with_its_rate_interval_and_bound(swept):
 
 def test_report_rebuilds_the_sweep_from_its_directory(swept, tmp_path):
     _, sweep_dir, before = swept
-    p = harness("report", str(sweep_dir), "--out", str(tmp_path / "again"), timeout=180)
+    p = harness("report", "--sweep", str(sweep_dir), "--out", str(tmp_path / "again"), timeout=180)
     assert p.returncode == 0, p.stdout + p.stderr
     assert p.stdout.strip() == f"harness: sweep {tmp_path / 'again' / 'index.html'}"
     again = json.loads((tmp_path / "again" / "sweep.json").read_text())
@@ -68,7 +68,7 @@ def test_report_rebuilds_the_sweep_from_its_directory(swept, tmp_path):
 @pytest.mark.parametrize("workers,says", [("1,,2", "separated by commas"), ("0,2", "'0' is not a fleet size"),
                                           ("2,2", "a size is given twice")])
 def test_a_bad_workers_list_is_one_line_and_exit_2(workers, says, tmp_path):
-    p = harness("sweep", "shared-lock", "--workers", workers, "--run-dir", str(tmp_path / "s"), timeout=60)
+    p = harness("sweep", "shared-lock", "--users", workers, "--run-dir", str(tmp_path / "s"), timeout=60)
     assert p.returncode == 2 and says in p.stderr and len(p.stderr.strip().splitlines()) == 1, p.stderr
     assert not (tmp_path / "s").exists()
 

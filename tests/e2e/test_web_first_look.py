@@ -167,7 +167,7 @@ def _steps_as_documented(page) -> list[str]:
 def test_the_web_ui_reads_right_the_first_time(tmp_path, capsys):
     shots = tmp_path / "screenshots"
     shots.mkdir()
-    web = WebRun(tmp_path / "session", "--workers", "2")  # no --duration: the form's run time is empty
+    web = WebRun(tmp_path / "session", "--users", "2")  # no --duration: the form's run time is empty
     notes: list[str] = []
     failed: list[str] = []
 

@@ -17,7 +17,7 @@ pytestmark = pytest.mark.e2e
 
 def test_after_the_run_time_the_workers_stay_and_the_next_test_runs(tmp_path):
     run_dir = tmp_path / "session"
-    web = WebRun(run_dir, "--workers", "2", "--duration", "45s", "--processes", "2")
+    web = WebRun(run_dir, "--users", "2", "--duration", "45s", "--processes", "2")
     try:
         web.wait_ready(workers=2)
         form = {"user_count": 2, "spawn_rate": 2, "host": "", "scenario": "disposable", "run_time": "6s"}

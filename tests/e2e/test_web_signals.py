@@ -15,7 +15,7 @@ pytestmark = pytest.mark.e2e
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP], ids=["SIGTERM", "SIGHUP"])
 def test_signal_stops_locust_its_workers_and_the_server_and_keeps_the_rows(tmp_path, sig):
     run_dir = tmp_path / "session"
-    web = WebRun(run_dir, "--workers", "2", "--duration", "60s", "--processes", "2")
+    web = WebRun(run_dir, "--users", "2", "--duration", "60s", "--processes", "2")
     try:
         web.wait_ready(workers=2)
         assert web.post("/swarm", {"user_count": 2, "spawn_rate": 2, "host": "", "scenario": "namespaced"})["success"]

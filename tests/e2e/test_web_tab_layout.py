@@ -39,7 +39,7 @@ GEOMETRY = """() => {
 
 
 def test_the_harness_tab_draws_its_charts_above_its_table_and_nothing_covers_it(tmp_path, capsys):
-    web = WebRun(tmp_path / "session", "--workers", "2", "--duration", "60s", scenario="shared-lock")
+    web = WebRun(tmp_path / "session", "--users", "2", "--duration", "60s", scenario="shared-lock")
     try:
         web.wait_ready()
         assert web.post("/swarm", {"user_count": 2, "spawn_rate": 2, "host": "", "scenario": "shared-lock"})["success"]

@@ -165,7 +165,7 @@ def test_two_tests_from_the_browser_are_recorded_and_reported(tmp_path, processe
     shots.mkdir()
     run_dir = tmp_path / "session"
     metrics_port = free_port()  # with worker processes, the master serves /metrics too: the panel links it
-    extra = ["--workers", "2", "--duration", "60s"] + (["--processes", str(processes), "--prometheus",
+    extra = ["--users", "2", "--duration", "60s"] + (["--processes", str(processes), "--prometheus",
                                                         str(metrics_port)] if processes else [])
     web = WebRun(run_dir, *extra)
     counted: dict[int, int] = {}

@@ -31,19 +31,35 @@ def fenced_blocks(text: str) -> list[str]:
     return re.findall(r"^```[^\n]*\n(.*?)^```", text, re.M | re.S)
 
 
+GROUPS = ("jobs",)  # the commands whose next word is a command of their own
+
+
+def command_name(line: str) -> str:
+    """``harness jobs pre-age SCENARIO ...`` -> ``jobs pre-age``; ``harness run SCENARIO ...`` -> ``run``."""
+    words = line.split()
+    return " ".join(words[1:3]) if words[1] in GROUPS and len(words) > 2 else words[1]
+
+
 def synopsis(text: str) -> dict[str, str]:
-    """The first fenced block's ``harness COMMAND ...`` lines (continuation lines joined), by command."""
+    """The first fenced block's ``harness COMMAND ...`` lines (continuation lines joined), by command; a
+    command's several lines (``harness report``'s forms) joined into one."""
     lines: list[str] = []
     for raw in fenced_blocks(text)[0].splitlines():
         if raw.startswith("harness "):
             lines.append(raw)
         elif raw.startswith(" ") and lines and lines[-1].startswith("harness "):
             lines[-1] += " " + raw.strip()
-    return {line.split()[1]: line for line in lines}
+    out: dict[str, str] = {}
+    for line in lines:
+        name = command_name(line)
+        out[name] = f"{out[name]} {line}" if name in out else line
+    return out
 
 
 def command_mentions(text: str) -> list[str]:
-    """``harness ...`` as a page shows it: inline code spans and code-block lines (comments cut)."""
+    """``harness ...`` as a page shows it: inline code spans and code-block lines (comments cut). The old
+    spellings' table (docs/cli.md) is left out: its left column names what no longer exists, on purpose."""
+    text = text.split("\n## Old spellings\n", 1)[0]
     out = [m for m in re.findall(r"`(harness [^`<]+)`", text) if not m.startswith("harness:")]
     for block in fenced_blocks(text):
         for line in block.splitlines():

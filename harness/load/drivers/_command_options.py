@@ -12,10 +12,9 @@ import string
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from harness.config.scenario import Scenario
-from harness.core.durations import parse_duration
+from harness.core.durations import option_duration
 from harness.core.errors import HarnessError
 from harness.record.otlp.mapping import SWAMP, Mapping, parse_overrides
 
@@ -115,21 +114,12 @@ def parse(sc: Scenario) -> CommandOptions:
             raise HarnessError(f"{sc.source or sc.name}: {e}") from None
         mapping = SWAMP.with_overrides(cols, requests)
     return CommandOptions(run=templates["run"], setup=templates.get("setup", ()), delete=templates.get("delete", ()),
-                          prune=templates.get("prune", ()), timeout_s=_duration(o, "timeout", 60.0, where),
-                          env=dict(env), late_wait_s=_duration(o, "late_wait", 2.0, where, positive=False),
-                          quiet_s=_duration(o, "quiet", 0.05, where, positive=False),
+                          prune=templates.get("prune", ()), timeout_s=option_duration(o, "timeout", 60.0, where),
+                          env=dict(env), late_wait_s=option_duration(o, "late_wait", 2.0, where, positive=False),
+                          quiet_s=option_duration(o, "quiet", 0.05, where, positive=False),
                           history=history, mapping=mapping, nice=nice)
 
 
-def _duration(o: dict[str, Any], key: str, default: float, where: str, positive: bool = True) -> float:
-    v = o.get(key, default)
-    try:
-        s = parse_duration(v)
-    except ValueError:
-        raise HarnessError(f"{where}.{key} must be a duration like \"30s\" or \"2m\", got {v!r}") from None
-    if s < 0 or (positive and s == 0):
-        raise HarnessError(f"{where}.{key} must be a positive duration, got {v!r}")
-    return s
 
 
 def check(sc: Scenario) -> CommandOptions:

@@ -10,7 +10,7 @@ Two things are called "worker" in this project: a Locust worker *process*
 (the row's ``worker`` column: ``local`` or ``worker-N``; ``process`` in code)
 and the swamp worker, one Locust user (the row's ``user`` column;
 ``SwampWorker`` in code). "Seed" means only pre-ageing a datastore
-(``harness seed``), and a random generator's seed is ``rng_seed``.
+(``harness jobs pre-age``), and a random generator's seed is ``rng_seed``.
 """
 
 from __future__ import annotations

@@ -26,10 +26,9 @@ import shutil
 from dataclasses import dataclass, field, replace
 from fnmatch import fnmatchcase
 from pathlib import Path
-from typing import Any
 
 from harness.config.scenario import Scenario
-from harness.core.durations import parse_duration
+from harness.core.durations import option_duration
 from harness.core.errors import HarnessError
 from harness.load.drivers._command_options import CommandOptions, resolve_executable
 from harness.load.drivers.base import DriverContext
@@ -104,19 +103,10 @@ def parse(sc: Scenario) -> SwampOptions:
     nice = o.get("nice", 10)
     if isinstance(nice, bool) or not isinstance(nice, int) or not 0 <= nice <= 19:
         raise HarnessError(f"{where}.nice must be an integer from 0 to 19, got {nice!r}")
-    return SwampOptions(exe, template, dict(env), _duration(o, "timeout", 120.0, where), nice,
-                        _duration(o, "late_wait", 2.0, where), tuple(methods))
+    return SwampOptions(exe, template, dict(env), option_duration(o, "timeout", 120.0, where), nice,
+                        option_duration(o, "late_wait", 2.0, where), tuple(methods))
 
 
-def _duration(o: dict[str, Any], key: str, default: float, where: str) -> float:
-    v = o.get(key, default)
-    try:
-        s = parse_duration(v)
-    except ValueError:
-        raise HarnessError(f"{where}.{key} must be a duration like \"30s\" or \"2m\", got {v!r}") from None
-    if s <= 0:
-        raise HarnessError(f"{where}.{key} must be a positive duration, got {v!r}")
-    return s
 
 
 def check(sc: Scenario) -> None:

@@ -17,10 +17,11 @@ from typing import Any
 from harness.config.build import RunOptions, plan_run
 from harness.core.environment import UserEnvironment
 from harness.core.errors import HarnessError
+from harness.core.exit_codes import ExitCode
 from harness.products.product_dir import product_dir
 from harness.report.run.build import build_report
 from harness.report.run.wait import saturation
-from harness.supervisor.run import EXIT_CHECKS_FAILED, run
+from harness.supervisor.run import run
 
 
 def rates(lo: float, hi: float, steps: int) -> list[float]:
@@ -67,4 +68,4 @@ def climb(opts: RunOptions, env: UserEnvironment, rate_range: tuple[float, float
     print(f"harness: saturation: {point['sentence']}")
     for line in failed:
         print(f"harness: check failed: {line}", file=sys.stderr)
-    return EXIT_CHECKS_FAILED if failed else 0
+    return ExitCode.CHECKS_FAILED if failed else ExitCode.OK

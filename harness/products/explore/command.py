@@ -11,6 +11,7 @@ from pathlib import Path
 
 from harness.core.durations import parse_duration
 from harness.core.errors import HarnessError
+from harness.core.exit_codes import ExitCode
 from harness.products.explore.runner import explore
 from harness.products.explore.schedules import OPS
 from harness.products.explore.world import LAYOUTS, PROFILES
@@ -96,7 +97,7 @@ def cmd_explore(backend: str | None, sync: str | None, layout: str | None, fenci
     for s in result["schedules"][:5]:
         if s["violations"]:
             _say(f"violates: {'; '.join(s['steps'])}")
-    return 3 if result["violating"] else 0
+    return ExitCode.CHECKS_FAILED if result["violating"] else ExitCode.OK
 
 
 def cmd_explore_random(backend: str | None, sync: str | None, layout: str | None, fencing: str, n: int,
@@ -132,7 +133,7 @@ def cmd_explore_random(backend: str | None, sync: str | None, layout: str | None
         for step in s["steps"]:
             print(f"    {step}", file=sys.stderr)
     _say(result["note"])
-    return 3 if result["violating"] else 0
+    return ExitCode.CHECKS_FAILED if result["violating"] else ExitCode.OK
 
 
 def cmd_explore_replay(path: str, index: int | None) -> int:
@@ -148,4 +149,4 @@ def cmd_explore_replay(path: str, index: int | None) -> int:
         for step in out.words:
             print(f"    {step}", file=sys.stderr)
         bad += out.violations > 0
-    return 3 if bad else 0
+    return ExitCode.CHECKS_FAILED if bad else ExitCode.OK

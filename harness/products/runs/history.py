@@ -12,7 +12,7 @@ alone (its rate is rows over the span, failures included, and its checks are not
   the runs inside are theirs (``--runs-dir STORY_DIR`` lists them one by one);
 - an **explore** directory (``runs/explore-*``, ``explore.json``): one entry, its violating schedules;
 - a **suite** run (``suite-run.json``): one entry, its scenarios and phases;
-- ``runs/jobs`` (the job journal: ``harness jobs``), ``runs/seeds`` (seeded catalogs) and report folders
+- ``runs/jobs`` (the job journal: ``harness jobs list``), ``runs/seeds`` (seeded catalogs) and report folders
   (``comparison-*``, ``trend-*``) are no runs: skipped. Any other folder is looked into (four levels deep).
 """
 

@@ -8,7 +8,7 @@ findings and recorded in ``story.json``, so whatever stops the story keeps the
 chapters that finished: Ctrl-C records the running chapter's run (Locust
 stops it as it stops ``harness run``), leaves that chapter unjudged, and the
 page is written from the finished ones (after SIGTERM or SIGHUP only
-``story.json``: the page is one ``harness report STORY_DIR`` away).
+``story.json``: the page is one ``harness report --story STORY_DIR`` away).
 
 Exit codes: 0; 2 bad input (a malformed ladder names its file and key, before
 anything runs); 3 with ``--strict`` when a chapter did not show what it
@@ -28,6 +28,7 @@ from harness.config.build import RunOptions, plan_run
 from harness.config.plan import RunPlan
 from harness.core.environment import UserEnvironment
 from harness.core.errors import HarnessError
+from harness.core.exit_codes import ExitCode
 from harness.products.product_dir import product_dir
 from harness.products.story import ladder as ladders
 from harness.products.story import story as stories
@@ -35,7 +36,6 @@ from harness.report.run.build import build_report
 from harness.supervisor.run import run
 from harness.supervisor.supervise import Interrupted, signals_raise
 
-EXIT_NOT_SHOWN = 3
 OVERHEAD_S = 15.0  # per run, about: the stand-in, Locust's start and stop, the run's report (for the estimate)
 
 
@@ -119,7 +119,7 @@ def cmd_story(opts: StoryOptions, env: UserEnvironment, say: Callable[[str], Non
     signame = (stopped or {}).get("signal")
     if signame in ("SIGTERM", "SIGHUP"):  # being shut down: the record is kept, the page is not built now
         say(f"harness: story recorded in {story_dir / stories.STORY_JSON}; build its page with "
-            f"`harness report {story_dir}`")
+            f"`harness report --story {story_dir}`")
     else:
         out = stories.build(story_dir, rebuild=False)
         say(f"harness: story {out / 'index.html'}")
@@ -136,7 +136,7 @@ def cmd_story(opts: StoryOptions, env: UserEnvironment, say: Callable[[str], Non
         for c in data["chapters"]:
             if not c.get("shown"):
                 print(f"harness: not shown: chapter {c['number']} {c['name']}: {c['sentence']}", file=sys.stderr)
-        return EXIT_NOT_SHOWN
+        return ExitCode.CHECKS_FAILED
     return 0
 
 

@@ -132,7 +132,7 @@ def _series(story_dir: Path, c: dict[str, Any], counts: list[str], steps: list[s
 def build(story_dir: str | Path, out: str | Path | None = None, *, rebuild: bool = True) -> Path:
     """Judge every recorded chapter again from its runs and write ``story.json``, the figures and ``index.html``.
 
-    ``rebuild`` rebuilds each run's own report and each comparison first (``harness report STORY_DIR``);
+    ``rebuild`` rebuilds each run's own report and each comparison first (``harness report --story STORY_DIR``);
     without it, reports already there are read as they are (``harness story`` has just built them).
     """
     story_dir = Path(story_dir)

@@ -7,12 +7,12 @@ deleted after it), run by ``harness.products.suite.runner`` on one client, recor
 into the run directory as it goes (``suite-trials.jsonl``, one trial a line;
 ``suite-run.json``), then reported from those files alone
 (``harness.products.suite.page.build``: ``suite.json``, ``suite.txt``, ``suite.html``).
-With ``--compare OTHER``: every phase against the other run's
+With ``--baseline OTHER``: every phase against the other run's
 (``harness.report.compare.suite``), ``compare.json`` and ``compare.txt``; exit 3
 when a phase is credibly slower by more than ``--threshold``.
 
 Exit codes: 0; 1 a scenario failed (the others still ran and are reported);
-2 bad input (one line); 3 a regression against ``--compare``.
+2 bad input (one line); 3 a regression against ``--baseline``.
 """
 
 from __future__ import annotations
@@ -36,6 +36,7 @@ from harness.config.plan import RunPlan
 from harness.config.preflight import check_reachable
 from harness.core.environment import UserEnvironment
 from harness.core.errors import HarnessError
+from harness.core.exit_codes import ExitCode
 from harness.datastore.backends.base import Backend
 from harness.products.suite import page as suite_page
 from harness.products.suite import spec as suites
@@ -44,8 +45,6 @@ from harness.products.suite.runner import Outcome, Runner, Trial
 from harness.record import runinfo
 from harness.report.compare import suite as suite_compare
 from harness.supervisor.supervise import signals_raise
-
-EXIT_FAILED, EXIT_REGRESSION = 1, 3
 
 
 @dataclass(frozen=True)
@@ -111,12 +110,12 @@ def _baseline(path: str, backend: str) -> dict[str, Any]:
     try:
         doc = suite_report.read_summary(path)
     except FileNotFoundError:
-        raise HarnessError(f"--compare {path}: no such file (give another run's suite.json or its run directory)"
+        raise HarnessError(f"--baseline {path}: no such file (give another run's suite.json or its run directory)"
                            ) from None
     except (OSError, ValueError) as e:  # json.JSONDecodeError is a ValueError
-        raise HarnessError(f"--compare {path}: not a suite.json ({e})") from None
+        raise HarnessError(f"--baseline {path}: not a suite.json ({e})") from None
     if doc.get("backend") != backend:
-        raise HarnessError(f"--compare {path} is a {doc.get('backend')} run and this one is {backend}: compare runs "
+        raise HarnessError(f"--baseline {path} is a {doc.get('backend')} run and this one is {backend}: compare runs "
                            "of the same backend")
     return doc
 
@@ -231,7 +230,7 @@ def run_suite(opts: SuiteOptions, env: UserEnvironment, say: Callable[[str], Non
     if failed:
         for o in failed:
             print(f"harness: scenario {o.scenario.number} [{o.layout}] failed: {o.error}", file=sys.stderr)
-        code = EXIT_FAILED
+        code = ExitCode.FAILED
     if baseline is not None:
         cmp = suite_compare.compare(baseline, doc, threshold=opts.threshold / 100, min_ms=opts.min_ms)
         cmp["baseline"] = str(opts.compare)
@@ -244,5 +243,5 @@ def run_suite(opts: SuiteOptions, env: UserEnvironment, say: Callable[[str], Non
             for x in cmp["regressions"]:
                 print(f"harness: regression: {x['number']} {x['scenario']} [{x['layout']}] {x['phase']}: "
                       f"x{x['ratio']:.2f} [{x['interval'][0]:.2f}, {x['interval'][1]:.2f}]", file=sys.stderr)
-            code = code or EXIT_REGRESSION  # a failed scenario (incomplete results) says more
+            code = code or ExitCode.CHECKS_FAILED  # a failed scenario (incomplete results) says more
     return code

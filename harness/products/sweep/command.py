@@ -1,10 +1,10 @@
-"""``harness sweep SCENARIO --workers 1,2,4,8,16``: one run per fleet size (and trial), the fleet's scaling fitted.
+"""``harness sweep SCENARIO --users 1,2,4,8,16``: one run per fleet size (and trial), the fleet's scaling fitted.
 
 Each size is an ordinary ``harness run`` run (the same plan builder and ``harness.supervisor.run.run``: its own
 embedded stand-in, so a fresh table or bucket), in a run directory of its own inside the sweep directory, with
 its report. ``sweep.json`` records each run as it ends, so whatever stops the sweep keeps the sizes that
 finished, and the page (``harness/products/sweep/``: throughput against fleet size with the Universal Scalability Law
-fitted, latency, the bound at each size) is built from them; ``harness report SWEEP_DIR`` rebuilds it.
+fitted, latency, the bound at each size) is built from them; ``harness report --sweep SWEEP_DIR`` rebuilds it.
 
 Exit codes: 0; 2 bad input (before anything runs); 128 + signal when interrupted.
 """
@@ -54,18 +54,18 @@ def parse_workers(text: str) -> tuple[int, ...]:
     """``1,2,4,8`` -> the sizes, ascending; a bad list is one line saying what is wrong."""
     parts = [p.strip() for p in text.split(",")]
     if not text.strip() or any(not p for p in parts):
-        raise HarnessError(f"--workers {text!r}: give fleet sizes separated by commas, e.g. --workers 1,2,4,8")
+        raise HarnessError(f"--users {text!r}: give fleet sizes separated by commas, e.g. --users 1,2,4,8")
     sizes = []
     for p in parts:
         if not p.isdigit() or int(p) < 1:
-            raise HarnessError(f"--workers {text!r}: {p!r} is not a fleet size (a whole number of 1 or more)")
+            raise HarnessError(f"--users {text!r}: {p!r} is not a fleet size (a whole number of 1 or more)")
         sizes.append(int(p))
     if len(set(sizes)) != len(sizes):
-        raise HarnessError(f"--workers {text!r}: a size is given twice (use --trials K to repeat each size)")
+        raise HarnessError(f"--users {text!r}: a size is given twice (use --trials K to repeat each size)")
     if max(sizes) > MAX_WORKERS:
-        raise HarnessError(f"--workers {text!r}: at most {MAX_WORKERS:,} workers a size")
+        raise HarnessError(f"--users {text!r}: at most {MAX_WORKERS:,} workers a size")
     if len(sizes) > MAX_SIZES:
-        raise HarnessError(f"--workers {text!r}: at most {MAX_SIZES} sizes in one sweep")
+        raise HarnessError(f"--users {text!r}: at most {MAX_SIZES} sizes in one sweep")
     return tuple(sorted(sizes))
 
 
@@ -131,7 +131,7 @@ def cmd_sweep(opts: SweepOptions, env: UserEnvironment, say: Callable[[str], Non
     sweeps.finish(sweep_dir, elapsed_s=time.monotonic() - t0, interrupted=signame)
     if signame in ("SIGTERM", "SIGHUP"):
         say(f"harness: sweep recorded in {sweep_dir / sweeps.SWEEP_JSON}; build its page with "
-            f"`harness report {sweep_dir}`")
+            f"`harness report --sweep {sweep_dir}`")
     else:
         out = sweeps.build(sweep_dir, rebuild=False)
         fit = sweeps.read(out)["fit"]

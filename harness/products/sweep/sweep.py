@@ -1,6 +1,6 @@
 """A sweep directory: ``sweep.json``, one run directory per fleet size (and trial), and the page built from them.
 
-``harness sweep`` records each run here as it finishes (``add_run``); ``harness report SWEEP_DIR`` rebuilds the
+``harness sweep`` records each run here as it finishes (``add_run``); ``harness report --sweep SWEEP_DIR`` rebuilds the
 page from the directory alone (``build``): each run's own report, the sizes' rates, the Universal Scalability
 Law fit (``harness/products/sweep/usl.py``), the figures and ``index.html``.
 

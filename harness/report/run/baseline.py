@@ -20,7 +20,7 @@ Verdicts (new / baseline, a ratio with its 95 % interval; a time is worse when h
 ``worse`` when the whole interval is on the bad side of 1, ``better`` on the good side, ``unchanged`` when the
 interval lies inside the tolerance band (``1 / (1 + t)`` .. ``1 + t``), else ``cannot tell``. A
 ``regression`` is worse by more than the tolerance: the whole interval beyond ``1 + t`` (a rate: below
-``1 / (1 + t)``), as ``harness suite --compare`` has it.
+``1 / (1 + t)``), as ``harness suite --baseline`` has it.
 
 A baseline of another scenario, backend, fleet size or latency profile answers another question: refused
 (``refusal``), one line.

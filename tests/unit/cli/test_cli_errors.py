@@ -13,7 +13,7 @@ CASES = [
     ([], "harness: the following arguments are required: COMMAND", "harness --help"),
     (["nosuch"], "harness: argument COMMAND: invalid choice: 'nosuch'", "harness --help"),
     (["run"], "harness run: the following arguments are required: scenario", "harness run --help"),
-    (["run", "namespaced", "--workers", "many"], "harness run: argument --workers: invalid int value: 'many'",
+    (["run", "namespaced", "--users", "many"], "harness run: argument -u/--users: invalid int value: 'many'",
      "harness run --help"),
     (["run", "namespaced", "--duration", "5 parsecs"], "harness run: argument --duration:", "harness run --help"),
     (["run", "namespaced", "--backend", "mysql"], "harness run: argument --backend: invalid choice: 'mysql'",
@@ -21,10 +21,14 @@ CASES = [
     (["run", "namespaced", "--seeddir", "x"], "harness run: unrecognized arguments: --seeddir x",
      "harness run --help"),
     (["report"], "harness report: the following arguments are required: RUN_DIR", "harness report --help"),
-    (["fill", "t"], "harness fill: the following arguments are required: --items", "harness fill --help"),
-    (["seed", "namespaced", "--models", "3"], "harness seed: the following arguments are required: --versions",
-     "harness seed --help"),
-    (["resume"], "harness resume: the following arguments are required: job", "harness resume --help"),
+    (["jobs", "fill", "t"], "harness jobs fill: the following arguments are required: --items",
+     "harness jobs fill --help"),
+    (["jobs", "pre-age", "namespaced", "--models", "3"],
+     "harness jobs pre-age: the following arguments are required: --versions", "harness jobs pre-age --help"),
+    (["jobs", "resume"], "harness jobs resume: the following arguments are required: job",
+     "harness jobs resume --help"),
+    (["climb", "namespaced", "--rate", "2/s"], "harness climb: argument --rate: a climb steps through a range",
+     "harness climb --help"),
 ]
 
 
@@ -40,17 +44,18 @@ def test_argument_errors_are_one_line(capsys, argv, problem, help_cmd):
 
 
 def test_the_installed_command_answers_the_same(tmp_path):
-    p = subprocess.run([sys.executable, "-m", "harness", "run", "namespaced", "--workers"], capture_output=True,
+    p = subprocess.run([sys.executable, "-m", "harness", "run", "namespaced", "--users"], capture_output=True,
                        text=True, timeout=60, cwd=tmp_path)
     assert p.returncode == 2 and p.stdout == ""
-    assert p.stderr == "harness run: argument --workers: expected one argument (see `harness run --help`)\n"
+    assert p.stderr == "harness run: argument -u/--users: expected one argument (see `harness run --help`)\n"
 
 
 @pytest.mark.parametrize("argv,message", [
-    (["run", "namespaced", "--seed-dir", "DIR"], "harness: --seed-dir needs --table"),
-    (["run", "namespaced", "--seed-dir", "DIR", "--table", "t", "--seed-models", "3"],
-     "harness: --seed-dir starts from an earlier seed and --seed-models seeds now"),
-    (["run", "namespaced", "--seed-dir", "EMPTY", "--table", "t"], "harness: --seed-dir EMPTY: no seeded catalogs"),
+    (["run", "namespaced", "--pre-age-dir", "DIR"], "harness: --pre-age-dir needs --table"),
+    (["run", "namespaced", "--pre-age-dir", "DIR", "--table", "t", "--pre-age-models", "3"],
+     "harness: --pre-age-dir starts from an earlier pre-age and --pre-age-models pre-ages now"),
+    (["run", "namespaced", "--pre-age-dir", "EMPTY", "--table", "t"],
+     "harness: --pre-age-dir EMPTY: no pre-aged catalogs"),
 ])
 def test_seed_dir_without_its_table_or_catalogs_is_refused(capsys, tmp_path, argv, message):
     (tmp_path / "EMPTY").mkdir()

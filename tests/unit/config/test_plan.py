@@ -99,8 +99,8 @@ def test_bad_input_is_refused_while_planning_before_anything_exists(tmp_path):
     cases = [(dict(processes=-1), "--processes must be 0 or more, got -1"),
              (dict(latency="warp"), "unknown latency profile 'warp'"),
              (dict(stand_in="dynamo"), "unknown stand-in 'dynamo'"),
-             (dict(aws=True, stand_in="moto"), "--stand-in starts a local server"),
-             (dict(backend="s3", preage=PreAge(2, 2)), "--seed-models seeds DynamoDB items")]
+             (dict(aws=True, stand_in="moto"), "--dynamodb-stand-in starts a local server"),
+             (dict(backend="s3", preage=PreAge(2, 2)), "--pre-age-models pre-ages DynamoDB items")]
     for opts, message in cases:
         with pytest.raises(HarnessError, match=message):
             make_plan(run_dir=str(run_dir), **opts)

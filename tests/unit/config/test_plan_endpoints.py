@@ -152,14 +152,15 @@ def test_the_services_a_run_does_not_need_get_no_client(variables):
 @pytest.mark.parametrize("aws", [False, True], ids=["no-aws", "aws"])
 @pytest.mark.parametrize("variables", COMBOS, ids=IDS)
 def test_the_jobs_send_nothing_to_aws_unless_asked(sent, monkeypatch, tmp_path, variables, aws):
-    """`harness fill`, `seed` and `cleanup TABLE` on the DynamoDB endpoint the variables name (or --aws)."""
+    """`harness jobs fill`, `pre-age` and `cleanup TABLE` on the DynamoDB endpoint the variables name (or --aws)."""
     for var, url in variables.items():
         monkeypatch.setenv(var, url)
     flag = ["--aws"] if aws else []
     journal = ["--journal", str(tmp_path / "jobs.db")]
-    codes = [main(["fill", "t-1", "--items", "1", *journal, *flag]),
-             main(["seed", "namespaced", "--models", "1", "--versions", "1", "--table", "t-1", *journal, *flag]),
-             main(["cleanup", "t-1", *journal, *flag])]
+    codes = [main(["jobs", "fill", "t-1", "--items", "1", *journal, *flag]),
+             main(["jobs", "pre-age", "namespaced", "--models", "1", "--versions", "1", "--table", "t-1", *journal,
+                   *flag]),
+             main(["jobs", "cleanup", "t-1", *journal, *flag])]
     assert codes == [2, 2, 2]  # nothing answers: one line each
     named = "AWS_ENDPOINT_URL_DYNAMODB" in variables or "AWS_ENDPOINT_URL" in variables
     if aws and variables:
@@ -176,7 +177,7 @@ def test_the_jobs_send_nothing_to_aws_unless_asked(sent, monkeypatch, tmp_path, 
 @pytest.mark.parametrize("variables", COMBOS, ids=IDS)
 @pytest.mark.parametrize("backend", ["dynamodb", "s3"])
 def test_cleanup_and_check_use_the_endpoints_the_run_recorded(sent, monkeypatch, tmp_path, variables, aws, backend):
-    """A finished run's `harness cleanup RUN_DIR` / `harness check RUN_DIR --live`: its plan's endpoints, whatever
+    """A finished run's `harness jobs cleanup RUN_DIR` / `harness check RUN_DIR --live`: its plan's endpoints, whatever
     the environment says now; the embedded stand-in is gone; AWS only when the run was there and --aws says so."""
     ran_on_aws = aws and not variables
     if aws and variables:
@@ -189,7 +190,7 @@ def test_cleanup_and_check_use_the_endpoints_the_run_recorded(sent, monkeypatch,
     monkeypatch.setenv("AWS_ENDPOINT_URL", "http://localhost:7777")  # now pointing elsewhere: not used
     for flag in ([], ["--aws"]):
         sent.clear()
-        codes = [main(["cleanup", str(tmp_path / "run"), "--journal", str(tmp_path / "j.db"), *flag]),
+        codes = [main(["jobs", "cleanup", str(tmp_path / "run"), "--journal", str(tmp_path / "j.db"), *flag]),
                  main(["check", str(tmp_path / "run"), "--live", *flag])]
         assert codes == [2, 2]
         own = plan.connection.service(backend)

@@ -226,12 +226,12 @@ def test_pre_ageing_a_swamp_own_run_is_refused_while_planning():
     from harness.core.errors import HarnessError
     from tests.support.plans import make_plan
 
-    with pytest.raises(HarnessError, match="--seed-models writes the harness's fenced items"):
+    with pytest.raises(HarnessError, match="--pre-age-models writes the harness's fenced items"):
         make_plan("two-phase-namespaced", preage=PreAge(2, 2))
 
 
-@pytest.mark.parametrize("argv", [["run", "two-phase-namespaced", "--seed-models", "2"],
-                                  ["seed", "two-phase-namespaced", "--table", "t-own", "--models", "2",
+@pytest.mark.parametrize("argv", [["run", "two-phase-namespaced", "--pre-age-models", "2"],
+                                  ["jobs", "pre-age", "two-phase-namespaced", "--table", "t-own", "--models", "2",
                                    "--versions", "1"]])
 def test_seeding_a_swamp_own_scenario_is_one_line_and_exit_2(capsys, monkeypatch, argv):
     from harness.cli.main import main

@@ -220,12 +220,11 @@ def test_the_saturation_point_is_the_first_rate_whose_queue_grows():
 
 def test_a_rate_range_climbs_in_steps():
     from harness.cli.main import build_parser
-    from harness.cli.open import climbs
     from harness.products.climb.command import rates
 
-    args = build_parser().parse_args(["run", "namespaced", "--rate", "1/s..8/s", "--steps", "8"])
-    assert climbs(args) and args.rate == (1.0, 8.0)
+    args = build_parser().parse_args(["climb", "namespaced", "--rate", "1/s..8/s", "--steps", "8"])
+    assert args.rate == (1.0, 8.0)
     assert rates(*args.rate, args.steps) == [1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0]
-    assert not climbs(build_parser().parse_args(["run", "namespaced", "--rate", "120/min"]))
+    assert build_parser().parse_args(["run", "namespaced", "--rate", "120/min"]).rate == 2.0
     with pytest.raises(HarnessError, match="--steps must be at least 2"):
         rates(1.0, 2.0, 1)

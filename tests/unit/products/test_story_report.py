@@ -57,7 +57,10 @@ def _story(tmp_path):
 
 def test_report_rebuilds_the_story_and_judges_each_chapter_from_its_runs(tmp_path, capsys):
     d = _story(tmp_path)
-    assert main(["report", str(d)]) == 0
+    assert main(["report", str(d)]) == 2  # its kind is said by the command: one line naming it
+    err = capsys.readouterr().err.strip()
+    assert err == f"harness: {d} is a story's directory: `harness report --story {d}` builds its report"
+    assert main(["report", "--story", str(d)]) == 0
     assert capsys.readouterr().out.strip() == f"harness: story {d / 'index.html'}"
     data = json.loads((d / "story.json").read_text())
     one, two = data["chapters"]

@@ -15,9 +15,9 @@ from harness.cli.main import main
      "--layout sharded: dynamodb's layouts are legacy, per-model"),
     (["suite", "swamp-datastore", "--trials", "0"], "--trials must be at least 1"),
     (["suite", "swamp-datastore", "--scenarios", "1,42"], "has no scenario '42'"),
-    (["suite", "swamp-datastore", "--compare", "/nonexistent/suite.json"], "--compare /nonexistent/suite.json: no"),
+    (["suite", "swamp-datastore", "--baseline", "/nonexistent/suite.json"], "--baseline /nonexistent/suite.json: no"),
     (["suite", "swamp-datastore", "--latency", "nope"], "unknown latency profile 'nope'"),
-    (["suite", "swamp-datastore", "--threshold", "-5"], "--threshold and --min-ms must be 0 or more"),
+    (["suite", "swamp-datastore", "--min-ms", "-5"], "--threshold and --min-ms must be 0 or more"),
 ])
 def test_bad_input_is_one_line_and_exit_2(tmp_path, capsys, argv, message):
     run_dir = tmp_path / "run"
@@ -27,10 +27,19 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path, capsys, argv, message):
     assert not run_dir.exists()
 
 
+def test_a_threshold_is_a_percentage_as_on_run_and_report(tmp_path, capsys):
+    """``--threshold`` is the same type on suite, run and report: ``-5`` is argparse's one line, exit 2."""
+    with pytest.raises(SystemExit) as e:
+        main(["suite", "swamp-datastore", "--threshold", "-5", "--run-dir", str(tmp_path / "run")])
+    err = capsys.readouterr().err
+    assert e.value.code == 2 and "a tolerance is a percentage below 100" in err and err.count("\n") == 1
+    assert not (tmp_path / "run").exists()
+
+
 def test_compare_refuses_a_baseline_of_the_other_backend(tmp_path, capsys):
     other = tmp_path / "suite.json"
     other.write_text(json.dumps({"suite": "swamp-datastore", "backend": "dynamodb", "results": []}))
-    assert main(["suite", "swamp-datastore", "--backend", "s3", "--compare", str(other),
+    assert main(["suite", "swamp-datastore", "--backend", "s3", "--baseline", str(other),
                  "--run-dir", str(tmp_path / "run")]) == 2
     assert "is a dynamodb run and this one is s3" in capsys.readouterr().err
 
@@ -38,5 +47,5 @@ def test_compare_refuses_a_baseline_of_the_other_backend(tmp_path, capsys):
 def test_compare_refuses_what_is_not_a_suite_json(tmp_path, capsys):
     bad = tmp_path / "summary.json"
     bad.write_text("{not json")
-    assert main(["suite", "swamp-datastore", "--compare", str(bad), "--run-dir", str(tmp_path / "run")]) == 2
-    assert f"--compare {bad}: not a suite.json" in capsys.readouterr().err
+    assert main(["suite", "swamp-datastore", "--baseline", str(bad), "--run-dir", str(tmp_path / "run")]) == 2
+    assert f"--baseline {bad}: not a suite.json" in capsys.readouterr().err

@@ -111,8 +111,10 @@ def test_harness_report_rebuilds_a_suite_run_from_its_files(tmp_path, capsys):
     from harness.cli.main import main
 
     run = _run_dir(tmp_path / "run")
-    assert main(["report", str(run)]) == 0
+    assert main(["report", str(run)]) == 2  # its kind is said by the command: one line naming it
+    assert f"`harness report --suite {run}` builds its report" in capsys.readouterr().err
+    assert main(["report", "--suite", str(run)]) == 0
     assert json.loads((run / "suite.json").read_text())["suite"] == "swamp-datastore"
     assert f"suite report {run / 'suite.html'}" in capsys.readouterr().out
-    assert main(["report", str(run), str(tmp_path)]) == 2
-    assert "a suite run directory is reported alone" in capsys.readouterr().err
+    assert main(["report", "--suite", str(run), str(tmp_path)]) == 2
+    assert f"{tmp_path} is not a suite's directory" in capsys.readouterr().err
