@@ -132,13 +132,13 @@ def run_options(args: argparse.Namespace) -> RunOptions:
 
 
 def run(args: argparse.Namespace, env: UserEnvironment) -> int:
-    from harness.config.build import PASSWORD_ENV, plan_run
-    from harness.core.environment import secret
+    from harness.config.build import plan_run
+    from harness.core.environment import WEB_PASSWORD_ENV, secret
     from harness.supervisor import gates
     from harness.supervisor.run import run as run_plan
 
     check_seed_dir(args)
-    plan = plan_run(run_options(args), env, password=secret(PASSWORD_ENV) if args.web_login else "")
+    plan = plan_run(run_options(args), env, password=secret(WEB_PASSWORD_ENV) if args.web_login else "")
     gates.refuse_baseline(args, plan)  # another scenario, backend, fleet size or latency: before anything starts
     res = run_plan(plan)
     print(f"harness: {res.rows} iterations recorded in {res.run_dir}")
