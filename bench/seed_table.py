@@ -1,11 +1,11 @@
-"""The seed's own table for `disposable` at 100 workers, beside what a run of the harness measured.
+"""The spec's own table for `disposable` at 100 workers, beside what a run of the harness measured.
 
     python bench/seed_table.py RUN_DIR
     python bench/seed_table.py --quick       # a 5-second, 10-worker run made here (seconds), then its table
 
 The run to read is ``harness run disposable --users 100 --latency aws --duration 60s --processes N
 --run-dir RUN_DIR`` (docs/swamp-today.md has the commands and the machine the figures came from). For each of
-the seed's figures (the-migrating-bottleneck: ~17 iterations a second at 100 workers, 17,500 write capacity
+the spec's figures (the-migrating-bottleneck: ~17 iterations a second at 100 workers, 17,500 write capacity
 units a second, PutItem 3.7 ms average, write throttling under 0.2 %, 560 write operations a second, six files
 committed per sync) the run's own: iterations a second and an iteration's median; write requests and write
 units a second and an iteration (``write_requests``, ``write_units``); files pushed per sync; throttles per
@@ -25,14 +25,14 @@ from pathlib import Path
 
 import pandas as pd
 
-# the seed's figures (FACTS.md, "Seed figures at 100 workers"; the seed text's disposable chapter)
+# the spec's figures (FACTS.md, "Seed figures at 100 workers"; the seed text's disposable chapter)
 SEED = {"iterations/s": 17.0, "iteration s": 100 / 17.0, "write ops/s": 560.0, "write ops/it": 560 / 17.0,
         "WCU/s": 17_500.0, "WCU/it": 17_500 / 17.0, "files/sync": 6.0, "throttled %": 0.2,
         "PutItem ms": 3.7}
 
 
 def figures(run_dir: str | Path) -> dict:
-    """The run's value of each of the seed's figures, and what bound it."""
+    """The run's value of each of the spec's figures, and what bound it."""
     d = Path(run_dir)
     df = pd.read_parquet(d / "iterations")
     ok = df[df["ok"]]

@@ -1,4 +1,4 @@
-"""The seed's five scenarios on each local stand-in, side by side: does the stand-in change the story?
+"""The spec's five scenarios on each local stand-in, side by side: does the stand-in change the story?
 
 Runs ``harness run SCENARIO --dynamodb-stand-in NAME --duration D`` for legacy-gsi,
 shared-lock, namespaced, disposable and pruning on each stand-in, then prints

@@ -1,7 +1,7 @@
 """Capacity units per partition key, so a report can name a hot key against DynamoDB's per-partition limits.
 
 DynamoDB gives one partition key at most ~3,000 read and ~1,000 write units a
-second however large the table (the legacy ``gsi1pk = "FILE"`` is the seed's
+second however large the table (the legacy ``gsi1pk = "FILE"`` is the spec's
 example). The instrumentation already prices every request per key
 (``harness.aws.capacity.Charge``: table, index, partition key value, units);
 ``KeyLoad`` sums those charges per (table, index, key) between drains, counts

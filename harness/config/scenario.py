@@ -1,7 +1,7 @@
 """Scenarios: TOML files in ``harness/config/scenarios/`` (shipped) or ``./scenarios``, validated on load; the run
 plan's largest part.
 
-Every knob that reproduces one of the seed's bottlenecks is a field here, not a
+Every knob that reproduces one of the spec's bottlenecks is a field here, not a
 code edit. An unknown key, a wrong type or an impossible value is a one-line
 error naming the file and the key. A run parses its scenario's TOML once, where
 the command builds the plan; from there the scenario travels as data

@@ -96,7 +96,7 @@ class DatastoreSpec:
     index_commit: str = "delta"
     prune_every: int = 0
     fencing: bool = True  # false: swamp's own commit (TTL lock, no fencing token, unconditional writes)
-    sync: str = "one-lock"  # one-lock (the seed's loop) | two-phase (swamp today: per-model lock, global for commit)
+    sync: str = "one-lock"  # one-lock (the spec's loop) | two-phase (swamp today: per-model lock, global for commit)
     global_poll_s: float = 1.0  # two-phase: a model run polls the global lock this often before its per-model lock
     global_lock: str = "swamp"  # two-phase: swamp (S3 per namespace, DynamoDB one for all) | per-namespace (both)
     bookkeeping: str = "harness"  # harness | swamp (DynamoDB: SYNCSTATE#global every push, a registry that grows)

@@ -16,7 +16,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field, fields
 from typing import Any
 
-# The requests that write (DynamoDB's and S3's): the seed's "write operations" (the row's ``write_requests``)
+# The requests that write (DynamoDB's and S3's): the spec's "write operations" (the row's ``write_requests``)
 WRITES = frozenset({"PutItem", "UpdateItem", "DeleteItem", "BatchWriteItem", "TransactWriteItems", "PutObject",
                     "DeleteObject", "DeleteObjects", "CopyObject", "UploadPart", "CompleteMultipartUpload"})
 

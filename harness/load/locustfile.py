@@ -4,7 +4,7 @@ Works with every Locust option: headless or web UI, one process, or a master
 with workers (``--processes N`` or ``--master``/``--worker``). Each step is a
 request event (request_type = backend, name = step) and the whole iteration is
 one more; failures carry their error kind, so Locust's failure table reads like
-the seed's error reports.
+the spec's error reports.
 
 Each Locust process's harness state is a ``HarnessProcess`` on the
 ``Environment`` (``environment.harness``). Its settings are one run plan

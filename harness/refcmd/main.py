@@ -1,4 +1,4 @@
-"""``harness-swamp``'s command line: swamp's, for the seed's loop (and ``init``, which swamp's repo setup is).
+"""``harness-swamp``'s command line: swamp's, for the spec's loop (and ``init``, which swamp's repo setup is).
 
     harness-swamp init --plan PLAN.json [--namespace NS] [--holder NAME]
     harness-swamp model TYPE method run METHOD INSTANCE [--skip-checks] [--skip-reports] [--json]

@@ -72,7 +72,7 @@ def test_legacy_gsi_pull_grows_with_the_items_it_reads(legacy_run):
     assert f["span"]["start_from"] == f["span"]["end_from"] == "run.json"
     assert {"rate.png", "step_time.png", "work_counts.png", "causes.png"} <= set(summary["runs"][0]["figures"])
     _figures_are_real(legacy_run, summary["runs"][0]["figures"], html)
-    # the seed's first story: every pull reads the whole table, so items read per pull grow and pull with them
+    # the spec's first story: every pull reads the whole table, so items read per pull grow and pull with them
     items = f["work_counts"]["pull_items_read"]
     assert items["grew"] and items["last"] > 1.5 * items["first"]
     # On dynalite a pull costs ~0.3 ms an item, so on a machine busy enough its growth can drown in

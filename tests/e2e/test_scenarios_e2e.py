@@ -1,6 +1,6 @@
 """Each scenario, short and headless, on a real moto server with real Locust processes.
 
-The work counts must differ the way the seed predicts. Runs are bounded
+The work counts must differ the way the spec predicts. Runs are bounded
 (~12 s each) and marked e2e; they run in CI.
 """
 

@@ -3,7 +3,7 @@
 A distribution is lognormal, given by its median and its p99 (the way latencies
 are usually quoted), or fixed. Shipped profiles:
 - ``local``: nothing added;
-- ``aws-dynamodb``: PutItem median 3.2 ms, p99 12 ms (mean ~3.7 ms, the seed's figure);
+- ``aws-dynamodb``: PutItem median 3.2 ms, p99 12 ms (mean ~3.7 ms, the spec's figure);
 - ``aws-s3-vpce``: PutObject median 280 ms, p99 700 ms (mean ~300 ms, S3 through a VPC endpoint);
 - ``aws``: both.
 A user profile is a TOML file: ``[dynamodb.PutItem] median_ms = 3 p99_ms = 12``, ``[s3."*"] fixed_ms = 50``.

@@ -92,7 +92,7 @@ def datastore_lock(layout: Layout) -> str:
 def commit_lock(layout: Layout, ns: str | None) -> str:
     """The lock whose holder commits a namespace's index (what ``harness.datastore`` takes: a test compares them).
 
-    One lock (the seed's loop): ``.locks/<ns>.lock`` with namespace scope, else the datastore's. Two-phase
+    One lock (the spec's loop): ``.locks/<ns>.lock`` with namespace scope, else the datastore's. Two-phase
     (swamp today): the global lock, ``.locks/<ns>.lock`` (``global_lock = "swamp"``: core's
     ``datastoreGlobalLockOptions``, swamp-club/swamp 06b6147), ``<ns>/.datastore.lock`` (``"per-namespace"``), or
     a stored copy's one item (``"one-item"``: ``.datastore.lock`` for every namespace on DynamoDB, under the

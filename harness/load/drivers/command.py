@@ -1,6 +1,6 @@
 """The command driver: a datastore's own command line, one process per step, each timed by its own spans.
 
-An iteration runs the scenario's argv templates in order, one process each, as the seed's shell loop did
+An iteration runs the scenario's argv templates in order, one process each, as the spec's shell loop did
 (``swamp model @webframp/system method run "$METHOD" "$INSTANCE" ... --json``, then ``swamp model delete
 "$INSTANCE" --force`` for disposable models, ``swamp data prune --force`` every ``prune_every``), in the
 worker's own working directory (``RUN_DIR/workdirs/<worker>``, made by the optional ``setup`` command once).

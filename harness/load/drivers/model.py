@@ -1,6 +1,6 @@
 """The model driver: one swamp worker's iteration of the swamp loop on the harness's own model, and its row.
 
-No Locust here: a ``SwampWorker`` (one of the "workers" the seed documents
+No Locust here: a ``SwampWorker`` (one of the "workers" the spec documents
 describe: a swamp process syncing its datastore; Locust runs each as one user)
 runs iterations through ``harness.datastore`` and returns an
 ``IterationOutcome`` (the row plus the steps); the Locust user turns that into
@@ -72,7 +72,7 @@ def summarize(steps: list[Step]) -> dict[str, Any]:
 
 def iteration_plan(w: Workload, user: str, i: int) -> tuple[str, str, int]:
     """(model id, method, payload bytes) of worker ``user``'s iteration ``i``, by worker kind and lifecycle
-    (the seed's ``INSTANCE="w${WORKER_ID}-i${ITERATION}"`` for disposable models): every driver names them alike."""
+    (the spec's ``INSTANCE="w${WORKER_ID}-i${ITERATION}"`` for disposable models): every driver names them alike."""
     method = w.methods[i % len(w.methods)]
     payload = w.payload_bytes[i % len(w.payload_bytes)]
     if w.lifecycle == "disposable":  # shared: a namespace's workers re-create each other's models by name

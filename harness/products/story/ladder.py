@@ -1,6 +1,6 @@
 """Ladders: a story told in chapters, as data (``harness/products/story/stories/*.toml``), validated on load.
 
-A ladder is the seed's climb written down: each chapter applies one fix (a
+A ladder is the spec's climb written down: each chapter applies one fix (a
 scenario plus overrides), runs it, and says what its run should show. The
 runs are ordinary ``harness run`` plans; what a chapter expects is judged
 later, from each run's own findings (``harness/products/story/expect.py``), so an

@@ -189,7 +189,7 @@ def test_s3_prefix_buckets_stay_bounded_and_a_hot_prefix_stays_throttled():
 
 
 def test_latency_distributions_have_their_quoted_median_p99_and_mean():
-    """The sampled distribution itself: lognormal from a median and a p99 (the seed's PutItem: mean ~3.7 ms)."""
+    """The sampled distribution itself: lognormal from a median and a p99 (the spec's PutItem: mean ~3.7 ms)."""
     rng = random.Random(5)
     put = PROFILES["aws-dynamodb"]["dynamodb"]["PutItem"]
     draws = sorted(put.sample_ms(rng) for _ in range(20_000))

@@ -1,4 +1,4 @@
-"""The seed's bottlenecks as switches: each test fails if its mechanism breaks."""
+"""The spec's bottlenecks as switches: each test fails if its mechanism breaks."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""swamp's two-phase sync (``[datastore] sync = "two-phase"``): each difference from the seed's loop, measured.
+"""swamp's two-phase sync (``[datastore] sync = "two-phase"``): each difference from the spec's loop, measured.
 
 Every test runs the real datastore on in-process moto and asserts on what
 the store saw (which lock was held when, what was written, which sleeps were

@@ -1,4 +1,4 @@
-"""The reference command's command line: swamp's shape for the seed's loop, bad input as one line and exit 2,
+"""The reference command's command line: swamp's shape for the spec's loop, bad input as one line and exit 2,
 and its repository made by init from the test's plan (the calls themselves run in the e2e and the bench)."""
 
 from __future__ import annotations
