@@ -13,7 +13,7 @@ this one, on the embedded stand-ins, one run at a time:
 - safety: ``lock-safety`` with ``fencing = false`` (a copy) on both backends, before and after, and every
   safety scenario fenced, after; the violations each ``safety.json`` counts;
 - seed: ``disposable`` at 100 workers under ``--latency aws`` with ``--processes 2`` (this checkout), then
-  ``bench/seed_table.py``'s table.
+  ``bench/spec_table.py``'s table.
 
 Run directories go to ``--out`` (``<name>-<backend>-before`` / ``-after``). The machine's load is printed
 before each run (``/proc/loadavg``): on a shared machine read the figures as medians and ratios.
@@ -108,7 +108,7 @@ def main(argv: list[str]) -> int:
     if a.only in (None, "seed"):
         d = run(None, "disposable", "dynamodb", a.out / "disposable-100-aws", a.duration,
                 ["--users", "100", "--spawn-rate", "5", "--latency", "aws", "--processes", "2"])
-        subprocess.run([sys.executable, str(ROOT / "bench" / "seed_table.py"), str(d)], check=False)
+        subprocess.run([sys.executable, str(ROOT / "bench" / "spec_table.py"), str(d)], check=False)
     return 0
 
 

@@ -1,11 +1,11 @@
-"""The two benchmarks that read a swamp-own run (bench/global_lock.py, bench/seed_table.py) on one:
+"""The two benchmarks that read a swamp-own run (bench/global_lock.py, bench/spec_table.py) on one:
 `two-phase-namespaced` as it ships, through real Locust on the embedded stand-in (~10 s for the module)."""
 
 from __future__ import annotations
 
 import pytest
 
-from bench import global_lock, seed_table
+from bench import global_lock, spec_table
 from tests.e2e.conftest import harness, rows
 
 pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("swamp-today-bench")]
@@ -30,9 +30,9 @@ def test_the_global_lock_benchmark_reads_the_hold_and_what_was_sent_under_it(run
     assert global_lock.main([str(run_dir / "nowhere")]) == 2
 
 
-def test_the_seed_table_sets_a_runs_figures_beside_the_seeds(run_dir):
-    run = seed_table.figures(run_dir)
-    t = seed_table.side_by_side(run)
-    assert list(t.index) == list(seed_table.SEED) and (t["seed"] > 0).all()
+def test_the_spec_table_sets_a_runs_figures_beside_the_seeds(run_dir):
+    run = spec_table.figures(run_dir)
+    t = spec_table.side_by_side(run)
+    assert list(t.index) == list(spec_table.SEED) and (t["seed"] > 0).all()
     assert run["iterations/s"] > 0 and run["write ops/it"] > 0 and run["WCU/it"] > 0 and run["files/sync"] >= 5
     assert t.loc["WCU/s", "run / seed"] == pytest.approx(run["WCU/s"] / 17_500)

@@ -1,7 +1,7 @@
 """The spec's own table for `disposable` at 100 workers, beside what a run of the harness measured.
 
-    python bench/seed_table.py RUN_DIR
-    python bench/seed_table.py --quick       # a 5-second, 10-worker run made here (seconds), then its table
+    python bench/spec_table.py RUN_DIR
+    python bench/spec_table.py --quick       # a 5-second, 10-worker run made here (seconds), then its table
 
 The run to read is ``harness run disposable --users 100 --latency aws --duration 60s --processes N
 --run-dir RUN_DIR`` (docs/swamp-today.md has the commands and the machine the figures came from). For each of
@@ -78,7 +78,7 @@ def main(argv: list[str]) -> int:
     if argv == ["--quick"]:
         argv = [quick()]
     if len(argv) != 1 or argv[0].startswith("-") or not (Path(argv[0]) / "run.json").is_file():
-        print("usage: python bench/seed_table.py RUN_DIR | --quick  (RUN_DIR: a run directory, with run.json)",
+        print("usage: python bench/spec_table.py RUN_DIR | --quick  (RUN_DIR: a run directory, with run.json)",
               file=sys.stderr)
         return 2
     run = figures(argv[0])
