@@ -32,7 +32,7 @@ from harness.datastore.backends.base import Backend
 from harness.datastore.catalog import Catalog
 from harness.datastore.lock import LockConfig
 from harness.datastore.sync import Datastore, Step, SyncConfig
-from harness.products.suite import shape as tree
+from harness.products.suite import tree
 from harness.products.suite.phases import (
     COMMIT,
     COMMIT_PULL,
