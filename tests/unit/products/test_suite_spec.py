@@ -8,7 +8,7 @@ import pytest
 
 from harness.core.errors import HarnessError
 from harness.datastore.backends.base import partition_of
-from harness.products.suite import shape as tree
+from harness.products.suite import tree
 from harness.products.suite import spec as suites
 from harness.products.suite.spec import ALL_LAYOUTS, Shape
 
