@@ -137,7 +137,7 @@ def _run(plan: RunPlan, say: Callable[[str], None], quiet: bool, run_dir: Path, 
         started.value = True  # from here on the run writes what it keeps (pre-ageing's journal, the load)
         if plan.seeding.preage:
             preage(factory, say, quiet)
-        say(f"harness: {plan.scenario.name} on {plan.backend} ({_where(plan)}), {plan.locust.users} workers, "
+        say(f"harness: {plan.scenario.name} on {plan.backend} ({_where(plan)}), {plan.locust.users} users, "
             f"{_run_time(plan)} -> {run_dir}")
         _say_distribution(plan, say)
         _say_telemetry(plan, say)
