@@ -242,6 +242,8 @@ def build_parser() -> argparse.ArgumentParser:
     sd.add_argument("--state-dir", help="where the workers' catalogs and local views go (default runs/seeds/TABLE)")
     sd.add_argument("--journal", help=journal_help)
     sd.add_argument("--aws", action="store_true", help="target AWS itself through the credential chain")
+    sd.add_argument("--layout", help="write swamp's own layout for the real swamp to read, as this extension "
+                    "version lays it out: swamp-dynamodb@a929b7a or swamp-dynamodb@bc36088a (the legacy FILE key)")
 
     fl = sub.add_parser("fill", help="background / noisy-neighbour load: N items written once each, paced")
     fl.add_argument("table")
@@ -464,7 +466,8 @@ def _jobs(args: argparse.Namespace, env: UserEnvironment) -> int:
         return commands.cmd_jobs(_journal(args, env))
     if args.command == "seed":
         return commands.cmd_seed(job_connection(env, aws=aws), args.scenario, args.models, args.versions,
-                                 args.orphans, args.workers, args.table, args.state_dir, _journal(args, env), extra)
+                                 args.orphans, args.workers, args.table, args.state_dir, _journal(args, env), extra,
+                                 layout=args.layout)
     if args.command == "fill":
         return commands.cmd_fill(job_connection(env, aws=aws), args.table, args.items, args.item_bytes,
                                  _journal(args, env), args.scenario, extra)
