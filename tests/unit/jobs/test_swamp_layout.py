@@ -172,3 +172,15 @@ def test_a_pre_aged_table_holds_every_models_files_where_a_fresh_pull_looks(aws,
         assert set(rec_registry) <= set(source.partitions())  # the recorded run's partitions, all registered
     else:
         assert seq is None
+
+
+def test_the_seed_refuses_orphans_and_a_non_dynamodb_scenario_before_any_request():
+    from harness.config import scenario as scenarios
+    from harness.jobs.bulk import _seed_swamp_layout
+
+    sc = scenarios.load("legacy-gsi")
+    with pytest.raises(HarnessError, match="no --orphans"):
+        _seed_swamp_layout(None, sc, "swamp-dynamodb@a929b7a", 5, 2, 1, "t", None)  # type: ignore[arg-type]
+    with pytest.raises(HarnessError, match="dynamodb backend"):
+        _seed_swamp_layout(None, sc.with_overrides(backend="s3"), "swamp-dynamodb@a929b7a", 5, 2, 0, "t",
+                           None)  # type: ignore[arg-type]
