@@ -50,6 +50,8 @@ def _add_pre_age(verbs: Any) -> None:
     pa.add_argument("--state-dir", help="where the workers' catalogs and local views go (default runs/seeds/TABLE)")
     pa.add_argument("--journal", help=JOURNAL_HELP)
     pa.add_argument("--aws", action="store_true", help=AWS_HELP)
+    pa.add_argument("--layout", help="write swamp's own layout for the real swamp to read, as this extension "
+                    "version lays it out: swamp-dynamodb@a929b7a or swamp-dynamodb@bc36088a (the legacy FILE key)")
     pa.set_defaults(run=run_pre_age)
 
 
@@ -98,7 +100,8 @@ def run_pre_age(args: argparse.Namespace, env: UserEnvironment) -> int:
     from harness.jobs import bulk
 
     return bulk.cmd_seed(job_connection(env, aws=args.aws), args.scenario, args.models, args.versions, args.orphans,
-                         args.users, args.table, args.state_dir, _journal(args, env), _extra(env))
+                         args.users, args.table, args.state_dir, _journal(args, env), _extra(env),
+                         layout=args.layout)
 
 
 def run_fill(args: argparse.Namespace, env: UserEnvironment) -> int:

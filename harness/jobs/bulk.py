@@ -36,6 +36,7 @@ from harness.jobs.pacing.ceiling import ceiling
 from harness.jobs.pacing.engine import Job, Progress
 from harness.jobs.pacing.journal import Journal
 from harness.jobs.pacing.sources import CleanupSource, FillSource, PreAgeSource, snapshot_keys
+from harness.jobs.pacing.swamp_layout import SwampLayoutSource, layout_named
 
 PROGRESS_EVERY_S = 2.0
 NO_FIDELITY = scenarios.Scenario(name="job", fidelity=scenarios.FidelitySpec(mode="off"))
@@ -112,12 +113,16 @@ def cmd_fill(connection: Connection, table: str, items: int, item_bytes: int, jo
     return _run(jobs.new_job_id("fill"), "fill", params, source, clients, journal)
 
 
-def preage_factory(params: dict, clients: Clients, sc: scenarios.Scenario | None = None) -> PreAgeSource:
+def preage_factory(params: dict, clients: Clients,
+                   sc: scenarios.Scenario | None = None) -> PreAgeSource | SwampLayoutSource:
     """The pre-ageing job's items from its parameters (a resumed job rebuilds exactly the same).
 
     ``sc`` is the scenario the command already has (its plan's); ``harness jobs resume``, another command, reads
-    the file its parameters name.
+    the file its parameters name. A ``layout`` parameter writes swamp's own layout instead of the model's.
     """
+    if params.get("layout"):
+        return SwampLayoutSource(clients.dynamodb, params["table"], layout_named(params["layout"]),
+                                 params["models"], params["versions"], params["epoch"])
     sc = (sc or scenarios.load(params["scenario"])).with_overrides(backend="dynamodb")
     connection = Connection(ServiceEndpoint(clients.endpoints.dynamodb, clients.endpoints.kind, "job"),
                             ServiceEndpoint(None, UNUSED, "none"))
@@ -145,10 +150,18 @@ def preage_params(sc: scenarios.Scenario, table: str, models: int, versions: int
 
 
 def cmd_seed(connection: Connection, scenario: str, models: int, versions: int, orphans: int, workers: int | None,
-             table: str, state_dir: str | None, journal: Journal, scenario_dirs: tuple[str, ...] = ()) -> int:
+             table: str, state_dir: str | None, journal: Journal, scenario_dirs: tuple[str, ...] = (),
+             layout: str | None = None) -> int:
     """``harness jobs pre-age``: pre-age a table on a persistent endpoint, then say which ``harness run`` starts
-    there."""
+    there.
+
+    With ``layout`` (``swamp-dynamodb@<version>``) the table is written as that extension version lays it out,
+    for the real swamp to read (``swamp_layout``); the scenario then gives only the backend and the fidelity.
+    """
     sc = scenarios.load(scenario, scenario_dirs)
+    if layout:
+        return _seed_swamp_layout(connection, sc, layout_named(layout).name, models, versions, orphans, table,
+                                  journal)
     if sc.backend != "dynamodb":
         raise HarnessError("seeding writes DynamoDB items: use a scenario on the dynamodb backend")
     if sc.datastore.swamp_own:
@@ -163,6 +176,27 @@ def cmd_seed(connection: Connection, scenario: str, models: int, versions: int, 
     source = preage_factory(params, clients, sc)
     print(f"harness: seeding {source.files():,} files in {len(params['namespaces'])} namespace(s); "
           f"then `harness run {scenario} --table {table} --pre-age-dir {state_dir}`")
+    return _run(jobs.new_job_id("seed"), "seed", params, source, clients, journal, source.finish)
+
+
+def _seed_swamp_layout(connection: Connection, sc: scenarios.Scenario, layout: str, models: int, versions: int,
+                       orphans: int, table: str, journal: Journal) -> int:
+    """``harness jobs pre-age --layout``: swamp's own items, no namespace (swamp 06b6147 pushed none with one), and no
+    orphans (swamp's delete leaves a model's files live: an orphan's items are a live model's)."""
+    if sc.backend != "dynamodb":
+        raise HarnessError(f"--layout {layout} writes DynamoDB items: use a scenario on the dynamodb backend")
+    if models < 1 or versions < 1 or orphans:
+        raise HarnessError("--layout takes --models and --versions of at least 1 and no --orphans (swamp's delete "
+                           "leaves a model's files live, so an orphan's items are a live model's)")
+    factory = Factory(job_plan(connection, table, sc, "seed"))
+    check_reachable(connection, "dynamodb", factory.sessions)
+    clients = paced_clients(factory)
+    factory.provision(clients, factory.backend(clients))
+    params = {"scenario": sc.source or sc.name, "table": table, "models": models, "versions": versions,
+              "layout": layout, "epoch": round(time.time(), 3)}
+    source = preage_factory(params, clients, sc)
+    print(f"harness: seeding {source.files():,} files of {models:,} models in {layout}'s layout; then a swamp "
+          f"repository on table {table} (no namespace) pulls them with `swamp datastore sync`")
     return _run(jobs.new_job_id("seed"), "seed", params, source, clients, journal, source.finish)
 
 
