@@ -8,8 +8,8 @@ import pytest
 
 from harness.core.errors import HarnessError
 from harness.datastore.backends.base import partition_of
-from harness.products.suite import tree
 from harness.products.suite import spec as suites
+from harness.products.suite import tree
 from harness.products.suite.spec import ALL_LAYOUTS, Shape
 
 SWAMP = [  # swamp-club/swamp-extensions datastore/benchmarks/s3_bench.ts, scenarios 1-15, by name
