@@ -44,9 +44,8 @@ from typing import Any
 from botocore.exceptions import ClientError
 
 from harness.aws.capacity import item_size, write_units_for_size
-from harness.aws.instrument import recording
 from harness.core.errors import HarnessError
-from harness.core.work import Work
+from harness.core.work import Work, recording
 from harness.datastore.backends.dynamodb.items import swamp_partition
 
 MODEL_TYPE = "@webframp/system"
