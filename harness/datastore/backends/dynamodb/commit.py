@@ -1,4 +1,6 @@
-"""Index commits on DynamoDB: the grants' commit ids, and swamp's unfenced commit (the fenced one: ``fenced.py``).
+"""Index commits on DynamoDB: swamp's unfenced commit and the registry's updates.
+
+The fenced commit is ``fenced.py``; the grants' commit ids are ``claims.py``.
 
 ``fencing = False`` is swamp's commit: the entries rewritten in place
 (``META``, unconditional BatchWriteItem), then the sequence bumped
@@ -7,10 +9,8 @@ unconditionally, then the registry.
 
 from __future__ import annotations
 
-import threading
 import uuid
 from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING
 
 from harness.core.clock import now_ms
 from harness.core.work import Work, sending
@@ -22,7 +22,6 @@ from harness.datastore.backends.dynamodb.items import (
     NEWEST,
     PER_MODEL,
     chunk_keys,
-    claim_id,
     file_key,
     lock_item_key,
     meta_item,
@@ -30,43 +29,11 @@ from harness.datastore.backends.dynamodb.items import (
     registry_key,
     s_,
 )
+from harness.datastore.backends.dynamodb.port import DynamoPort
 from harness.datastore.backends.dynamodb.registry import ABSENT, FENCED_BATCH
 from harness.datastore.lock import LockGrant
 
-if TYPE_CHECKING:
-    from harness.datastore.backends.dynamodb.backend import DynamoBackend
-
 REGISTRY_BATCH = 60  # partitions per registry UpdateItem (a condition expression is at most 4 KB)
-
-
-class Claims:
-    """Which commit ids each grant has used, and which must stay pending (something of theirs may still land).
-
-    One per backend (per process): the commits of one grant run one at a time,
-    so a grant's sequence is never raced by its own commits.
-    """
-
-    def __init__(self) -> None:
-        self._guard = threading.Lock()
-        self._used: dict[str, int] = {}  # nonce -> commits started under it
-        self._mutex: dict[str, threading.Lock] = {}
-        self.keep: set[str] = set()  # ids the release must not drop
-
-    def mutex(self, grant: LockGrant) -> threading.Lock:
-        with self._guard:
-            return self._mutex.setdefault(grant.nonce, threading.Lock())
-
-    def next(self, grant: LockGrant) -> tuple[str, bool]:
-        """(commit id, already claimed): the grant's own claim first, a fresh id after that."""
-        with self._guard:
-            n = self._used.get(grant.nonce, 0)
-            self._used[grant.nonce] = n + 1
-        return (claim_id(grant.nonce), True) if n == 0 else (uuid.uuid4().hex[:16], False)
-
-    def forget(self, grant: LockGrant) -> None:
-        with self._guard:
-            self._used.pop(grant.nonce, None)
-            self._mutex.pop(grant.nonce, None)
 
 
 def registry_update(partitions: set[str], forget: Sequence[str], seq: int, *, conditional: bool,
@@ -136,7 +103,7 @@ def registry_update(partitions: set[str], forget: Sequence[str], seq: int, *, co
     return out
 
 
-def unfenced_commit(be: DynamoBackend, namespace: str | None, upserts: Sequence[FileMeta],
+def unfenced_commit(be: DynamoPort, namespace: str | None, upserts: Sequence[FileMeta],
                     removals: Sequence[FileMeta], forget: Sequence[str], grant: LockGrant, cursor: DynamoCursor,
                     cid: str | None, work: Work) -> CommitResult:
     """swamp's commit: entries (or tombstones) rewritten in place, the sequence bumped, the registry set."""
