@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
 
 from harness.core.clock import now_ms
 from harness.core.work import Work, sending
@@ -63,44 +64,74 @@ def registry_update(partitions: set[str], forget: Sequence[str], seq: int, *, co
     out = []
     size = FENCED_BATCH if fenced else REGISTRY_BATCH
     for i in range(0, len(todo), size):
-        sets, removes, conds, names = [], [], [], {}
-        values = {":s": n_(seq)}
+        u = _Update(values={":s": n_(seq)})
         batch = todo[i:i + size]
         for j, (part, what) in enumerate(batch):
-            c, b, k = f"#c{j}", f"#b{j}", f"#k{j}"
-            names[c], names[b] = f"c:{part}", f"b:{part}"
             if what == "set":
-                sets += [f"{c} = :s", f"{b} = :s" if part in born else f"{b} = if_not_exists({b}, :s)"]
-                if newest and part in newest:
-                    names[k], values[f":k{j}"] = f"{NEWEST}{part}", s_(newest[part])
-                    sets.append(f"{k} = :k{j}")
-                if records and part in records:
-                    names[f"#r{j}"], values[f":r{j}"] = records[part][0], s_(records[part][1])
-                    sets.append(f"#r{j} = :r{j}")
+                u.touch(j, part, part in born, (newest or {}).get(part), (records or {}).get(part))
             else:
-                names[k] = f"{NEWEST}{part}"
-                removes += [c, b, k]
-            for x, name in enumerate((remove or {}).get(part, [])):
-                names[f"#x{j}_{x}"] = name
-                removes.append(f"#x{j}_{x}")
-            want = (expect or {}).get(part)
-            if want is None:
-                conds.append(f"(attribute_not_exists({c}) OR {c} <= :s)")
-            elif want == ABSENT:
-                conds.append(f"attribute_not_exists({c})")
-            else:
-                values[f":e{j}"] = n_(want)
-                conds.append(f"{c} = :e{j}")
+                u.forget(j, part)
+            u.drop(j, (remove or {}).get(part, []))
+            u.expect(j, (expect or {}).get(part))
         if any(what == "forget" for _, what in batch):
-            names["#fg"] = FORGOT
-            sets.append("#fg = :s")
+            u.names["#fg"] = FORGOT
+            u.sets.append("#fg = :s")
         if conditional:
-            names["#fg"] = FORGOT
-            conds.insert(0, "(attribute_not_exists(#fg) OR #fg < :s)")
-        update = " ".join(x for x in (f"SET {', '.join(sets)}" if sets else "",
-                                      f"REMOVE {', '.join(removes)}" if removes else "") if x)
-        out.append((update, " AND ".join(conds) if conditional else None, names, values))
+            u.names["#fg"] = FORGOT
+            u.conds.insert(0, "(attribute_not_exists(#fg) OR #fg < :s)")
+        out.append(u.request(conditional))
     return out
+
+
+@dataclass
+class _Update:
+    """One registry UpdateItem being built: its SET and REMOVE clauses, its conditions, names and values."""
+
+    values: dict
+    sets: list[str] = field(default_factory=list)
+    removes: list[str] = field(default_factory=list)
+    conds: list[str] = field(default_factory=list)
+    names: dict[str, str] = field(default_factory=dict)
+
+    def touch(self, j: int, part: str, born: bool, newest: str | None, record: tuple[str, str] | None) -> None:
+        """A touched partition: its ``c:`` set, its birth (``b:``) set or kept, its records written."""
+        c, b, k = f"#c{j}", f"#b{j}", f"#k{j}"
+        self.names[c], self.names[b] = f"c:{part}", f"b:{part}"
+        self.sets += [f"{c} = :s", f"{b} = :s" if born else f"{b} = if_not_exists({b}, :s)"]
+        if newest is not None:
+            self.names[k], self.values[f":k{j}"] = f"{NEWEST}{part}", s_(newest)
+            self.sets.append(f"{k} = :k{j}")
+        if record is not None:
+            self.names[f"#r{j}"], self.values[f":r{j}"] = record[0], s_(record[1])
+            self.sets.append(f"#r{j} = :r{j}")
+
+    def forget(self, j: int, part: str) -> None:
+        """A forgotten partition: its ``c:``, ``b:`` and ``k:`` removed."""
+        c, b, k = f"#c{j}", f"#b{j}", f"#k{j}"
+        self.names[c], self.names[b], self.names[k] = f"c:{part}", f"b:{part}", f"{NEWEST}{part}"
+        self.removes += [c, b, k]
+
+    def drop(self, j: int, records: list[str]) -> None:
+        """Records of the partition to delete (stale ones; a forget's)."""
+        for x, name in enumerate(records):
+            self.names[f"#x{j}_{x}"] = name
+            self.removes.append(f"#x{j}_{x}")
+
+    def expect(self, j: int, want: int | None) -> None:
+        """The partition's condition: not past the commit, absent, or exactly what the commit's view saw."""
+        c = f"#c{j}"
+        if want is None:
+            self.conds.append(f"(attribute_not_exists({c}) OR {c} <= :s)")
+        elif want == ABSENT:
+            self.conds.append(f"attribute_not_exists({c})")
+        else:
+            self.values[f":e{j}"] = n_(want)
+            self.conds.append(f"{c} = :e{j}")
+
+    def request(self, conditional: bool) -> tuple[str, str | None, dict, dict]:
+        update = " ".join(x for x in (f"SET {', '.join(self.sets)}" if self.sets else "",
+                                      f"REMOVE {', '.join(self.removes)}" if self.removes else "") if x)
+        return update, " AND ".join(self.conds) if conditional else None, self.names, self.values
 
 
 def unfenced_commit(be: DynamoPort, namespace: str | None, upserts: Sequence[FileMeta],
@@ -125,7 +156,16 @@ def unfenced_commit(be: DynamoPort, namespace: str | None, upserts: Sequence[Fil
         for update, _, names, values in registry_update(touched, forget, seq, conditional=False):
             be.client.update_item(TableName=be.table, Key=registry_key(namespace), UpdateExpression=update,
                                   ExpressionAttributeNames=names, ExpressionAttributeValues=values)
-    gone = set(forget)
+    _follow(cursor, namespace, upserts, removals, set(forget), seq)
+    be.collect(cursor, work)
+    return CommitResult(seq, seq - 1, cid or uuid.uuid4().hex[:16], grant.key, seal_ms=sent.first,
+                        sent_ms=sent.last)
+
+
+def _follow(cursor: DynamoCursor, namespace: str | None, upserts: Sequence[FileMeta], removals: Sequence[FileMeta],
+            gone: set[str], seq: int) -> None:
+    """The worker's cursor takes in its own unfenced commit: what it superseded is garbage, the pruned
+    partitions' tombstones too, and its view stays current if nobody else committed since."""
     if gone:  # entries are rewritten in place: the pruned partitions' items are exactly their tombstones now
         DynamoCursor.add(cursor.garbage, [file_key(m.rel_path) for m in removals
                                           if partition_of(m.rel_path, namespace) in gone])
@@ -147,6 +187,3 @@ def unfenced_commit(be: DynamoPort, namespace: str | None, upserts: Sequence[Fil
             p = partition_of(m.rel_path, namespace)
             if p and p not in gone:
                 cursor.parts[p] = seq
-    be.collect(cursor, work)
-    return CommitResult(seq, seq - 1, cid or uuid.uuid4().hex[:16], grant.key, seal_ms=sent.first,
-                        sent_ms=sent.last)
