@@ -42,19 +42,16 @@ sealed by the same head swap as the run's other entries.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import TYPE_CHECKING
 
 from harness.core.work import Work
 from harness.datastore.backends.base import FileMeta
-
-if TYPE_CHECKING:
-    from harness.datastore.sync import Datastore
+from harness.datastore.store import Store
 
 PUSH_SCOPES = ("changed", "swamp")
 EXPORTS_AT = ("after-commit", "swamp")
 
 
-def stage_export(store: Datastore, work: Work) -> None:
+def stage_export(store: Store, work: Work) -> None:
     """swamp's S3 push with ``export_at = "swamp"``: the namespace's catalog export written and marked dirty
     before the prepare, so the prepare uploads it and the commit indexes it (nothing without a namespace, as
     core writes none)."""
@@ -80,7 +77,7 @@ def rewritten(dirty: Iterable[str], known: Iterable[str]) -> list[str]:
     return sorted(rel for rel in known if rel not in dirty and any(rel.startswith(d) for d in dirs))
 
 
-def stage_rewrites(store: Datastore) -> None:
+def stage_rewrites(store: Store) -> None:
     """swamp's push of a data name's directory (``push_scope = "swamp"``): every file under it staged again, as
     this worker holds it (``store.kept``; a file it holds no bytes of, or an older copy of, is left out)."""
     for rel in rewritten(store.dirty, store.local):

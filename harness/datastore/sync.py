@@ -36,6 +36,7 @@ from harness.datastore.lock import Heartbeat, Lock, LockConfig, LockGrant, Recor
 from harness.datastore.model import MODEL_TYPE, SWAMP_DATA_NAME, run_method
 from harness.datastore.paths import Paths, model_of
 from harness.datastore.profiles import SYNC_MODES, profile
+from harness.datastore.store import Step
 from harness.datastore.swamp_push import EXPORTS_AT, PUSH_SCOPES, data_name_dir, stage_rewrites
 
 LOCK_SCOPES = ("datastore", "namespace")
@@ -91,13 +92,6 @@ class SyncConfig:
         if self.sync == "two-phase" and self.index_commit == "full":
             raise ConfigError('sync = "two-phase" commits each model\'s dirty entries under its own lock: a full '
                               'commit would rewrite other models\' entries without theirs; use index_commit = "delta"')
-
-
-@dataclass
-class Step:
-    name: str
-    ms: float
-    work: Work
 
 
 @dataclass

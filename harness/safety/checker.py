@@ -207,68 +207,106 @@ def _content_findings(state: dict) -> list[dict]:
     return out
 
 
-def _entry_findings(commits: list[dict], state: dict, untracked_ok: bool) -> tuple[list, list, list]:
-    ops: dict[str, list[_Op]] = defaultdict(list)
-    acked_versions: dict[str, set] = defaultdict(set)
-    failed_versions: dict[str, set] = defaultdict(set)
-    maybe_versions: dict[str, dict] = defaultdict(dict)  # from indeterminate commits: version -> the view it had
-    maybe_deleted: dict[str, float] = {}  # from indeterminate deletes: path -> when the latest one started
-    blind = {p for c in commits for p in c.get("overwrites", ())}
-    for c in commits:
-        if c.get("ok"):
+@dataclass
+class _Ledger:
+    """What the history says of each path: the acknowledged operations, and the versions each kind of commit
+    (acknowledged, failed, indeterminate) wrote."""
+
+    ops: dict[str, list[_Op]] = field(default_factory=lambda: defaultdict(list))
+    acked: dict[str, set] = field(default_factory=lambda: defaultdict(set))
+    failed: dict[str, set] = field(default_factory=lambda: defaultdict(set))
+    maybe: dict[str, dict] = field(default_factory=lambda: defaultdict(dict))  # indeterminate: version -> its view
+    maybe_deleted: dict[str, float] = field(default_factory=dict)  # indeterminate deletes: path -> latest start
+    blind: set[str] = field(default_factory=set)
+
+    @classmethod
+    def of(cls, commits: list[dict]) -> _Ledger:
+        led = cls(blind={p for c in commits for p in c.get("overwrites", ())})
+        for c in commits:
+            if c.get("ok"):
+                led.acknowledged(c)
+            elif c.get("indeterminate"):  # cut short, or its answer lost: it may or may not have landed
+                led.indeterminate(c)
+            else:
+                for path, version, digest, *_ in c.get("writes", []):
+                    led.failed[path].add((version, digest))
+        return led
+
+    def acknowledged(self, c: dict) -> None:
+        view = _view(c)
+        at, cid = c.get("complete_ms", 0), c.get("cid", "")
+        for path, version, digest, *_ in c.get("writes", []):
+            self.ops[path].append(_Op(c["seq"], at, "write", version, digest, cid, view,
+                                      path in c.get("overwrites", ())))
+            self.acked[path].add((version, digest))
+        for path, version, digest in c.get("deletes", []):
+            self.ops[path].append(_Op(c["seq"], at, "delete", version, digest, cid, view))
+
+    def indeterminate(self, c: dict) -> None:
+        for path, version, digest, *_ in c.get("writes", []):
             view = _view(c)
-            at, cid = c.get("complete_ms", 0), c.get("cid", "")
-            for path, version, digest, *_ in c.get("writes", []):
-                ops[path].append(_Op(c["seq"], at, "write", version, digest, cid, view,
-                                     path in c.get("overwrites", ())))
-                acked_versions[path].add((version, digest))
-            for path, version, digest in c.get("deletes", []):
-                ops[path].append(_Op(c["seq"], at, "delete", version, digest, cid, view))
-        elif c.get("indeterminate"):  # cut short, or its answer lost: it may or may not have landed
-            for path, version, digest, *_ in c.get("writes", []):
-                view = _view(c)
-                maybe_versions[path][(version, digest)] = max(view if view is not None else -1,
-                                                              maybe_versions[path].get((version, digest), -1))
-            for path, *_ in c.get("deletes", []):
-                maybe_deleted[path] = max(c.get("invoke_ms", 0), maybe_deleted.get(path, 0))
-        else:
-            for path, version, digest, *_ in c.get("writes", []):
-                failed_versions[path].add((version, digest))
+            self.maybe[path][(version, digest)] = max(view if view is not None else -1,
+                                                      self.maybe[path].get((version, digest), -1))
+        for path, *_ in c.get("deletes", []):
+            self.maybe_deleted[path] = max(c.get("invoke_ms", 0), self.maybe_deleted.get(path, 0))
+
+
+def _entry_findings(commits: list[dict], state: dict, untracked_ok: bool) -> tuple[list, list, list]:
+    led = _Ledger.of(commits)
     final = {e["path"]: e for e in state.get("entries", [])}
-    lost, phantom, untracked = [], [], []
-    for path in sorted(set(ops) | set(final)):
+    lost: list[dict] = []
+    phantom: list[dict] = []
+    untracked: list[dict] = []
+    for path in sorted(set(led.ops) | set(final)):
         seen = final.get(path)
         got = (seen["version"], seen["digest"]) if seen else None
-        history = sorted(ops.get(path, []), key=lambda o: (o.seq, o.at))
-        for earlier, later in zip(history, history[1:], strict=False):
-            if not later.blind and later.view is not None and later.view < earlier.seq and (
-                    later.version, later.digest) != (earlier.version, earlier.digest):
-                lost.append({"path": path, "expected": [earlier.version, earlier.digest],
-                             "found": list(got) if got else None, "seq": earlier.seq, "cid": earlier.cid,
-                             "why": f"overwritten by commit {later.cid}, whose view (sequence {later.view}) "
-                                    f"never saw it"})
+        history = sorted(led.ops.get(path, []), key=lambda o: (o.seq, o.at))
+        lost += _blind_overwrites(path, history, got)
         last = history[-1] if history else None
-        expected = (last.version, last.digest) if last and last.kind == "write" else None
-        superseded = got in maybe_versions[path] and (path in blind  # (an overwrite's view says nothing)
-                                                      or maybe_versions[path][got] >= (last.seq if last else 0))
-        # a delete cut short after the last acknowledged write may have landed: the entry may be gone
-        maybe_gone = got is None and last is not None and maybe_deleted.get(path, -1) >= last.at
-        if last is not None and last.kind == "write" and got != expected and not superseded and not maybe_gone:
-            why = ("missing" if got is None else "replaced by an older acknowledged version"
-                   if got in acked_versions[path] else "replaced by a version no acknowledged commit wrote")
-            lost.append({"path": path, "expected": list(expected), "found": list(got) if got else None,
-                         "seq": last.seq, "cid": last.cid, "why": why})
-        if last is not None and last.kind == "delete" and got is not None and got in acked_versions[path]:
-            lost.append({"path": path, "expected": None, "found": list(got), "seq": last.seq, "cid": last.cid,
-                         "why": "an acknowledged delete was undone"})
-        if got is not None and got not in acked_versions[path] and got not in maybe_versions[path]:
+        if last is not None:
+            lost += _final_loss(path, last, got, led)
+        if got is not None and got not in led.acked[path] and got not in led.maybe[path]:
             item = {"path": path, "found": list(got),
-                    "from": "a failed commit" if got in failed_versions[path] else "no commit in the history"}
-            if untracked_ok and last is None and got not in failed_versions[path]:
+                    "from": "a failed commit" if got in led.failed[path] else "no commit in the history"}
+            if untracked_ok and last is None and got not in led.failed[path]:
                 untracked.append(item)
             else:
                 phantom.append(item)
     return lost, phantom, untracked
+
+
+def _blind_overwrites(path: str, history: list[_Op], got: tuple | None) -> list[dict]:
+    """Acknowledged writes overwritten by a later commit whose view never saw them."""
+    lost = []
+    for earlier, later in zip(history, history[1:], strict=False):
+        if not later.blind and later.view is not None and later.view < earlier.seq and (
+                later.version, later.digest) != (earlier.version, earlier.digest):
+            lost.append({"path": path, "expected": [earlier.version, earlier.digest],
+                         "found": list(got) if got else None, "seq": earlier.seq, "cid": earlier.cid,
+                         "why": f"overwritten by commit {later.cid}, whose view (sequence {later.view}) "
+                                f"never saw it"})
+    return lost
+
+
+def _final_loss(path: str, last: _Op, got: tuple | None, led: _Ledger) -> list[dict]:
+    """The path's last acknowledged operation against what the final state holds: a write missing or replaced
+    (unless an indeterminate commit may explain it), or a delete undone."""
+    if last.kind == "delete":
+        if got is not None and got in led.acked[path]:
+            return [{"path": path, "expected": None, "found": list(got), "seq": last.seq, "cid": last.cid,
+                     "why": "an acknowledged delete was undone"}]
+        return []
+    expected = (last.version, last.digest)
+    superseded = got in led.maybe[path] and (path in led.blind  # (an overwrite's view says nothing)
+                                             or led.maybe[path][got] >= last.seq)
+    # a delete cut short after the last acknowledged write may have landed: the entry may be gone
+    maybe_gone = got is None and led.maybe_deleted.get(path, -1) >= last.at
+    if got == expected or superseded or maybe_gone:
+        return []
+    why = ("missing" if got is None else "replaced by an older acknowledged version"
+           if got in led.acked[path] else "replaced by a version no acknowledged commit wrote")
+    return [{"path": path, "expected": list(expected), "found": list(got) if got else None,
+             "seq": last.seq, "cid": last.cid, "why": why}]
 
 
 def _sequence_anomalies(acked: list[dict]) -> list[dict]:

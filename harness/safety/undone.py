@@ -23,6 +23,8 @@ from __future__ import annotations
 
 from collections import defaultdict
 
+from harness.safety.views import judged_pulls
+
 
 def _domains(events: list[dict], state: dict) -> dict[str, int]:
     """The highest sequence seen sealed, per commit domain (the lock whose commits it counts)."""
@@ -102,12 +104,28 @@ def unexplained_seals(events: list[dict], state: dict, *, untracked_ok: bool = F
 
 def lost_reads(events: list[dict], state: dict) -> list[dict]:
     """Fenced pulls whose entries are gone (or older) at the end with no commit after them touching the path."""
-    pulls = [e for e in events if e.get("type") == "pull" and e.get("view") is not None and e.get("fencing", True)
-             and len(e["view"]) == e.get("view_size", len(e["view"]))]
+    pulls = judged_pulls(events)
     if not pulls:
         return []
-    touched: dict[str, list[tuple[int, tuple | None]]] = defaultdict(list)  # path -> (seq, what it left), acked
-    unsure: set[str] = set()  # paths an indeterminate commit touched
+    touched, unsure = _touches(events)
+    final = {e["path"]: (e["version"], e["digest"]) for e in state.get("entries", [])}
+    out = []
+    for p in pulls:
+        seq = p["seq"]
+        gone = [g for path, version, digest in p["view"]
+                if (g := _gone(path, version, digest, seq, final, touched, unsure)) is not None]
+        if gone:
+            out.append({"holder": p.get("holder"), "domain": p.get("domain"), "seq": seq,
+                        "at_ms": p.get("complete_ms"), "paths": gone[:5], "lost": len(gone),
+                        "why": f"{len(gone)} entr{'y' if len(gone) == 1 else 'ies'} read at sequence {seq} "
+                               "gone or older at the end, and no commit after it touched them"})
+    return out
+
+
+def _touches(events: list[dict]) -> tuple[dict[str, list[tuple[int, tuple | None]]], set[str]]:
+    """Per path: (seq, what it left) of every acknowledged commit; and the paths an indeterminate commit touched."""
+    touched: dict[str, list[tuple[int, tuple | None]]] = defaultdict(list)
+    unsure: set[str] = set()
     for c in events:
         if c.get("type") != "commit":
             continue
@@ -118,27 +136,21 @@ def lost_reads(events: list[dict], state: dict) -> list[dict]:
                 touched[p].append((int(c["seq"]), None))
         elif c.get("indeterminate"):
             unsure.update(p for p, *_ in [*c.get("writes", []), *c.get("deletes", [])])
-    final = {e["path"]: (e["version"], e["digest"]) for e in state.get("entries", [])}
-    out = []
-    for p in pulls:
-        seq = p["seq"]
-        gone = []
-        for path, version, digest in p["view"]:
-            got = final.get(path)
-            if got is not None and (got[0] > version or got == (version, digest)):
-                continue  # still there, or replaced by a newer version
-            if path in unsure or any(s > seq for s, _ in touched.get(path, ())):
-                continue  # a commit after the view wrote or removed it
-            sealed = [what for s, what in sorted(touched.get(path, ()), key=lambda t: t[0]) if s <= seq]
-            if sealed and sealed[-1] != (version, digest):
-                continue  # the view held what was no longer sealed there: a torn read, not a loss
-            gone.append({"path": path, "read": [version, digest], "now": list(got) if got else None})
-        if gone:
-            out.append({"holder": p.get("holder"), "domain": p.get("domain"), "seq": seq,
-                        "at_ms": p.get("complete_ms"), "paths": gone[:5], "lost": len(gone),
-                        "why": f"{len(gone)} entr{'y' if len(gone) == 1 else 'ies'} read at sequence {seq} "
-                               "gone or older at the end, and no commit after it touched them"})
-    return out
+    return touched, unsure
+
+
+def _gone(path: str, version: int, digest: str, seq: int, final: dict[str, tuple],
+          touched: dict[str, list[tuple[int, tuple | None]]], unsure: set[str]) -> dict | None:
+    """One entry a view read at ``seq``: lost if it is gone or older at the end and nothing after explains it."""
+    got = final.get(path)
+    if got is not None and (got[0] > version or got == (version, digest)):
+        return None  # still there, or replaced by a newer version
+    if path in unsure or any(s > seq for s, _ in touched.get(path, ())):
+        return None  # a commit after the view wrote or removed it
+    sealed = [what for s, what in sorted(touched.get(path, ()), key=lambda t: t[0]) if s <= seq]
+    if sealed and sealed[-1] != (version, digest):
+        return None  # the view held what was no longer sealed there: a torn read, not a loss
+    return {"path": path, "read": [version, digest], "now": list(got) if got else None}
 
 
 __all__ = ["lost_reads", "may_have_sealed", "unexplained_seals"]

@@ -21,12 +21,11 @@ from __future__ import annotations
 import importlib
 import pkgutil
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Protocol, cast
+from typing import Protocol, cast
 
-if TYPE_CHECKING:
-    from harness.datastore.sync import Datastore, Step
+from harness.datastore.store import Step, Store
 
-SyncRun = Callable[["Datastore", str, str, int, "list[Step]", str], None]
+SyncRun = Callable[["Store", str, str, int, "list[Step]", str], None]
 
 
 class Profile(Protocol):
@@ -34,7 +33,7 @@ class Profile(Protocol):
 
     sync_run: SyncRun
 
-    def commit_lock_key(self, store: Datastore) -> str: ...
+    def commit_lock_key(self, store: Store) -> str: ...
 
     def uploads_at_commit(self, backend: str) -> bool: ...
 

@@ -7,13 +7,10 @@ heartbeat stopped with it: the moment a stale commit would land.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from harness.datastore.sync import Datastore, Step
+from harness.datastore.store import Step, Store
 
 
-def commit_lock_key(store: Datastore) -> str:
+def commit_lock_key(store: Store) -> str:
     """swamp's key of the seed's time: ``.locks/<namespace>.lock`` with a namespace and namespace scope,
     else the datastore's."""
     if store.cfg.lock_scope == "namespace" and store.ns:
@@ -26,7 +23,7 @@ def uploads_at_commit(backend: str) -> bool:
     return False
 
 
-def sync_run(store: Datastore, model_id: str, method: str, payload_bytes: int, steps: list[Step],
+def sync_run(store: Store, model_id: str, method: str, payload_bytes: int, steps: list[Step],
              model_type: str) -> None:
     with store.locked(steps) as grant:
         with store.step(steps, "pull") as w:

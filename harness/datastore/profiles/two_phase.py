@@ -26,22 +26,18 @@ stale global holder. Without fencing it is swamp's own.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from harness.core.clock import now_ms
 from harness.core.work import Work, recording
 from harness.datastore.backends.base import partition_of
 from harness.datastore.errors import LockTimeoutError
 from harness.datastore.lock import Lock, LockGrant
+from harness.datastore.store import Step, Store
 from harness.datastore.swamp_push import stage_export
-
-if TYPE_CHECKING:
-    from harness.datastore.sync import Datastore, Step
 
 GLOBAL_WAIT_TTLS = 2  # swamp: a model run waits at most twice the holder's TTL for the global lock
 
 
-def commit_lock_key(store: Datastore) -> str:
+def commit_lock_key(store: Store) -> str:
     """The global lock a model run commits under (``[datastore] global_lock``), per namespace with namespace scope.
 
     ``"swamp"``: core's ``datastoreGlobalLockOptions`` (``src/cli/repo_context.ts``, swamp-club/swamp 06b6147)
@@ -68,7 +64,7 @@ def uploads_at_commit(backend: str) -> bool:
     return backend == "dynamodb"
 
 
-def await_global(store: Datastore, work: Work) -> None:
+def await_global(store: Store, work: Work) -> None:
     """Poll the global lock until no one holds it (swamp's inspect loop); swamp's timeout past 2 x TTL."""
     key, clock = store.lock_key(), store.clock
     limit_s = GLOBAL_WAIT_TTLS * store.cfg.lock.ttl_s
@@ -83,7 +79,7 @@ def await_global(store: Datastore, work: Work) -> None:
             clock.sleep(min(remaining, store.cfg.global_poll_s))
 
 
-def model_lock(store: Datastore, steps: list[Step], model_type: str, model_id: str) -> tuple[Lock, LockGrant]:
+def model_lock(store: Store, steps: list[Step], model_type: str, model_id: str) -> tuple[Lock, LockGrant]:
     """The per-model lock, taken the way swamp takes it (the global lock polled before and looked at after)."""
     lock = store.new_lock(store.paths.model_lock(model_type, model_id))
     part = partition_of(store.paths.definition(model_type, model_id), store.ns)
@@ -98,7 +94,7 @@ def model_lock(store: Datastore, steps: list[Step], model_type: str, model_id: s
             store.backend.release_grant(grant)
 
 
-def sync_run(store: Datastore, model_id: str, method: str, payload_bytes: int, steps: list[Step],
+def sync_run(store: Store, model_id: str, method: str, payload_bytes: int, steps: list[Step],
              model_type: str) -> None:
     lock, grant = model_lock(store, steps, model_type, model_id)
     part = partition_of(store.paths.definition(model_type, model_id), store.ns)

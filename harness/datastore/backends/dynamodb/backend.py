@@ -20,7 +20,8 @@ from harness.core.clock import Clock, SystemClock, now_ms
 from harness.core.work import Work, for_fencing, recording
 from harness.datastore.backends.base import AfterRelease, CommitResult, FileMeta, PullResult, partition_of
 from harness.datastore.backends.dynamodb.bookkeeping import REGISTRY_ADDS, SwampBookkeeping
-from harness.datastore.backends.dynamodb.commit import Claims, registry_update, unfenced_commit
+from harness.datastore.backends.dynamodb.claims import Claims
+from harness.datastore.backends.dynamodb.commit import registry_update, unfenced_commit
 from harness.datastore.backends.dynamodb.cursor import DynamoCursor
 from harness.datastore.backends.dynamodb.fenced import FencedCommit
 from harness.datastore.backends.dynamodb.items import (

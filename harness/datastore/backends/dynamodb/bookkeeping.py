@@ -34,16 +34,13 @@ limit. The harness's own registry is kept apart from it (``items.registry_key``)
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
 from harness.core.clock import now_ms
 from harness.core.item_size import item_size
 from harness.core.work import Work, recording
 from harness.datastore.backends.base import FileMeta, partition_of
 from harness.datastore.backends.dynamodb.items import gsi_partition, n_, s_
-
-if TYPE_CHECKING:
-    from harness.datastore.backends.dynamodb.backend import DynamoBackend
+from harness.datastore.backends.dynamodb.port import DynamoPort
 
 SYNC_STATE = "SYNCSTATE#global"
 REGISTRY = {"pk": s_("PARTITIONS#registry"), "sk": s_("LIST")}
@@ -53,7 +50,7 @@ WRITE_CONCURRENCY = 10  # applyDiff: files written at a time (parallelLimit)
 
 
 class SwampBookkeeping:
-    def __init__(self, be: DynamoBackend) -> None:
+    def __init__(self, be: DynamoPort) -> None:
         self.be = be
 
     def after_push(self, namespace: str | None, metas: Sequence[FileMeta], work: Work) -> None:
@@ -82,7 +79,7 @@ def registry_values(layout: str, namespace: str | None, metas: Sequence[FileMeta
     return [f"FILE#{gsi_partition(layout, namespace, m.rel_path)}" for m in metas]
 
 
-def register(be: DynamoBackend, values: list[str], work: Work) -> None:
+def register(be: DynamoPort, values: list[str], work: Work) -> None:
     """One ``ADD partitions :p`` to swamp's registry; its size (returned whole, no request of its own) noted."""
     with recording(work):
         out = be.client.update_item(TableName=be.table, Key=REGISTRY, UpdateExpression="ADD #p :p",

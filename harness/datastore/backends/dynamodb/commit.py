@@ -1,4 +1,6 @@
-"""Index commits on DynamoDB: the grants' commit ids, and swamp's unfenced commit (the fenced one: ``fenced.py``).
+"""Index commits on DynamoDB: swamp's unfenced commit and the registry's updates.
+
+The fenced commit is ``fenced.py``; the grants' commit ids are ``claims.py``.
 
 ``fencing = False`` is swamp's commit: the entries rewritten in place
 (``META``, unconditional BatchWriteItem), then the sequence bumped
@@ -7,10 +9,9 @@ unconditionally, then the registry.
 
 from __future__ import annotations
 
-import threading
 import uuid
 from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING
+from dataclasses import dataclass, field
 
 from harness.core.clock import now_ms
 from harness.core.work import Work, sending
@@ -22,7 +23,6 @@ from harness.datastore.backends.dynamodb.items import (
     NEWEST,
     PER_MODEL,
     chunk_keys,
-    claim_id,
     file_key,
     lock_item_key,
     meta_item,
@@ -30,43 +30,11 @@ from harness.datastore.backends.dynamodb.items import (
     registry_key,
     s_,
 )
+from harness.datastore.backends.dynamodb.port import DynamoPort
 from harness.datastore.backends.dynamodb.registry import ABSENT, FENCED_BATCH
 from harness.datastore.lock import LockGrant
 
-if TYPE_CHECKING:
-    from harness.datastore.backends.dynamodb.backend import DynamoBackend
-
 REGISTRY_BATCH = 60  # partitions per registry UpdateItem (a condition expression is at most 4 KB)
-
-
-class Claims:
-    """Which commit ids each grant has used, and which must stay pending (something of theirs may still land).
-
-    One per backend (per process): the commits of one grant run one at a time,
-    so a grant's sequence is never raced by its own commits.
-    """
-
-    def __init__(self) -> None:
-        self._guard = threading.Lock()
-        self._used: dict[str, int] = {}  # nonce -> commits started under it
-        self._mutex: dict[str, threading.Lock] = {}
-        self.keep: set[str] = set()  # ids the release must not drop
-
-    def mutex(self, grant: LockGrant) -> threading.Lock:
-        with self._guard:
-            return self._mutex.setdefault(grant.nonce, threading.Lock())
-
-    def next(self, grant: LockGrant) -> tuple[str, bool]:
-        """(commit id, already claimed): the grant's own claim first, a fresh id after that."""
-        with self._guard:
-            n = self._used.get(grant.nonce, 0)
-            self._used[grant.nonce] = n + 1
-        return (claim_id(grant.nonce), True) if n == 0 else (uuid.uuid4().hex[:16], False)
-
-    def forget(self, grant: LockGrant) -> None:
-        with self._guard:
-            self._used.pop(grant.nonce, None)
-            self._mutex.pop(grant.nonce, None)
 
 
 def registry_update(partitions: set[str], forget: Sequence[str], seq: int, *, conditional: bool,
@@ -96,47 +64,77 @@ def registry_update(partitions: set[str], forget: Sequence[str], seq: int, *, co
     out = []
     size = FENCED_BATCH if fenced else REGISTRY_BATCH
     for i in range(0, len(todo), size):
-        sets, removes, conds, names = [], [], [], {}
-        values = {":s": n_(seq)}
+        u = _Update(values={":s": n_(seq)})
         batch = todo[i:i + size]
         for j, (part, what) in enumerate(batch):
-            c, b, k = f"#c{j}", f"#b{j}", f"#k{j}"
-            names[c], names[b] = f"c:{part}", f"b:{part}"
             if what == "set":
-                sets += [f"{c} = :s", f"{b} = :s" if part in born else f"{b} = if_not_exists({b}, :s)"]
-                if newest and part in newest:
-                    names[k], values[f":k{j}"] = f"{NEWEST}{part}", s_(newest[part])
-                    sets.append(f"{k} = :k{j}")
-                if records and part in records:
-                    names[f"#r{j}"], values[f":r{j}"] = records[part][0], s_(records[part][1])
-                    sets.append(f"#r{j} = :r{j}")
+                u.touch(j, part, part in born, (newest or {}).get(part), (records or {}).get(part))
             else:
-                names[k] = f"{NEWEST}{part}"
-                removes += [c, b, k]
-            for x, name in enumerate((remove or {}).get(part, [])):
-                names[f"#x{j}_{x}"] = name
-                removes.append(f"#x{j}_{x}")
-            want = (expect or {}).get(part)
-            if want is None:
-                conds.append(f"(attribute_not_exists({c}) OR {c} <= :s)")
-            elif want == ABSENT:
-                conds.append(f"attribute_not_exists({c})")
-            else:
-                values[f":e{j}"] = n_(want)
-                conds.append(f"{c} = :e{j}")
+                u.forget(j, part)
+            u.drop(j, (remove or {}).get(part, []))
+            u.expect(j, (expect or {}).get(part))
         if any(what == "forget" for _, what in batch):
-            names["#fg"] = FORGOT
-            sets.append("#fg = :s")
+            u.names["#fg"] = FORGOT
+            u.sets.append("#fg = :s")
         if conditional:
-            names["#fg"] = FORGOT
-            conds.insert(0, "(attribute_not_exists(#fg) OR #fg < :s)")
-        update = " ".join(x for x in (f"SET {', '.join(sets)}" if sets else "",
-                                      f"REMOVE {', '.join(removes)}" if removes else "") if x)
-        out.append((update, " AND ".join(conds) if conditional else None, names, values))
+            u.names["#fg"] = FORGOT
+            u.conds.insert(0, "(attribute_not_exists(#fg) OR #fg < :s)")
+        out.append(u.request(conditional))
     return out
 
 
-def unfenced_commit(be: DynamoBackend, namespace: str | None, upserts: Sequence[FileMeta],
+@dataclass
+class _Update:
+    """One registry UpdateItem being built: its SET and REMOVE clauses, its conditions, names and values."""
+
+    values: dict
+    sets: list[str] = field(default_factory=list)
+    removes: list[str] = field(default_factory=list)
+    conds: list[str] = field(default_factory=list)
+    names: dict[str, str] = field(default_factory=dict)
+
+    def touch(self, j: int, part: str, born: bool, newest: str | None, record: tuple[str, str] | None) -> None:
+        """A touched partition: its ``c:`` set, its birth (``b:``) set or kept, its records written."""
+        c, b, k = f"#c{j}", f"#b{j}", f"#k{j}"
+        self.names[c], self.names[b] = f"c:{part}", f"b:{part}"
+        self.sets += [f"{c} = :s", f"{b} = :s" if born else f"{b} = if_not_exists({b}, :s)"]
+        if newest is not None:
+            self.names[k], self.values[f":k{j}"] = f"{NEWEST}{part}", s_(newest)
+            self.sets.append(f"{k} = :k{j}")
+        if record is not None:
+            self.names[f"#r{j}"], self.values[f":r{j}"] = record[0], s_(record[1])
+            self.sets.append(f"#r{j} = :r{j}")
+
+    def forget(self, j: int, part: str) -> None:
+        """A forgotten partition: its ``c:``, ``b:`` and ``k:`` removed."""
+        c, b, k = f"#c{j}", f"#b{j}", f"#k{j}"
+        self.names[c], self.names[b], self.names[k] = f"c:{part}", f"b:{part}", f"{NEWEST}{part}"
+        self.removes += [c, b, k]
+
+    def drop(self, j: int, records: list[str]) -> None:
+        """Records of the partition to delete (stale ones; a forget's)."""
+        for x, name in enumerate(records):
+            self.names[f"#x{j}_{x}"] = name
+            self.removes.append(f"#x{j}_{x}")
+
+    def expect(self, j: int, want: int | None) -> None:
+        """The partition's condition: not past the commit, absent, or exactly what the commit's view saw."""
+        c = f"#c{j}"
+        if want is None:
+            self.conds.append(f"(attribute_not_exists({c}) OR {c} <= :s)")
+        elif want == ABSENT:
+            self.conds.append(f"attribute_not_exists({c})")
+        else:
+            self.values[f":e{j}"] = n_(want)
+            self.conds.append(f"{c} = :e{j}")
+
+    def request(self, conditional: bool) -> tuple[str, str | None, dict, dict]:
+        update = " ".join(x for x in (f"SET {', '.join(self.sets)}" if self.sets else "",
+                                      f"REMOVE {', '.join(self.removes)}" if self.removes else "") if x)
+        return update, " AND ".join(self.conds) if conditional else None, self.names, self.values
+
+
+def unfenced_commit(be: DynamoPort, namespace: str | None, upserts: Sequence[FileMeta],
                     removals: Sequence[FileMeta], forget: Sequence[str], grant: LockGrant, cursor: DynamoCursor,
                     cid: str | None, work: Work) -> CommitResult:
     """swamp's commit: entries (or tombstones) rewritten in place, the sequence bumped, the registry set."""
@@ -158,7 +156,16 @@ def unfenced_commit(be: DynamoBackend, namespace: str | None, upserts: Sequence[
         for update, _, names, values in registry_update(touched, forget, seq, conditional=False):
             be.client.update_item(TableName=be.table, Key=registry_key(namespace), UpdateExpression=update,
                                   ExpressionAttributeNames=names, ExpressionAttributeValues=values)
-    gone = set(forget)
+    _follow(cursor, namespace, upserts, removals, set(forget), seq)
+    be.collect(cursor, work)
+    return CommitResult(seq, seq - 1, cid or uuid.uuid4().hex[:16], grant.key, seal_ms=sent.first,
+                        sent_ms=sent.last)
+
+
+def _follow(cursor: DynamoCursor, namespace: str | None, upserts: Sequence[FileMeta], removals: Sequence[FileMeta],
+            gone: set[str], seq: int) -> None:
+    """The worker's cursor takes in its own unfenced commit: what it superseded is garbage, the pruned
+    partitions' tombstones too, and its view stays current if nobody else committed since."""
     if gone:  # entries are rewritten in place: the pruned partitions' items are exactly their tombstones now
         DynamoCursor.add(cursor.garbage, [file_key(m.rel_path) for m in removals
                                           if partition_of(m.rel_path, namespace) in gone])
@@ -180,6 +187,3 @@ def unfenced_commit(be: DynamoBackend, namespace: str | None, upserts: Sequence[
             p = partition_of(m.rel_path, namespace)
             if p and p not in gone:
                 cursor.parts[p] = seq
-    be.collect(cursor, work)
-    return CommitResult(seq, seq - 1, cid or uuid.uuid4().hex[:16], grant.key, seal_ms=sent.first,
-                        sent_ms=sent.last)

@@ -52,7 +52,6 @@ they stay invisible and its records never count.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
 from botocore.exceptions import ClientError
 
@@ -79,6 +78,7 @@ from harness.datastore.backends.dynamodb.items import (
     version_item,
     version_key,
 )
+from harness.datastore.backends.dynamodb.port import DynamoPort
 from harness.datastore.backends.dynamodb.registry import (
     ABSENT,
     FENCED_BATCH,
@@ -90,9 +90,6 @@ from harness.datastore.backends.dynamodb.registry import (
 )
 from harness.datastore.errors import CommitIndeterminateError, FencedError, LockLostError
 from harness.datastore.lock import LockGrant
-
-if TYPE_CHECKING:
-    from harness.datastore.backends.dynamodb.backend import DynamoBackend
 
 SEAL_FORGETS = 50  # model fences a prune's seal removes at most (the rest stay: they only take space)
 
@@ -108,7 +105,7 @@ def _tag(e: BaseException, cid: str) -> None:
 class FencedCommit:
     """One fenced commit (upserts and removals): registry, version items, seal; cleanup after the release."""
 
-    def __init__(self, be: DynamoBackend, namespace: str | None, grant: LockGrant, base_seq: int | None,
+    def __init__(self, be: DynamoPort, namespace: str | None, grant: LockGrant, base_seq: int | None,
                  cursor: dict, work: Work, model: tuple[str, int] | None = None) -> None:
         self.be, self.ns, self.grant, self.base, self.work = be, namespace, grant, base_seq, work
         self.cursor, self.cur = cursor, DynamoCursor.of(cursor)

@@ -37,6 +37,7 @@ moves (fenced pulls):
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from harness.core.item_size import item_size
@@ -183,12 +184,7 @@ class DynamoReads:
         root = f"{namespace}/" if namespace else ""
         everything = self._query(query, work)
         if recheck is not None:  # fenced: what it holds of the namespace is what the lock item's digest says
-            known = [r for r in [*cur.refs, *cur.tombs] if r.startswith(root)]  # (for a consistent read, if need be)
-            everything = self._verified(namespace or "", everything, {}, state.digests.get(namespace or "", 0),
-                                        state, key, work, lambda: self._query(query, work), known=known,
-                                        keep=lambda i: i["relPath"]["S"].startswith(root)
-                                        and i.get("dom", {}).get("S") == key)
-            cur.epoch = state.epochs.get(namespace or "")
+            everything = self._legacy_verified(namespace, everything, query, state, key, cur, work)
         if recheck is not None and not recheck():
             raise _Moved()
         wanted = set(partitions) if partitions is not None else None
@@ -196,60 +192,65 @@ class DynamoReads:
                 and (wanted is None or partition_of(i["relPath"]["S"], namespace) in wanted)]
         res = resolve(mine, self._states(mine, {key: state}, work), _alive(state, own))
         first = cur.seq is None and not cur.refs and wanted is None  # a first look: everything it sees is new
-        # every entry is read every time: anything the cursor knew that is not there now is gone
-        for rel in [r for r in [*cur.refs, *cur.tombs] if wanted is None or partition_of(r, namespace) in wanted]:
-            if rel not in res.visible and rel not in res.removed:
-                res.removed[rel] = None  # type: ignore[assignment]
+        _mark_gone(res, cur, wanted, namespace)
         if recheck is not None:
             cur.known.update(wanted if wanted is not None else {"*"})
         return res, ["*"] if first else []
 
+    def _legacy_verified(self, namespace: str | None, everything: list[dict], query: dict, state: DomainState,
+                         key: str, cur: DynamoCursor, work: Work) -> list[dict]:
+        """Fenced legacy: the namespace's items once they match the lock item's digest (for a consistent read of
+        what the cursor knows, if need be); the cursor takes the namespace's epoch."""
+        root = f"{namespace}/" if namespace else ""
+        known = [r for r in [*cur.refs, *cur.tombs] if r.startswith(root)]
+        everything = self._verified(namespace or "", everything, {}, state.digests.get(namespace or "", 0),
+                                    state, key, work, lambda: self._query(query, work), known=known,
+                                    keep=lambda i: i["relPath"]["S"].startswith(root)
+                                    and i.get("dom", {}).get("S") == key)
+        cur.epoch = state.epochs.get(namespace or "")
+        return everything
+
     def _pull_partitions(self, namespace: str | None, since_ms: int, partitions: list[str] | None,
                          state: DomainState, key: str, cur: DynamoCursor, fencing: bool, own: bool,
                          work: Work, recheck: Any) -> tuple[Resolved, list[str], list[str]]:
-        full: list[str] = []
-        dropped: list[str] = []
-        reborn: list[str] = []
-        plan: list[tuple[str, int]] = []  # (partition, read past)
-        expect: dict[str, int] = {}  # fenced: partition -> the digest of its newest sealed record
+        """The per-model layouts' pull: the registry says which partitions changed; each is queried past what the
+        worker read of it (fenced: by sequence, each checked against its newest sealed record's digest)."""
+        reg, recs, newest = self._registry_view(namespace, partitions, fencing, state, work)
+        plan = _plan_partitions(partitions, reg, newest, cur, fencing)
+        if fencing:  # what the worker's next commit of these partitions needs: the registry as read here
+            _note_registry(cur, partitions if partitions is not None else reg, reg, recs, newest, state)
+        items = self._read_plan(plan, namespace, since_ms, state, key, cur, fencing, work)
+        if recheck is not None and not recheck():
+            raise _Moved()
+        res = resolve(items, self._states(items, {key: state}, work), _alive(state, own))
+        for p in plan.reborn:
+            cur.drop_partition(p, namespace)
+        for p, _ in plan.reads:
+            cur.parts[p] = state.seq
+        for p in plan.dropped:
+            cur.parts.pop(p, None)
+        if fencing:  # held whole now: what is listed, and (empty) what was dropped or is not there
+            cur.known.update(partitions if partitions is not None else [*plan.live, *plan.dropped])
+        return res, plan.full, plan.dropped
+
+    def _registry_view(self, namespace: str | None, partitions: list[str] | None, fencing: bool,
+                       state: DomainState, work: Work) -> tuple[dict[str, tuple[int, int]], dict, dict]:
+        """The registry as this pull reads it: partitions (born, changed), fenced: their records and newest
+        sealed record. A scoped pull reads the registry only for fencing's checks (counted apart)."""
         if partitions is None:
             item = self._registry_item(namespace, work)
-        else:  # a scoped pull reads the registry only for fencing's checks (counted apart)
+        else:
             item = self._fencing_registry(namespace, work) if fencing else {}
         reg = _parts_of(item)
         recs = records_of(item) if fencing else {}
         newest = {p: newest_sealed(recs.get(p), state) for p in reg} if fencing else {}
-        # a partition whose newest sealed record is a prune's is gone for readers, as if no longer listed
-        live = {p: v for p, v in reg.items() if not (newest.get(p) and newest[p].pruned)}
-        for p in (partitions if partitions is not None else live):
-            seen = cur.parts.get(p)
-            if fencing and p not in live:
-                if seen is not None:
-                    dropped.append(p)  # pruned since this worker read it: nothing of it is left
-                continue  # nothing sealed is there: nothing to read
-            born, changed = live.get(p, (0, 0))
-            if seen is None or born > seen:  # new to this worker, or pruned and born again since it looked
-                plan.append((p, max(born - 1, 0) if fencing else 0))
-                full.append(p)
-                if seen is not None:  # what it knew of the old partition is gone with it
-                    reborn.append(p)
-            elif changed > seen or partitions is not None:
-                plan.append((p, seen))
-            if fencing:
-                rec = newest.get(p)
-                expect[p] = rec.digest if rec is not None and rec.seq >= born and rec.digest is not None else 0
-        if partitions is None:
-            dropped = [p for p in cur.parts if p not in live]
-        if fencing:  # what the worker's next commit of these partitions needs: the registry as read here
-            for p in (partitions if partitions is not None else reg):
-                cur.seen_c[p] = reg[p][1] if p in reg else ABSENT
-                cur.stale[p] = stale(recs.get(p, []), state)
-                if newest.get(p) is not None:
-                    cur.newest[p] = newest[p].name
-                else:
-                    cur.newest.pop(p, None)
+        return reg, recs, newest
+
+    def _read_plan(self, plan: _Plan, namespace: str | None, since_ms: int, state: DomainState, key: str,
+                   cur: DynamoCursor, fencing: bool, work: Work) -> list[dict]:
+        """The planned partitions' items, queried concurrently (fenced: each verified against its record)."""
         by_seq = fencing
-        whole = set(full)
+        whole = set(plan.full)
         holds = cur.held(namespace) if fencing else {}
 
         def query(job: tuple[str, int], w: Work) -> list[dict]:
@@ -259,23 +260,11 @@ class DynamoReads:
                 if not by_seq:
                     return got
                 held = {} if part in whole else holds.get(part, {})
-                return self._verified(part, got, held, expect[part], state, key, w,
+                return self._verified(part, got, held, plan.expect[part], state, key, w,
                                       lambda: self._query_partition(part, after, True, w), after=after)
             return self._query_partition(part, since_ms, False, w)
 
-        items = [i for got in self.parallel(query, plan, work) for i in got]
-        if recheck is not None and not recheck():
-            raise _Moved()
-        res = resolve(items, self._states(items, {key: state}, work), _alive(state, own))
-        for p in reborn:
-            cur.drop_partition(p, namespace)
-        for p, _ in plan:
-            cur.parts[p] = state.seq
-        for p in dropped:
-            cur.parts.pop(p, None)
-        if fencing:  # held whole now: what is listed, and (empty) what was dropped or is not there
-            cur.known.update(partitions if partitions is not None else [*live, *dropped])
-        return res, full, dropped
+        return [i for got in self.parallel(query, plan.reads, work) for i in got]
 
     def _verified(self, part: str, got: list[dict], held: dict[str, str], expect: int, state: DomainState,
                   key: str, work: Work, again: Any, *, after: int = 0, keep: Any = None,
@@ -338,6 +327,65 @@ class DynamoReads:
             cur.seq = seq
         return PullResult(changed, seq, removed=removed, dropped=dropped, full=full)
 
+
+
+@dataclass
+class _Plan:
+    """What a per-model pull reads: (partition, read past) each, which it reads whole, which it drops."""
+
+    live: dict[str, tuple[int, int]]  # listed partitions not pruned: (born, last changed)
+    reads: list[tuple[str, int]] = field(default_factory=list)
+    full: list[str] = field(default_factory=list)
+    dropped: list[str] = field(default_factory=list)
+    reborn: list[str] = field(default_factory=list)  # pruned and born again since the worker looked
+    expect: dict[str, int] = field(default_factory=dict)  # fenced: the digest of each one's newest sealed record
+
+
+def _plan_partitions(partitions: list[str] | None, reg: dict[str, tuple[int, int]], newest: dict,
+                     cur: DynamoCursor, fencing: bool) -> _Plan:
+    """Which partitions the pull reads and from where; a partition whose newest sealed record is a prune's is
+    gone for readers, as if no longer listed."""
+    plan = _Plan(live={p: v for p, v in reg.items() if not (newest.get(p) and newest[p].pruned)})
+    for p in (partitions if partitions is not None else plan.live):
+        seen = cur.parts.get(p)
+        if fencing and p not in plan.live:
+            if seen is not None:
+                plan.dropped.append(p)  # pruned since this worker read it: nothing of it is left
+            continue  # nothing sealed is there: nothing to read
+        born, changed = plan.live.get(p, (0, 0))
+        if seen is None or born > seen:  # new to this worker, or pruned and born again since it looked
+            plan.reads.append((p, max(born - 1, 0) if fencing else 0))
+            plan.full.append(p)
+            if seen is not None:  # what it knew of the old partition is gone with it
+                plan.reborn.append(p)
+        elif changed > seen or partitions is not None:
+            plan.reads.append((p, seen))
+        if fencing:
+            rec = newest.get(p)
+            plan.expect[p] = rec.digest if rec is not None and rec.seq >= born and rec.digest is not None else 0
+    if partitions is None:
+        plan.dropped = [p for p in cur.parts if p not in plan.live]
+    return plan
+
+
+def _note_registry(cur: DynamoCursor, parts: Iterable[str], reg: dict[str, tuple[int, int]], recs: dict,
+                   newest: dict, state: DomainState) -> None:
+    """Fenced: what the worker's next commit of these partitions checks, the registry as this pull read it."""
+    for p in parts:
+        cur.seen_c[p] = reg[p][1] if p in reg else ABSENT
+        cur.stale[p] = stale(recs.get(p, []), state)
+        if newest.get(p) is not None:
+            cur.newest[p] = newest[p].name
+        else:
+            cur.newest.pop(p, None)
+
+
+def _mark_gone(res: Resolved, cur: DynamoCursor, wanted: set[str] | None, namespace: str | None) -> None:
+    """Legacy reads every entry every time: anything the cursor knew (in the wanted partitions) that is not
+    there now is gone."""
+    for rel in [r for r in [*cur.refs, *cur.tombs] if wanted is None or partition_of(r, namespace) in wanted]:
+        if rel not in res.visible and rel not in res.removed:
+            res.removed[rel] = None  # type: ignore[assignment]
 
 def _parts_of(item: dict) -> dict[str, tuple[int, int]]:
     return {k[2:]: (int(item.get(f"b:{k[2:]}", {}).get("N", 0)), int(v["N"]))

@@ -1,5 +1,5 @@
 """swamp's DynamoDB commit, request by request, for runs that are swamp's own (``fencing = false``, ``bookkeeping =
-"swamp"``; ``DynamoBackend(own=True)``).
+"swamp"``; ``DynamoPort(own=True)``).
 
 ``commitPush`` -> ``applyDiff`` (``sync.ts``, webframp/swamp-extensions a929b7a), all of it under the global lock:
 
@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
 from harness.core.clock import iso, now_ms
 from harness.core.work import Work, recording, sending
@@ -42,17 +41,15 @@ from harness.datastore.backends.dynamodb.bookkeeping import (
 )
 from harness.datastore.backends.dynamodb.cursor import DynamoCursor, Known
 from harness.datastore.backends.dynamodb.items import META_SK, chunk_key, chunk_keys, chunks, meta_item, n_, s_
+from harness.datastore.backends.dynamodb.port import DynamoPort
 from harness.datastore.lock import LockGrant
 from harness.datastore.swamp_push import data_name_dir
-
-if TYPE_CHECKING:
-    from harness.datastore.backends.dynamodb.backend import DynamoBackend
 
 SEQ_KEY = {"pk": s_(SYNC_STATE), "sk": s_("SEQ")}
 STATE_KEY = {"pk": s_(SYNC_STATE), "sk": s_("STATE")}
 
 
-def write_file_entry(be: DynamoBackend, namespace: str | None, meta: FileMeta, data: bytes, add: str | None,
+def write_file_entry(be: DynamoPort, namespace: str | None, meta: FileMeta, data: bytes, add: str | None,
                      prior: FileMeta | None, work: Work) -> None:
     """``writeFileEntry``: chunks, the registry ADD (``add``, if this file sends one), the entry, old chunks."""
     reqs = [{"PutRequest": {"Item": {"pk": s_(f"FILE#{meta.rel_path}"),
@@ -72,7 +69,7 @@ def write_file_entry(be: DynamoBackend, namespace: str | None, meta: FileMeta, d
             pass
 
 
-def swamp_commit(be: DynamoBackend, namespace: str | None, upserts: Sequence[FileMeta],
+def swamp_commit(be: DynamoPort, namespace: str | None, upserts: Sequence[FileMeta],
                  removals: Sequence[FileMeta], grant: LockGrant, cursor: DynamoCursor, cid: str | None,
                  work: Work) -> CommitResult:
     """One ``commitPush`` of these entries (or tombstones); its sequence is swamp's ``SEQ`` after the bump."""

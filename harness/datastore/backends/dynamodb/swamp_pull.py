@@ -1,4 +1,4 @@
-"""swamp's DynamoDB reads, for runs that are swamp's own (``DynamoBackend(own=True)``): eventually consistent, and
+"""swamp's DynamoDB reads, for runs that are swamp's own (``DynamoPort(own=True)``): eventually consistent, and
 on swamp's own items only (``sync.ts`` ``pull``, ``queryAllPartitions``, ``fetchChunks``, webframp/swamp-extensions
 a929b7a).
 
@@ -22,7 +22,6 @@ a929b7a).
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import TYPE_CHECKING
 
 from harness.core.item_size import item_size
 from harness.core.work import Work, recording
@@ -30,11 +29,9 @@ from harness.datastore.backends.base import FileMeta, PullResult
 from harness.datastore.backends.dynamodb.bookkeeping import REGISTRY, REGISTRY_ITEM
 from harness.datastore.backends.dynamodb.cursor import DynamoCursor
 from harness.datastore.backends.dynamodb.items import chunk_count, gsi_keys, in_partition, resolve, s_
+from harness.datastore.backends.dynamodb.port import DynamoPort
 from harness.datastore.backends.dynamodb.swamp_commit import SEQ_KEY
 from harness.datastore.errors import ContentMissingError
-
-if TYPE_CHECKING:
-    from harness.datastore.backends.dynamodb.backend import DynamoBackend
 
 # swamp's DATASTORE_SUBDIRS without "data": the system partitions every unscoped pull queries
 SYSTEM_SUBDIRS = ("definitions-evaluated", "workflows-evaluated", "outputs", "workflow-runs", "secrets", "bundles",
@@ -42,14 +39,14 @@ SYSTEM_SUBDIRS = ("definitions-evaluated", "workflows-evaluated", "outputs", "wo
 ROOTS = ("data", "models", "outputs")  # the harness's top-level directories without a namespace
 
 
-def remote_seq(be: DynamoBackend, work: Work) -> int:
+def remote_seq(be: DynamoPort, work: Work) -> int:
     """``getRemoteSeq``: the commit sequence, 0 before the first push."""
     with recording(work):
         out = be.client.get_item(TableName=be.table, Key=SEQ_KEY, ProjectionExpression="seq")
     return int((out.get("Item") or {}).get("seq", {}).get("N", 0))
 
 
-def registry_keys(be: DynamoBackend, work: Work) -> list[str]:
+def registry_keys(be: DynamoPort, work: Work) -> list[str]:
     """The GSI keys swamp's registry lists (``FILE#`` values as they are; a harness partition name, from
     ``registry_adds = "one"``, by the keys its files land on)."""
     with recording(work):
@@ -65,7 +62,7 @@ def registry_keys(be: DynamoBackend, work: Work) -> list[str]:
     return list(keys)
 
 
-def _since(be: DynamoBackend, key: str, after: int, work: Work) -> list[dict]:
+def _since(be: DynamoPort, key: str, after: int, work: Work) -> list[dict]:
     """One GSI partition's entries past ``after`` (ms; -1: all of them)."""
     return be._query({"KeyConditionExpression": "gsi1pk = :p AND gsi1sk >= :s",
                       "ExpressionAttributeValues": {":p": s_(f"FILE#{key}"), ":s": s_(f"{after + 1:013d}")}}, work)
@@ -82,7 +79,7 @@ def _mine(items: Iterable[dict], namespace: str | None) -> list[dict]:
     return list(seen.values())
 
 
-def read_all(be: DynamoBackend, namespace: str | None, after: int, work: Work) -> list[dict]:
+def read_all(be: DynamoPort, namespace: str | None, after: int, work: Work) -> list[dict]:
     """``queryAllPartitions``: the system partitions, the registry and every partition it lists, past ``after``."""
     with recording(work):
         if be.gsi_layout == "legacy":  # before the GSI fix: one FILE partition holds everything
@@ -94,7 +91,7 @@ def read_all(be: DynamoBackend, namespace: str | None, after: int, work: Work) -
     return _mine([i for got in [*system, *listed] for i in got], namespace)
 
 
-def own_pull(be: DynamoBackend, namespace: str | None, since_ms: int, partitions: Iterable[str] | None,
+def own_pull(be: DynamoPort, namespace: str | None, since_ms: int, partitions: Iterable[str] | None,
              cursor: dict | None, work: Work) -> PullResult:
     """What changed since the watermark, read as swamp's pull reads it (see the module's docstring)."""
     cur = DynamoCursor.of(cursor)
@@ -120,7 +117,7 @@ def own_pull(be: DynamoBackend, namespace: str | None, since_ms: int, partitions
     return be._absorb(resolve(items, {}), cur, namespace, seq, partitions is not None, full, [])
 
 
-def fetch_chunks(be: DynamoBackend, meta: FileMeta, work: Work) -> bytes:
+def fetch_chunks(be: DynamoPort, meta: FileMeta, work: Work) -> bytes:
     """``fetchChunks``: a Query of the version's chunk prefix (eventually consistent), its chunks in order."""
     prefix = f"CHUNK#v{meta.version}#{meta.digest}#"
     kwargs = {"TableName": be.table, "KeyConditionExpression": "pk = :p AND begins_with(sk, :c)",

@@ -303,49 +303,40 @@ class S3Backend(S3Commits, AfterRelease):
         with ``command_requests = "swamp"`` it makes swamp's requests too (``_command_reads``)."""
         cur = S3Cursor.of(cursor, self._head_rel(lock_key, namespace))
         wanted = set(partitions) if partitions is not None else None
-        root = f"{namespace}/" if namespace else ""
         swamp_scoped = wanted is not None and self.swamp.command_requests == "swamp"
         with recording(work):
             if swamp_scoped:
                 self.objects.head_bucket(work)  # swamp's credential preflight: once per command
             for _ in range(META_RETRIES):
-                if not (grant is not None and cur.fresh_for == grant.nonce and cur.etag):
-                    self._read_head(cur, work)  # (swamp's scoped pull: its _meta.json probe)
-                doc = cur.head or {}
-                seq = int(doc.get("commitSeq", 0))
-                if wanted is None and cur.seq is not None and seq == cur.seq:
-                    return PullResult([], seq, short_cut=True)
-                want = self._wants(wanted, namespace)
-                shards = {p: r for p, r in doc.get("shards", {}).items() if in_scope(p, namespace) and want(p)}
-                try:
-                    pre = self._command_reads(cur, shards, wanted or set(), namespace, work) if swamp_scoped else {}
-                    read = {p: pre[p] if p in pre else self._shard_entries(cur, p, r, work) for p, r in shards.items()}
-                except StaleHead:
-                    cur.fresh_for = None  # a shard was superseded (and deleted) after the head was read
-                    continue
-                changed: list[FileMeta] = []
-                removed: list[str] = []
-                full: list[str] = []
-
-                def mine(rel: str) -> bool:
-                    return rel.startswith(root) and (wanted is None or partition_of(rel, namespace) in wanted)
-
-                for p, entries in read.items():
-                    before = cur.shards.get(p)
-                    old = before.view if before else {}  # what the view holds of it (a scoped read: its models')
-                    if before is None:
-                        full.append("*" if p == ALL and wanted is None else p)
-                    changed += [m for r, m in entries.items() if mine(r) and old.get(r) != m]
-                    removed += [r for r in old if mine(r) and r not in entries]
-                    taken = entries if wanted is None else {**{r: m for r, m in old.items() if not mine(r)},
-                                                            **{r: m for r, m in entries.items() if mine(r)}}
-                    cur.shards[p] = Shard.of(shards[p], entries, taken)
-                for p in [p for p in cur.shards if p not in shards and in_scope(p, namespace) and want(p)]:
-                    removed += [r for r in cur.shards.pop(p).view if mine(r)]
-                if wanted is None:
-                    cur.seq = seq
-                return PullResult(changed, seq, removed=removed, full=full)
+                res = self._pull_once(cur, namespace, wanted, grant, swamp_scoped, work)
+                if res is not None:
+                    return res
             raise FencedError(f"index of {namespace or 'the datastore'} kept changing during the pull")
+
+    def _pull_once(self, cur: S3Cursor, namespace: str | None, wanted: set[str] | None, grant: LockGrant | None,
+                   swamp_scoped: bool, work: Work) -> PullResult | None:
+        """One attempt: the head (unless its own fence write is current), the wanted shards, taken in; None if a
+        shard was superseded (and deleted) after the head was read: try again."""
+        if not (grant is not None and cur.fresh_for == grant.nonce and cur.etag):
+            self._read_head(cur, work)  # (swamp's scoped pull: its _meta.json probe)
+        doc = cur.head or {}
+        seq = int(doc.get("commitSeq", 0))
+        if wanted is None and cur.seq is not None and seq == cur.seq:
+            return PullResult([], seq, short_cut=True)
+        want = self._wants(wanted, namespace)
+        shards = {p: r for p, r in doc.get("shards", {}).items() if in_scope(p, namespace) and want(p)}
+        try:
+            pre = self._command_reads(cur, shards, wanted or set(), namespace, work) if swamp_scoped else {}
+            read = {p: pre[p] if p in pre else self._shard_entries(cur, p, r, work) for p, r in shards.items()}
+        except StaleHead:
+            cur.fresh_for = None  # a shard was superseded (and deleted) after the head was read
+            return None
+        res = _take_in(cur, read, shards, namespace, wanted, seq)
+        for p in [p for p in cur.shards if p not in shards and in_scope(p, namespace) and want(p)]:
+            res.removed += [r for r in cur.shards.pop(p).view if _mine(r, namespace, wanted)]
+        if wanted is None:
+            cur.seq = seq
+        return res
 
     def shard_of(self, rel: str, namespace: str | None) -> str:
         return shard_of(self.index, rel, namespace, self.swamp.shards)
@@ -452,3 +443,29 @@ class S3Backend(S3Commits, AfterRelease):
                         "content_digest": content})
         return {"backend": self.name, "bucket": self.bucket, "domains": domains, "entries": out,
                 "missing_shards": missing}
+
+
+def _mine(rel: str, namespace: str | None, wanted: set[str] | None) -> bool:
+    """Is the entry the pull's: in its namespace and (a scoped pull) in its models' partitions?"""
+    return rel.startswith(f"{namespace}/" if namespace else "") and (
+        wanted is None or partition_of(rel, namespace) in wanted)
+
+
+def _take_in(cur: S3Cursor, read: dict[str, dict[str, FileMeta]], shards: dict[str, str], namespace: str | None,
+             wanted: set[str] | None, seq: int) -> PullResult:
+    """The shards read against what the cursor held of them: changes, removals, shards new to it (read whole);
+    the cursor takes them in (a scoped read: only its models' entries change in the view)."""
+    changed: list[FileMeta] = []
+    removed: list[str] = []
+    full: list[str] = []
+    for p, entries in read.items():
+        before = cur.shards.get(p)
+        old = before.view if before else {}  # what the view holds of it (a scoped read: its models')
+        if before is None:
+            full.append("*" if p == ALL and wanted is None else p)
+        changed += [m for r, m in entries.items() if _mine(r, namespace, wanted) and old.get(r) != m]
+        removed += [r for r in old if _mine(r, namespace, wanted) and r not in entries]
+        taken = entries if wanted is None else {**{r: m for r, m in old.items() if not _mine(r, namespace, wanted)},
+                                                **{r: m for r, m in entries.items() if _mine(r, namespace, wanted)}}
+        cur.shards[p] = Shard.of(shards[p], entries, taken)
+    return PullResult(changed, seq, removed=removed, full=full)

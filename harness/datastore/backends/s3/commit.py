@@ -33,6 +33,7 @@ import json
 import uuid
 from collections import defaultdict
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from botocore.exceptions import ClientError
@@ -57,6 +58,31 @@ from harness.datastore.errors import CommitIndeterminateError, FencedError, Lock
 from harness.datastore.lock import LockGrant
 
 SEALED_WINDOW = 64  # commits whose ids the head keeps by sequence: a lost seal's retry reads its fate there
+
+
+@dataclass
+class _Rewrite:
+    """What a commit's shard writes leave: the head's shard map, our new shard objects (deleted again if the swap
+    fails), the shards and content the swap replaces (deleted after it), the committer's view of each shard."""
+
+    shards: dict[str, str]
+    written: list[str] = field(default_factory=list)
+    superseded: list[str] = field(default_factory=list)
+    new_shards: dict[str, Shard | None] = field(default_factory=dict)
+
+
+def _new_head(doc: dict, seq: int, grant: LockGrant, cid: str, shards: dict[str, str],
+              forget: Sequence[str] | None) -> dict:
+    """The head this commit swaps in. Fenced (``forget`` not None) it is the fate record: this commit's id at its
+    sequence, in a window of the newest; a prune fences its models' holders (their ``modelFences`` go)."""
+    head = {**doc, "commitSeq": seq + 1, "fence": max(int(doc.get("fence", 0)), grant.fence), "cid": cid,
+            "shards": shards}
+    if forget is not None:
+        sealed = {k: v for k, v in doc.get("sealed", {}).items() if int(k) > seq + 1 - SEALED_WINDOW}
+        head["sealed"] = {**sealed, str(seq + 1): cid}
+        if forget and doc.get("modelFences"):
+            head["modelFences"] = {p: f for p, f in doc["modelFences"].items() if p not in set(forget)}
+    return head
 
 
 class S3Commits:
@@ -110,6 +136,7 @@ class S3Commits:
                     grant: LockGrant, work: Work, base_seq: int | None, fencing: bool, cid: str,
                     cur: S3Cursor, model_fence: tuple[str, int] | None = None,
                     forget: Sequence[str] = ()) -> CommitResult:
+        """One attempt: the head checked, the changed shards written under new keys, the head swapped (sealed)."""
         if fencing and grant.lost:
             raise LockLostError(f"commit refused: lock {grant.key} (fence {grant.fence}) was lost")
         swamp = self.swamp.commit == "swamp"
@@ -118,87 +145,27 @@ class S3Commits:
         doc, etag = cur.head or {}, cur.etag
         seq = int(doc.get("commitSeq", 0))
         if fencing:
-            if int(doc.get("fence", 0)) > grant.fence:
-                raise self._fenced(grant, f"is stale: fence {doc['fence']} already holds the index")
-            if base_seq is not None and seq != base_seq:
-                raise self._fenced(grant, f"was held, but the index moved since this holder pulled it "
-                                          f"(sequence {seq}, pulled at {base_seq})")
-            if model_fence is not None and int(doc.get("modelFences", {}).get(model_fence[0], 0)) != model_fence[1]:
-                raise self._fenced(grant, f"commits model {model_fence[0]} under a stale lock (fence "
-                                          f"{model_fence[1]}): a newer holder of the model was granted, or a "
-                                          f"prune removed the model")
-        shards = dict(doc.get("shards", {}))
-        by_part: dict[str, tuple[dict[str, FileMeta], set[str]]] = defaultdict(lambda: ({}, set()))
-        for rel, m in upserts.items():
-            by_part[self.shard_of(rel, namespace)][0][rel] = m
-        for rel in removals:
-            by_part[self.shard_of(rel, namespace)][1].add(rel)
+            self._check_head(doc, seq, grant, base_seq, model_fence)
+        out = _Rewrite(shards=dict(doc.get("shards", {})))
+        by_part = self._by_part(upserts, removals, namespace)
         if fencing and model_fence is not None:  # (the model's shards this commit does not rewrite: unchanged too)
-            self._model_shards_unchanged(grant, cur, shards, set(by_part), model_fence[0], namespace)
-        written: list[str] = []  # our new shard objects: deleted again if the swap fails
-        superseded: list[str] = []  # shards and content the swap replaces: deleted after it
-        new_shards: dict[str, Shard | None] = {}
+            self._model_shards_unchanged(grant, cur, out.shards, set(by_part), model_fence[0], namespace)
         try:
             for part, (ups, rems) in by_part.items():
-                old_ref = shards.get(part)
-                # (swamp's GETs each dirty shard before its PUT, one shard after another, cached or not)
-                old = self._shard_entries(cur, part, old_ref, work, trust=fencing and not swamp) if old_ref else {}
-                if fencing and model_fence is not None:
-                    self._model_unchanged(grant, cur, part, old, model_fence[0], namespace)
-                entries = {r: m for r, m in old.items() if r not in rems}
-                entries.update(ups)
-                superseded += [content_rel(m) for r, m in old.items()
-                               if r in rems or (r in ups and not same_content(m, ups[r]))]
-                if old_ref:
-                    superseded.append(old_ref)
-                if entries:
-                    ref = shard_rel(cur.head_rel or "", part, cid)
-                    written.append(ref)
-                    self.objects.put(ref, shard_doc(entries, self.swamp.shards, fence=grant.fence, cid=cid), work)
-                    shards[part] = ref
-                    # the committer's view of it: what its pull took in (not what another model's commit added
-                    # since, read here), with this commit's own entries
-                    had = cur.shards[part].view if part in cur.shards else {}
-                    new_shards[part] = Shard.of(ref, entries, {**{r: m for r, m in had.items() if r not in rems},
-                                                               **ups})
-                    work.index_entries_written += len(entries)
-                else:
-                    shards.pop(part, None)
-                    new_shards[part] = None
-                work.items_written += 1
+                self._rewrite_shard(out, part, ups, rems, cur, grant, cid, work, namespace,
+                                    model_fence if fencing else None, trust=fencing and not swamp)
             if fencing and grant.lost:
                 raise LockLostError(f"commit refused: lock {grant.key} (fence {grant.fence}) was lost")
         except BaseException:
-            self._discard(written, work)
+            self._discard(out.written, work)
             raise
-        head = {**doc, "commitSeq": seq + 1, "fence": max(int(doc.get("fence", 0)), grant.fence), "cid": cid,
-                "shards": shards}
-        if fencing:  # the fate record: this commit's id at its sequence; a prune fences its models' holders
-            sealed = {k: v for k, v in doc.get("sealed", {}).items() if int(k) > seq + 1 - SEALED_WINDOW}
-            head["sealed"] = {**sealed, str(seq + 1): cid}
-            if forget and doc.get("modelFences"):
-                head["modelFences"] = {p: f for p, f in doc["modelFences"].items() if p not in set(forget)}
-        sent = Sends(lambda: now_ms(self.clock))
-        try:
-            with sending(self.clock) as sent:
-                new_etag = self.objects.put(cur.head_rel or "", json.dumps(head).encode(), work,
-                                            if_match=etag if fencing else None,
-                                            if_none_match=fencing and etag is None)
-        except BaseException as e:
-            if not fencing:
-                if isinstance(e, Exception) and not outcome_unknown(e):  # known not swapped: our shards are garbage
-                    self._discard(written, work)
-                cur.head = cur.etag = None
-                raise
-            self._after_failed_seal(e, cur, cid, seq + 1, written, grant, work)
-            # the head, its fate record, names this commit at its sequence: its swap landed (an attempt whose
-            # answer was lost); the head as just read is current
-            new_etag = None
+        head = _new_head(doc, seq, grant, cid, out.shards, forget if fencing else None)
+        new_etag, sent = self._swap(head, etag, cur, cid, seq + 1, out.written, grant, fencing, work)
         current = cur.seq is not None and cur.seq == seq
         if new_etag is not None:
             cur.know(head, new_etag)
             cur.fresh_for = grant.nonce
-        for part, shard in new_shards.items():
+        for part, shard in out.new_shards.items():
             if shard is None:
                 cur.shards.pop(part, None)
             else:
@@ -206,10 +173,85 @@ class S3Commits:
         if current:
             cur.seq = seq + 1
         if fencing:  # after the release: nothing live is among them, however late that is
-            self.later(grant, lambda w: self._discard(superseded, w))
+            self.later(grant, lambda w: self._discard(out.superseded, w))
         else:
-            self._discard(superseded, work)
+            self._discard(out.superseded, work)
         return CommitResult(seq + 1, seq, cid, cur.head_rel or "", seal_ms=sent.first, sent_ms=sent.last)
+
+    def _check_head(self, doc: dict, seq: int, grant: LockGrant, base_seq: int | None,
+                    model_fence: tuple[str, int] | None) -> None:
+        """Fenced: refused before anything is written if a newer fence holds the index, the index moved since the
+        holder's pull, or (two-phase) the model's lock has a newer holder or a prune removed the model."""
+        if int(doc.get("fence", 0)) > grant.fence:
+            raise self._fenced(grant, f"is stale: fence {doc['fence']} already holds the index")
+        if base_seq is not None and seq != base_seq:
+            raise self._fenced(grant, f"was held, but the index moved since this holder pulled it "
+                                      f"(sequence {seq}, pulled at {base_seq})")
+        if model_fence is not None and int(doc.get("modelFences", {}).get(model_fence[0], 0)) != model_fence[1]:
+            raise self._fenced(grant, f"commits model {model_fence[0]} under a stale lock (fence "
+                                      f"{model_fence[1]}): a newer holder of the model was granted, or a "
+                                      f"prune removed the model")
+
+    def _by_part(self, upserts: dict[str, FileMeta], removals: set[str],
+                 namespace: str | None) -> dict[str, tuple[dict[str, FileMeta], set[str]]]:
+        """The commit's upserts and removals by the shard they fall in (in the order they come)."""
+        by_part: dict[str, tuple[dict[str, FileMeta], set[str]]] = defaultdict(lambda: ({}, set()))
+        for rel, m in upserts.items():
+            by_part[self.shard_of(rel, namespace)][0][rel] = m
+        for rel in removals:
+            by_part[self.shard_of(rel, namespace)][1].add(rel)
+        return by_part
+
+    def _rewrite_shard(self, out: _Rewrite, part: str, ups: dict[str, FileMeta], rems: set[str], cur: S3Cursor,
+                       grant: LockGrant, cid: str, work: Work, namespace: str | None,
+                       model_fence: tuple[str, int] | None, *, trust: bool) -> None:
+        """One changed shard written under a new key (or dropped when it empties); what it replaces noted."""
+        old_ref = out.shards.get(part)
+        # (swamp's GETs each dirty shard before its PUT, one shard after another, cached or not)
+        old = self._shard_entries(cur, part, old_ref, work, trust=trust) if old_ref else {}
+        if model_fence is not None:
+            self._model_unchanged(grant, cur, part, old, model_fence[0], namespace)
+        entries = {r: m for r, m in old.items() if r not in rems}
+        entries.update(ups)
+        out.superseded += [content_rel(m) for r, m in old.items()
+                           if r in rems or (r in ups and not same_content(m, ups[r]))]
+        if old_ref:
+            out.superseded.append(old_ref)
+        if entries:
+            ref = shard_rel(cur.head_rel or "", part, cid)
+            out.written.append(ref)
+            self.objects.put(ref, shard_doc(entries, self.swamp.shards, fence=grant.fence, cid=cid), work)
+            out.shards[part] = ref
+            # the committer's view of it: what its pull took in (not what another model's commit added
+            # since, read here), with this commit's own entries
+            had = cur.shards[part].view if part in cur.shards else {}
+            out.new_shards[part] = Shard.of(ref, entries, {**{r: m for r, m in had.items() if r not in rems}, **ups})
+            work.index_entries_written += len(entries)
+        else:
+            out.shards.pop(part, None)
+            out.new_shards[part] = None
+        work.items_written += 1
+
+    def _swap(self, head: dict, etag: str | None, cur: S3Cursor, cid: str, seq: int, written: list[str],
+              grant: LockGrant, fencing: bool, work: Work) -> tuple[str | None, Sends]:
+        """The seal: the head swapped (fenced: ``If-Match`` the head read, ``If-None-Match`` when there was
+        none). Its new ETag, or None when a failed swap's fate says it sealed all the same."""
+        sent = Sends(lambda: now_ms(self.clock))
+        try:
+            with sending(self.clock) as sent:
+                return self.objects.put(cur.head_rel or "", json.dumps(head).encode(), work,
+                                        if_match=etag if fencing else None,
+                                        if_none_match=fencing and etag is None), sent
+        except BaseException as e:
+            if not fencing:
+                if isinstance(e, Exception) and not outcome_unknown(e):  # known not swapped: our shards are garbage
+                    self._discard(written, work)
+                cur.head = cur.etag = None
+                raise
+            self._after_failed_seal(e, cur, cid, seq, written, grant, work)
+            # the head, its fate record, names this commit at its sequence: its swap landed (an attempt whose
+            # answer was lost); the head as just read is current
+            return None, sent
 
     def _after_failed_seal(self, e: BaseException, cur: S3Cursor, cid: str, seq: int, written: list[str],
                            grant: LockGrant, work: Work) -> None:
