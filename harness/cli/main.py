@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import errno
+import os
 import signal
 import sys
 
@@ -82,6 +83,9 @@ def main(argv: list[str] | None = None) -> int:
     except HarnessError as e:
         print(f"harness: {e}", file=sys.stderr)
         return ExitCode.BAD_INPUT
+    except BrokenPipeError:  # `harness scenarios | head`: the reader has what it wanted; no traceback, nothing lost
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # Python's own flush at exit would raise too
+        return ExitCode.OK
     except OSError as e:  # the file system refused a write (read-only, immutable, no permission): the user's to fix
         print(f"harness: {_refused_by_the_file_system(e)}", file=sys.stderr)
         return ExitCode.BAD_INPUT
