@@ -33,7 +33,7 @@ from botocore.config import Config  # noqa: E402
 import harness.aws.instrument as ins  # noqa: E402
 from harness.aws.fidelity import layer  # noqa: E402
 from harness.aws.fidelity.throttle import DynamoCapacity  # noqa: E402
-from harness.core.work import Work  # noqa: E402
+from harness.core.work import Work, recording  # noqa: E402
 from harness.datastore.backends.dynamodb import GSI_KEYS, DynamoBackend  # noqa: E402
 
 ITEM = {"pk": {"S": "FILE#ns/data/system/m1/uptime/1/raw"}, "sk": {"S": "META"}, "size": {"N": "812"},
@@ -99,7 +99,7 @@ def main() -> None:
             rows = []
             for _ in range(args.rounds):
                 w = Work()
-                with ins.recording(w):
+                with recording(w):
                     call(c)
                     HOOK_TIME.clear()
                     t = time.process_time()

@@ -14,7 +14,7 @@ pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("swamp-today-bench")]
 @pytest.fixture(scope="module")
 def run_dir(tmp_path_factory):
     d = tmp_path_factory.mktemp("swamp-today") / "run"
-    out = harness("run", "two-phase-namespaced", "--workers", "2", "--duration", "5s", "--run-dir", str(d),
+    out = harness("run", "two-phase-namespaced", "--users", "2", "--duration", "5s", "--run-dir", str(d),
                   "--no-report")
     assert out.returncode == 0, out.stderr[-2000:]
     return d

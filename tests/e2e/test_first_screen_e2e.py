@@ -18,7 +18,7 @@ pytestmark = [pytest.mark.e2e]
 
 def test_the_storys_first_screen_is_its_verdict_and_its_one_time_axis(tmp_path):
     d = _story(tmp_path)
-    assert main(["report", str(d)]) == 0
+    assert main(["report", "--story", str(d)]) == 0
     got = first_screen(d / "index.html")
     assert_answer_first(got)
     assert "1 of 2 chapters showed what they expected" in got["text"]

@@ -182,7 +182,7 @@ def test_report_of_a_directory_that_is_not_a_run(tmp_path):
 
 
 def test_review_notebook_runs_top_to_bottom_on_real_runs(legacy_run, namespaced_run, monkeypatch):
-    nb = nbformat.read(ROOT / "reports" / "review.ipynb", as_version=4)
+    nb = nbformat.read(ROOT / "harness" / "products" / "notebook" / "review.ipynb", as_version=4)
     monkeypatch.setenv("HARNESS_REVIEW_RUNS", f"{legacy_run}:{namespaced_run}")
     monkeypatch.setenv("MPLBACKEND", "Agg")
     NotebookClient(nb, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(ROOT)}}).execute()

@@ -82,7 +82,7 @@ def test_compare_finds_an_injected_latency_and_exits_3(tmp_path):
     profile = tmp_path / "slow.toml"
     profile.write_text("[dynamodb.BatchWriteItem]\nfixed_ms = 300\n")
     slow = tmp_path / "slow"
-    p = harness(*args, "--run-dir", str(slow), "--latency", str(profile), "--compare", str(base / "suite.json"))
+    p = harness(*args, "--run-dir", str(slow), "--latency", str(profile), "--baseline", str(base / "suite.json"))
     assert p.returncode == 3, p.stdout + p.stderr
     cmp = json.loads((slow / "compare.json").read_text())
     regressed = {(x["number"], x["phase"]) for x in cmp["regressions"]}
