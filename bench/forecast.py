@@ -17,6 +17,7 @@ Usage: python bench/forecast.py --quick
 from __future__ import annotations
 
 import argparse
+import contextlib
 import subprocess
 import sys
 import tempfile
@@ -81,11 +82,15 @@ def quick(short_s: float, long_s: float) -> int:
     return 0
 
 
-def real(scenarios: list[str], short: str, long: str, backends: list[str]) -> int:
-    """Real runs on the embedded stand-ins: the short run's forecast at the long run's length, then the long."""
+def real(scenarios: list[str], short: str, long: str, backends: list[str], keep: Path | None = None) -> int:
+    """Real runs on the embedded stand-ins: the short run's forecast at the long run's length, then the long.
+    ``keep``: the run directories go there and stay (to forecast them again, e.g. with a changed forecast)."""
     from harness.core.durations import parse_duration
 
-    with tempfile.TemporaryDirectory(dir=ROOT / "runs" if (ROOT / "runs").is_dir() else None) as tmp:
+    if keep is not None:
+        keep.mkdir(parents=True, exist_ok=True)
+    with (contextlib.nullcontext(str(keep)) if keep is not None else
+          tempfile.TemporaryDirectory(dir=ROOT / "runs" if (ROOT / "runs").is_dir() else None)) as tmp:
         for sc in scenarios:
             for be in backends:
                 dirs = {}
@@ -118,10 +123,11 @@ def main() -> int:
     ap.add_argument("--long", default="10m")
     ap.add_argument("--scenarios", default="namespaced,disposable,pruning")
     ap.add_argument("--backends", default="dynamodb,s3")
+    ap.add_argument("--keep", type=Path, default=None, help="keep the run directories in this folder")
     args = ap.parse_args()
     if args.quick:
         return quick(120.0, 600.0)
-    return real(args.scenarios.split(","), args.short, args.long, args.backends.split(","))
+    return real(args.scenarios.split(","), args.short, args.long, args.backends.split(","), args.keep)
 
 
 if __name__ == "__main__":
