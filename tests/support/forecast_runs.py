@@ -19,7 +19,7 @@ def simulate(*, workers: int, duration_s: float, base_ms: float = 100.0, per_ent
              power: float = 1.0, entries_per_it: float = 10.0, start_entries: float = 0.0, cap: float | None = None,
              shared: bool = False, lock_hold_ms: float | None = None, gap_ms: float = 20.0, seed: int = 0,
              noise: float = 0.15, export_per_row_ms: float = 0.0, rows_per_it: float = 1.0,
-             slowing_per_it_ms: float = 0.0) -> list[dict[str, Any]]:
+             slowing_per_it_ms: float = 0.0, outside_per_entry_ms: float = 0.0) -> list[dict[str, Any]]:
     """A closed fleet, iteration by iteration: each iteration adds ``entries_per_it`` to its namespace's count
     (its worker's own, or the fleet's with ``shared``; at most ``cap``: a pruned catalog) and its commit takes
     ``per_entry_ms * count ** power`` beside ``base_ms`` of other steps (lognormal noise). With ``lock_hold_ms``
@@ -28,7 +28,8 @@ def simulate(*, workers: int, duration_s: float, base_ms: float = 100.0, per_ent
     A second growing step, beside the commit: with ``export_per_row_ms`` each iteration's export takes that much
     per row of a catalog the whole fleet grows by ``rows_per_it`` an iteration (its ``catalog_rows``); with
     ``slowing_per_it_ms`` the pull slows by that much per iteration the fleet has made, with no count recorded
-    (a stand-in whose table fills)."""
+    (a stand-in whose table fills); with ``outside_per_entry_ms`` each iteration spends that much per entry of its
+    count outside every recorded step (in its total only: work between timed requests)."""
     rng = np.random.default_rng(seed)
     t = rng.uniform(0, 0.2, workers)
     counts = np.full(workers, float(start_entries))
@@ -62,7 +63,8 @@ def simulate(*, workers: int, duration_s: float, base_ms: float = 100.0, per_ent
             end = free_at
             pull = lock_hold_ms
         else:
-            end = start + (pull + commit + export) / 1000
+            outside = outside_per_entry_ms * c * rng.lognormal(0, noise) if outside_per_entry_ms else 0.0
+            end = start + (pull + commit + export + outside) / 1000
         total = (end - start) * 1000
         row = {c_: None for c_ in SCHEMA.names}
         row.update({c_: 0.0 for c_ in (*STEP_COLUMNS.values(), *UNIT_COLUMNS)})

@@ -10,8 +10,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from harness.record.schema import STEP_COLUMNS
 from harness.report.forecast.forecast import LOCK_STEPS, Inputs, Term, scope_of
-from harness.report.run.causes import COUNT_LABELS, STEP_LABELS
+from harness.report.run.causes import COUNT_LABELS, STEP_GROWTH, STEP_LABELS, STEP_MIN_MS
+from harness.report.stats import mean_change
 
 
 def step_column(label: str | None) -> str | None:
@@ -28,6 +30,29 @@ def lock_hold(f: dict[str, Any], step: str | None) -> tuple[float | None, str | 
 
 
 QUEUEING = ("lock_wait_ms", "commit_lock_ms")  # waiting for a lock follows the steps done under it: not carried
+OUTSIDE = "outside_ms"  # an iteration's time outside its recorded steps (total_ms less their sum)
+OUTSIDE_LABEL = "time outside the steps"
+
+
+def outside_steps(ok: pd.DataFrame) -> pd.Series | None:
+    """Each iteration's time outside its recorded steps: work the iteration does between timed requests (building
+    an index in memory, ...), which grows with the same counts; None when the rows carry no total."""
+    if "total_ms" not in ok.columns:
+        return None
+    steps = [c for c in STEP_COLUMNS.values() if c in ok.columns]
+    return (ok["total_ms"] - ok[steps].fillna(0.0).sum(axis=1)).clip(lower=0.0)
+
+
+def outside_term(f: dict[str, Any], out: pd.Series, t_ok: np.ndarray, count: str, scope: str) -> Term | None:
+    """The time outside the steps as one more term, against the count of the step that grew most, when it grew
+    as a step must (late against early, by a fifth and a millisecond, credibly)."""
+    (e0, e1), (l0, l1) = f["compared"]["early_s"], f["compared"]["late_s"]
+    y = out.to_numpy(dtype=float)
+    c = mean_change(y[(t_ok >= e0) & (t_ok <= e1)], y[(t_ok >= l0) & (t_ok <= l1)], material=STEP_GROWTH,
+                    min_abs=STEP_MIN_MS)
+    if c is None or not (c.material_up and c.credibly_up):
+        return None
+    return Term(OUTSIDE, OUTSIDE_LABEL, count, COUNT_LABELS.get(count, count), scope)
 
 
 def other_terms(f: dict[str, Any], top: str | None, scope: str) -> list[Term]:
@@ -60,8 +85,14 @@ def inputs_of(f: dict[str, Any], ok: pd.DataFrame, t_ok: np.ndarray, users: pd.S
     keep = np.isfinite(t_ok) & (t_ok >= float(fl["warmup_s"]))
     scope = scope_of(info)
     others = other_terms(f, step, scope) if step is not None and count is not None else []
-    cols = list(dict.fromkeys(c for c in (step, count, *(x for t in others for x in (t.step, t.count))) if c))
+    out = outside_steps(ok) if step is not None and count is not None else None
+    extra = outside_term(f, out, t_ok, count, scope) if out is not None and count is not None else None
+    others += [extra] if extra else []
+    cols = list(dict.fromkeys(c for c in (step, count, *(x for t in others for x in (t.step, t.count)))
+                              if c and c != OUTSIDE))
     frame = ok.loc[keep, cols].copy() if cols else pd.DataFrame(index=ok.index[keep])
+    if extra:
+        frame[OUTSIDE] = out.to_numpy()[keep]
     frame["t"] = t_ok[keep]
     frame["user"] = users.to_numpy()[keep]
     hold, lock = lock_hold(f, step)
