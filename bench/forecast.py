@@ -19,6 +19,7 @@ Usage: python bench/forecast.py --quick
        python bench/forecast.py [--short 2m] [--long 10m] [--scenarios namespaced,disposable,pruning] [--keep DIR]
        python bench/forecast.py --pre-aged [--short-run DIR] [--pre-age-models 20 --pre-age-versions 10]
                                 [--measure 2m] [--scenarios namespaced] [--backends dynamodb] [--keep DIR]
+       --keep DIR --reuse: the runs already in DIR forecast again (the forecast changed), not run again
 """
 
 from __future__ import annotations
@@ -103,10 +104,7 @@ def real(scenarios: list[str], short: str, long: str, backends: list[str], keep:
                 dirs = {}
                 for label, d in (("short", short), ("long", long)):
                     dirs[label] = Path(tmp) / f"{sc}-{be}-{label}"
-                    cmd = [sys.executable, "-m", "harness", "run", sc, "--backend", be, "--users", "3",
-                           "--duration", d, "--run-dir", str(dirs[label]), "--no-report"]
-                    print("$", " ".join(cmd[2:]), flush=True)
-                    subprocess.run(cmd, cwd=ROOT, check=False, stdout=subprocess.DEVNULL)
+                    _run(sc, be, d, dirs[label])
                 fc = findings_at(dirs["short"], f"{parse_duration(long):g}s")["forecast"]
                 fl = findings_at(dirs["long"], "10x")["fleet"]
                 if not fc or not fc.get("rate"):
@@ -123,7 +121,13 @@ def real(scenarios: list[str], short: str, long: str, backends: list[str], keep:
     return 0
 
 
+REUSE = False  # --reuse: a run directory already in --keep is forecast again, not run again
+
+
 def _run(sc: str, be: str, d: str, run_dir: Path, *extra: str) -> None:
+    if REUSE and (run_dir / "run.json").is_file():
+        print(f"(reused: {run_dir})", flush=True)
+        return
     cmd = [sys.executable, "-m", "harness", "run", sc, "--backend", be, "--users", "3", "--duration", d,
            "--run-dir", str(run_dir), "--no-report", *extra]
     print("$", " ".join(cmd[2:]), flush=True)
@@ -142,8 +146,8 @@ def start_of(run_dir: Path, count: str) -> tuple[float, float, float, tuple[floa
     rows = run.rows
     t = seconds_since(rows["ts_end"], run_span(run.info, rows).t0)
     inside = rows["ok"].to_numpy(dtype=bool) & (t >= lv["t0"]) & (t <= lv["t1"])
-    lo_hi = lv.get("interval") or (float("nan"), float("nan"))
-    return float(lv["rate"]), float(rows.loc[inside, count].mean()), float(lv["t1"] - lv["t0"]), tuple(lo_hi)
+    return (float(lv["rate"]), float(rows.loc[inside, count].mean()), float(lv["t1"] - lv["t0"]),
+            (float(lv["lo"]), float(lv["hi"])))
 
 
 def at_count(short: Path, count: float) -> dict[str, Any]:
@@ -201,7 +205,10 @@ def main() -> int:
     ap.add_argument("--pre-age-models", type=int, default=20)
     ap.add_argument("--pre-age-versions", type=int, default=10)
     ap.add_argument("--measure", default="2m", help="--pre-aged: the pre-aged run's length")
+    ap.add_argument("--reuse", action="store_true", help="with --keep: forecast the runs already there again")
     args = ap.parse_args()
+    global REUSE
+    REUSE = args.reuse
     if args.quick:
         return quick(120.0, 600.0)
     if args.pre_aged:
