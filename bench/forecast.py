@@ -113,9 +113,9 @@ def real(scenarios: list[str], short: str, long: str, backends: list[str], keep:
                 measured = float(fl["end_rate"])
                 inside, near = held(fc, measured)
                 r = fc["rate"]
+                rests = "; ".join(f"{t['step_label']} against the {t['count_label']}" for t in fc.get("terms") or [])
                 print(f"{sc} / {be}: forecast {fc['basis']} {r['point']:.3g} it/s [{r['lo']:.3g}-{r['hi']:.3g}] at "
-                      f"{fc['horizon_s']:.0f} s ({fc.get('step_label')} against {fc.get('count_label')}; "
-                      f"{fc.get('reason') or ''}); measured {measured:.3g} it/s "
+                      f"{fc['horizon_s']:.0f} s ({rests or fc.get('reason')}); measured {measured:.3g} it/s "
                       f"[{fl['end_interval'][0]:.3g}-{fl['end_interval'][1]:.3g}]; error "
                       f"{(measured - r['point']) / r['point'] * 100:+.1f} %; inside: {inside}; within 30 %: {near}")
     return 0
