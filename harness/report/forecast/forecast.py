@@ -8,9 +8,10 @@ EVERY step that grew (a term each: the one that grew most first), two fits carry
 - the count against iterations, in the scope the scenario's keys give it: per worker (a namespace each:
   a worker's own commits grow its own index) or the whole fleet's (one shared namespace).
 
-A step that grew with no recorded count to explain it (a stand-in slowing as its table fills) is carried
-against the fleet's own iterations (the work the whole fleet has put into the store). A term other than the
-first is held flat only when its own fits say flat: its count bounded, or its step's slope interval not above 0.
+A step that grew with no recorded count to explain it (a stand-in slowing as its table fills), the one that
+grew most included, is carried against the fleet's own iterations (the work the whole fleet has put into the
+store). A term other than the first is held flat only when its own fits say flat: its count bounded, or its
+step's slope interval not above 0.
 
 The fleet's rate at a later point then follows from the time one cycle takes now, ``D``, plus what the steps
 will add by then, ``delta`` (the terms' sum): ``rate = rate_end * D / (D + delta)``. A closed fleet's cycle is
@@ -336,7 +337,7 @@ def forecast(x: Inputs, horizon: Horizon, draws: int = DRAWS, seed: int = 0) -> 
     if x.why_none:
         return flat(x, horizon, x.why_none)
     m_i = scope_index(x.ok, x.scope)
-    if bounded(m_i, x.ok[x.count].to_numpy(dtype=float)):
+    if x.count is not None and bounded(m_i, x.ok[x.count].to_numpy(dtype=float)):
         return flat(x, horizon, f"the {x.count_label} stays bounded (it stops rising with iterations over the "
                                 "run's last quarter): the step that grew is not forecast to grow further")
     terms, held = carried(x, seed)
@@ -367,8 +368,8 @@ def forecast(x: Inputs, horizon: Horizon, draws: int = DRAWS, seed: int = 0) -> 
             "fits": {"step": {**m.step_fit.as_dict(), **fits.slope_interval(m.c, m.y, m.step_fit),
                               "x": x.count, "y": x.step},
                      "count": {**m.count_fit.as_dict(), **fits.slope_interval(m.i, m.c, m.count_fit),
-                               "x": f"iterations per {'worker' if x.scope == 'per-worker' else 'fleet'}",
-                               "y": x.count},
+                               "x": f"iterations per {'worker' if m.per_scope != 1.0 else 'fleet'}",
+                               "y": x.count or FLEET_ITERATIONS},
                      "draws": int(len(m.sa) - 1)},
             "terms": [t.describe(float(its[0]), m.n0) for t in m.terms], "held_flat": held,
             "extrapolation": ext, "extrapolated": bool(ext > EXTRAPOLATION_LIMIT),

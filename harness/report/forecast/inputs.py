@@ -32,6 +32,7 @@ def lock_hold(f: dict[str, Any], step: str | None) -> tuple[float | None, str | 
 QUEUEING = ("lock_wait_ms", "commit_lock_ms")  # waiting for a lock follows the steps done under it: not carried
 OUTSIDE = "outside_ms"  # an iteration's time outside its recorded steps (total_ms less their sum)
 OUTSIDE_LABEL = "time outside the steps"
+FLEET_LABEL = "fleet's iterations"  # the count of a step that grew with no recorded count to explain it
 
 
 def outside_steps(ok: pd.DataFrame) -> pd.Series | None:
@@ -43,7 +44,8 @@ def outside_steps(ok: pd.DataFrame) -> pd.Series | None:
     return (ok["total_ms"] - ok[steps].fillna(0.0).sum(axis=1)).clip(lower=0.0)
 
 
-def outside_term(f: dict[str, Any], out: pd.Series, t_ok: np.ndarray, count: str, scope: str) -> Term | None:
+def outside_term(f: dict[str, Any], out: pd.Series, t_ok: np.ndarray, count: str | None,
+                 scope: str) -> Term | None:
     """The time outside the steps as one more term, against the count of the step that grew most, when it grew
     as a step must (late against early, by a fifth and a millisecond, credibly)."""
     (e0, e1), (l0, l1) = f["compared"]["early_s"], f["compared"]["late_s"]
@@ -52,7 +54,7 @@ def outside_term(f: dict[str, Any], out: pd.Series, t_ok: np.ndarray, count: str
                     min_abs=STEP_MIN_MS)
     if c is None or not (c.material_up and c.credibly_up):
         return None
-    return Term(OUTSIDE, OUTSIDE_LABEL, count, COUNT_LABELS.get(count, count), scope)
+    return Term(OUTSIDE, OUTSIDE_LABEL, count, COUNT_LABELS.get(count, count) if count else FLEET_LABEL, scope)
 
 
 def other_terms(f: dict[str, Any], top: str | None, scope: str) -> list[Term]:
@@ -64,7 +66,7 @@ def other_terms(f: dict[str, Any], top: str | None, scope: str) -> list[Term]:
         if col is None or col == top or col in QUEUEING or not st.get("grew"):
             continue
         drv = st.get("driver") if st.get("explained") else None
-        out.append(Term(col, label, drv, COUNT_LABELS.get(drv, drv) if drv else "fleet's iterations", scope))
+        out.append(Term(col, label, drv, COUNT_LABELS.get(drv, drv) if drv else FLEET_LABEL, scope))
     return out
 
 
@@ -77,16 +79,12 @@ def inputs_of(f: dict[str, Any], ok: pd.DataFrame, t_ok: np.ndarray, users: pd.S
     end = lv[-1]
     step = step_column(f.get("grew_most"))
     count = f.get("explained_by")
-    why = None
-    if step is None:
-        why = "no step grew"
-    elif count is None:
-        why = f"the {f['grew_most']} step grew, but no count explains it: its growth is not forecast"
+    why = "no step grew" if step is None else None  # one that grew with no count: against the fleet's iterations
     keep = np.isfinite(t_ok) & (t_ok >= float(fl["warmup_s"]))
     scope = scope_of(info)
-    others = other_terms(f, step, scope) if step is not None and count is not None else []
-    out = outside_steps(ok) if step is not None and count is not None else None
-    extra = outside_term(f, out, t_ok, count, scope) if out is not None and count is not None else None
+    others = other_terms(f, step, scope) if step is not None else []
+    out = outside_steps(ok) if step is not None else None
+    extra = outside_term(f, out, t_ok, count, scope) if out is not None else None
     others += [extra] if extra else []
     cols = list(dict.fromkeys(c for c in (step, count, *(x for t in others for x in (t.step, t.count)))
                               if c and c != OUTSIDE))
@@ -101,5 +99,5 @@ def inputs_of(f: dict[str, Any], ok: pd.DataFrame, t_ok: np.ndarray, users: pd.S
                   start_rate=float(fl["start_rate"]), end_rate=float(end["rate"]),
                   end_successes=int(end["successes"]), end_seconds=float(end["t1"] - end["t0"]),
                   step=step, step_label=f.get("grew_most"), count=count,
-                  count_label=COUNT_LABELS.get(count or "", count), scope=scope,
+                  count_label=COUNT_LABELS.get(count, count) if count else FLEET_LABEL, scope=scope,
                   lock_hold_ms=hold, lock_name=lock, why_none=why, others=others)

@@ -90,6 +90,19 @@ def test_every_step_that_grew_is_carried_not_only_the_largest(tmp_path, second, 
         assert t["step_ms_at_horizon"]["point"] > t["step_ms_now"]
 
 
+def test_a_step_that_grew_most_with_no_count_is_carried_against_the_fleets_iterations(tmp_path):
+    """Only the pull grows, with the fleet's work and no recorded count (a stand-in filling up: the disposable
+    runs on dynalite, every step slower as the table grows). The old forecast made none ("no count explains
+    it"); now the fleet's iterations carry it, and it lands within 10 % of the 10-minute fleet."""
+    fc, measured = _short_and_long(tmp_path, per_entry_ms=0.0, slowing_per_it_ms=0.3)
+    assert fc["basis"] == "work", fc["reason"]
+    assert fc["step"] == "pull_ms" and fc["count"] is None and fc["count_label"] == "fleet's iterations"
+    assert fc["fits"]["count"]["x"] == "iterations per fleet"
+    r = fc["rate"]
+    assert abs(measured - r["point"]) <= 0.10 * r["point"], (r, measured)
+    assert "the pull step against the fleet's iterations" in sentence(fc)
+
+
 def test_a_second_step_whose_count_is_bounded_is_held_flat_and_says_why():
     from harness.report.forecast.forecast import Term
 
