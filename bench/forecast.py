@@ -172,8 +172,9 @@ def pre_aged(sc: str, be: str, short: str, measure: str, models: int, versions: 
         short_run = keep / f"{sc}-{be}-short"
         _run(sc, be, short, short_run)
     fc0 = findings_at(short_run, "10x")["forecast"]
-    if not fc0 or fc0.get("basis") != "work":
-        print(f"{sc} / {be}: the short run's forecast rests on no count ({(fc0 or {}).get('reason')})")
+    if not fc0 or fc0.get("basis") != "work" or fc0.get("count") is None:
+        why = (fc0 or {}).get("reason") or f"the {(fc0 or {}).get('step_label')} step against the fleet's iterations"
+        print(f"{sc} / {be}: the short run's forecast rests on no recorded count a pre-aged run starts at ({why})")
         return 0
     aged = keep / f"{sc}-{be}-pre-aged-{models}x{versions}"
     _run(sc, be, measure, aged, "--pre-age-models", str(models), "--pre-age-versions", str(versions))
