@@ -10,13 +10,22 @@ forecast at 10 minutes, then the same fleet for 10 minutes; `disposable` on both
 `pruning` forecast flat. Each forecast is printed beside what was measured, and whether it held (the
 measured end rate inside the forecast's 95 % band and within 30 % of its point).
 
+Pre-aged mode (the forecast checked without a long run): a short run's forecast at the fleet's iteration count
+where its count (the one the largest growing step rests on) reaches the count a pre-aged run starts at, against
+that pre-aged run's start rate (its first level after the warm-up, and the mean count of the iterations in it).
+The pre-aged run is `harness run ... --pre-age-models M --pre-age-versions V` for `--measure`.
+
 Usage: python bench/forecast.py --quick
-       python bench/forecast.py [--short 2m] [--long 10m] [--scenarios namespaced,disposable,pruning]
+       python bench/forecast.py [--short 2m] [--long 10m] [--scenarios namespaced,disposable,pruning] [--keep DIR]
+       python bench/forecast.py --pre-aged [--short-run DIR] [--pre-age-models 20 --pre-age-versions 10]
+                                [--measure 2m] [--scenarios namespaced] [--backends dynamodb] [--keep DIR]
+       --keep DIR --reuse: the runs already in DIR forecast again (the forecast changed), not run again
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import subprocess
 import sys
 import tempfile
@@ -81,20 +90,21 @@ def quick(short_s: float, long_s: float) -> int:
     return 0
 
 
-def real(scenarios: list[str], short: str, long: str, backends: list[str]) -> int:
-    """Real runs on the embedded stand-ins: the short run's forecast at the long run's length, then the long."""
+def real(scenarios: list[str], short: str, long: str, backends: list[str], keep: Path | None = None) -> int:
+    """Real runs on the embedded stand-ins: the short run's forecast at the long run's length, then the long.
+    ``keep``: the run directories go there and stay (to forecast them again, e.g. with a changed forecast)."""
     from harness.core.durations import parse_duration
 
-    with tempfile.TemporaryDirectory(dir=ROOT / "runs" if (ROOT / "runs").is_dir() else None) as tmp:
+    if keep is not None:
+        keep.mkdir(parents=True, exist_ok=True)
+    with (contextlib.nullcontext(str(keep)) if keep is not None else
+          tempfile.TemporaryDirectory(dir=ROOT / "runs" if (ROOT / "runs").is_dir() else None)) as tmp:
         for sc in scenarios:
             for be in backends:
                 dirs = {}
                 for label, d in (("short", short), ("long", long)):
                     dirs[label] = Path(tmp) / f"{sc}-{be}-{label}"
-                    cmd = [sys.executable, "-m", "harness", "run", sc, "--backend", be, "--users", "3",
-                           "--duration", d, "--run-dir", str(dirs[label]), "--no-report"]
-                    print("$", " ".join(cmd[2:]), flush=True)
-                    subprocess.run(cmd, cwd=ROOT, check=False, stdout=subprocess.DEVNULL)
+                    _run(sc, be, d, dirs[label])
                 fc = findings_at(dirs["short"], f"{parse_duration(long):g}s")["forecast"]
                 fl = findings_at(dirs["long"], "10x")["fleet"]
                 if not fc or not fc.get("rate"):
@@ -103,11 +113,83 @@ def real(scenarios: list[str], short: str, long: str, backends: list[str]) -> in
                 measured = float(fl["end_rate"])
                 inside, near = held(fc, measured)
                 r = fc["rate"]
+                rests = "; ".join(f"{t['step_label']} against the {t['count_label']}" for t in fc.get("terms") or [])
                 print(f"{sc} / {be}: forecast {fc['basis']} {r['point']:.3g} it/s [{r['lo']:.3g}-{r['hi']:.3g}] at "
-                      f"{fc['horizon_s']:.0f} s ({fc.get('step_label')} against {fc.get('count_label')}; "
-                      f"{fc.get('reason') or ''}); measured {measured:.3g} it/s "
+                      f"{fc['horizon_s']:.0f} s ({rests or fc.get('reason')}); measured {measured:.3g} it/s "
                       f"[{fl['end_interval'][0]:.3g}-{fl['end_interval'][1]:.3g}]; error "
                       f"{(measured - r['point']) / r['point'] * 100:+.1f} %; inside: {inside}; within 30 %: {near}")
+    return 0
+
+
+REUSE = False  # --reuse: a run directory already in --keep is forecast again, not run again
+
+
+def _run(sc: str, be: str, d: str, run_dir: Path, *extra: str) -> None:
+    if REUSE and (run_dir / "run.json").is_file():
+        print(f"(reused: {run_dir})", flush=True)
+        return
+    cmd = [sys.executable, "-m", "harness", "run", sc, "--backend", be, "--users", "3", "--duration", d,
+           "--run-dir", str(run_dir), "--no-report", *extra]
+    print("$", " ".join(cmd[2:]), flush=True)
+    subprocess.run(cmd, cwd=ROOT, check=False, stdout=subprocess.DEVNULL)
+
+
+def start_of(run_dir: Path, count: str) -> tuple[float, float, float, tuple[float, float]]:
+    """A run's first level after its warm-up: (rate, mean ``count`` of its successful iterations, the level's
+    seconds, the rate's interval)."""
+    from harness.report.load import open_run
+    from harness.report.series import run_span, seconds_since
+
+    f = findings_at(run_dir, "10x")
+    lv = f["fleet"]["levels"][0]
+    run = open_run(run_dir)
+    rows = run.rows
+    t = seconds_since(rows["ts_end"], run_span(run.info, rows).t0)
+    inside = rows["ok"].to_numpy(dtype=bool) & (t >= lv["t0"]) & (t <= lv["t1"])
+    return (float(lv["rate"]), float(rows.loc[inside, count].mean()), float(lv["t1"] - lv["t0"]),
+            (float(lv["lo"]), float(lv["hi"])))
+
+
+def at_count(short: Path, count: float) -> dict[str, Any]:
+    """The short run's forecast at the fleet's iteration count where its count reaches ``count``: the count fit
+    inverted, scaled by the iterations per scope step the forecast itself used (read off its 10x forecast)."""
+    fc = findings_at(short, "10x")["forecast"]
+    cf = fc["fits"]["count"]
+
+    def inverse(c: float) -> float:  # the scope's iteration index at count c
+        return (c - cf["a"]) / cf["b"] if cf["shape"] == "linear" else (c / cf["a"]) ** (1 / cf["b"])
+
+    per_scope = fc["horizon_iterations"] / inverse(fc["count_at_horizon"]["point"])
+    n = per_scope * inverse(count)
+    return findings_at(short, f"{max(n, 1.0):.0f}it")["forecast"]
+
+
+def pre_aged(sc: str, be: str, short: str, measure: str, models: int, versions: int, keep: Path,
+             short_run: Path | None) -> int:
+    """The short run's forecast at the pre-aged run's count, against the pre-aged run's start rate."""
+    keep.mkdir(parents=True, exist_ok=True)
+    if short_run is None:
+        short_run = keep / f"{sc}-{be}-short"
+        _run(sc, be, short, short_run)
+    fc0 = findings_at(short_run, "10x")["forecast"]
+    if not fc0 or fc0.get("basis") != "work" or fc0.get("count") is None:
+        why = (fc0 or {}).get("reason") or f"the {(fc0 or {}).get('step_label')} step against the fleet's iterations"
+        print(f"{sc} / {be}: the short run's forecast rests on no recorded count a pre-aged run starts at ({why})")
+        return 0
+    aged = keep / f"{sc}-{be}-pre-aged-{models}x{versions}"
+    _run(sc, be, measure, aged, "--pre-age-models", str(models), "--pre-age-versions", str(versions))
+    rate, count, secs, (lo_m, hi_m) = start_of(aged, fc0["count"])
+    fc = at_count(short_run, count)
+    r = fc["rate"]
+    inside, near = held(fc, rate)
+    print(f"{sc} / {be}: pre-aged {models} models x {versions} versions: its first level {rate:.3g} it/s "
+          f"[{lo_m:.3g}-{hi_m:.3g}] over {secs:.0f} s at a mean {fc0['count_label']} of {count:,.0f}; the short "
+          f"run's forecast there ({fc['horizon_iterations']:,.0f} iterations, {fc['horizon_s']:.0f} s, count "
+          f"{fc['count_at_horizon']['point']:,.0f}): {r['point']:.3g} it/s [{r['lo']:.3g}-{r['hi']:.3g}]; error "
+          f"{(rate - r['point']) / r['point'] * 100:+.1f} %; inside: {inside}; within 30 %: {near}")
+    for t in fc.get("terms") or []:
+        print(f"  {t['step_label']} against the {t['count_label']}: {t['step_ms_now']:.0f} ms at the short run's "
+              f"end, {t['step_ms_at_horizon']['point']:.0f} ms forecast there")
     return 0
 
 
@@ -118,10 +200,23 @@ def main() -> int:
     ap.add_argument("--long", default="10m")
     ap.add_argument("--scenarios", default="namespaced,disposable,pruning")
     ap.add_argument("--backends", default="dynamodb,s3")
+    ap.add_argument("--keep", type=Path, default=None, help="keep the run directories in this folder")
+    ap.add_argument("--pre-aged", action="store_true", help="the forecast against a pre-aged run, not a long one")
+    ap.add_argument("--short-run", type=Path, default=None, help="--pre-aged: this short run, not a new one")
+    ap.add_argument("--pre-age-models", type=int, default=20)
+    ap.add_argument("--pre-age-versions", type=int, default=10)
+    ap.add_argument("--measure", default="2m", help="--pre-aged: the pre-aged run's length")
+    ap.add_argument("--reuse", action="store_true", help="with --keep: forecast the runs already there again")
     args = ap.parse_args()
+    global REUSE
+    REUSE = args.reuse
     if args.quick:
         return quick(120.0, 600.0)
-    return real(args.scenarios.split(","), args.short, args.long, args.backends.split(","))
+    if args.pre_aged:
+        keep = args.keep or Path(tempfile.mkdtemp(prefix="forecast-pre-aged-"))
+        return pre_aged(args.scenarios.split(",")[0], args.backends.split(",")[0], args.short, args.measure,
+                        args.pre_age_models, args.pre_age_versions, keep, args.short_run)
+    return real(args.scenarios.split(","), args.short, args.long, args.backends.split(","), args.keep)
 
 
 if __name__ == "__main__":

@@ -31,7 +31,7 @@ def run(args: argparse.Namespace, env: UserEnvironment) -> int:
 
 def cmd_forecast(run_dir: str, at: str, as_json: bool) -> int:
     """Exit 0 with a forecast (a flat one included); 2 for bad input (not a run directory, a malformed ``--at``);
-    3 when none can be made (too few successful iterations, or a step grew that no count explains)."""
+    3 when none can be made (too few successful iterations, no success in the end segment)."""
     from harness.report.forecast.forecast import sentence
     from harness.report.forecast.horizon import parse
     from harness.report.load import open_run

@@ -18,17 +18,25 @@ from tests.support.synthetic import T0, run_info
 def simulate(*, workers: int, duration_s: float, base_ms: float = 100.0, per_entry_ms: float = 0.5,
              power: float = 1.0, entries_per_it: float = 10.0, start_entries: float = 0.0, cap: float | None = None,
              shared: bool = False, lock_hold_ms: float | None = None, gap_ms: float = 20.0, seed: int = 0,
-             noise: float = 0.15) -> list[dict[str, Any]]:
+             noise: float = 0.15, export_per_row_ms: float = 0.0, rows_per_it: float = 1.0,
+             slowing_per_it_ms: float = 0.0, outside_per_entry_ms: float = 0.0) -> list[dict[str, Any]]:
     """A closed fleet, iteration by iteration: each iteration adds ``entries_per_it`` to its namespace's count
     (its worker's own, or the fleet's with ``shared``; at most ``cap``: a pruned catalog) and its commit takes
     ``per_entry_ms * count ** power`` beside ``base_ms`` of other steps (lognormal noise). With ``lock_hold_ms``
-    one lock serialises every iteration's pull and commit: a worker waits for it (the lock-bound fleet)."""
+    one lock serialises every iteration's pull and commit: a worker waits for it (the lock-bound fleet).
+
+    A second growing step, beside the commit: with ``export_per_row_ms`` each iteration's export takes that much
+    per row of a catalog the whole fleet grows by ``rows_per_it`` an iteration (its ``catalog_rows``); with
+    ``slowing_per_it_ms`` the pull slows by that much per iteration the fleet has made, with no count recorded
+    (a stand-in whose table fills); with ``outside_per_entry_ms`` each iteration spends that much per entry of its
+    count outside every recorded step (in its total only: work between timed requests)."""
     rng = np.random.default_rng(seed)
     t = rng.uniform(0, 0.2, workers)
     counts = np.full(workers, float(start_entries))
     fleet_count = float(start_entries)
     it = np.zeros(workers, dtype=int)
     free_at = 0.0
+    catalog, fleet_its = 0.0, 0
     rows: list[dict[str, Any]] = []
     while True:
         w = int(np.argmin(t))
@@ -41,7 +49,10 @@ def simulate(*, workers: int, duration_s: float, base_ms: float = 100.0, per_ent
             counts[w] = min(counts[w] + entries_per_it, cap) if cap else counts[w] + entries_per_it
             c = counts[w]
         commit = per_entry_ms * c ** power * rng.lognormal(0, noise)
-        pull = base_ms * rng.lognormal(0, noise)
+        pull = (base_ms + slowing_per_it_ms * fleet_its) * rng.lognormal(0, noise)
+        catalog += rows_per_it
+        export = export_per_row_ms * catalog * rng.lognormal(0, noise) if export_per_row_ms else 0.0
+        fleet_its += 1
         start = t[w]
         wait = 0.0
         if lock_hold_ms is not None:
@@ -52,7 +63,8 @@ def simulate(*, workers: int, duration_s: float, base_ms: float = 100.0, per_ent
             end = free_at
             pull = lock_hold_ms
         else:
-            end = start + (pull + commit) / 1000
+            outside = outside_per_entry_ms * c * rng.lognormal(0, noise) if outside_per_entry_ms else 0.0
+            end = start + (pull + commit + export + outside) / 1000
         total = (end - start) * 1000
         row = {c_: None for c_ in SCHEMA.names}
         row.update({c_: 0.0 for c_ in (*STEP_COLUMNS.values(), *UNIT_COLUMNS)})
@@ -61,6 +73,8 @@ def simulate(*, workers: int, duration_s: float, base_ms: float = 100.0, per_ent
                    backend="dynamodb", model_id=f"w0-{w}-m", ok=True, error_kind="", error="", total_ms=total,
                    iteration=int(it[w]), pull_ms=pull, commit_ms=commit, lock_wait_ms=wait,
                    index_entries_written=int(round(c)), lock_attempts=1)
+        if export_per_row_ms:
+            row.update(export_ms=export, catalog_rows=int(round(catalog)))
         rows.append(row)
         it[w] += 1
         t[w] = end + gap_ms / 1000 * rng.lognormal(0, noise)

@@ -1,18 +1,24 @@
 """The rate forecast from what grows: the step that grew, its count, the count's growth, the fleet's rate later.
 
-The report already says which step grew and which work count explains it (``findings.explained_by``). Here
-two fits carry that forward (``harness/report/forecast/fit.py``, each linear or a power law as the data choose):
+The report already says which steps grew and which work count explains each (``findings.steps``). Here, for
+EVERY step that grew (a term each: the one that grew most first), two fits carry it forward
+(``harness/report/forecast/fit.py``, each linear or a power law as the data choose):
 
-- the step's time against its count, over the run's successful iterations;
+- the step's time against its own count, over the run's successful iterations;
 - the count against iterations, in the scope the scenario's keys give it: per worker (a namespace each:
   a worker's own commits grow its own index) or the whole fleet's (one shared namespace).
 
-The fleet's rate at a later point then follows from the time one cycle takes now, ``D``, plus what the step
-will add by then, ``delta``: ``rate = rate_end * D / (D + delta)``. A closed fleet's cycle is the workers'
-own (``D = workers / rate_end``: their iteration and the time between iterations, as measured); a fleet bound
-by one lock is paced by the lock's hold instead (``D`` = its mean hold, as the bound rule reasons: the lock
-passes one holder at a time), and the step adds to that hold. Time and iterations are tied by integrating
-``dt = dN / rate(N)`` from the run's end.
+A step that grew with no recorded count to explain it (a stand-in slowing as its table fills), the one that
+grew most included, is carried against the fleet's own iterations (the work the whole fleet has put into the
+store). A term other than the first is held flat only when its own fits say flat: its count bounded, or its
+step's slope interval not above 0.
+
+The fleet's rate at a later point then follows from the time one cycle takes now, ``D``, plus what the steps
+will add by then, ``delta`` (the terms' sum): ``rate = rate_end * D / (D + delta)``. A closed fleet's cycle is
+the workers' own (``D = workers / rate_end``: their iteration and the time between iterations, as measured); a
+fleet bound by one lock is paced by the lock's hold instead (``D`` = its mean hold, as the bound rule reasons:
+the lock passes one holder at a time), and only the steps done under it add to that hold.
+Time and iterations are tied by integrating ``dt = dN / rate(N)`` from the run's end.
 
 The interval is a bootstrap over successful iterations: both fits redone on each resample, the end rate
 drawn from its own Poisson (gamma) posterior, so it carries both fits' uncertainty and the rate's.
@@ -42,6 +48,24 @@ LOCK_STEPS = ("pull_ms", "method_ms", "push_ms", "commit_ms", "export_ms", "prun
 Z_BAND = (2.5, 97.5)
 
 
+FLEET_ITERATIONS = "fleet_iterations"  # a term's count when no recorded count explains its step
+
+
+@dataclass
+class Term:
+    """One step that grew and the count it is carried against (``count`` None: the fleet's iterations)."""
+
+    step: str
+    step_label: str
+    count: str | None
+    count_label: str
+    scope: str = "per-worker"
+
+    @property
+    def under_lock(self) -> bool:
+        return self.step in LOCK_STEPS
+
+
 @dataclass
 class Inputs:
     """What the forecast reads from a run: its successful iterations and the findings' few numbers.
@@ -67,6 +91,12 @@ class Inputs:
     lock_name: str | None = None
     why_none: str | None = None  # no step grew with a count
     extra: dict[str, Any] = field(default_factory=dict)
+    others: list[Term] = field(default_factory=list)  # the other steps that grew, beside ``step``
+
+    def terms(self) -> list[Term]:
+        """The step that grew most first, then the others."""
+        top = Term(self.step or "", self.step_label or "", self.count, self.count_label or "", self.scope)
+        return [top, *self.others]
 
 
 def scope_of(info: dict[str, Any]) -> str:
@@ -100,48 +130,35 @@ def bounded(i: np.ndarray, c: np.ndarray) -> bool:
     return not rising
 
 
-class Model:
-    """The two fits and the cycle, as arrays of parameters: index 0 the point, the rest bootstrap draws."""
+class TermFit:
+    """One term's two fits with their bootstrap draws (index 0 the point)."""
 
-    def __init__(self, x: Inputs, draws: int, seed: int):
-        ok = x.ok
-        self.i_all = scope_index(ok, x.scope)
-        if len(ok) > FIT_ROWS:  # a million-row run: the fits and their bootstrap on a seeded sample
-            pick = np.sort(np.random.default_rng(seed).choice(len(ok), FIT_ROWS, replace=False))
-            ok, self.i_all = ok.iloc[pick], self.i_all[pick]
-        self.i = self.i_all
-        self.c = ok[x.count].to_numpy(dtype=float)
-        self.y = ok[x.step].to_numpy(dtype=float)
-        self.per_scope = x.workers if x.scope == "per-worker" else 1.0
+    def __init__(self, term: Term, ok: pd.DataFrame, i_scope: np.ndarray, i_fleet: np.ndarray, workers: float):
+        self.term = term
+        shared = term.count is None or term.scope == "shared"
+        self.i = i_fleet if shared else i_scope
+        self.c = self.i.astype(float) if term.count is None else ok[term.count].to_numpy(dtype=float)
+        self.y = ok[term.step].to_numpy(dtype=float)
+        self.finite = np.isfinite(self.c) & np.isfinite(self.y)
+        self.per_scope = 1.0 if shared else workers
         self.step_fit = fits.choose(self.c, self.y)
         self.count_fit = fits.choose(self.i, self.c)
         self.ok = self.step_fit is not None and self.count_fit is not None
-        if not self.ok:
-            return
-        rng = np.random.default_rng(seed)
-        sa, sb, ca, cb = [self.step_fit.a], [self.step_fit.b], [self.count_fit.a], [self.count_fit.b]
-        n = len(self.y)
-        for _ in range(draws):
-            pick = rng.integers(0, n, n)
-            s = fits.refit(self.c[pick], self.y[pick], self.step_fit.shape)
-            g = fits.refit(self.i[pick], self.c[pick], self.count_fit.shape)
-            if s is None or g is None or not all(np.isfinite([*s, *g])):
-                continue
-            sa.append(s[0])
-            sb.append(s[1])
-            ca.append(g[0])
-            cb.append(g[1])
-        self.sa, self.sb, self.ca, self.cb = (np.array(v) for v in (sa, sb, ca, cb))
-        k = len(self.sa)
-        rate = np.full(k, x.end_rate)  # the end rate: its gamma posterior per draw (the point keeps the measure)
-        rate[1:] = rng.gamma(max(x.end_successes, 1), 1.0, k - 1) / max(x.end_seconds, 1e-9)
-        self.rate_end = rate
-        if x.lock_hold_ms:
-            self.cycle_ms = np.full(k, float(x.lock_hold_ms))
-        else:
-            self.cycle_ms = x.workers * 1000.0 / np.clip(rate, 1e-9, None)
-        self.n0 = float(x.successes)
-        self.step_now = self.step_at(self.n0)
+        self.draws: list[tuple[float, float, float, float]] = []
+        if self.ok:
+            self.draws.append((self.step_fit.a, self.step_fit.b, self.count_fit.a, self.count_fit.b))
+
+    def redraw(self, pick: np.ndarray) -> tuple[float, float, float, float] | None:
+        """Both fits redone on the resampled rows (those with both values)."""
+        pick = pick[self.finite[pick]]
+        s = fits.refit(self.c[pick], self.y[pick], self.step_fit.shape)
+        g = fits.refit(self.i[pick], self.c[pick], self.count_fit.shape)
+        if s is None or g is None or not all(np.isfinite([*s, *g])):
+            return None
+        return (*s, *g)
+
+    def seal(self) -> None:
+        self.sa, self.sb, self.ca, self.cb = (np.array(v) for v in zip(*self.draws, strict=True))
 
     def count_at(self, n: np.ndarray | float) -> np.ndarray:
         """The count (per draw) once the fleet has made ``n`` successful iterations."""
@@ -149,11 +166,77 @@ class Model:
         return fits.evaluate(self.count_fit.shape, self.ca[:, None], self.cb[:, None], np.atleast_1d(i)[None, :])
 
     def step_at(self, n: np.ndarray | float) -> np.ndarray:
-        c = self.count_at(n)
-        return fits.evaluate(self.step_fit.shape, self.sa[:, None], self.sb[:, None], c)
+        return fits.evaluate(self.step_fit.shape, self.sa[:, None], self.sb[:, None], self.count_at(n))
+
+    def says_flat(self) -> bool:
+        """The step's own fit gives it no credible rise with its count (slope interval not above 0)."""
+        lo = fits.slope_interval(self.c, self.y, self.step_fit)["slope_interval"][0]
+        return not lo > 0
+
+    def describe(self, its: float, n0: float) -> dict[str, Any]:
+        t = self.term
+        return {"step": t.step, "step_label": t.step_label, "count": t.count, "count_label": t.count_label,
+                "scope": "shared" if self.per_scope == 1.0 else "per-worker",
+                "step_fit": self.step_fit.as_dict()["formula"], "count_fit": self.count_fit.as_dict()["formula"],
+                "step_ms_now": float(self.step_at(n0)[0, 0]),
+                "step_ms_at_horizon": _band(self.step_at(its)[:, 0]),
+                "count_at_horizon": _band(self.count_at(its)[:, 0])}
+
+
+class Model:
+    """The terms' fits and the cycle, as arrays of parameters: index 0 the point, the rest bootstrap draws.
+
+    The draws resample the successful iterations once for all terms (the steps of one iteration stay together)."""
+
+    def __init__(self, x: Inputs, draws: int, seed: int, terms: list[Term] | None = None):
+        ok = x.ok
+        i_scope, i_fleet = scope_index(ok, x.scope), scope_index(ok, "shared")
+        if len(ok) > FIT_ROWS:  # a million-row run: the fits and their bootstrap on a seeded sample
+            pick = np.sort(np.random.default_rng(seed).choice(len(ok), FIT_ROWS, replace=False))
+            ok, i_scope, i_fleet = ok.iloc[pick], i_scope[pick], i_fleet[pick]
+        self.terms = [TermFit(t, ok, i_scope, i_fleet, x.workers) for t in (terms or x.terms()[:1])]
+        self.ok = all(t.ok for t in self.terms)
+        if not self.ok:
+            return
+        top = self.terms[0]
+        self.step_fit, self.count_fit, self.i, self.c, self.y = top.step_fit, top.count_fit, top.i, top.c, top.y
+        self.per_scope = top.per_scope
+        rng = np.random.default_rng(seed)
+        n = len(ok)
+        for _ in range(draws):
+            pick = rng.integers(0, n, n)
+            got = [t.redraw(pick) for t in self.terms]
+            if any(g is None for g in got):
+                continue
+            for t, g in zip(self.terms, got, strict=True):
+                t.draws.append(g)
+        for t in self.terms:
+            t.seal()
+        k = len(top.sa)
+        self.sa = top.sa
+        rate = np.full(k, x.end_rate)  # the end rate: its gamma posterior per draw (the point keeps the measure)
+        rate[1:] = rng.gamma(max(x.end_successes, 1), 1.0, k - 1) / max(x.end_seconds, 1e-9)
+        self.rate_end = rate
+        if x.lock_hold_ms:  # the lock paces the fleet: only what is done under it adds to the cycle
+            self.cycle_ms = np.full(k, float(x.lock_hold_ms))
+            self.adding = [t for t in self.terms if t.term.under_lock]
+        else:
+            self.cycle_ms = x.workers * 1000.0 / np.clip(rate, 1e-9, None)
+            self.adding = self.terms
+        self.n0 = float(x.successes)
+        self.now = [t.step_at(self.n0) for t in self.adding]
+        self.step_now = top.step_at(self.n0)
+
+    def count_at(self, n: np.ndarray | float) -> np.ndarray:
+        """The first term's count (per draw) once the fleet has made ``n`` successful iterations."""
+        return self.terms[0].count_at(n)
+
+    def step_at(self, n: np.ndarray | float) -> np.ndarray:
+        return self.terms[0].step_at(n)
 
     def rate_at(self, n: np.ndarray) -> np.ndarray:
-        delta = self.step_at(n) - self.step_now
+        delta = sum((t.step_at(n) - now for t, now in zip(self.adding, self.now, strict=True)),
+                    np.zeros((len(self.rate_end), len(np.atleast_1d(n)))))
         d = self.cycle_ms[:, None]
         return self.rate_end[:, None] * d / np.clip(d + delta, 1e-9, None)
 
@@ -164,6 +247,26 @@ class Model:
         mid = 0.5 * (1 / r[:, 1:] + 1 / r[:, :-1])
         t = t0 + np.concatenate([np.zeros((r.shape[0], 1)), np.cumsum(mid * np.diff(n)[None, :], axis=1)], axis=1)
         return n, t, r
+
+
+def carried(x: Inputs, seed: int) -> tuple[list[Term], list[dict[str, str]]]:
+    """The terms the forecast carries: the first always (its bound checked by the caller), each other one
+    unless its count is bounded, its fits fail, or its fit says flat; and why each left-out one is held flat."""
+    keep, held = x.terms()[:1], []
+    for t in x.others:
+        tf = TermFit(t, x.ok, scope_index(x.ok, x.scope), scope_index(x.ok, "shared"), x.workers)
+        why = None
+        if not tf.ok:
+            why = "too few distinct values to fit"
+        elif t.count is not None and bounded(tf.i, tf.c):
+            why = f"the {t.count_label} stays bounded"
+        elif tf.says_flat():
+            why = f"its time does not credibly rise with the {t.count_label}"
+        if why:
+            held.append({"step": t.step, "step_label": t.step_label, "why": why})
+        else:
+            keep.append(t)
+    return keep, held
 
 
 def _band(v: np.ndarray) -> dict[str, float]:
@@ -234,10 +337,11 @@ def forecast(x: Inputs, horizon: Horizon, draws: int = DRAWS, seed: int = 0) -> 
     if x.why_none:
         return flat(x, horizon, x.why_none)
     m_i = scope_index(x.ok, x.scope)
-    if bounded(m_i, x.ok[x.count].to_numpy(dtype=float)):
+    if x.count is not None and bounded(m_i, x.ok[x.count].to_numpy(dtype=float)):
         return flat(x, horizon, f"the {x.count_label} stays bounded (it stops rising with iterations over the "
                                 "run's last quarter): the step that grew is not forecast to grow further")
-    m = Model(x, draws, seed)
+    terms, held = carried(x, seed)
+    m = Model(x, draws, seed, terms)
     if not m.ok:
         return flat(x, horizon, f"too few distinct values of the {x.count_label} to fit its growth")
     if horizon.kind == "iterations":
@@ -251,7 +355,8 @@ def forecast(x: Inputs, horizon: Horizon, draws: int = DRAWS, seed: int = 0) -> 
         its, rates = _at_time(n, t, r, max(h_s, x.run_s))
         h_s_draws = np.full(len(t), max(h_s, x.run_s))
     count_h = m.count_at(float(its[0]))[:, 0]
-    ext = max(beyond(float(count_h[0]), m.step_fit), beyond(float(its[0]) / m.per_scope, m.count_fit))
+    ext = max(max(beyond(float(t.count_at(float(its[0]))[0, 0]), t.step_fit),
+                  beyond(float(its[0]) / t.per_scope, t.count_fit)) for t in m.terms)
     curve = _curve(m, x, float(h_s_draws[0]))
     return {"basis": "work", "reason": None, "horizon": horizon.label(), "horizon_s": float(h_s_draws[0]),
             "horizon_iterations": float(its[0]), "horizon_s_band": _band(h_s_draws),
@@ -263,9 +368,10 @@ def forecast(x: Inputs, horizon: Horizon, draws: int = DRAWS, seed: int = 0) -> 
             "fits": {"step": {**m.step_fit.as_dict(), **fits.slope_interval(m.c, m.y, m.step_fit),
                               "x": x.count, "y": x.step},
                      "count": {**m.count_fit.as_dict(), **fits.slope_interval(m.i, m.c, m.count_fit),
-                               "x": f"iterations per {'worker' if x.scope == 'per-worker' else 'fleet'}",
-                               "y": x.count},
+                               "x": f"iterations per {'worker' if m.per_scope != 1.0 else 'fleet'}",
+                               "y": x.count or FLEET_ITERATIONS},
                      "draws": int(len(m.sa) - 1)},
+            "terms": [t.describe(float(its[0]), m.n0) for t in m.terms], "held_flat": held,
             "extrapolation": ext, "extrapolated": bool(ext > EXTRAPOLATION_LIMIT),
             "halves": halving(m, x), "start_rate": x.start_rate, "curve": curve}
 
@@ -309,6 +415,7 @@ def sentence(fc: dict[str, Any] | None, short: bool = False) -> str | None:
         s += f"; the rate does not halve within {say_seconds(hv['within_s'])}"
     if not short:
         s += f" (the {fc['step_label']} step against the {fc['count_label']}"
+        s += "".join(f", {t['step_label']} against the {t['count_label']}" for t in (fc.get("terms") or [])[1:])
         s += f", lock-bound: the lock's {fc['cycle_ms']:.3g} ms hold)" if fc["bound"] == "lock" else ")"
     if fc["extrapolated"]:
         s += f"; extrapolated {fc['extrapolation']:.0f}x past the measured range"
