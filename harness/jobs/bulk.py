@@ -72,8 +72,8 @@ def job_clients(connection: Connection, sc: scenarios.Scenario | None = None) ->
 class Console:
     """Progress lines (rate, ceiling, ETA), and Ctrl-C as a pause."""
 
-    def __init__(self, quiet: bool = False) -> None:
-        self.quiet, self.started, self.last = quiet, time.monotonic(), 0.0
+    def __init__(self, quiet: bool = False, unit: str = "WCU/s") -> None:
+        self.quiet, self.started, self.last, self.unit = quiet, time.monotonic(), 0.0, unit
         self.job: Job | None = None
 
     def on_start(self, job: Job) -> None:
@@ -84,7 +84,7 @@ class Console:
         now = time.monotonic()
         if not self.quiet and (now - self.last >= PROGRESS_EVERY_S or p.state != "running"):
             self.last = now
-            print(jobs.progress_line(p, self.started), flush=True)
+            print(jobs.progress_line(p, self.started, self.unit), flush=True)
 
 
 def _run(job_id: str, kind: str, params: dict, source: Any, clients: Clients, journal: Journal,
@@ -243,7 +243,7 @@ def _run_s3_layout(job_id: str, params: dict, source: SwampS3LayoutSource, clien
                    resume: bool = False) -> int:
     """The S3 layout's job: its estimate, the paced objects, then (done) the commit's shared objects."""
     print(f"harness: job {job_id}: {estimate_line(source)}", flush=True)
-    console = Console()
+    console = Console(unit="requests/s")
     state = run_layout_job(job_id, params, source, clients.endpoints.s3, journal, resume=resume,
                            on_progress=console.on_progress, on_start=console.on_start)
     if state == "done":
@@ -347,7 +347,8 @@ def cmd_jobs(journal: Journal) -> int:
     print(f"{'JOB':32s} {'STATE':12s} {'PROGRESS':>18s} {'RATE':>22s}  REASON")
     for r in rows:
         prog = f"{r.done:,}/{r.total:,} {r.done / r.total:4.0%}" if r.total else "-"
-        rate = f"{r.rate:,.0f} of {r.ceiling:,.0f} WCU/s" if r.shown_state == "running" else f"- of {r.ceiling:,.0f}"
+        unit = "requests/s" if r.params.get("bucket") else "WCU/s"  # an S3 layout job is paced in requests
+        rate = f"{r.rate:,.0f} of {r.ceiling:,.0f} {unit}" if r.shown_state == "running" else f"- of {r.ceiling:,.0f}"
         print(f"{r.id:32s} {r.shown_state:12s} {prog:>18s} {rate:>22s}  {r.reason or ''}")
     return 0
 
