@@ -125,6 +125,8 @@ def run_pre_age(args: argparse.Namespace, env: UserEnvironment) -> int:
     from harness.jobs import bulk
 
     if _s3_layout(args.layout):
+        if args.table:
+            raise HarnessError(f"--layout {args.layout} writes a bucket: give --bucket (and --prefix), not --table")
         return bulk.cmd_seed(_s3_connection(env, args.aws), args.scenario, args.models, args.versions, args.orphans,
                              args.users, "", None, _journal(args, env), _extra(env), layout=args.layout,
                              bucket=args.bucket, prefix=args.prefix)

@@ -181,3 +181,35 @@ def test_the_job_is_paced_by_requests_and_its_commit_waits_for_it(aws, tmp_path)
     # +10 % a period) adds at most a couple of seconds
     assert requests / ceiling - 1.0 <= elapsed <= requests / ceiling + 3.0, elapsed
     assert s3.list_objects_v2(Bucket="paced").get("KeyCount", 0) == 40 * (8 + 1)  # no commit before finish
+
+
+@pytest.mark.parametrize("argv,endpoint,message", [
+    (["--bucket", "b"], None, "harness: jobs need an endpoint that outlives them: set AWS_ENDPOINT_URL_S3"),
+    ([], "http://127.0.0.1:9", "harness: --layout swamp-s3@c25ec91 needs --bucket"),
+    (["--bucket", "b", "--prefix", "/p"], "http://127.0.0.1:9", "harness: --prefix '/p': give it as the extension"),
+    (["--bucket", "b", "--table", "t"], "http://127.0.0.1:9", "harness: --layout swamp-s3@c25ec91 writes a bucket"),
+    (["--bucket", "b", "--orphans", "1"], "http://127.0.0.1:9", "harness: --layout takes --models and --versions"),
+])
+def test_the_s3_layouts_bad_input_is_one_line(capsys, monkeypatch, tmp_path, argv, endpoint, message):
+    from harness.cli.main import main
+
+    for var in ("AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL_DYNAMODB"):
+        monkeypatch.delenv(var, raising=False)
+    if endpoint:
+        monkeypatch.setenv("AWS_ENDPOINT_URL_S3", endpoint)
+    monkeypatch.setenv("HARNESS_JOBS_DIR", str(tmp_path))
+    code = main(["jobs", "pre-age", "legacy-gsi", "--models", "3", "--versions", "1", "--layout", "swamp-s3@c25ec91",
+                 *argv])
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1 and err.startswith(message), err
+
+
+def test_a_bucket_without_an_s3_layout_is_refused(capsys, monkeypatch, tmp_path):
+    from harness.cli.main import main
+
+    monkeypatch.setenv("HARNESS_JOBS_DIR", str(tmp_path))
+    assert main(["jobs", "pre-age", "legacy-gsi", "--models", "3", "--versions", "1", "--bucket", "b"]) == 2
+    assert capsys.readouterr().err.startswith("harness: harness jobs pre-age needs --table")
+    assert main(["jobs", "pre-age", "legacy-gsi", "--models", "3", "--versions", "1", "--table", "t", "--prefix",
+                 "p"]) == 2
+    assert capsys.readouterr().err.startswith("harness: --bucket and --prefix go with an S3 --layout")
