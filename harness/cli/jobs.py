@@ -46,12 +46,18 @@ def _add_pre_age(verbs: Any) -> None:
     pa.add_argument("-u", "--users", type=int, help="the run's fleet size in Locust users, whose namespaces are "
                     "pre-aged (default the scenario's)")
     old_option(pa, "--workers", "--users (-u)")
-    pa.add_argument("--table", required=True, help="DynamoDB table to pre-age (created, tagged, if missing)")
+    pa.add_argument("--table", help="DynamoDB table to pre-age (created, tagged, if missing); required but with an "
+                    "S3 --layout")
     pa.add_argument("--state-dir", help="where the workers' catalogs and local views go (default runs/seeds/TABLE)")
     pa.add_argument("--journal", help=JOURNAL_HELP)
     pa.add_argument("--aws", action="store_true", help=AWS_HELP)
     pa.add_argument("--layout", help="write swamp's own layout for the real swamp to read, as this extension "
-                    "version lays it out: swamp-dynamodb@a929b7a or swamp-dynamodb@bc36088a (the legacy FILE key)")
+                    "version lays it out: swamp-dynamodb@a929b7a, swamp-dynamodb@bc36088a (the legacy FILE key) or "
+                    "swamp-s3@c25ec91 (objects and index in --bucket)")
+    pa.add_argument("--bucket", help="with --layout swamp-s3@...: the S3 bucket to pre-age (created, tagged, if "
+                    "missing), on the S3 endpoint a variable names or AWS with --aws")
+    pa.add_argument("--prefix", default="", help="with --layout swamp-s3@...: the key prefix within the bucket (the "
+                    "extension's prefix config; default none)")
     pa.set_defaults(run=run_pre_age)
 
 
@@ -95,10 +101,39 @@ def run_list(args: argparse.Namespace, env: UserEnvironment) -> int:
     return bulk.cmd_jobs(_journal(args, env))
 
 
+def _s3_layout(layout: str | None) -> bool:
+    from harness.jobs.pacing.swamp_layout import layout_named
+
+    return bool(layout) and layout_named(layout or "").backend == "s3"
+
+
+def _s3_connection(env: UserEnvironment, aws: bool) -> Any:
+    """An S3 layout job's endpoint: one that outlives it (a variable, or --aws), never a stand-in."""
+    from harness.config.build import resolve_connection
+    from harness.core.errors import HarnessError
+
+    connection = resolve_connection(env, aws=aws, needed=["s3"])
+    if connection.stand_in_services:
+        raise HarnessError("jobs need an endpoint that outlives them: set AWS_ENDPOINT_URL_S3 (or AWS_ENDPOINT_URL: "
+                           "SeaweedFS, a moto server, ...) or pass --aws")
+    return connection
+
+
 def run_pre_age(args: argparse.Namespace, env: UserEnvironment) -> int:
     from harness.config.build import job_connection
+    from harness.core.errors import HarnessError
     from harness.jobs import bulk
 
+    if _s3_layout(args.layout):
+        if args.table:
+            raise HarnessError(f"--layout {args.layout} writes a bucket: give --bucket (and --prefix), not --table")
+        return bulk.cmd_seed(_s3_connection(env, args.aws), args.scenario, args.models, args.versions, args.orphans,
+                             args.users, "", None, _journal(args, env), _extra(env), layout=args.layout,
+                             bucket=args.bucket, prefix=args.prefix)
+    if not args.table:
+        raise HarnessError("harness jobs pre-age needs --table (the DynamoDB table to pre-age)")
+    if args.bucket or args.prefix:
+        raise HarnessError("--bucket and --prefix go with an S3 --layout (swamp-s3@...)")
     return bulk.cmd_seed(job_connection(env, aws=args.aws), args.scenario, args.models, args.versions, args.orphans,
                          args.users, args.table, args.state_dir, _journal(args, env), _extra(env),
                          layout=args.layout)
@@ -124,4 +159,8 @@ def run_resume(args: argparse.Namespace, env: UserEnvironment) -> int:
     from harness.config.build import job_connection
     from harness.jobs import bulk
 
-    return bulk.cmd_resume(job_connection(env, aws=args.aws), args.job, _journal(args, env), _extra(env))
+    journal = _journal(args, env)
+    row = journal.get(args.job)
+    if row is not None and _s3_layout(row.params.get("layout")):
+        return bulk.cmd_resume_s3_layout(_s3_connection(env, args.aws), args.job, journal, _extra(env))
+    return bulk.cmd_resume(job_connection(env, aws=args.aws), args.job, journal, _extra(env))

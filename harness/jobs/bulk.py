@@ -37,6 +37,7 @@ from harness.jobs.pacing.engine import Job, Progress
 from harness.jobs.pacing.journal import Journal
 from harness.jobs.pacing.sources import CleanupSource, FillSource, PreAgeSource, snapshot_keys
 from harness.jobs.pacing.swamp_layout import SwampLayoutSource, layout_named
+from harness.jobs.pacing.swamp_s3_layout import S3Target, SwampS3LayoutSource, estimate_line, run_layout_job
 
 PROGRESS_EVERY_S = 2.0
 NO_FIDELITY = scenarios.Scenario(name="job", fidelity=scenarios.FidelitySpec(mode="off"))
@@ -71,8 +72,8 @@ def job_clients(connection: Connection, sc: scenarios.Scenario | None = None) ->
 class Console:
     """Progress lines (rate, ceiling, ETA), and Ctrl-C as a pause."""
 
-    def __init__(self, quiet: bool = False) -> None:
-        self.quiet, self.started, self.last = quiet, time.monotonic(), 0.0
+    def __init__(self, quiet: bool = False, unit: str = "WCU/s") -> None:
+        self.quiet, self.started, self.last, self.unit = quiet, time.monotonic(), 0.0, unit
         self.job: Job | None = None
 
     def on_start(self, job: Job) -> None:
@@ -83,7 +84,7 @@ class Console:
         now = time.monotonic()
         if not self.quiet and (now - self.last >= PROGRESS_EVERY_S or p.state != "running"):
             self.last = now
-            print(jobs.progress_line(p, self.started), flush=True)
+            print(jobs.progress_line(p, self.started, self.unit), flush=True)
 
 
 def _run(job_id: str, kind: str, params: dict, source: Any, clients: Clients, journal: Journal,
@@ -114,12 +115,15 @@ def cmd_fill(connection: Connection, table: str, items: int, item_bytes: int, jo
 
 
 def preage_factory(params: dict, clients: Clients,
-                   sc: scenarios.Scenario | None = None) -> PreAgeSource | SwampLayoutSource:
+                   sc: scenarios.Scenario | None = None) -> PreAgeSource | SwampLayoutSource | SwampS3LayoutSource:
     """The pre-ageing job's items from its parameters (a resumed job rebuilds exactly the same).
 
     ``sc`` is the scenario the command already has (its plan's); ``harness jobs resume``, another command, reads
     the file its parameters name. A ``layout`` parameter writes swamp's own layout instead of the model's.
     """
+    if params.get("layout") and layout_named(params["layout"]).backend == "s3":
+        return SwampS3LayoutSource(clients.s3, S3Target(params["bucket"], params["prefix"]), params["models"],
+                                   params["versions"], params["epoch"])
     if params.get("layout"):
         return SwampLayoutSource(clients.dynamodb, params["table"], layout_named(params["layout"]),
                                  params["models"], params["versions"], params["epoch"])
@@ -151,14 +155,17 @@ def preage_params(sc: scenarios.Scenario, table: str, models: int, versions: int
 
 def cmd_seed(connection: Connection, scenario: str, models: int, versions: int, orphans: int, workers: int | None,
              table: str, state_dir: str | None, journal: Journal, scenario_dirs: tuple[str, ...] = (),
-             layout: str | None = None) -> int:
+             layout: str | None = None, bucket: str | None = None, prefix: str = "") -> int:
     """``harness jobs pre-age``: pre-age a table on a persistent endpoint, then say which ``harness run`` starts
     there.
 
     With ``layout`` (``swamp-dynamodb@<version>``) the table is written as that extension version lays it out,
     for the real swamp to read (``swamp_layout``); the scenario then gives only the backend and the fidelity.
+    ``swamp-s3@<version>`` writes ``bucket`` (under ``prefix``) instead (``swamp_s3_layout``).
     """
     sc = scenarios.load(scenario, scenario_dirs)
+    if layout and layout_named(layout).backend == "s3":
+        return _seed_swamp_s3_layout(connection, sc, layout, models, versions, orphans, bucket or "", prefix, journal)
     if layout:
         return _seed_swamp_layout(connection, sc, layout_named(layout).name, models, versions, orphans, table,
                                   journal)
@@ -185,9 +192,7 @@ def _seed_swamp_layout(connection: Connection, sc: scenarios.Scenario, layout: s
     orphans (swamp's delete leaves a model's files live: an orphan's items are a live model's)."""
     if sc.backend != "dynamodb":
         raise HarnessError(f"--layout {layout} writes DynamoDB items: use a scenario on the dynamodb backend")
-    if models < 1 or versions < 1 or orphans:
-        raise HarnessError("--layout takes --models and --versions of at least 1 and no --orphans (swamp's delete "
-                           "leaves a model's files live, so an orphan's items are a live model's)")
+    _check_layout_counts(models, versions, orphans)
     factory = Factory(job_plan(connection, table, sc, "seed"))
     check_reachable(connection, "dynamodb", factory.sessions)
     clients = paced_clients(factory)
@@ -198,6 +203,77 @@ def _seed_swamp_layout(connection: Connection, sc: scenarios.Scenario, layout: s
     print(f"harness: seeding {source.files():,} files of {models:,} models in {layout}'s layout; then a swamp "
           f"repository on table {table} (no namespace) pulls them with `swamp datastore sync`")
     return _run(jobs.new_job_id("seed"), "seed", params, source, clients, journal, source.finish)
+
+
+def _check_layout_counts(models: int, versions: int, orphans: int) -> None:
+    if models < 1 or versions < 1 or orphans:
+        raise HarnessError("--layout takes --models and --versions of at least 1 and no --orphans (swamp's delete "
+                           "leaves a model's files live, so an orphan's items are a live model's)")
+
+
+def _seed_swamp_s3_layout(connection: Connection, sc: scenarios.Scenario, layout: str, models: int, versions: int,
+                          orphans: int, bucket: str, prefix: str, journal: Journal) -> int:
+    """``harness jobs pre-age --layout swamp-s3@...``: the S3 extension's objects and index in ``bucket`` (created,
+    tagged, if missing: the extension never creates its bucket), under ``prefix`` (its ``prefix`` config). The
+    scenario gives only the fidelity layer, on S3 whatever its backend (the shipped scenarios are DynamoDB's)."""
+    sc = sc.with_overrides(backend="s3")
+    _check_layout_counts(models, versions, orphans)
+    if not bucket:
+        raise HarnessError(f"--layout {layout} needs --bucket: the bucket the swamp repository's datastore names")
+    if prefix != prefix.strip("/"):
+        raise HarnessError(f"--prefix {prefix!r}: give it as the extension's prefix config, without slashes at "
+                           "either end")
+    plan = job_plan(connection, "unused", sc, "seed")
+    factory = Factory(replace(plan, resources=Resources(table="unused", bucket=bucket)))
+    check_reachable(connection, "s3", factory.sessions)
+    clients = paced_clients(factory)
+    factory.provision(clients, factory.backend(clients))
+    params = {"scenario": sc.source or sc.name, "bucket": bucket, "prefix": prefix, "models": models,
+              "versions": versions, "layout": layout, "epoch": round(time.time(), 3)}
+    source = preage_factory(params, clients, sc)
+    assert isinstance(source, SwampS3LayoutSource)
+    where = f"s3://{bucket}/{prefix + '/' if prefix else ''}"
+    print(f"harness: seeding {source.files():,} files of {models:,} models in {layout}'s layout at {where}; then a "
+          f"swamp repository on bucket {bucket}{f' (prefix {prefix})' if prefix else ''}, no namespace, pulls them "
+          "with `swamp datastore sync`")
+    return _run_s3_layout(jobs.new_job_id("seed"), params, source, clients, journal)
+
+
+def _run_s3_layout(job_id: str, params: dict, source: SwampS3LayoutSource, clients: Clients, journal: Journal,
+                   resume: bool = False) -> int:
+    """The S3 layout's job: its estimate, the paced objects, then (done) the commit's shared objects."""
+    print(f"harness: job {job_id}: {estimate_line(source)}", flush=True)
+    console = Console(unit="requests/s")
+    state = run_layout_job(job_id, params, source, clients.endpoints.s3, journal, resume=resume,
+                           on_progress=console.on_progress, on_start=console.on_start)
+    if state == "done":
+        source.finish()
+    row = journal.get(job_id)
+    print(f"harness: job {job_id} {state}{': ' + row.reason if row and row.reason else ''}"
+          + ("" if state == "done" else f" (resume with `harness jobs resume {job_id}`)"))
+    return ExitCode.OK if state == "done" else ExitCode.JOB_STOPPED
+
+
+def cmd_resume_s3_layout(connection: Connection, job_id: str, journal: Journal,
+                         scenario_dirs: tuple[str, ...] = ()) -> int:
+    """``harness jobs resume`` of an S3 layout job: no table to check, so the bucket must exist; the items are
+    idempotent puts (the same bytes again), so a resume on another endpoint only writes them there."""
+    row = journal.get(job_id)
+    if row is None:
+        raise HarnessError(f"no job {job_id!r} in {journal.path}: see `harness jobs list`")
+    if row.shown_state == "running":
+        raise HarnessError(f"job {row.id} is still running (pid {row.pid})")
+    if row.state == "done":
+        raise HarnessError(f"job {row.id} is already done")
+    sc = scenarios.load(row.params["scenario"], scenario_dirs).with_overrides(backend="s3")
+    factory = Factory(replace(job_plan(connection, "unused", sc, "seed"),
+                              resources=Resources(table="unused", bucket=row.params["bucket"])))
+    check_reachable(connection, "s3", factory.sessions)
+    clients = paced_clients(factory)
+    source = preage_factory(row.params, clients, sc)
+    assert isinstance(source, SwampS3LayoutSource)
+    print(f"harness: resuming {job_id}: {row.total - len(journal.done_indexes(job_id)):,} of {row.total:,} items left")
+    return _run_s3_layout(job_id, row.params, source, clients, journal, resume=True)
 
 
 def cleanup_factory(params: dict, clients: Clients) -> CleanupSource:
@@ -271,7 +347,8 @@ def cmd_jobs(journal: Journal) -> int:
     print(f"{'JOB':32s} {'STATE':12s} {'PROGRESS':>18s} {'RATE':>22s}  REASON")
     for r in rows:
         prog = f"{r.done:,}/{r.total:,} {r.done / r.total:4.0%}" if r.total else "-"
-        rate = f"{r.rate:,.0f} of {r.ceiling:,.0f} WCU/s" if r.shown_state == "running" else f"- of {r.ceiling:,.0f}"
+        unit = "requests/s" if r.params.get("bucket") else "WCU/s"  # an S3 layout job is paced in requests
+        rate = f"{r.rate:,.0f} of {r.ceiling:,.0f} {unit}" if r.shown_state == "running" else f"- of {r.ceiling:,.0f}"
         print(f"{r.id:32s} {r.shown_state:12s} {prog:>18s} {rate:>22s}  {r.reason or ''}")
     return 0
 

@@ -132,11 +132,11 @@ def resume_job(row: JobRow, clients: Clients, journal: Journal, factories: dict[
     return run_job(row.id, row.kind, row.params, source, clients, journal, resume=True, **kwargs), source
 
 
-def progress_line(p: Progress, started: float) -> str:
-    """``[#####-----] 52 % 5,200/10,000 items  68 of 70 WCU/s  ETA 1 min``"""
+def progress_line(p: Progress, started: float, unit: str = "WCU/s") -> str:
+    """``[#####-----] 52 % 5,200/10,000 items  68 of 70 WCU/s  ETA 1 min`` (an S3 job's unit: requests/s)"""
     frac = p.done / p.total if p.total else 1.0
     bar = "#" * int(frac * 20) + "-" * (20 - int(frac * 20))
     elapsed = time.monotonic() - started
     eta = elapsed / frac - elapsed if frac > 0 else float("inf")
-    return (f"[{bar}] {frac:4.0%} {p.done:,}/{p.total:,} items  {p.rate:,.0f} of {p.ceiling:,.0f} WCU/s  "
+    return (f"[{bar}] {frac:4.0%} {p.done:,}/{p.total:,} items  {p.rate:,.0f} of {p.ceiling:,.0f} {unit}  "
             f"throttled {p.throttled}  ETA {_human(eta) if frac < 1 else '0 s'}")

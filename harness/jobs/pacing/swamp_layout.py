@@ -62,6 +62,7 @@ class SwampDynamoLayout:
     """One extension version's place for a file's metadata in the GSI, and its bookkeeping items."""
 
     name = ""
+    backend = "dynamodb"
     registry = False  # whether a full pull finds partitions through PARTITIONS#registry
     sequence = False  # whether a pull short-cuts on SYNCSTATE#global / SEQ
 
@@ -89,14 +90,25 @@ class PartitionedLayout(SwampDynamoLayout):
         return {"gsi1pk": {"S": f"FILE#{swamp_partition(rel)}"}, "gsi1sk": {"S": f"{updated_at}|{rel}"}}
 
 
+class SwampS3Layout:
+    """swamp-club/swamp-extensions c25ec91's ``@swamp/s3-datastore``: its objects and index (written by
+    ``swamp_s3_layout``; named here so one ``layout_named`` answers for either backend)."""
+
+    name = "swamp-s3@c25ec91"
+    backend = "s3"
+
+
 LAYOUTS: dict[str, SwampDynamoLayout] = {c.name: c() for c in (PartitionedLayout, LegacyFileLayout)}
+ALL_LAYOUTS: dict[str, SwampDynamoLayout | SwampS3Layout] = {**LAYOUTS, SwampS3Layout.name: SwampS3Layout()}
 
 
-def layout_named(name: str) -> SwampDynamoLayout:
-    """The layout a job names, or a one-line error naming the ones built."""
-    if name not in LAYOUTS:
-        raise HarnessError(f"--layout {name!r} is not a layout the seed writes: choose one of {', '.join(LAYOUTS)}")
-    return LAYOUTS[name]
+def layout_named(name: str) -> SwampDynamoLayout | SwampS3Layout:
+    """The layout a job names, on either backend (its ``backend``: "dynamodb" or "s3"), or a one-line error naming
+    the ones built."""
+    if name not in ALL_LAYOUTS:
+        raise HarnessError(f"--layout {name!r} is not a layout the seed writes: choose one of "
+                           f"{', '.join(ALL_LAYOUTS)}")
+    return ALL_LAYOUTS[name]
 
 
 def iso_ms(t_ms: int) -> str:

@@ -110,8 +110,8 @@ def test_the_same_parameters_give_the_same_bytes():
 
 
 def test_an_unknown_layout_is_one_line_naming_the_built_ones():
-    with pytest.raises(HarnessError, match="swamp-dynamodb@a929b7a, swamp-dynamodb@bc36088a"):
-        layout_named("swamp-s3@c25ec91")
+    with pytest.raises(HarnessError, match="swamp-dynamodb@a929b7a, swamp-dynamodb@bc36088a, swamp-s3@c25ec91"):
+        layout_named("swamp-dynamodb@0000000")
 
 
 def _pull(ddb, table: str, layout: str) -> dict[str, dict]:
