@@ -101,3 +101,17 @@ def findings_at(path: Path, at: str) -> dict[str, Any]:
     from harness.report.run.build import findings_of
 
     return findings_of(open_run(path), horizon=parse(at))
+
+
+def end_level(path: Path) -> dict[str, Any]:
+    """A run's end level as its findings measure it (``rate``, ``lo``, ``hi``, ``t0``, ``t1``): a mean over a
+    window (the run's last sixth), so a forecast is read against it at the window's middle, where a rate that
+    falls about linearly across the window has its mean (read at the window's end, a falling rate's forecast
+    sits below the level measured over it)."""
+    return findings_at(path, "10x")["fleet"]["levels"][-1]
+
+
+def forecast_against(short: Path, long: Path) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The short run's forecast at the middle of the long run's end level, and that level."""
+    lv = end_level(long)
+    return findings_at(short, f"{(lv['t0'] + lv['t1']) / 2:.1f}s")["forecast"], lv

@@ -6,6 +6,14 @@ law, fitted as a line in log-log). The two are compared by AIC on the same (orig
 likelihood is corrected by the Jacobian of the log (``sum(log y)``), so the choice is the one a statistician
 would make, not the one with the prettier R². The fit is ordinary least squares (in closed form: the
 bootstrap refits it hundreds of times; statsmodels would do the same fit at 3 s of import per report).
+
+A count's growth against iterations has a third shape, the knee (``y = a + b x`` up to ``x = k``, then
+``b2`` an iteration, ``0 <= b2 < b``): a count whose increment per iteration falls to a floor once the first
+pass is over (a worker's commit adds 5 index entries while it still meets models it has not run, 3 once it has
+run them all; a pruned catalog's floor is 0). The knee is found by least squares over a grid of candidate
+``k`` (each a continuous hinge regression), and it competes with the other shapes by the same AIC with two
+more parameters (the knee and the second slope): a straight series stays linear, because the knee's extra
+parameters buy it nothing.
 """
 
 from __future__ import annotations
@@ -17,12 +25,17 @@ from typing import Any
 import numpy as np
 
 SHAPES = ("linear", "power")
+COUNT_SHAPES = (*SHAPES, "knee")  # a count's growth against iterations may also saturate to a floor
 MIN_POINTS = 8
+KNEE_GRID = 40  # candidate knees, spread over the x values between
+KNEE_MARGIN = 0.1  # ... the first and last tenth of the points (each side keeps points to fit its slope)
+KNEE_NEAR = 3  # a bootstrap draw searches this many grid candidates either side of the point fit's knee
 
 
 @dataclass(frozen=True)
 class Fit:
-    """``y = a + b x`` (linear) or ``y = a x^b`` (power); x's measured range; AIC on y's own scale."""
+    """``y = a + b x`` (linear), ``y = a x^b`` (power), or ``y = a + b x`` to ``x = k`` then ``b2`` per x past it
+    (knee); x's measured range; AIC on y's own scale."""
 
     shape: str
     a: float
@@ -33,17 +46,24 @@ class Fit:
     aic: float
     r2: float
     sigma: float  # residual standard deviation (y's units for linear, log units for power)
+    k: float = math.nan  # the knee's x (knee only)
+    b2: float = math.nan  # the slope past the knee (knee only)
+
+    @property
+    def params(self) -> tuple[float, float, float, float]:
+        """(a, b, k, b2): what ``evaluate`` reads, the same four for every shape."""
+        return self.a, self.b, self.k, self.b2
 
     def __call__(self, x: np.ndarray | float) -> np.ndarray:
-        x = np.asarray(x, dtype=float)
-        if self.shape == "linear":
-            return self.a + self.b * x
-        return self.a * np.power(np.clip(x, 1e-9, None), self.b)
+        return evaluate(self.shape, self.params, x)
 
     def as_dict(self) -> dict[str, Any]:
         d = asdict(self)
+        if self.shape != "knee":
+            d.pop("k"), d.pop("b2")
         d["formula"] = (f"y = {self.a:.4g} + {self.b:.4g} x" if self.shape == "linear"
-                        else f"y = {self.a:.4g} x^{self.b:.3g}")
+                        else f"y = {self.a:.4g} x^{self.b:.3g}" if self.shape == "power"
+                        else f"y = {self.a:.4g} + {self.b:.4g} x to x = {self.k:.4g}, then {self.b2:.4g} per x")
         return d
 
 
@@ -63,6 +83,63 @@ def _aic(rss: float, n: int, k: int = 3) -> float:
     return n * math.log(max(rss, 1e-300) / n) + 2 * k
 
 
+def knee_candidates(x: np.ndarray) -> np.ndarray:
+    """The knees tried: distinct x values between the first and last tenth of the points (so each side has
+    points to fit its slope), at most ``KNEE_GRID`` of them."""
+    lo, hi = np.quantile(x, [KNEE_MARGIN, 1 - KNEE_MARGIN])
+    ux = np.unique(x[(x >= lo) & (x <= hi)])
+    if len(ux) < 3:
+        return ux[:0]
+    return ux[np.unique(np.linspace(0, len(ux) - 1, min(KNEE_GRID, len(ux))).round().astype(int))]
+
+
+def _knee(x: np.ndarray, y: np.ndarray, ks: np.ndarray) -> tuple[float, float, float, float, float] | None:
+    """The least-squares knee among ``ks``: (a, b, k, b2, rss) with ``0 <= b2 < b`` (its increment falls to a
+    floor, not below 0), or None when no candidate saturates. Each candidate is the regression of y on
+    ``min(x, k)`` and ``max(x - k, 0)``, solved for all candidates at once (a 3x3 system each)."""
+    if not len(ks):
+        return None
+    m = np.minimum(x[:, None], ks[None, :])
+    h = x[:, None] - m  # max(x - k, 0)
+    n = float(len(x))
+    sm, sh, smm, shh, smh = m.sum(0), h.sum(0), (m * m).sum(0), (h * h).sum(0), (m * h).sum(0)
+    sy, smy, shy, syy = float(y.sum()), (m * y[:, None]).sum(0), (h * y[:, None]).sum(0), float((y * y).sum())
+    xtx = np.stack([np.stack([np.full_like(sm, n), sm, sh], -1), np.stack([sm, smm, smh], -1),
+                    np.stack([sh, smh, shh], -1)], -2)
+    xty = np.stack([np.full_like(sm, sy), smy, shy], -1)
+    ok = np.abs(np.linalg.det(xtx)) > 1e-9 * np.maximum(smm * shh, 1e-300) * n
+    coef = np.full((len(ks), 3), np.nan)
+    if ok.any():
+        coef[ok] = np.linalg.solve(xtx[ok], xty[ok][..., None])[..., 0]
+    rss = syy - (coef * xty).sum(-1)
+    # a second slope below 0: the floor is 0 (the count stops), refit on min(x, k) alone
+    neg = ~np.isfinite(coef[:, 2]) | (coef[:, 2] < 0)
+    vm = smm - sm * sm / n
+    b0 = np.where(vm > 0, (smy - sm * sy / n) / np.where(vm > 0, vm, 1.0), 0.0)
+    a0 = (sy - b0 * sm) / n
+    rss0 = syy - a0 * sy - b0 * smy
+    coef[neg] = np.stack([a0, b0, np.zeros_like(b0)], -1)[neg]
+    rss[neg] = rss0[neg]
+    good = (coef[:, 1] > coef[:, 2]) & np.isfinite(rss)
+    if not good.any():
+        return None
+    j = int(np.flatnonzero(good)[np.argmin(rss[good])])
+    a, b, b2 = (float(v) for v in coef[j])
+    return a, b, float(ks[j]), b2, max(float(rss[j]), 0.0)
+
+
+def _knee_refined(x: np.ndarray, y: np.ndarray, ks: np.ndarray) -> tuple[float, float, float, float, float] | None:
+    """The grid's best knee, then every distinct x between its two neighbours on the grid tried too."""
+    got = _knee(x, y, ks)
+    if got is None:
+        return None
+    j = int(np.searchsorted(ks, got[2]))
+    lo, hi = ks[max(j - 1, 0)], ks[min(j + 1, len(ks) - 1)]
+    fine = np.unique(x[(x > lo) & (x < hi)])
+    better = _knee(x, y, fine) if len(fine) else None
+    return better if better is not None and better[4] < got[4] else got
+
+
 def fit_one(x: np.ndarray, y: np.ndarray, shape: str) -> Fit | None:
     """One shape through the points; None when there are too few points, or x does not vary."""
     x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
@@ -78,6 +155,13 @@ def fit_one(x: np.ndarray, y: np.ndarray, shape: str) -> Fit | None:
         a, b, rss = _ols(x, y)
         return Fit("linear", a, b, float(x.min()), float(x.max()), n, _aic(rss, n),
                    1 - rss / tss if tss > 0 else 0.0, math.sqrt(rss / max(n - 2, 1)))
+    if shape == "knee":
+        got = _knee_refined(x, y, knee_candidates(x))
+        if got is None:
+            return None
+        a, b, k, b2, rss = got
+        return Fit("knee", a, b, float(x.min()), float(x.max()), n, _aic(rss, n, k=5),
+                   1 - rss / tss if tss > 0 else 0.0, math.sqrt(rss / max(n - 4, 1)), k, b2)
     lx, ly = np.log(x), np.log(y)
     la, b, rss_log = _ols(lx, ly)
     aic = _aic(rss_log, n) + 2 * float(ly.sum())  # the Jacobian of log y: the AIC on y's own scale
@@ -88,35 +172,51 @@ def fit_one(x: np.ndarray, y: np.ndarray, shape: str) -> Fit | None:
 
 
 def choose(x: np.ndarray, y: np.ndarray, shapes: tuple[str, ...] = SHAPES) -> Fit | None:
-    """The shape the data favour (lowest AIC on y's scale); None when no shape can be fitted."""
+    """The shape the data favour (lowest AIC on y's scale); None when no shape can be fitted. On a tie (a
+    count with no noise at all) the simpler shape, listed first, stays."""
     fits = [f for f in (fit_one(x, y, s) for s in shapes) if f is not None]
     return min(fits, key=lambda f: f.aic) if fits else None
 
 
-def refit(x: np.ndarray, y: np.ndarray, shape: str) -> tuple[float, float] | None:
-    """The same shape through resampled points, only its two parameters (the bootstrap's inner loop)."""
-    if shape == "linear":
+Params = tuple[float, float, float, float]
+
+
+def refit(x: np.ndarray, y: np.ndarray, fit: Fit) -> Params | None:
+    """The same shape through resampled points, only its parameters (the bootstrap's inner loop); a knee is
+    searched again (its place is uncertain too) among the candidates nearest the point fit's: the bootstrap's
+    hundreds of refits stay cheap on a large run."""
+    if fit.shape == "linear":
         if np.ptp(x) <= 0:
             return None
         a, b, _ = _ols(x, y)
-        return a, b
+        return a, b, math.nan, math.nan
+    if fit.shape == "knee":
+        ks = knee_candidates(x)
+        j = int(np.searchsorted(ks, fit.k))
+        got = _knee(x, y, ks[max(j - KNEE_NEAR, 0):j + KNEE_NEAR + 1])
+        return None if got is None else got[:4]
     keep = (x > 0) & (y > 0)
     if keep.sum() < 3 or np.ptp(x[keep]) <= 0:
         return None
     la, b, _ = _ols(np.log(x[keep]), np.log(y[keep]))
-    return math.exp(la), b
+    return math.exp(la), b, math.nan, math.nan
 
 
-def evaluate(shape: str, a: np.ndarray | float, b: np.ndarray | float, x: np.ndarray | float) -> np.ndarray:
-    """A shape's value at x for arrays of parameters (one per bootstrap draw)."""
+def evaluate(shape: str, params: Params | tuple[np.ndarray, ...], x: np.ndarray | float) -> np.ndarray:
+    """A shape's value at x, for one set of ``(a, b, k, b2)`` or arrays of them (one per bootstrap draw)."""
     x = np.asarray(x, dtype=float)
+    a, b, k, b2 = (np.asarray(p, dtype=float) for p in params)
     if shape == "linear":
-        return np.asarray(a) + np.asarray(b) * x
-    return np.asarray(a) * np.power(np.clip(x, 1e-9, None), np.asarray(b))
+        return a + b * x
+    if shape == "knee":
+        m = np.minimum(x, k)
+        return a + b * m + b2 * (x - m)
+    return a * np.power(np.clip(x, 1e-9, None), b)
 
 
 def slope_interval(x: np.ndarray, y: np.ndarray, fit: Fit) -> dict[str, Any]:
-    """The chosen fit's slope (the exponent of a power law) with its 95 % interval, on the scale it was fitted."""
+    """The chosen fit's slope (the exponent of a power law; a knee's slope past its knee, the one a forecast
+    extrapolates, from the points past it) with its 95 % interval, on the scale it was fitted."""
     from harness.report.stats import t_quantile
 
     x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
@@ -124,9 +224,14 @@ def slope_interval(x: np.ndarray, y: np.ndarray, fit: Fit) -> dict[str, Any]:
     if fit.shape == "power":
         keep &= (x > 0) & (y > 0)
         x, y = np.log(x[keep]), np.log(y[keep])
+    elif fit.shape == "knee":
+        keep &= x >= fit.k
+        x, y = x[keep], y[keep]
     else:
         x, y = x[keep], y[keep]
     n = len(x)
+    if n < 3:
+        return {"slope_interval": [-math.inf, math.inf]}
     sxx = float(((x - x.mean()) ** 2).sum())
     a, b, rss = _ols(x, y)
     se = math.sqrt(rss / max(n - 2, 1) / sxx) if sxx > 0 else math.inf

@@ -18,7 +18,7 @@ from harness.core.errors import HarnessError
 from harness.report.forecast import fit
 from harness.report.forecast.forecast import Inputs, forecast, sentence
 from harness.report.forecast.horizon import Horizon, parse
-from tests.support.forecast_runs import findings_at, simulate, write_run
+from tests.support.forecast_runs import findings_at, forecast_against, simulate, write_run
 
 
 def _run(tmp_path, name, duration_s, **case):
@@ -29,9 +29,9 @@ def _run(tmp_path, name, duration_s, **case):
 
 
 def _short_and_long(tmp_path, **case):
-    short = findings_at(_run(tmp_path, "short", 120.0, **case), "600s")["forecast"]
-    long = findings_at(_run(tmp_path, "long", 600.0, **case), "10x")["fleet"]
-    return short, float(long["end_rate"])
+    """The 2-minute run's forecast, read at the middle of the 10-minute run's end level, and that level."""
+    short, level = forecast_against(_run(tmp_path, "short", 120.0, **case), _run(tmp_path, "long", 600.0, **case))
+    return short, float(level["rate"])
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
