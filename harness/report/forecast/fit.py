@@ -10,10 +10,12 @@ bootstrap refits it hundreds of times; statsmodels would do the same fit at 3 s 
 A count's growth against iterations has a third shape, the knee (``y = a + b x`` up to ``x = k``, then
 ``b2`` an iteration, ``0 <= b2 < b``): a count whose increment per iteration falls to a floor once the first
 pass is over (a worker's commit adds 5 index entries while it still meets models it has not run, 3 once it has
-run them all; a pruned catalog's floor is 0). The knee is found by least squares over a grid of candidate
-``k`` (each a continuous hinge regression), and it competes with the other shapes by the same AIC with two
-more parameters (the knee and the second slope): a straight series stays linear, because the knee's extra
-parameters buy it nothing.
+run them all; a pruned catalog's floor is 0). Whether the increment falls is asked of the increments
+themselves (``choose_count``): a cumulative count's residuals about any line are a random walk, on which a
+least-squares knee finds a bend in nearly half of straight series; its increments' noise is independent, and
+one level against two (the second lower) is a change in mean, chosen by BIC. The knee's line through the
+levels is then a continuous hinge regression at that place, and it must also beat the levels' own pick
+(linear or power) by AIC.
 """
 
 from __future__ import annotations
@@ -23,9 +25,9 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 import numpy as np
+import pandas as pd
 
 SHAPES = ("linear", "power")
-COUNT_SHAPES = (*SHAPES, "knee")  # a count's growth against iterations may also saturate to a floor
 MIN_POINTS = 8
 KNEE_GRID = 40  # candidate knees, spread over the x values between
 KNEE_MARGIN = 0.1  # ... the first and last tenth of the points (each side keeps points to fit its slope)
@@ -178,6 +180,79 @@ def choose(x: np.ndarray, y: np.ndarray, shapes: tuple[str, ...] = SHAPES) -> Fi
     return min(fits, key=lambda f: f.aic) if fits else None
 
 
+def increments(x: np.ndarray, y: np.ndarray, groups: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """A count's increments per unit of x, each at its midpoint, within each group (a worker's namespace):
+    where a cumulative count's noise is independent (its levels' residuals are a random walk)."""
+    x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+    g = np.zeros(len(x)) if groups is None else pd.factorize(np.asarray(groups))[0]
+    keep = np.isfinite(x) & np.isfinite(y)
+    x, y, g = x[keep], y[keep], g[keep]
+    order = np.lexsort((x, g))
+    x, y, g = x[order], y[order], g[order]
+    dx = np.diff(x)
+    ok = (np.diff(g) == 0) & (dx > 0)
+    return ((x[1:] + x[:-1]) / 2)[ok], (np.diff(y)[ok] / dx[ok])
+
+
+def knee_of_increments(mid: np.ndarray, d: np.ndarray, ks: np.ndarray) -> float | None:
+    """Where a count's increment falls to a lower level (its floor), if the increments say it does: one
+    constant increment (linear growth) against a mean before ``k`` and a lower one after, by BIC (the knee's
+    place is searched over the candidates, so the stricter penalty keeps a straight count's noise from
+    finding one). None: the increment stays one level."""
+    n = len(d)
+    if n < MIN_POINTS or not len(ks):
+        return None
+    before = mid[:, None] < ks[None, :]
+    n1 = before.sum(0)
+    n2 = n - n1
+    s1 = (before * d[:, None]).sum(0)
+    q1 = (before * (d * d)[:, None]).sum(0)
+    s, q = float(d.sum()), float((d * d).sum())
+    with np.errstate(divide="ignore", invalid="ignore"):
+        m1, m2 = s1 / n1, (s - s1) / n2
+        rss = (q1 - s1 * s1 / n1) + ((q - q1) - (s - s1) ** 2 / n2)
+    good = (n1 >= 3) & (n2 >= 3) & (m2 < m1) & np.isfinite(rss)
+    if not good.any():
+        return None
+    j = int(np.flatnonzero(good)[np.argmin(rss[good])])
+    rss0 = q - s * s / n
+    bic = lambda r, k: n * math.log(max(r, 1e-300) / n) + k * math.log(n)  # noqa: E731
+    return float(ks[j]) if bic(float(rss[j]), 4) < bic(rss0, 2) else None
+
+
+def choose_count(x: np.ndarray, y: np.ndarray, groups: np.ndarray | None = None) -> Fit | None:
+    """A count's growth against iterations, asked first of its increments (independent noise, unlike its
+    levels'): linear when they hold one level; when they credibly trend (Spearman), linear or a power law as
+    ``choose`` picks them through the levels; a knee when they fall to a floor (``knee_of_increments``) and the
+    knee then fits the levels better (lower AIC) than that pick. The knee's place is the increments'; its line
+    through the levels is refitted there."""
+    from harness.report.stats import rank_trend
+
+    mid, d = increments(x, y, groups)
+    _, _, up, down = rank_trend(mid, d)
+    # a power law only when the increments credibly trend: a straight count's random-walk levels can favour one
+    base = choose(x, y) if up or down else fit_one(x, y, "linear")
+    if base is None:
+        return None
+    x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+    keep = np.isfinite(x) & np.isfinite(y)
+    ks = knee_candidates(x[keep])
+    k = knee_of_increments(mid, d, ks)
+    if k is None:
+        return base
+    j = int(np.searchsorted(ks, k))  # the levels' knee searched between the grid's neighbours of the increments'
+    lo, hi = ks[max(j - 1, 0)], ks[min(j + 1, len(ks) - 1)]
+    got = _knee(x[keep], y[keep], np.unique(x[keep][(x[keep] >= lo) & (x[keep] <= hi)]))
+    if got is None:
+        return base
+    a, b, kk, b2, rss = got
+    n = int(keep.sum())
+    tss = float(((y[keep] - y[keep].mean()) ** 2).sum())
+    knee = Fit("knee", a, b, float(x[keep].min()), float(x[keep].max()), n, _aic(rss, n, k=5),
+               1 - rss / tss if tss > 0 else 0.0, math.sqrt(rss / max(n - 4, 1)), kk, b2)
+    return knee if knee.aic < base.aic else base
+
+
 Params = tuple[float, float, float, float]
 
 
@@ -193,7 +268,11 @@ def refit(x: np.ndarray, y: np.ndarray, fit: Fit) -> Params | None:
     if fit.shape == "knee":
         ks = knee_candidates(x)
         j = int(np.searchsorted(ks, fit.k))
-        got = _knee(x, y, ks[max(j - KNEE_NEAR, 0):j + KNEE_NEAR + 1])
+        near = ks[max(j - KNEE_NEAR, 0):j + KNEE_NEAR + 1]
+        lo, hi = ks[max(j - 1, 0)], ks[min(j, len(ks) - 1)]  # and the resample's own x values around the point's
+        fine = np.unique(x[(x >= lo) & (x <= hi)])
+        fine = fine[np.unique(np.linspace(0, len(fine) - 1, min(KNEE_GRID // 2, len(fine))).round().astype(int))]
+        got = _knee(x, y, np.unique(np.concatenate([near, fine])))
         return None if got is None else got[:4]
     keep = (x > 0) & (y > 0)
     if keep.sum() < 3 or np.ptp(x[keep]) <= 0:

@@ -176,7 +176,9 @@ class TermFit:
         self.per_scope = 1.0 if shared else workers
         self.step_fit = fits.choose(self.c, self.y)
         # the count's growth may saturate (a knee); the fleet's own iterations against themselves are a line
-        self.count_fit = fits.choose(self.i, self.c, fits.SHAPES[:1] if term.count is None else fits.COUNT_SHAPES)
+        groups = None if shared else ok["user"].to_numpy()  # a worker's count grows in its own namespace
+        self.count_fit = (fits.choose(self.i, self.c, fits.SHAPES[:1]) if term.count is None
+                          else fits.choose_count(self.i, self.c, groups))
         self.ok = self.step_fit is not None and self.count_fit is not None
         self.draws: list[tuple[float, ...]] = []
         if self.ok:
