@@ -12,10 +12,10 @@ A count's growth against iterations has a third shape, the knee (``y = a + b x``
 pass is over (a worker's commit adds 5 index entries while it still meets models it has not run, 3 once it has
 run them all; a pruned catalog's floor is 0). Whether the increment falls is asked of the increments
 themselves (``choose_count``): a cumulative count's residuals about any line are a random walk, on which a
-least-squares knee finds a bend in nearly half of straight series; its increments' noise is independent, and
-one level against two (the second lower) is a change in mean, chosen by BIC. The knee's line through the
-levels is then a continuous hinge regression at that place, and it must also beat the levels' own pick
-(linear or power) by AIC.
+least-squares knee finds a falling bend by AIC in a third of straight Poisson counts (66 of 200, 3 workers x
+100 iterations); its increments' noise is independent, and one level against two (the second lower) is a
+change in mean, chosen by BIC. The knee's line through the levels is then a continuous hinge regression at
+that place, and it must also beat the levels' own pick (linear or power) by AIC.
 """
 
 from __future__ import annotations
@@ -130,20 +130,9 @@ def _knee(x: np.ndarray, y: np.ndarray, ks: np.ndarray) -> tuple[float, float, f
     return a, b, float(ks[j]), b2, max(float(rss[j]), 0.0)
 
 
-def _knee_refined(x: np.ndarray, y: np.ndarray, ks: np.ndarray) -> tuple[float, float, float, float, float] | None:
-    """The grid's best knee, then every distinct x between its two neighbours on the grid tried too."""
-    got = _knee(x, y, ks)
-    if got is None:
-        return None
-    j = int(np.searchsorted(ks, got[2]))
-    lo, hi = ks[max(j - 1, 0)], ks[min(j + 1, len(ks) - 1)]
-    fine = np.unique(x[(x > lo) & (x < hi)])
-    better = _knee(x, y, fine) if len(fine) else None
-    return better if better is not None and better[4] < got[4] else got
-
-
 def fit_one(x: np.ndarray, y: np.ndarray, shape: str) -> Fit | None:
-    """One shape through the points; None when there are too few points, or x does not vary."""
+    """One shape (linear or power) through the points; None when there are too few points, or x does not vary.
+    A knee is a count's only: ``choose_count``."""
     x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
     keep = np.isfinite(x) & np.isfinite(y)
     if shape == "power":
@@ -157,13 +146,6 @@ def fit_one(x: np.ndarray, y: np.ndarray, shape: str) -> Fit | None:
         a, b, rss = _ols(x, y)
         return Fit("linear", a, b, float(x.min()), float(x.max()), n, _aic(rss, n),
                    1 - rss / tss if tss > 0 else 0.0, math.sqrt(rss / max(n - 2, 1)))
-    if shape == "knee":
-        got = _knee_refined(x, y, knee_candidates(x))
-        if got is None:
-            return None
-        a, b, k, b2, rss = got
-        return Fit("knee", a, b, float(x.min()), float(x.max()), n, _aic(rss, n, k=5),
-                   1 - rss / tss if tss > 0 else 0.0, math.sqrt(rss / max(n - 4, 1)), k, b2)
     lx, ly = np.log(x), np.log(y)
     la, b, rss_log = _ols(lx, ly)
     aic = _aic(rss_log, n) + 2 * float(ly.sum())  # the Jacobian of log y: the AIC on y's own scale
