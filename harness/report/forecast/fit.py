@@ -31,7 +31,8 @@ SHAPES = ("linear", "power")
 MIN_POINTS = 8
 KNEE_GRID = 40  # candidate knees, spread over the x values between
 KNEE_MARGIN = 0.1  # ... the first and last tenth of the points (each side keeps points to fit its slope)
-KNEE_NEAR = 3  # a bootstrap draw searches this many grid candidates either side of the point fit's knee
+KNEE_NEAR = 2  # a bootstrap draw searches this many grid candidates either side of the point fit's knee
+KNEE_FINE = 8  # ... and this many of its own x values between the point's grid neighbours
 
 
 @dataclass(frozen=True)
@@ -90,9 +91,12 @@ def knee_candidates(x: np.ndarray) -> np.ndarray:
     points to fit its slope), at most ``KNEE_GRID`` of them."""
     lo, hi = np.quantile(x, [KNEE_MARGIN, 1 - KNEE_MARGIN])
     ux = np.unique(x[(x >= lo) & (x <= hi)])
-    if len(ux) < 3:
-        return ux[:0]
-    return ux[np.unique(np.linspace(0, len(ux) - 1, min(KNEE_GRID, len(ux))).round().astype(int))]
+    return _spread(ux, KNEE_GRID) if len(ux) >= 3 else ux[:0]
+
+
+def _spread(v: np.ndarray, most: int) -> np.ndarray:
+    """At most ``most`` of the sorted values ``v``, evenly spread over them (both ends kept)."""
+    return v[np.unique(np.linspace(0, len(v) - 1, min(most, len(v))).round().astype(int))] if len(v) else v
 
 
 def _knee(x: np.ndarray, y: np.ndarray, ks: np.ndarray) -> tuple[float, float, float, float, float] | None:
@@ -224,7 +228,7 @@ def choose_count(x: np.ndarray, y: np.ndarray, groups: np.ndarray | None = None)
         return base
     j = int(np.searchsorted(ks, k))  # the levels' knee searched between the grid's neighbours of the increments'
     lo, hi = ks[max(j - 1, 0)], ks[min(j + 1, len(ks) - 1)]
-    got = _knee(x[keep], y[keep], np.unique(x[keep][(x[keep] >= lo) & (x[keep] <= hi)]))
+    got = _knee(x[keep], y[keep], _spread(np.unique(x[keep][(x[keep] >= lo) & (x[keep] <= hi)]), KNEE_GRID))
     if got is None:
         return base
     a, b, kk, b2, rss = got
@@ -252,8 +256,7 @@ def refit(x: np.ndarray, y: np.ndarray, fit: Fit) -> Params | None:
         j = int(np.searchsorted(ks, fit.k))
         near = ks[max(j - KNEE_NEAR, 0):j + KNEE_NEAR + 1]
         lo, hi = ks[max(j - 1, 0)], ks[min(j, len(ks) - 1)]  # and the resample's own x values around the point's
-        fine = np.unique(x[(x >= lo) & (x <= hi)])
-        fine = fine[np.unique(np.linspace(0, len(fine) - 1, min(KNEE_GRID // 2, len(fine))).round().astype(int))]
+        fine = _spread(np.unique(x[(x >= lo) & (x <= hi)]), KNEE_FINE)
         got = _knee(x, y, np.unique(np.concatenate([near, fine])))
         return None if got is None else got[:4]
     keep = (x > 0) & (y > 0)
