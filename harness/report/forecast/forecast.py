@@ -343,7 +343,7 @@ def halving(m: Model, x: Inputs) -> dict[str, Any]:
 
 
 def flat(x: Inputs, horizon: Horizon, reason: str) -> dict[str, Any]:
-    """The end rate, carried forward: the count stays bounded (or nothing grew with a count)."""
+    """The anchor's rate, carried forward: the count stays bounded (or nothing grew with a count)."""
     from harness.report.stats import rate_interval
 
     an = x.anchor()
@@ -445,7 +445,9 @@ def sentence(fc: dict[str, Any] | None, short: bool = False) -> str | None:
     at = say_seconds(fc["horizon_s"])
     rate = f"{r['point']:.3g} it/s [{r['lo']:.3g}-{r['hi']:.3g}] at {at}"
     if fc["basis"] == "flat":
-        return f"Flat: {rate}, as at the end" + ("." if short else f" ({fc['reason']}).")
+        over = "over the run's last third" if (fc.get("anchor") or {}).get("window") == "the run's last third" else \
+            "at the end"
+        return f"Flat: {rate}, as {over}" + ("." if short else f" ({fc['reason']}).")
     s = f"At this growth: {rate}"
     hv = fc.get("halves") or {}
     if hv.get("already"):
