@@ -2,8 +2,9 @@
 
 Quick mode (CI's bench test, seconds): simulated closed fleets whose step time follows a count that each
 worker's own iterations grow (a namespace each: the `namespaced` shape, linear; a power law; a fleet-shared
-count; a pre-aged store), run for 2 minutes and forecast at 10; the same fleet simulated for 10 minutes
-and its end segment measured; and a pruned (bounded) count that must forecast flat.
+count; a pre-aged store; a count whose increment falls to a floor), run for 2 minutes and forecast at 10; the
+same fleet simulated for 10 minutes and its end level measured (the forecast read at that level's middle: the
+level is a mean over its window); and a pruned (bounded) count that must forecast flat.
 
 Full mode (minutes of real load on loopback stand-ins, run it once): `namespaced` with 3 users for 2 minutes,
 forecast at 10 minutes, then the same fleet for 10 minutes; `disposable` on both backends the same way;
@@ -19,7 +20,8 @@ Usage: python bench/forecast.py --quick
        python bench/forecast.py [--short 2m] [--long 10m] [--scenarios namespaced,disposable,pruning] [--keep DIR]
        python bench/forecast.py --pre-aged [--short-run DIR] [--pre-age-models 20 --pre-age-versions 10]
                                 [--measure 2m] [--scenarios namespaced] [--backends dynamodb] [--keep DIR]
-       --keep DIR --reuse: the runs already in DIR forecast again (the forecast changed), not run again
+       --keep DIR --reuse: the runs already in DIR forecast again (the forecast changed), not run again (a case
+       not kept there is skipped)
 """
 
 from __future__ import annotations
@@ -37,7 +39,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from tests.support.forecast_runs import findings_at, simulate, write_run  # noqa: E402  (the tests' fleets too)
+from tests.support.forecast_runs import findings_at, forecast_against, simulate, write_run  # noqa: E402  (the tests' fleets too)
 
 TOLERANCE = 0.30  # the issue's: the measured end rate within 30 % of the point
 
@@ -47,8 +49,10 @@ CASES: dict[str, dict[str, Any]] = {
     "a power law (commit ~ entries^1.5)": dict(workers=3, per_entry_ms=0.02, power=1.5, base_ms=150.0),
     "one shared namespace (the fleet's count)": dict(workers=3, shared=True, per_entry_ms=0.15),
     "pre-aged (5,000 entries at the start)": dict(workers=3, start_entries=5000.0, per_entry_ms=0.1),
-    "pruning (the count bounded at 1,500)": dict(workers=3, cap=1500.0),
-    "pruning (bounded at 300: never grew in the run)": dict(workers=3, cap=300.0),
+    "a count that saturates (10 an iteration for 40, then 4)": dict(workers=3, first_pass=40, entries_after=4.0,
+                                                                     seed=6),
+    "pruning (the count bounded at 1,500)": dict(workers=3, cap=1500.0, seed=4),
+    "pruning (bounded at 300: never grew in the run)": dict(workers=3, cap=300.0, seed=5),
 }
 
 
@@ -60,21 +64,20 @@ def held(fc: dict[str, Any], measured: float) -> tuple[bool, bool]:
 
 def quick(short_s: float, long_s: float) -> int:
     print(f"simulated closed fleets: a {short_s:.0f} s run's forecast at {long_s:.0f} s, against the same fleet "
-          f"simulated for {long_s:.0f} s (its end segment measured)")
+          f"simulated for {long_s:.0f} s (its end level measured, the forecast read at its middle)")
     misses = 0
     with tempfile.TemporaryDirectory() as tmp:
         for i, (name, case) in enumerate(CASES.items()):
             ns = "shared" if case.get("shared") else "per-worker"
             runs = {}
             for label, d in (("short", short_s), ("long", long_s)):
-                rows = simulate(duration_s=d, seed=i, **case)
+                rows = simulate(duration_s=d, **{"seed": i, **case})  # a case's own seed, else its place
                 runs[label] = write_run(Path(tmp) / f"{i}-{label}", rows, workers=case["workers"], duration_s=d,
                                         namespaces=ns)
             t0 = time.perf_counter()
-            fc = findings_at(runs["short"], f"{long_s:g}s")["forecast"]
+            fc, level = forecast_against(runs["short"], runs["long"])
             took = time.perf_counter() - t0
-            end = findings_at(runs["long"], "10x")["fleet"]
-            measured = float(end["end_rate"])
+            measured = float(level["rate"])
             inside, near = held(fc, measured)
             r = fc["rate"]
             misses += not (inside or near)
@@ -84,8 +87,12 @@ def quick(short_s: float, long_s: float) -> int:
                   f"within 30 %: {near}  (findings + forecast {took:.2f} s)")
             if fc["basis"] == "flat":
                 print(f"  why flat: {fc['reason']}")
-            elif fc["extrapolated"]:
-                print(f"  extrapolated to {fc['extrapolation']:.0f}x the measured range")
+            else:
+                cf = fc["fits"]["count"]
+                print(f"  the count's growth: {cf['shape']}, {cf['formula']}; the anchor: "
+                      f"{fc['anchor']['rate']:.3g} it/s over {fc['anchor']['window']}")
+                if fc["extrapolated"]:
+                    print(f"  extrapolated to {fc['extrapolation']:.0f}x the measured range")
     print(f"forecasts that missed both ways: {misses} of {len(CASES)}")
     return 0
 
@@ -105,19 +112,28 @@ def real(scenarios: list[str], short: str, long: str, backends: list[str], keep:
                 for label, d in (("short", short), ("long", long)):
                     dirs[label] = Path(tmp) / f"{sc}-{be}-{label}"
                     _run(sc, be, d, dirs[label])
-                fc = findings_at(dirs["short"], f"{parse_duration(long):g}s")["forecast"]
-                fl = findings_at(dirs["long"], "10x")["fleet"]
+                if not all((p / "run.json").is_file() for p in dirs.values()):
+                    print(f"{sc} / {be}: not kept, not run (--reuse)")
+                    continue
+                at_end = findings_at(dirs["short"], f"{parse_duration(long):g}s")["forecast"]
+                fc, lv = forecast_against(dirs["short"], dirs["long"])
                 if not fc or not fc.get("rate"):
                     print(f"{sc} / {be}: no forecast ({(fc or {}).get('reason')})")
                     continue
-                measured = float(fl["end_rate"])
+                measured = float(lv["rate"])
                 inside, near = held(fc, measured)
-                r = fc["rate"]
-                rests = "; ".join(f"{t['step_label']} against the {t['count_label']}" for t in fc.get("terms") or [])
+                r, e = fc["rate"], at_end["rate"]
+                rests = "; ".join(f"{t['step_label']}: {t['count_label']} ({t['count_fit']})"
+                                  for t in fc.get("terms") or [])
+                an = fc.get("anchor") or {}
                 print(f"{sc} / {be}: forecast {fc['basis']} {r['point']:.3g} it/s [{r['lo']:.3g}-{r['hi']:.3g}] at "
-                      f"{fc['horizon_s']:.0f} s ({rests or fc.get('reason')}); measured {measured:.3g} it/s "
-                      f"[{fl['end_interval'][0]:.3g}-{fl['end_interval'][1]:.3g}]; error "
-                      f"{(measured - r['point']) / r['point'] * 100:+.1f} %; inside: {inside}; within 30 %: {near}")
+                      f"{fc['horizon_s']:.0f} s, the middle of the long run's end level "
+                      f"{lv['t0']:.0f}-{lv['t1']:.0f} s "
+                      f"(at {at_end['horizon_s']:.0f} s: {e['point']:.3g} [{e['lo']:.3g}-{e['hi']:.3g}]); anchor "
+                      f"{an.get('rate', 0):.3g} it/s over {an.get('t0', 0):.0f}-{an.get('t1', 0):.0f} s; "
+                      f"{rests or fc.get('reason')}; measured {measured:.3g} it/s [{lv['lo']:.3g}-{lv['hi']:.3g}]; "
+                      f"error {(measured - r['point']) / r['point'] * 100:+.1f} %; inside: {inside}; "
+                      f"within 30 %: {near}")
     return 0
 
 
@@ -125,8 +141,8 @@ REUSE = False  # --reuse: a run directory already in --keep is forecast again, n
 
 
 def _run(sc: str, be: str, d: str, run_dir: Path, *extra: str) -> None:
-    if REUSE and (run_dir / "run.json").is_file():
-        print(f"(reused: {run_dir})", flush=True)
+    if REUSE:  # only what is kept: a case not kept is skipped, not run
+        print(f"(reused: {run_dir})" if (run_dir / "run.json").is_file() else f"(not kept: {run_dir})", flush=True)
         return
     cmd = [sys.executable, "-m", "harness", "run", sc, "--backend", be, "--users", "3", "--duration", d,
            "--run-dir", str(run_dir), "--no-report", *extra]
@@ -153,11 +169,17 @@ def start_of(run_dir: Path, count: str) -> tuple[float, float, float, tuple[floa
 def at_count(short: Path, count: float) -> dict[str, Any]:
     """The short run's forecast at the fleet's iteration count where its count reaches ``count``: the count fit
     inverted, scaled by the iterations per scope step the forecast itself used (read off its 10x forecast)."""
+    import numpy as np
+
+    from harness.report.forecast.fit import evaluate
+
     fc = findings_at(short, "10x")["forecast"]
     cf = fc["fits"]["count"]
+    grid = np.linspace(1.0, 100 * cf["x_hi"], 200_001)
+    curve = evaluate(cf["shape"], (cf["a"], cf["b"], cf.get("k", np.nan), cf.get("b2", np.nan)), grid)
 
-    def inverse(c: float) -> float:  # the scope's iteration index at count c
-        return (c - cf["a"]) / cf["b"] if cf["shape"] == "linear" else (c / cf["a"]) ** (1 / cf["b"])
+    def inverse(c: float) -> float:  # the scope's iteration index at count c (every shape rises with it)
+        return float(np.interp(c, curve, grid))
 
     per_scope = fc["horizon_iterations"] / inverse(fc["count_at_horizon"]["point"])
     n = per_scope * inverse(count)

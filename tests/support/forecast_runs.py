@@ -19,7 +19,8 @@ def simulate(*, workers: int, duration_s: float, base_ms: float = 100.0, per_ent
              power: float = 1.0, entries_per_it: float = 10.0, start_entries: float = 0.0, cap: float | None = None,
              shared: bool = False, lock_hold_ms: float | None = None, gap_ms: float = 20.0, seed: int = 0,
              noise: float = 0.15, export_per_row_ms: float = 0.0, rows_per_it: float = 1.0,
-             slowing_per_it_ms: float = 0.0, outside_per_entry_ms: float = 0.0) -> list[dict[str, Any]]:
+             slowing_per_it_ms: float = 0.0, outside_per_entry_ms: float = 0.0, first_pass: int | None = None,
+             entries_after: float = 0.0) -> list[dict[str, Any]]:
     """A closed fleet, iteration by iteration: each iteration adds ``entries_per_it`` to its namespace's count
     (its worker's own, or the fleet's with ``shared``; at most ``cap``: a pruned catalog) and its commit takes
     ``per_entry_ms * count ** power`` beside ``base_ms`` of other steps (lognormal noise). With ``lock_hold_ms``
@@ -29,7 +30,11 @@ def simulate(*, workers: int, duration_s: float, base_ms: float = 100.0, per_ent
     per row of a catalog the whole fleet grows by ``rows_per_it`` an iteration (its ``catalog_rows``); with
     ``slowing_per_it_ms`` the pull slows by that much per iteration the fleet has made, with no count recorded
     (a stand-in whose table fills); with ``outside_per_entry_ms`` each iteration spends that much per entry of its
-    count outside every recorded step (in its total only: work between timed requests)."""
+    count outside every recorded step (in its total only: work between timed requests).
+
+    A count whose growth saturates: with ``first_pass`` an iteration adds ``entries_per_it`` only for its
+    namespace's first ``first_pass`` iterations (a worker meeting models it has not run yet), then
+    ``entries_after`` (the floor: 0 stops the count)."""
     rng = np.random.default_rng(seed)
     t = rng.uniform(0, 0.2, workers)
     counts = np.full(workers, float(start_entries))
@@ -42,11 +47,13 @@ def simulate(*, workers: int, duration_s: float, base_ms: float = 100.0, per_ent
         w = int(np.argmin(t))
         if t[w] >= duration_s:
             break
+        nth = fleet_its if shared else int(it[w])
+        add = entries_after if first_pass is not None and nth >= first_pass else entries_per_it
         if shared:
-            fleet_count = min(fleet_count + entries_per_it, cap) if cap else fleet_count + entries_per_it
+            fleet_count = min(fleet_count + add, cap) if cap else fleet_count + add
             c = fleet_count
         else:
-            counts[w] = min(counts[w] + entries_per_it, cap) if cap else counts[w] + entries_per_it
+            counts[w] = min(counts[w] + add, cap) if cap else counts[w] + add
             c = counts[w]
         commit = per_entry_ms * c ** power * rng.lognormal(0, noise)
         pull = (base_ms + slowing_per_it_ms * fleet_its) * rng.lognormal(0, noise)
@@ -101,3 +108,17 @@ def findings_at(path: Path, at: str) -> dict[str, Any]:
     from harness.report.run.build import findings_of
 
     return findings_of(open_run(path), horizon=parse(at))
+
+
+def end_level(path: Path) -> dict[str, Any]:
+    """A run's end level as its findings measure it (``rate``, ``lo``, ``hi``, ``t0``, ``t1``): a mean over a
+    window (the run's last sixth), so a forecast is read against it at the window's middle, where a rate that
+    falls about linearly across the window has its mean (read at the window's end, a falling rate's forecast
+    sits below the level measured over it)."""
+    return findings_at(path, "10x")["fleet"]["levels"][-1]
+
+
+def forecast_against(short: Path, long: Path) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The short run's forecast at the middle of the long run's end level, and that level."""
+    lv = end_level(long)
+    return findings_at(short, f"{(lv['t0'] + lv['t1']) / 2:.1f}s")["forecast"], lv

@@ -13,17 +13,19 @@ grew most included, is carried against the fleet's own iterations (the work the 
 store). A term other than the first is held flat only when its own fits say flat: its count bounded, or its
 step's slope interval not above 0.
 
-The fleet's rate at a later point then follows from the time one cycle takes now, ``D``, plus what the steps
-will add by then, ``delta`` (the terms' sum): ``rate = rate_end * D / (D + delta)``. A closed fleet's cycle is
-the workers' own (``D = workers / rate_end``: their iteration and the time between iterations, as measured); a
+The fleet's rate at a later point then follows from the time one cycle takes at the anchor, ``D``, plus what
+the steps will add by then, ``delta`` (the terms' sum from the anchor's iteration): ``rate = rate_anchor * D /
+(D + delta)``. The anchor is the rate over the run's last third, standing for the cycle at that window's middle
+iteration (``Anchor``): a third of the run's iterations, not one end segment's few. A closed fleet's cycle is
+the workers' own (``D = workers / rate_anchor``: their iteration and the time between iterations, as measured); a
 fleet bound by one lock is paced by the lock's hold instead (``D`` = its mean hold, as the bound rule reasons:
 the lock passes one holder at a time), and only the steps done under it add to that hold.
 Time and iterations are tied by integrating ``dt = dN / rate(N)`` from the run's end.
 
-The interval is a bootstrap over successful iterations: both fits redone on each resample, the end rate
+The interval is a bootstrap over successful iterations: both fits redone on each resample, the anchor's rate
 drawn from its own Poisson (gamma) posterior, so it carries both fits' uncertainty and the rate's.
 
-A run whose count stops growing (pruning keeps a catalog bounded) forecasts its end rate, flat, and says why;
+A run whose count stops growing (pruning keeps a catalog bounded) forecasts its anchor's rate, flat, and says why;
 a forecast that extrapolates a count past 20 times its measured range says so.
 """
 
@@ -66,6 +68,25 @@ class Term:
         return self.step in LOCK_STEPS
 
 
+@dataclass(frozen=True)
+class Anchor:
+    """The measured rate a forecast starts from: over a window (a closed fleet's ``successes / seconds``),
+    standing for the cycle at the window's middle iteration ``n`` (the mean time per iteration over the window
+    is the cycle at its middle iteration while the cycle grows about linearly across it)."""
+
+    rate: float
+    successes: int
+    seconds: float
+    n: float
+    t0: float
+    t1: float
+    what: str
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"rate": self.rate, "successes": self.successes, "seconds": self.seconds, "iterations": self.n,
+                "t0": self.t0, "t1": self.t1, "window": self.what}
+
+
 @dataclass
 class Inputs:
     """What the forecast reads from a run: its successful iterations and the findings' few numbers.
@@ -92,6 +113,18 @@ class Inputs:
     why_none: str | None = None  # no step grew with a count
     extra: dict[str, Any] = field(default_factory=dict)
     others: list[Term] = field(default_factory=list)  # the other steps that grew, beside ``step``
+    # the anchor: the rate the forecast starts from, over the run's last third (None: the end segment)
+    anchor_successes: int | None = None
+    anchor_seconds: float | None = None
+
+    def anchor(self) -> Anchor:
+        """The rate the composition starts from and the fleet's iteration it stands for."""
+        if self.anchor_successes is None or not self.anchor_seconds:
+            return Anchor(self.end_rate, self.end_successes, self.end_seconds, float(self.successes),
+                          self.run_s - self.end_seconds, self.run_s, "the end segment")
+        k, sec = self.anchor_successes, self.anchor_seconds
+        return Anchor(k / sec, k, sec, self.successes - k / 2.0, self.run_s - sec, self.run_s,
+                      "the run's last third")
 
     def terms(self) -> list[Term]:
         """The step that grew most first, then the others."""
@@ -142,31 +175,36 @@ class TermFit:
         self.finite = np.isfinite(self.c) & np.isfinite(self.y)
         self.per_scope = 1.0 if shared else workers
         self.step_fit = fits.choose(self.c, self.y)
-        self.count_fit = fits.choose(self.i, self.c)
+        # the count's growth may saturate (a knee); the fleet's own iterations against themselves are a line
+        groups = None if shared else ok["user"].to_numpy()  # a worker's count grows in its own namespace
+        self.count_fit = (fits.choose(self.i, self.c, fits.SHAPES[:1]) if term.count is None
+                          else fits.choose_count(self.i, self.c, groups))
         self.ok = self.step_fit is not None and self.count_fit is not None
-        self.draws: list[tuple[float, float, float, float]] = []
+        self.draws: list[tuple[float, ...]] = []
         if self.ok:
-            self.draws.append((self.step_fit.a, self.step_fit.b, self.count_fit.a, self.count_fit.b))
+            self.draws.append((*self.step_fit.params, *self.count_fit.params))
 
-    def redraw(self, pick: np.ndarray) -> tuple[float, float, float, float] | None:
+    def redraw(self, pick: np.ndarray) -> tuple[float, ...] | None:
         """Both fits redone on the resampled rows (those with both values)."""
         pick = pick[self.finite[pick]]
-        s = fits.refit(self.c[pick], self.y[pick], self.step_fit.shape)
-        g = fits.refit(self.i[pick], self.c[pick], self.count_fit.shape)
-        if s is None or g is None or not all(np.isfinite([*s, *g])):
+        s = fits.refit(self.c[pick], self.y[pick], self.step_fit)
+        g = fits.refit(self.i[pick], self.c[pick], self.count_fit)
+        if s is None or g is None or not all(np.isfinite([*s[:2], *g[:2]])):
             return None
         return (*s, *g)
 
     def seal(self) -> None:
-        self.sa, self.sb, self.ca, self.cb = (np.array(v) for v in zip(*self.draws, strict=True))
+        cols = [np.array(v) for v in zip(*self.draws, strict=True)]
+        self.sp, self.cp = tuple(cols[:4]), tuple(cols[4:])
+        self.sa = self.sp[0]
 
     def count_at(self, n: np.ndarray | float) -> np.ndarray:
         """The count (per draw) once the fleet has made ``n`` successful iterations."""
         i = np.asarray(n, dtype=float) / self.per_scope
-        return fits.evaluate(self.count_fit.shape, self.ca[:, None], self.cb[:, None], np.atleast_1d(i)[None, :])
+        return fits.evaluate(self.count_fit.shape, tuple(p[:, None] for p in self.cp), np.atleast_1d(i)[None, :])
 
     def step_at(self, n: np.ndarray | float) -> np.ndarray:
-        return fits.evaluate(self.step_fit.shape, self.sa[:, None], self.sb[:, None], self.count_at(n))
+        return fits.evaluate(self.step_fit.shape, tuple(p[:, None] for p in self.sp), self.count_at(n))
 
     def says_flat(self) -> bool:
         """The step's own fit gives it no credible rise with its count (slope interval not above 0)."""
@@ -214,8 +252,9 @@ class Model:
             t.seal()
         k = len(top.sa)
         self.sa = top.sa
-        rate = np.full(k, x.end_rate)  # the end rate: its gamma posterior per draw (the point keeps the measure)
-        rate[1:] = rng.gamma(max(x.end_successes, 1), 1.0, k - 1) / max(x.end_seconds, 1e-9)
+        self.anchor = an = x.anchor()
+        rate = np.full(k, an.rate)  # the anchor's rate: its gamma posterior per draw (the point keeps the measure)
+        rate[1:] = rng.gamma(max(an.successes, 1), 1.0, k - 1) / max(an.seconds, 1e-9)
         self.rate_end = rate
         if x.lock_hold_ms:  # the lock paces the fleet: only what is done under it adds to the cycle
             self.cycle_ms = np.full(k, float(x.lock_hold_ms))
@@ -224,7 +263,7 @@ class Model:
             self.cycle_ms = x.workers * 1000.0 / np.clip(rate, 1e-9, None)
             self.adding = self.terms
         self.n0 = float(x.successes)
-        self.now = [t.step_at(self.n0) for t in self.adding]
+        self.now = [t.step_at(an.n) for t in self.adding]  # the steps where the anchor's rate was measured
         self.step_now = top.step_at(self.n0)
 
     def count_at(self, n: np.ndarray | float) -> np.ndarray:
@@ -304,26 +343,28 @@ def halving(m: Model, x: Inputs) -> dict[str, Any]:
 
 
 def flat(x: Inputs, horizon: Horizon, reason: str) -> dict[str, Any]:
-    """The end rate, carried forward: the count stays bounded (or nothing grew with a count)."""
+    """The anchor's rate, carried forward: the count stays bounded (or nothing grew with a count)."""
     from harness.report.stats import rate_interval
 
-    lo, hi = rate_interval(x.end_successes, x.end_seconds)
+    an = x.anchor()
+    lo, hi = rate_interval(an.successes, an.seconds)
     h_s, h_n = resolve_flat(x, horizon)
     return {"basis": "flat", "reason": reason, "horizon": horizon.label(), "horizon_s": h_s,
-            "horizon_iterations": h_n, "rate": {"point": x.end_rate, "lo": lo, "hi": hi},
+            "horizon_iterations": h_n, "rate": {"point": an.rate, "lo": lo, "hi": hi}, "anchor": an.as_dict(),
             "step": x.step, "step_label": x.step_label, "count": x.count, "count_label": x.count_label,
             "scope": x.scope, "bound": "lock" if x.lock_hold_ms else "fleet", "fits": None,
             "extrapolated": False, "extrapolation": None, "halves": None,
-            "curve": {"t": [x.run_s, h_s], "point": [x.end_rate] * 2, "lo": [lo] * 2, "hi": [hi] * 2}}
+            "curve": {"t": [x.run_s, h_s], "point": [an.rate] * 2, "lo": [lo] * 2, "hi": [hi] * 2}}
 
 
 def resolve_flat(x: Inputs, horizon: Horizon) -> tuple[float, float]:
-    """A horizon's time and iterations at a constant rate."""
+    """A horizon's time and iterations at a constant rate (the anchor's)."""
+    rate = x.anchor().rate
     if horizon.kind == "iterations":
         extra = max(horizon.value - x.successes, 0.0)
-        return x.run_s + extra / max(x.end_rate, 1e-9), horizon.value
+        return x.run_s + extra / max(rate, 1e-9), horizon.value
     h = horizon.value * x.run_s if horizon.kind == "multiple" else horizon.value
-    return h, x.successes + x.end_rate * max(h - x.run_s, 0.0)
+    return h, x.successes + rate * max(h - x.run_s, 0.0)
 
 
 def forecast(x: Inputs, horizon: Horizon, draws: int = DRAWS, seed: int = 0) -> dict[str, Any] | None:
@@ -362,7 +403,7 @@ def forecast(x: Inputs, horizon: Horizon, draws: int = DRAWS, seed: int = 0) -> 
             "horizon_iterations": float(its[0]), "horizon_s_band": _band(h_s_draws),
             "rate": _band(rates), "step": x.step, "step_label": x.step_label, "count": x.count,
             "count_label": x.count_label, "scope": x.scope, "bound": "lock" if x.lock_hold_ms else "fleet",
-            "lock": x.lock_name, "cycle_ms": float(m.cycle_ms[0]),
+            "lock": x.lock_name, "cycle_ms": float(m.cycle_ms[0]), "anchor": m.anchor.as_dict(),
             "count_at_horizon": _band(count_h), "step_ms_now": float(m.step_now[0, 0]),
             "step_ms_at_horizon": _band(m.step_at(float(its[0]))[:, 0]),
             "fits": {"step": {**m.step_fit.as_dict(), **fits.slope_interval(m.c, m.y, m.step_fit),
@@ -404,7 +445,9 @@ def sentence(fc: dict[str, Any] | None, short: bool = False) -> str | None:
     at = say_seconds(fc["horizon_s"])
     rate = f"{r['point']:.3g} it/s [{r['lo']:.3g}-{r['hi']:.3g}] at {at}"
     if fc["basis"] == "flat":
-        return f"Flat: {rate}, as at the end" + ("." if short else f" ({fc['reason']}).")
+        over = "over the run's last third" if (fc.get("anchor") or {}).get("window") == "the run's last third" else \
+            "at the end"
+        return f"Flat: {rate}, as {over}" + ("." if short else f" ({fc['reason']}).")
     s = f"At this growth: {rate}"
     hv = fc.get("halves") or {}
     if hv.get("already"):

@@ -94,10 +94,27 @@ def inputs_of(f: dict[str, Any], ok: pd.DataFrame, t_ok: np.ndarray, users: pd.S
     frame["t"] = t_ok[keep]
     frame["user"] = users.to_numpy()[keep]
     hold, lock = lock_hold(f, step)
+    a_succ, a_sec = last_third(t_ok[keep], float(fl["warmup_s"]), float(f["duration_s"]))
     return Inputs(ok=frame, run_s=float(f["duration_s"]), warmup_s=float(fl["warmup_s"]),
                   workers=max(float(end["users"]), 1.0), successes=int(f["successes"]),
                   start_rate=float(fl["start_rate"]), end_rate=float(end["rate"]),
                   end_successes=int(end["successes"]), end_seconds=float(end["t1"] - end["t0"]),
                   step=step, step_label=f.get("grew_most"), count=count,
                   count_label=COUNT_LABELS.get(count, count) if count else FLEET_LABEL, scope=scope,
-                  lock_hold_ms=hold, lock_name=lock, why_none=why, others=others)
+                  lock_hold_ms=hold, lock_name=lock, why_none=why, others=others, anchor_successes=a_succ,
+                  anchor_seconds=a_sec)
+
+
+ANCHOR_SHARE = 1 / 3  # the anchor's window: the last third of the load after the warm-up
+
+
+def last_third(t: np.ndarray, warmup_s: float, run_s: float) -> tuple[int | None, float | None]:
+    """The successful iterations that ended in the last third of the load after the warm-up, and its seconds:
+    the forecast's anchor. A third of the run's iterations, not the end segment's (a sixth, or one 20-second
+    segment of a 2-minute run, which the machine's noise swings by a third); the forecast anchors it at the
+    window's middle iteration, so a rate that fell across the window is not read as its end. None: no window."""
+    sec = (run_s - warmup_s) * ANCHOR_SHARE
+    if sec <= 0:
+        return None, None
+    k = int(((t >= run_s - sec) & (t <= run_s)).sum())
+    return (k, sec) if k > 0 else (None, None)

@@ -18,7 +18,7 @@ from harness.core.errors import HarnessError
 from harness.report.forecast import fit
 from harness.report.forecast.forecast import Inputs, forecast, sentence
 from harness.report.forecast.horizon import Horizon, parse
-from tests.support.forecast_runs import findings_at, simulate, write_run
+from tests.support.forecast_runs import findings_at, forecast_against, simulate, write_run
 
 
 def _run(tmp_path, name, duration_s, **case):
@@ -29,9 +29,9 @@ def _run(tmp_path, name, duration_s, **case):
 
 
 def _short_and_long(tmp_path, **case):
-    short = findings_at(_run(tmp_path, "short", 120.0, **case), "600s")["forecast"]
-    long = findings_at(_run(tmp_path, "long", 600.0, **case), "10x")["fleet"]
-    return short, float(long["end_rate"])
+    """The 2-minute run's forecast, read at the middle of the 10-minute run's end level, and that level."""
+    short, level = forecast_against(_run(tmp_path, "short", 120.0, **case), _run(tmp_path, "long", 600.0, **case))
+    return short, float(level["rate"])
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
@@ -130,6 +130,89 @@ def test_linear_or_power_law_as_the_data_choose():
     assert fit.slope_interval(x, power, p)["slope_interval"][0] < 1.5 < fit.slope_interval(x, power, p)[
         "slope_interval"][1]
     assert fit.choose(np.full(20, 3.0), linear[:20]) is None  # x does not vary: nothing to fit
+
+
+def _workers_counts(per_it, n_its=100, workers=3, seed=0, noise=False):
+    """Three workers' cumulative counts over ``n_its`` iterations each: ``per_it(i)`` added at iteration i
+    (Poisson-drawn with ``noise``, as a count's increments are); (iterations, counts, workers)."""
+    rng = np.random.default_rng(seed)
+    i = np.arange(1, n_its + 1, dtype=float)
+    lam = np.broadcast_to(per_it(i), (workers, n_its))
+    adds = rng.poisson(lam) if noise else lam
+    return np.tile(i, workers), np.cumsum(adds, axis=1).ravel().astype(float), np.repeat(np.arange(workers), n_its)
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_a_count_whose_increment_falls_to_a_floor_is_fitted_as_a_knee(seed):
+    # 10 entries an iteration for the first 40 (a worker meeting its models for the first time), then 4
+    i, c, g = _workers_counts(lambda i: np.where(i <= 40, 10.0, 4.0), seed=seed, noise=True)
+    f = fit.choose_count(i, c, g)
+    assert f.shape == "knee", f
+    assert f.k == pytest.approx(40, abs=4) and f.b == pytest.approx(10, rel=0.1)
+    assert f.b2 == pytest.approx(4, rel=0.1)
+    lin = fit.fit_one(i, c, "linear")
+    # at 5x the measured iterations the knee stays near the truth, the line runs away above it
+    truth = 400 + 4 * (500 - 40)
+    assert abs(float(f(500.0)) - truth) < 0.05 * truth < float(lin(500.0)) - truth
+    exact = fit.choose_count(*_workers_counts(lambda i: np.where(i <= 40, 10.0, 4.0)))
+    assert (exact.shape, exact.k, exact.b2) == ("knee", 40.0, pytest.approx(4.0))
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_a_straight_count_stays_linear(seed):
+    i, c, g = _workers_counts(lambda i: np.full_like(i, 5.0), seed=seed, noise=True)
+    assert fit.choose_count(i, c, g).shape == "linear"
+    exact = fit.choose_count(*_workers_counts(lambda i: np.full_like(i, 5.0)))
+    assert exact.shape == "linear" and exact.b == pytest.approx(5.0)
+
+
+def test_a_straight_counts_noise_finds_almost_no_knee():
+    """The knee is asked of the increments, where a count's noise is independent: over 100 straight Poisson
+    counts, at most 2 knees (a least-squares knee through the levels finds one in a large share of them)."""
+    knees = sum(fit.choose_count(*_workers_counts(lambda i: np.full_like(i, 3.0), seed=s, noise=True)).shape
+                == "knee" for s in range(100))
+    assert knees <= 2
+
+
+def test_a_bounded_count_fitted_as_a_knee_stays_flat():
+    i, c, g = _workers_counts(lambda i: np.where(i <= 40, 5.0, 0.0))  # a pruned catalog: it stops at 200
+    f = fit.choose_count(i, c, g)
+    assert f.shape == "knee" and f.k == 40.0 and f.b2 == pytest.approx(0.0, abs=1e-9)
+    assert float(f(1000.0)) == pytest.approx(200.0)
+    draws = [fit.refit(i[p], c[p], f) for p in np.random.default_rng(0).integers(0, len(i), (50, len(i)))]
+    assert all(d is not None and d[3] >= 0 and float(fit.evaluate("knee", d, 1000.0)) == pytest.approx(200, rel=0.02)
+               for d in draws)
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_a_count_that_saturates_is_forecast_from_its_floor_not_its_first_pass(tmp_path, seed):
+    """A worker's count grows 10 an iteration for its first 40, then 4 (the 2-minute run sees about 95 a
+    worker): the forecast holds at 10 minutes; a line through the count would put it far below."""
+    fc, measured = _short_and_long(tmp_path, seed=seed, first_pass=40, entries_after=4.0)
+    assert fc["basis"] == "work" and fc["fits"]["count"]["shape"] == "knee"
+    assert fc["fits"]["count"]["b2"] == pytest.approx(4.0, rel=0.05)
+    r = fc["rate"]
+    assert r["lo"] <= measured <= r["hi"], (r, measured)
+    assert abs(measured - r["point"]) <= 0.05 * r["point"]
+
+
+def test_the_anchor_is_the_runs_last_third_at_its_middle_iteration():
+    x = _inputs()
+    base = forecast(x, Horizon("iterations", 800))
+    assert base["anchor"]["window"] == "the end segment" and base["anchor"]["iterations"] == 400
+    # the last third: 120 iterations over 20 s (6 it/s, the cycle 667 ms), standing for iteration 340
+    x.anchor_successes, x.anchor_seconds = 120, 20.0
+    fc = forecast(x, Horizon("iterations", 800))
+    an = fc["anchor"]
+    assert (an["rate"], an["iterations"], an["t0"], an["window"]) == (6.0, 340.0, 40.0, "the run's last third")
+    assert fc["cycle_ms"] == pytest.approx(4 * 1000 / 6.0)
+    # the steps add from where the anchor was measured: a worker's 85th iteration (850 entries, 425 ms)
+    delta = fc["step_ms_at_horizon"]["point"] - 0.5 * 10 * 340 / 4
+    assert fc["rate"]["point"] == pytest.approx(6.0 * fc["cycle_ms"] / (fc["cycle_ms"] + delta), rel=0.03)
+    tight = fc["rate"]["hi"] - fc["rate"]["lo"]
+    assert tight < 0.8 * (base["rate"]["hi"] - base["rate"]["lo"]) * 6.0 / 2.0  # three times the successes
+    flat = forecast(x.__class__(**{**x.__dict__, "step": None, "why_none": "no step grew"}), Horizon("multiple", 10))
+    assert flat["basis"] == "flat" and flat["rate"]["point"] == 6.0 and flat["anchor"]["successes"] == 120
 
 
 def _inputs(lock_hold_ms=None, n=400, seed=0):
