@@ -16,9 +16,8 @@ from harness.config.plan import RunPlan
 from harness.core.environment import UserEnvironment
 from harness.core.errors import HarnessError
 from harness.load.drivers import swamp as swampdrv
-from harness.products.story import command
+from harness.products.story import command, story
 from harness.products.story import ladder as ladders
-from harness.products.story import story
 from tests.support.synthetic import make_run
 
 LEGACY = "swamp-dynamodb@bc36088a"
