@@ -81,6 +81,11 @@ class SwampRun:
     front: bool = False
     scale: float | None = None
 
+    def fidelity(self) -> dict[str, Any]:
+        """The run's ``[fidelity]`` overrides: the front and the capacity's scale (said on the page)."""
+        keys = {**({"front": True} if self.front else {}), **({"scale": self.scale} if self.scale else {})}
+        return {"fidelity": keys} if keys else {}
+
 
 @dataclass(frozen=True)
 class ChapterRun:
@@ -144,6 +149,8 @@ def available() -> dict[str, Path]:
     for d in (STORIES_DIR, Path.cwd() / "stories"):
         for p in sorted(d.glob("*.toml")) if d.is_dir() else []:
             found.setdefault(p.stem, p)
+    if DEFAULT_LADDER in found:  # the default first (the real-swamp ladder's name sorts before it)
+        found = {DEFAULT_LADDER: found[DEFAULT_LADDER], **found}
     return found
 
 
@@ -277,9 +284,8 @@ def _runs(w: _Where, spec: dict[str, Any], key: str, expect: dict[str, Any], qui
     scen = _string(w, spec, "scenario", f"{key}.")
     overrides = _table(w, spec.get("overrides", {}), f"{key}.overrides")
     swamp = _swamp_run(w, spec, key, driver)
-    if swamp is not None and (swamp.front or swamp.scale is not None):  # the run's [fidelity], said on the page
-        extra = {"front": True} if swamp.front else {}
-        overrides = _merge(overrides, {"fidelity": {**extra, **({"scale": swamp.scale} if swamp.scale else {})}})
+    if swamp is not None:
+        overrides = _merge(overrides, swamp.fidelity())
     sc = _scenario(w, scen, overrides, f"{key}.overrides", scenario_dirs)
     backends = _listed(w, spec.get("backend", sc.backend), f"{key}.backend", str)
     for b in backends:
@@ -301,11 +307,7 @@ def _runs(w: _Where, spec: dict[str, Any], key: str, expect: dict[str, Any], qui
         raise w.fail(f"{key}.latency", f"must be a profile name or a table of one per backend, got {latency!r}")
     if isinstance(latency, dict):
         _unknown(w, latency, BACKENDS, f"{key}.latency", "latency per backend: dynamodb, s3")
-    seed = _seed(w, spec.get("seed"), f"{key}.seed")
-    if seed is not None and (seed.layout is not None) != (driver == "swamp"):
-        raise w.fail(f"{key}.seed.layout", "is a real-swamp ladder's pre-age in swamp's own layout (and a real-swamp "
-                     f"run needs it: swamp reads no other): one of {', '.join(LAYOUTS)}" if driver == "swamp" else
-                     "belongs to a real-swamp ladder (driver = \"swamp\"): the model reads its own layout")
+    seed = _seed(w, spec.get("seed"), f"{key}.seed", driver)
     out = []
     for b in backends:
         lat = latency.get(b) if isinstance(latency, dict) else latency
@@ -333,7 +335,16 @@ def _listed(w: _Where, value: Any, key: str, tp: type) -> list[Any]:
     return list(items)
 
 
-def _seed(w: _Where, value: Any, key: str) -> PreAge | None:
+def _seed(w: _Where, value: Any, key: str, driver: str = "model") -> PreAge | None:
+    seed = _seed_table(w, value, key)
+    if seed is not None and (seed.layout is not None) != (driver == "swamp"):
+        raise w.fail(f"{key}.layout", "is a real-swamp ladder's pre-age in swamp's own layout (and a real-swamp "
+                     f"run needs it: swamp reads no other): one of {', '.join(LAYOUTS)}" if driver == "swamp" else
+                     "belongs to a real-swamp ladder (driver = \"swamp\"): the model reads its own layout")
+    return seed
+
+
+def _seed_table(w: _Where, value: Any, key: str) -> PreAge | None:
     if value is None:
         return None
     t = _table(w, value, key)
