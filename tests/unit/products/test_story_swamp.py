@@ -73,6 +73,7 @@ def test_the_shipped_swamp_ladder_names_each_chapters_template_layout_and_scale(
     fid = legacy.scenario.fidelity
     assert fid.front is True and fid.config.dynamodb.scale == 0.0002  # scale is the run's [fidelity] scale
     assert legacy.latency == "aws-dynamodb"
+    assert lad.chapters[0].expect["bound_by"] == ["partition:FILE"]  # the report names the hot "FILE" key
     assert all(r.swamp and r.swamp.repo == "ddb" and r.swamp.front for c in lad.chapters[1:] for r in c.runs)
     assert all(c.why_not for c in lad.chapters)  # each chapter says where swamp's code may differ
     quick = ladders.load(command.SWAMP_LADDER, quick=True)
