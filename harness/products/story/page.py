@@ -101,9 +101,10 @@ def page(story: dict[str, Any], chapters: list[dict[str, Any]], rows: list[dict[
                        ("Ladder", (f"{lad['description'].rstrip('.')}. " if lad.get("description") else "")
                         + f"The {mode} ladder {_source(lad['source'])}; every sentence below is computed from the "
                           "runs."
-                        + (" Every run is the real swamp CLI on the repository template its line names, pre-aged in "
-                           "that extension version's own layout, through the front at the capacity scale its line "
-                           "says; \"not shown, and why\" is where swamp's code does not do what the model does."
+                        + (" Every run is the real swamp CLI on the repository template its line names, pre-aged "
+                           "(where its line says) in that extension version's own layout, through the front at the "
+                           "capacity scale its line says. \"Not shown, and why\" is a chapter whose runs did not "
+                           "show the model's expectation; its why is the ladder's, from swamp's source."
                            if lad.get("driver") == "swamp" else ""))])
     warn = ""
     if story.get("interrupted"):
