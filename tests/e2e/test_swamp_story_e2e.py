@@ -1,7 +1,7 @@
 """`harness story --driver swamp --quick`, end to end, on the real swamp: the smallest useful real-swamp story (the
 legacy chapter alone: webframp's extension at bc36088a, pre-aged in its own layout, a full sync after each run,
-through the front at a scaled capacity). About 2 minutes on an idle 2-core machine (the deno commands are most
-of it).
+through the front at a scaled capacity). 77 s here (2026-12-07, a busy 2-core machine; the deno commands
+are most of it).
 
 It runs only where ``HARNESS_SWAMP`` names a swamp executable and ``HARNESS_SWAMP_LEGACY_REPO`` the bc36088a
 template (realswamp's ``template/ddb-legacy``: ../shared/realswamp/build_legacy_template.sh), as the other
