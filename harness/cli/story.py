@@ -18,6 +18,12 @@ def add_parser(sub: Any) -> None:
     st.add_argument("--quick", action="store_true", help="each run's quick settings (shorter; see the ladder)")
     st.add_argument("--strict", action="store_true", help="exit 3 when a chapter did not show what it expected")
     st.add_argument("--run-dir", help="the story directory (default runs/story-<ladder>-<time>)")
+    st.add_argument("--driver", choices=["model", "swamp"], default="model",
+                    help="swamp: a real-swamp ladder (driver = \"swamp\"), every chapter on the real swamp CLI")
+    st.add_argument("--swamp", metavar="PATH", help="--driver swamp: the swamp executable (default: swamp on PATH)")
+    st.add_argument("--swamp-repo", metavar="NAME=DIR", action="append", default=[],
+                    help="--driver swamp: a repository template the ladder's chapters name (swamp_repo = NAME), "
+                         "one per extension version; repeat for each")
     st.add_argument("--list", action="store_true", help="list the shipped ladders and their chapters")
     st.set_defaults(run=run)
 
@@ -28,4 +34,5 @@ def run(args: argparse.Namespace, env: UserEnvironment) -> int:
     if args.list:
         return cmd_list()
     return cmd_story(StoryOptions(ladder=args.ladder, backend=args.backend, quick=args.quick, strict=args.strict,
-                                  run_dir=args.run_dir), env)
+                                  run_dir=args.run_dir, driver=args.driver, swamp=args.swamp,
+                                  swamp_repos=tuple(args.swamp_repo)), env)

@@ -162,10 +162,22 @@ def _check_preage(opts: RunOptions, sc: scenarios.Scenario) -> None:
     """Pre-ageing and a [background] job write DynamoDB items the harness's own way: refused where unread."""
     if opts.preage and sc.backend != "dynamodb":
         raise HarnessError("--pre-age-models pre-ages DynamoDB items: run the scenario with --backend dynamodb")
+    if opts.preage and opts.preage.layout:  # swamp's own items (harness.jobs.pacing.swamp_layout): the real swamp's
+        if sc.driver.kind != "swamp":
+            raise HarnessError(f"a pre-age in {opts.preage.layout}'s layout is for the real swamp to read: run the "
+                               "scenario with --driver swamp")
+        if opts.preage.orphans:
+            raise HarnessError("a pre-age in swamp's layout takes no orphans (swamp's delete leaves a model's files "
+                               "live, so an orphan's items are a live model's)")
+        return _check_background(sc)
     if opts.preage and sc.datastore.swamp_own:
         raise HarnessError("--pre-age-models writes the harness's fenced items, which a run that is swamp's own "
                            "(fencing = false with bookkeeping = \"swamp\") does not read: run a copy of the scenario "
                            "with fencing = true, or drop --pre-age-models")
+    _check_background(sc)
+
+
+def _check_background(sc: scenarios.Scenario) -> None:
     if sc.background.items and sc.backend != "dynamodb":
         raise HarnessError("a [background] job writes DynamoDB items: run the scenario with --backend dynamodb")
 

@@ -95,11 +95,17 @@ class Resources:
 
 @dataclass(frozen=True)
 class PreAge:
-    """``--pre-age-models``: pre-age the datastore before the load (models per namespace, versions, orphans)."""
+    """``--pre-age-models``: pre-age the datastore before the load (models per namespace, versions, orphans).
+
+    ``layout`` (``swamp-dynamodb@<version>``, ``harness.jobs.pacing.swamp_layout``): the items are written as that
+    extension version lays them out, for the real swamp to read (a story chapter on ``--driver swamp``), instead
+    of the harness's model's layout; no namespace and no orphans then (swamp's delete leaves files live).
+    """
 
     models: int
     versions: int
     orphans: int = 0
+    layout: str | None = None
 
 
 @dataclass(frozen=True)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import signal
 import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -24,11 +25,16 @@ def preage(factory: Factory, say: Callable[[str], None], quiet: bool = False) ->
     plan = factory.plan
     p, state_dir, run_dir = plan.seeding.preage, plan.seeding.state_dir, Path(plan.run_dir)
     assert p is not None and state_dir is not None
-    params = bulk.preage_params(plan.scenario, plan.resources.table, p.models, p.versions, p.orphans,
-                                plan.scenario.fleet.workers, state_dir, plan.locust.processes)
+    if p.layout:  # swamp's own items, as the named extension version writes them (a real-swamp story chapter)
+        params = {"scenario": plan.scenario.source or plan.scenario.name, "table": plan.resources.table,
+                  "models": p.models, "versions": p.versions, "layout": p.layout, "epoch": round(time.time(), 3)}
+    else:
+        params = bulk.preage_params(plan.scenario, plan.resources.table, p.models, p.versions, p.orphans,
+                                    plan.scenario.fleet.workers, state_dir, plan.locust.processes)
     clients = bulk.paced_clients(factory)
     source = bulk.preage_factory(params, clients, plan.scenario)
-    say(f"harness: seeding {source.files():,} files in {len(params['namespaces'])} namespace(s)")
+    where = f"{p.layout}'s layout" if p.layout else f"{len(params['namespaces'])} namespace(s)"
+    say(f"harness: seeding {source.files():,} files in {where}")
     console = bulk.Console(quiet)
     interrupt = signal.getsignal(signal.SIGINT)  # the job makes Ctrl-C a pause while it runs ...
     try:

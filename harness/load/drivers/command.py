@@ -51,7 +51,7 @@ from harness.record.schema import ERROR_KINDS, STEP_COLUMNS
 
 log = logging.getLogger("harness")
 
-STEP_CODES = {"setup": 0, "run": 1, "delete": 2, "prune": 3, "create": 4}  # the trace id's last 8 hex digits
+STEP_CODES = {"setup": 0, "run": 1, "delete": 2, "prune": 3, "create": 4, "sync": 5}  # the trace id's last 8 hex digits
 EXIT_TEMPFAIL = 75  # swamp's exit code for lock_timeout (EX_TEMPFAIL, error_output.ts)
 WORKDIRS = "workdirs"
 QUIET_S = 0.05  # after the exit, an incomplete trace is taken as whole once no span came for this long

@@ -19,13 +19,15 @@ from __future__ import annotations
 
 import signal
 import sys
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from harness.config import scenario as scenarios
 from harness.config.build import RunOptions, plan_run
 from harness.config.plan import RunPlan
+from harness.config.scenario import Scenario
 from harness.core.environment import UserEnvironment
 from harness.core.errors import HarnessError
 from harness.core.exit_codes import ExitCode
@@ -36,6 +38,7 @@ from harness.report.run.build import build_report
 from harness.supervisor.run import run
 from harness.supervisor.supervise import Interrupted, signals_raise
 
+SWAMP_LADDER = "migrating-bottleneck-swamp"  # the spec's story told by the real swamp (--driver swamp)
 OVERHEAD_S = 15.0  # per run, about: the stand-in, Locust's start and stop, the run's report (for the estimate)
 
 
@@ -46,6 +49,52 @@ class StoryOptions:
     quick: bool = False
     strict: bool = False
     run_dir: str | None = None
+    driver: str = "model"  # swamp: a real-swamp ladder, every run on the real swamp CLI
+    swamp: str | None = None  # --swamp PATH
+    swamp_repos: tuple[str, ...] = ()  # --swamp-repo NAME=DIR, each
+
+
+def swamp_repos(values: Sequence[str]) -> dict[str, Path]:
+    """``--swamp-repo NAME=DIR`` (repeated): each name's template, or the first thing wrong, one line."""
+    out: dict[str, Path] = {}
+    for v in values:
+        name, sep, where = v.partition("=")
+        if not sep or not name.strip() or not where.strip():
+            raise HarnessError(f"--swamp-repo {v!r}: give NAME=DIR (the name a chapter's swamp_repo uses, e.g. "
+                               "ddb-legacy=/tmp/realswamp/template/ddb-legacy)")
+        if name in out:
+            raise HarnessError(f"--swamp-repo names {name!r} twice")
+        d = Path(where).expanduser()
+        if not d.is_dir():
+            raise HarnessError(f"--swamp-repo {name}={where}: no such directory (a swamp repository template: the "
+                               "folder that holds extensions/)")
+        out[name] = d.resolve()
+    return out
+
+
+def check_driver(lad: ladders.Ladder, opts: StoryOptions) -> dict[str, Path]:
+    """The ladder and ``--driver`` agree, and every repository a chapter names is given (and no other)."""
+    if opts.driver != "swamp":
+        if lad.driver == "swamp":
+            names = " ".join(f"--swamp-repo {n}=DIR" for n in lad.swamp_repos())
+            raise HarnessError(f"ladder {lad.name!r} runs on the real swamp: add --driver swamp {names}")
+        if opts.swamp or opts.swamp_repos:
+            raise HarnessError("--swamp and --swamp-repo are the real swamp's: add --driver swamp")
+        return {}
+    if lad.driver != "swamp":
+        raise HarnessError(f"--driver swamp needs a real-swamp ladder (driver = \"swamp\", e.g. "
+                           f"{SWAMP_LADDER}); {lad.name!r} is the model's")
+    repos = swamp_repos(opts.swamp_repos)
+    needed = lad.swamp_repos()
+    missing = [n for n in needed if n not in repos]
+    if missing:
+        raise HarnessError(f"ladder {lad.name!r} runs on swamp repository {missing[0]!r}, which no --swamp-repo "
+                           f"names: give --swamp-repo {missing[0]}=DIR")
+    unknown = [n for n in repos if n not in needed]
+    if unknown:
+        raise HarnessError(f"--swamp-repo {unknown[0]}: no chapter of {lad.name!r} runs on it (its chapters name "
+                           f"{', '.join(needed)})")
+    return repos
 
 
 def cmd_list(say: Callable[[str], None] = print) -> int:
@@ -68,18 +117,39 @@ def _options(r: ladders.ChapterRun, run_dir: Path) -> RunOptions:
                       duration_s=r.duration_s, run_dir=str(run_dir), latency=r.latency, preage=r.seed)
 
 
-def plan_chapter_run(r: ladders.ChapterRun, run_dir: Path, env: UserEnvironment) -> RunPlan:
-    return plan_run(_options(r, run_dir), env, scenario=r.scenario)
+def swamp_scenario(r: ladders.ChapterRun, swamp: str | None, repos: dict[str, Path],
+                   extra: Sequence[str] = ()) -> Scenario:
+    """A real-swamp chapter's run: its scenario's loop on swamp (``--driver swamp``), on the template its
+    ``swamp_repo`` names, with the full sync after each run when asked (``[driver] sync``)."""
+    assert r.swamp is not None
+    sc = scenarios.with_swamp(scenarios.twin_for(r.scenario, "swamp", extra), swamp, str(repos[r.swamp.repo]))
+    if r.swamp.sync:
+        sc = replace(sc, driver=replace(sc.driver, options={**sc.driver.options, "sync": True}))
+    return sc
+
+
+def plan_chapter_run(r: ladders.ChapterRun, run_dir: Path, env: UserEnvironment, swamp: str | None = None,
+                     repos: dict[str, Path] | None = None) -> RunPlan:
+    if r.swamp is None:
+        return plan_run(_options(r, run_dir), env, scenario=r.scenario)
+    extra = (env.scenarios_dir,) if env.scenarios_dir else ()
+    return plan_run(_options(r, run_dir), env, scenario=swamp_scenario(r, swamp, repos or {}, extra))
 
 
 def static_record(ch: ladders.Chapter, story_dir: Path) -> dict[str, Any]:
     """What a chapter ran and expected, as ``story.json`` keeps it (run directories relative to the story)."""
     runs = [{"label": r.label, "run_dir": f"{ch.slug}/{r.label}", "scenario": r.scenario.name, "backend": r.backend,
              "workers": r.workers, "duration_s": r.duration_s, "latency": r.latency,
-             "seed": {"models": r.seed.models, "versions": r.seed.versions, "orphans": r.seed.orphans}
-             if r.seed else None, "expect": r.expect, "line": ladders.run_line(r)} for r in ch.runs]
-    return {"number": ch.number, "name": ch.name, "fix": ch.fix, "slug": ch.slug, "runs": runs,
-            "expected": ch.expect, "comparison": f"{ch.slug}/comparison" if len(ch.runs) > 1 else None}
+             "seed": {"models": r.seed.models, "versions": r.seed.versions, "orphans": r.seed.orphans,
+                      **({"layout": r.seed.layout} if r.seed.layout else {})} if r.seed else None,
+             "expect": r.expect, "line": ladders.run_line(r),
+             **({"swamp": {"repo": r.swamp.repo, "sync": r.swamp.sync, "front": r.swamp.front,
+                           "scale": r.swamp.scale}} if r.swamp else {})} for r in ch.runs]
+    out = {"number": ch.number, "name": ch.name, "fix": ch.fix, "slug": ch.slug, "runs": runs,
+           "expected": ch.expect, "comparison": f"{ch.slug}/comparison" if len(ch.runs) > 1 else None}
+    if ch.why_not or ch.model:
+        out.update(why_not=ch.why_not, model=ch.model)
+    return out
 
 
 def _say(line: str) -> None:
@@ -90,13 +160,15 @@ def _say(line: str) -> None:
 def cmd_story(opts: StoryOptions, env: UserEnvironment, say: Callable[[str], None] = _say) -> int:
     extra = (env.scenarios_dir,) if env.scenarios_dir else ()
     lad = ladders.load(opts.ladder, quick=opts.quick, backend=opts.backend, scenario_dirs=extra)
+    repos = check_driver(lad, opts)
     story_dir = product_dir("story", lad.name, opts.run_dir, opts.quick)
     for ch in lad.chapters:  # every run's plan checked before anything starts
         for r in ch.runs:
-            plan_chapter_run(r, story_dir / ch.slug / r.label, env)
+            plan_chapter_run(r, story_dir / ch.slug / r.label, env, opts.swamp, repos)
     story_dir.mkdir(parents=True, exist_ok=True)
     stories.start(story_dir, {"name": lad.name, "title": lad.title, "description": lad.description,
-                              "source": lad.source, "quick": lad.quick, "backend": opts.backend},
+                              "source": lad.source, "quick": lad.quick, "backend": opts.backend,
+                              **({"driver": lad.driver} if lad.driver != "model" else {})},
                   [c.name for c in lad.chapters])
     runs = sum(len(c.runs) for c in lad.chapters)
     load_s = sum(r.duration_s for c in lad.chapters for r in c.runs)
@@ -107,7 +179,7 @@ def cmd_story(opts: StoryOptions, env: UserEnvironment, say: Callable[[str], Non
     with signals_raise():
         try:
             for ch in lad.chapters:
-                stopped = _chapter(ch, len(lad.chapters), story_dir, env, say)
+                stopped = _chapter(ch, len(lad.chapters), story_dir, env, say, opts.swamp, repos)
                 if stopped:
                     break
         except Interrupted as e:  # between runs (a report being built, a stand-in starting)
@@ -146,7 +218,8 @@ def _current(story_dir: Path, lad: ladders.Ladder) -> str | None:
 
 
 def _chapter(ch: ladders.Chapter, total: int, story_dir: Path, env: UserEnvironment,
-             say: Callable[[str], None]) -> dict[str, Any] | None:
+             say: Callable[[str], None], swamp: str | None = None,
+             repos: dict[str, Path] | None = None) -> dict[str, Any] | None:
     """Run one chapter and record its verdict; what stopped it if a signal did (its runs kept, not judged)."""
     head = f"harness: chapter {ch.number}/{total} {ch.name}"
     say(f"{head}: {'; '.join(ladders.run_line(r) for r in ch.runs)}")
@@ -154,7 +227,7 @@ def _chapter(ch: ladders.Chapter, total: int, story_dir: Path, env: UserEnvironm
         run_dir = story_dir / ch.slug / r.label
         if len(ch.runs) > 1:
             say(f"harness:   run {i + 1}/{len(ch.runs)}: {ladders.run_line(r)} -> {run_dir}")
-        res = run(plan_chapter_run(r, run_dir, env), quiet=True)
+        res = run(plan_chapter_run(r, run_dir, env, swamp, repos), quiet=True)
         for line in res.failed_checks:
             say(f"harness:   check failed: {line}")
         if res.signal:

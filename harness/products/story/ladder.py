@@ -14,11 +14,20 @@ is checked here.
 Keys (see ``harness/products/story/stories/README.md``): top level ``name``, ``title``,
 ``description``, ``[[chapter]]``; a chapter's ``name``, ``fix``, ``expect``
 and the run keys (``scenario``, ``backend``, ``workers``, ``duration``,
-``latency``, ``seed``, ``overrides``, ``quick``), or several
+``latency``, ``seed``, ``overrides``, ``quick``, and the real swamp's: ``swamp_repo``, ``sync``, ``front``,
+``scale``), or several
 ``[[chapter.run]]`` tables of run keys (the chapter's own run keys are their
 defaults), each with an ``expect`` of its own beside the chapter's. A list of
 ``workers`` or ``backend`` makes one run per value (a chapter at N and 2N
 workers; DynamoDB beside S3).
+
+A real-swamp ladder (``driver = "swamp"``: ``harness story LADDER --driver swamp --swamp-repo NAME=DIR ...``)
+runs each chapter's scenario on the real swamp CLI: every run names its repository template (``swamp_repo``,
+one per extension version), may add a full ``swamp datastore sync --pull`` after each run (``sync``), goes
+through the fidelity front (``front``) at a scaled capacity (``scale``: ``[fidelity] scale``), and is pre-aged
+in swamp's own layout (``seed.layout``, ``harness.jobs.pacing.swamp_layout``). A chapter's ``why_not`` says,
+with the source in swamp's code, why the real code may not show what the model's chapter (``model``) shows:
+the page reads "not shown, and why" then, not a failure of the harness.
 """
 
 from __future__ import annotations
@@ -37,6 +46,7 @@ from harness.config.scenario import BACKENDS, Scenario
 from harness.core import package_data
 from harness.core.durations import parse_duration
 from harness.core.errors import HarnessError
+from harness.jobs.pacing.swamp_layout import LAYOUTS
 
 STORIES_DIR = package_data.path("harness.products.story", "stories")  # package data, installed or not
 DEFAULT_LADDER = "migrating-bottleneck"
@@ -50,13 +60,31 @@ RUN_EXPECTATIONS = ("bound_by", "not_bound_by", "grew", "steady", "at_most", "ex
                     "no_errors")
 # ... and across a chapter's runs
 CHAPTER_EXPECTATIONS = ("more_workers", "backends", "same_growth")
-RUN_KEYS = ("scenario", "backend", "workers", "duration", "latency", "seed", "overrides", "quick")
+SWAMP_RUN_KEYS = ("swamp_repo", "sync", "front", "scale")  # a real-swamp ladder's (driver = "swamp")
+RUN_KEYS = ("scenario", "backend", "workers", "duration", "latency", "seed", "overrides", "quick", *SWAMP_RUN_KEYS)
+DRIVERS = ("model", "swamp")
 QUICK_KEYS = ("duration", "workers", "seed")
 COUNTS = ("pull_items_read", "index_entries_written", "catalog_rows", "files_pushed", "lock_attempts",
           "read_units", "write_units")
 STEPS = ("lock wait", "pull", "method", "push", "commit", "export", "delete", "prune")
 # push_failed: the swamp driver (a push swamp downgraded to a warning), so a ladder of real-swamp runs can expect it
 ERROR_KINDS = ("lock_timeout", "throttled", "fenced", "conflict", "timeout", "connection", "push_failed", "other")
+
+
+@dataclass(frozen=True)
+class SwampRun:
+    """How a real-swamp chapter's run runs swamp: the template by ``--swamp-repo`` name, a full pull after each run,
+    the front, and the capacity's scale (``[fidelity] scale``, already in the run's scenario)."""
+
+    repo: str
+    sync: bool = False
+    front: bool = False
+    scale: float | None = None
+
+    def fidelity(self) -> dict[str, Any]:
+        """The run's ``[fidelity]`` overrides: the front and the capacity's scale (said on the page)."""
+        keys = {**({"front": True} if self.front else {}), **({"scale": self.scale} if self.scale else {})}
+        return {"fidelity": keys} if keys else {}
 
 
 @dataclass(frozen=True)
@@ -71,6 +99,7 @@ class ChapterRun:
     latency: str | None = None
     seed: PreAge | None = None
     expect: dict[str, Any] = field(default_factory=dict)  # this run's own expectations (beside the chapter's)
+    swamp: SwampRun | None = None  # a real-swamp ladder's run: its repository, sync, front and scale
 
 
 @dataclass(frozen=True)
@@ -80,6 +109,8 @@ class Chapter:
     fix: str
     runs: tuple[ChapterRun, ...]
     expect: dict[str, Any] = field(default_factory=dict)  # every run's, and the cross-run ones
+    why_not: str = ""  # a real-swamp chapter: why swamp's code may not show it (the page's "not shown, and why")
+    model: str = ""  # the model ladder's chapter this one tells again on the real code
 
     @property
     def slug(self) -> str:
@@ -99,6 +130,11 @@ class Ladder:
     source: str
     chapters: tuple[Chapter, ...]
     quick: bool = False
+    driver: str = "model"  # swamp: every run on the real swamp CLI (harness story --driver swamp)
+
+    def swamp_repos(self) -> list[str]:
+        """The ``--swamp-repo`` names the chapters run on, in order of first use."""
+        return list(dict.fromkeys(r.swamp.repo for c in self.chapters for r in c.runs if r.swamp))
 
 
 def slug(text: str) -> str:
@@ -113,6 +149,8 @@ def available() -> dict[str, Path]:
     for d in (STORIES_DIR, Path.cwd() / "stories"):
         for p in sorted(d.glob("*.toml")) if d.is_dir() else []:
             found.setdefault(p.stem, p)
+    if DEFAULT_LADDER in found:  # the default first (the real-swamp ladder's name sorts before it)
+        found = {DEFAULT_LADDER: found[DEFAULT_LADDER], **found}
     return found
 
 
@@ -175,31 +213,39 @@ def _string(w: _Where, table: dict[str, Any], key: str, where: str, default: str
 def parse(data: dict[str, Any], source: str = "<ladder>", *, default_name: str = "ladder", quick: bool = False,
           backend: str | None = None, scenario_dirs: Sequence[str] = ()) -> Ladder:
     w = _Where(source)
-    _unknown(w, data, ("name", "title", "description", "chapter"), "", "a ladder has name, title, description and "
-             "[[chapter]] tables")
+    _unknown(w, data, ("name", "title", "description", "driver", "chapter"), "", "a ladder has name, title, "
+             "description, driver and [[chapter]] tables")
     name = _string(w, data, "name", "", default_name)
     title = _string(w, data, "title", "", name)
     description = _string(w, data, "description", "", "")
+    driver = _string(w, data, "driver", "", "model")
+    if driver not in DRIVERS:
+        raise w.fail("driver", f"must be model or swamp (every chapter on the real swamp CLI), got {driver!r}")
     raw = data.get("chapter")
     if not isinstance(raw, list) or not raw or not all(isinstance(c, dict) for c in raw):
         raise w.fail("chapter", "must be one or more [[chapter]] tables")
     if backend is not None and backend not in BACKENDS:
         raise HarnessError(f"unknown backend {backend!r}: choose dynamodb or s3")
-    chapters = tuple(_chapter(w, c, i + 1, quick, backend, scenario_dirs) for i, c in enumerate(raw))
+    chapters = tuple(_chapter(w, c, i + 1, quick, backend, scenario_dirs, driver) for i, c in enumerate(raw))
     names = [c.name for c in chapters]
     again = next((i for i, n in enumerate(names) if n in names[:i]), None)
     if again is not None:
         raise w.fail(f"chapter[{again + 1}].name", f"{names[again]!r} names two chapters: give each its own name")
-    return Ladder(name, title, description, source, chapters, quick)
+    return Ladder(name, title, description, source, chapters, quick, driver)
 
 
 def _chapter(w: _Where, c: dict[str, Any], number: int, quick: bool, backend: str | None,
-             scenario_dirs: Sequence[str]) -> Chapter:
+             scenario_dirs: Sequence[str], driver: str = "model") -> Chapter:
     key = f"chapter[{number}]"
-    _unknown(w, c, ("name", "fix", "expect", "run", *RUN_KEYS), key, "a chapter has name, fix, expect, the run keys "
-             f"{', '.join(RUN_KEYS)}, or [[chapter.run]] tables")
+    _unknown(w, c, ("name", "fix", "expect", "why_not", "model", "run", *RUN_KEYS), key, "a chapter has name, fix, "
+             f"expect, why_not, model, the run keys {', '.join(RUN_KEYS)}, or [[chapter.run]] tables")
     name = _string(w, c, "name", f"{key}.")
     fix = _string(w, c, "fix", f"{key}.", "")
+    why_not = _string(w, c, "why_not", f"{key}.", "")
+    model = _string(w, c, "model", f"{key}.", "")
+    if (why_not or model) and driver != "swamp":
+        raise w.fail(f"{key}.{'why_not' if why_not else 'model'}", "belongs to a real-swamp ladder (driver = "
+                                                                   "\"swamp\")")
     expect = _expect(w, _table(w, c.get("expect", {}), f"{key}.expect"), f"{key}.expect", chapter=True)
     base = {k: c[k] for k in RUN_KEYS if k in c}
     subs = c.get("run")
@@ -216,18 +262,18 @@ def _chapter(w: _Where, c: dict[str, Any], number: int, quick: bool, backend: st
             specs.append(({**base, **{k: v for k, v in s.items() if k != "expect"}}, rk, own))
     runs: list[ChapterRun] = []
     for spec, rk, own in specs:
-        runs.extend(_runs(w, spec, rk, own, quick, backend, scenario_dirs))
+        runs.extend(_runs(w, spec, rk, own, quick, backend, scenario_dirs, driver))
     labels = [r.label for r in runs]
     if len(set(labels)) != len(labels):
         dup = next(x for x in labels if labels.count(x) > 1)
         raise w.fail(f"{key}.run", f"two runs of the chapter are the same ({dup}): give them different scenarios, "
                                    "backends or workers")
     _cross_run_fits(w, expect, runs, key)
-    return Chapter(number, name, fix, tuple(runs), expect)
+    return Chapter(number, name, fix, tuple(runs), expect, why_not, model)
 
 
 def _runs(w: _Where, spec: dict[str, Any], key: str, expect: dict[str, Any], quick: bool, backend: str | None,
-          scenario_dirs: Sequence[str]) -> list[ChapterRun]:
+          scenario_dirs: Sequence[str], driver: str = "model") -> list[ChapterRun]:
     if "scenario" not in spec:
         raise w.fail(f"{key}.scenario", "is missing: name a scenario (see `harness scenarios`) or a .toml path")
     spec = dict(spec)
@@ -237,6 +283,9 @@ def _runs(w: _Where, spec: dict[str, Any], key: str, expect: dict[str, Any], qui
         spec.update(q)
     scen = _string(w, spec, "scenario", f"{key}.")
     overrides = _table(w, spec.get("overrides", {}), f"{key}.overrides")
+    swamp = _swamp_run(w, spec, key, driver)
+    if swamp is not None:
+        overrides = _merge(overrides, swamp.fidelity())
     sc = _scenario(w, scen, overrides, f"{key}.overrides", scenario_dirs)
     backends = _listed(w, spec.get("backend", sc.backend), f"{key}.backend", str)
     for b in backends:
@@ -258,7 +307,7 @@ def _runs(w: _Where, spec: dict[str, Any], key: str, expect: dict[str, Any], qui
         raise w.fail(f"{key}.latency", f"must be a profile name or a table of one per backend, got {latency!r}")
     if isinstance(latency, dict):
         _unknown(w, latency, BACKENDS, f"{key}.latency", "latency per backend: dynamodb, s3")
-    seed = _seed(w, spec.get("seed"), f"{key}.seed")
+    seed = _seed(w, spec.get("seed"), f"{key}.seed", driver)
     out = []
     for b in backends:
         lat = latency.get(b) if isinstance(latency, dict) else latency
@@ -272,7 +321,7 @@ def _runs(w: _Where, spec: dict[str, Any], key: str, expect: dict[str, Any], qui
                                         "dynamodb only)")
         for n in workers:
             label = f"{slug(sc.name)}-{b}-{n}w"
-            out.append(ChapterRun(label, sc, b, n, duration, lat, seed if b == "dynamodb" else None, expect))
+            out.append(ChapterRun(label, sc, b, n, duration, lat, seed if b == "dynamodb" else None, expect, swamp))
     return out
 
 
@@ -286,11 +335,20 @@ def _listed(w: _Where, value: Any, key: str, tp: type) -> list[Any]:
     return list(items)
 
 
-def _seed(w: _Where, value: Any, key: str) -> PreAge | None:
+def _seed(w: _Where, value: Any, key: str, driver: str = "model") -> PreAge | None:
+    seed = _seed_table(w, value, key)
+    if seed is not None and (seed.layout is not None) != (driver == "swamp"):
+        raise w.fail(f"{key}.layout", "is a real-swamp ladder's pre-age in swamp's own layout (and a real-swamp "
+                     f"run needs it: swamp reads no other): one of {', '.join(LAYOUTS)}" if driver == "swamp" else
+                     "belongs to a real-swamp ladder (driver = \"swamp\"): the model reads its own layout")
+    return seed
+
+
+def _seed_table(w: _Where, value: Any, key: str) -> PreAge | None:
     if value is None:
         return None
     t = _table(w, value, key)
-    _unknown(w, t, ("models", "versions", "orphans"), key, "seed has models, versions and orphans")
+    _unknown(w, t, ("models", "versions", "orphans", "layout"), key, "seed has models, versions, orphans and layout")
     vals = {}
     for k, default, low in (("models", None, 1), ("versions", 10, 1), ("orphans", 0, 0)):
         v = t.get(k, default)
@@ -299,7 +357,38 @@ def _seed(w: _Where, value: Any, key: str) -> PreAge | None:
         vals[k] = v
     if vals["orphans"] > vals["models"]:
         raise w.fail(f"{key}.orphans", f"({vals['orphans']}) cannot be more than seed.models ({vals['models']})")
-    return PreAge(vals["models"], vals["versions"], vals["orphans"])
+    layout = t.get("layout")
+    if layout is not None and layout not in LAYOUTS:
+        raise w.fail(f"{key}.layout", f"must be one of {', '.join(LAYOUTS)} (swamp's own layout, per extension "
+                                      f"version), got {layout!r}")
+    if layout is not None and vals["orphans"]:
+        raise w.fail(f"{key}.orphans", "must be 0 with a layout: swamp's delete leaves a model's files live, so an "
+                                       "orphan's items are a live model's")
+    return PreAge(vals["models"], vals["versions"], vals["orphans"], layout)
+
+
+def _swamp_run(w: _Where, spec: dict[str, Any], key: str, driver: str) -> SwampRun | None:
+    """A real-swamp run's keys (``swamp_repo``, ``sync``, ``front``, ``scale``), or None on a model ladder."""
+    given = [k for k in SWAMP_RUN_KEYS if k in spec]
+    if driver != "swamp":
+        if given:
+            raise w.fail(f"{key}.{given[0]}", "belongs to a real-swamp ladder (driver = \"swamp\")")
+        return None
+    repo = spec.get("swamp_repo")
+    if not isinstance(repo, str) or not repo.strip():
+        raise w.fail(f"{key}.swamp_repo", f"must name the run's repository template (given as --swamp-repo "
+                                          f"NAME=DIR), got {repo!r}")
+    flags = {}
+    for k in ("sync", "front"):
+        v = spec.get(k, False)
+        if not isinstance(v, bool):
+            raise w.fail(f"{key}.{k}", f"must be true or false, got {v!r}")
+        flags[k] = v
+    scale = spec.get("scale")
+    if scale is not None and (isinstance(scale, bool) or not isinstance(scale, int | float) or scale <= 0):
+        raise w.fail(f"{key}.scale", f"must be a positive number ([fidelity] scale: every limit times it), got "
+                                     f"{scale!r}")
+    return SwampRun(repo, flags["sync"], flags["front"], float(scale) if scale is not None else None)
 
 
 def _merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
@@ -396,5 +485,13 @@ def describe(ladder: Ladder) -> list[str]:
 def run_line(r: ChapterRun) -> str:
     seed = (f", pre-aged {r.seed.models} models x {r.seed.versions} versions"
             + (f" ({r.seed.orphans} orphaned)" if r.seed.orphans else "") if r.seed else "")
+    if r.seed and r.seed.layout:
+        seed += f" in {r.seed.layout}'s layout"
     lat = f", latency {r.latency}" if r.latency else ""
-    return f"{r.scenario.name} on {r.backend}, {r.workers} workers, {r.duration_s:g} s{lat}{seed}"
+    real = ""
+    if r.swamp:
+        real = (f", the real swamp on template {r.swamp.repo}" + (", a full sync after each run" if r.swamp.sync
+                                                                   else "")
+                + (", through the front" if r.swamp.front else "")
+                + (f", capacity x{r.swamp.scale:g}" if r.swamp.scale is not None else ""))
+    return f"{r.scenario.name} on {r.backend}, {r.workers} workers, {r.duration_s:g} s{lat}{seed}{real}"

@@ -81,6 +81,10 @@ def judge(chapter: dict[str, Any], findings: dict[str, dict[str, Any]], comparis
         checks=[c.as_dict() for c in checks],
         **_evidence(present, findings, comparison),
         shown=shown, sentence=_verdict(checks, short if many else None))
+    if not shown and chapter.get("why_not"):  # the real code does not do what the model does: said, not failed
+        out["why"] = chapter["why_not"]
+        out["sentence"] = f"Not shown, and why: {chapter['why_not'].rstrip('.')}. " + \
+            out["sentence"].removeprefix("Not shown: ")
     return out
 
 
@@ -162,10 +166,19 @@ def closing_rows(chapters: list[dict[str, Any]]) -> list[dict[str, Any]]:
             grew.append(f"{lead(r['label'])}{text}")
         out.append({"number": c["number"], "name": c["name"], "fix": c.get("fix") or "", "rate": rate,
                     "bound_by": bound, "grew": grew, "shown": c["shown"],
-                    "verdict": "shown" if c["shown"] else "not shown: " + "; ".join(
-                        (f"{_short(x['run'], runs)}: " if many and x["run"] else "") + x["sentence"]
-                        for x in c["checks"] if not x["shown"])})
+                    "why": bool(c.get("why")), "verdict": _closing_verdict(c, runs, many)})
     return out
+
+
+def _closing_verdict(c: dict[str, Any], runs: list[dict[str, Any]], many: bool) -> str:
+    """shown; not shown, and why (a real-swamp chapter whose code differs: the source of the difference); or
+    not shown and the checks that were not."""
+    if c["shown"]:
+        return "shown"
+    if c.get("why"):
+        return f"not shown, and why: {c['why']}"
+    return "not shown: " + "; ".join((f"{_short(x['run'], runs)}: " if many and x["run"] else "") + x["sentence"]
+                                     for x in c["checks"] if not x["shown"])
 
 
 def _bound_short(b: dict[str, Any]) -> str:

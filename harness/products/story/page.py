@@ -18,7 +18,7 @@ CSS = """table.closing{width:100%;table-layout:fixed}table.closing td,table.clos
 overflow-wrap:anywhere;word-break:break-word;padding:.3em .5em}p.verdict{padding:.5em .7em}
 ul.checks{list-style:none;padding-left:.5em}ul.checks li::before{content:attr(data-mark);display:inline-block;
 width:1.4em;font-weight:bold}col.n{width:3em}col.fix{width:20%}col.rate{width:17%}col.bound{width:19%}
-col.grew{width:18%}col.verdict{width:auto}"""
+col.grew{width:18%}col.verdict{width:auto}.why{background:#fff6e0}"""
 
 
 def _lines(cells: list[str]) -> str:
@@ -31,7 +31,9 @@ def _figure(src: str, caption: str, lead: bool = False) -> str:
 
 def _chapter(c: dict[str, Any], figure: str | None, links: list[tuple[str, str]]) -> str:
     verdict = ("Shown: the runs showed what the chapter expected." if c["shown"] else
+               f"Not shown, and why: {c['why'].rstrip('.')}." if c.get("why") else
                "Not shown: " + "; ".join(x["sentence"] for x in c["checks"] if not x["shown"]) + ".")
+    mark = "good" if c["shown"] else "why" if c.get("why") else "bad"
     short = {r["label"]: r.get("short") or r["label"] for r in c["runs"]}
     many = len(c["runs"]) > 1
 
@@ -48,8 +50,11 @@ def _chapter(c: dict[str, Any], figure: str | None, links: list[tuple[str, str]]
     if c.get("fix"):
         parts.append(f"<p><b>The fix:</b> {escape(c['fix'])}</p>")
     parts.append(f"<p><b>Runs:</b></p><ul>{runs}</ul>")
+    if c.get("model"):
+        parts.append(f"<p><b>The model's chapter:</b> {escape(c['model'])} (stories/migrating-bottleneck.toml), "
+                     "told here again by swamp's own code.</p>")
     parts.append(f"<p><b>Expected:</b> {escape(c['expected_sentence'])}.</p>")
-    parts.append(f'<p class="verdict {"good" if c["shown"] else "bad"}"><b>{escape(verdict)}</b></p>')
+    parts.append(f'<p class="verdict {mark}"><b>{escape(verdict)}</b></p>')
     parts.append(f'<p><b>What the runs showed:</b></p><ul class="checks">{checks}</ul>')
     if bounds:
         parts.append(f"<p><b>What the fleet was bound by</b> (the report's own finding):</p><ul>{bounds}</ul>")
@@ -70,7 +75,8 @@ def closing_table(rows: list[dict[str, Any]]) -> str:
     body = "".join(
         f'<tr class="chapter"><td>{r["number"]}</td><td><b>{escape(r["name"])}</b><br>{escape(r["fix"])}</td>'
         f'<td>{_lines(r["rate"])}</td><td>{_lines(r["bound_by"])}</td><td>{_lines(r["grew"])}</td>'
-        f'<td class="{"good" if r["shown"] else "bad"}">{escape(r["verdict"])}</td></tr>' for r in rows)
+        f'<td class="{"good" if r["shown"] else "why" if r.get("why") else "bad"}">{escape(r["verdict"])}</td></tr>'
+        for r in rows)
     return f'<table class="closing">{head}{body}</table>'
 
 
@@ -87,12 +93,19 @@ def page(story: dict[str, Any], chapters: list[dict[str, Any]], rows: list[dict[
     lad = story["ladder"]
     shown = sum(1 for c in chapters if c["shown"])
     mode = "quick" if lad.get("quick") else "full"
-    each = "; ".join(f"{c['number']}. {c['name']}: {'shown' if c['shown'] else 'not shown'}" for c in chapters)
+    each = "; ".join(f"{c['number']}. {c['name']}: "
+                     f"{'shown' if c['shown'] else 'not shown, and why' if c.get('why') else 'not shown'}"
+                     for c in chapters)
     box = verdict_box([("Verdict", f"{shown} of {len(chapters)} chapters showed what they expected"),
                        ("Chapters", each),
                        ("Ladder", (f"{lad['description'].rstrip('.')}. " if lad.get("description") else "")
                         + f"The {mode} ladder {_source(lad['source'])}; every sentence below is computed from the "
-                          "runs.")])
+                          "runs."
+                        + (" Every run is the real swamp CLI on the repository template its line names, pre-aged "
+                           "(where its line says) in that extension version's own layout, through the front at the "
+                           "capacity scale its line says. \"Not shown, and why\" is a chapter whose runs did not "
+                           "show the model's expectation; its why is the ladder's, from swamp's source."
+                           if lad.get("driver") == "swamp" else ""))])
     warn = ""
     if story.get("interrupted"):
         it = story["interrupted"]

@@ -30,7 +30,7 @@ from harness.report.show import figures_dir, read_record, write_record
 
 STORY_JSON = "story.json"
 SCHEMA = 1
-STATIC_KEYS = ("number", "name", "fix", "slug", "runs", "expected", "comparison")
+STATIC_KEYS = ("number", "name", "fix", "slug", "runs", "expected", "comparison", "why_not", "model")
 
 
 def is_story(path: str | Path) -> bool:

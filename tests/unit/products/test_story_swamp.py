@@ -1,0 +1,244 @@
+"""The spec's story told by the real swamp (``harness story --driver swamp``), without swamp: the real-swamp ladder's
+keys and their one-line errors, ``--swamp-repo NAME=DIR``, the pre-age in swamp's layout carried in each run's
+plan, and the page's "not shown, and why"."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from harness.cli.main import main
+from harness.config.plan import RunPlan
+from harness.core.environment import UserEnvironment
+from harness.core.errors import HarnessError
+from harness.load.drivers import swamp as swampdrv
+from harness.products.story import command, story
+from harness.products.story import ladder as ladders
+from tests.support.synthetic import make_run
+
+LEGACY = "swamp-dynamodb@bc36088a"
+
+SWAMP_LADDER = """
+name = "real"
+driver = "swamp"
+[[chapter]]
+name = "one"
+model = "legacy GSI"
+why_not = "swamp's code differs"
+scenario = "legacy-gsi"
+swamp_repo = "old"
+sync = true
+front = true
+scale = 0.01
+workers = 2
+duration = "20s"
+seed = { models = 3, versions = 2, layout = "swamp-dynamodb@bc36088a" }
+expect = { grew = ["read_units"] }
+"""
+
+
+def _write(tmp_path: Path, text: str, name: str = "ladder.toml") -> Path:
+    p = tmp_path / name
+    p.write_text(textwrap.dedent(text))
+    return p
+
+
+def _swamp_tree(tmp_path: Path) -> tuple[Path, dict[str, Path]]:
+    """A stand-in swamp executable and two templates, each with the DynamoDB extension's folder."""
+    exe = tmp_path / "swamp"
+    exe.write_text("#!/bin/sh\n")
+    exe.chmod(0o755)
+    repos = {}
+    for name in ("old", "new"):
+        (tmp_path / name / "extensions" / "datastores" / "dynamodb_datastore").mkdir(parents=True)
+        repos[name] = tmp_path / name
+    return exe, repos
+
+
+# ---- the shipped real-swamp ladder ----
+
+
+def test_the_shipped_swamp_ladder_names_each_chapters_template_layout_and_scale():
+    lad = ladders.load(command.SWAMP_LADDER)
+    assert lad.driver == "swamp" and lad.swamp_repos() == ["ddb-legacy", "ddb"]
+    model = ladders.load("migrating-bottleneck")
+    assert [c.model for c in lad.chapters] == [c.name for c in model.chapters[:5]]  # the DynamoDB chapters
+    legacy = lad.chapters[0].runs[0]
+    assert legacy.swamp == ladders.SwampRun("ddb-legacy", sync=True, front=True, scale=0.0002)
+    assert legacy.seed is not None and legacy.seed.layout == LEGACY and legacy.seed.orphans == 0
+    fid = legacy.scenario.fidelity
+    assert fid.front is True and fid.config.dynamodb.scale == 0.0002  # scale is the run's [fidelity] scale
+    assert legacy.latency == "aws-dynamodb"
+    assert lad.chapters[0].expect["bound_by"] == ["partition:FILE"]  # the report names the hot "FILE" key
+    assert all(r.swamp and r.swamp.repo == "ddb" and r.swamp.front for c in lad.chapters[1:] for r in c.runs)
+    assert all(c.why_not for c in lad.chapters)  # each chapter says where swamp's code may differ
+    quick = ladders.load(command.SWAMP_LADDER, quick=True)
+    q = [r.duration_s for c in quick.chapters for r in c.runs]
+    f = [r.duration_s for c in lad.chapters for r in c.runs]
+    assert all(a < b for a, b in zip(q, f, strict=True)) and sum(q) <= 400
+    assert "in swamp-dynamodb@bc36088a's layout" in ladders.run_line(legacy)
+    assert "capacity x0.0002" in ladders.run_line(legacy) and "a full sync after each run" in ladders.run_line(legacy)
+
+
+@pytest.mark.parametrize("edit, key, message", [
+    (('driver = "swamp"', 'driver = "deno"'), "driver", "must be model or swamp"),
+    (('driver = "swamp"', ""), "chapter[1].why_not", "belongs to a real-swamp ladder"),
+    (('swamp_repo = "old"', ""), "chapter[1].swamp_repo", "must name the run's repository template"),
+    (("sync = true", 'sync = "yes"'), "chapter[1].sync", "must be true or false"),
+    (("scale = 0.01", "scale = 0"), "chapter[1].scale", "must be a positive number"),
+    ((', layout = "swamp-dynamodb@bc36088a"', ""), "chapter[1].seed.layout", "a real-swamp run needs it"),
+    (("bc36088a\" }", "nope\" }"), "chapter[1].seed.layout", "must be one of swamp-dynamodb@a929b7a"),
+    (("versions = 2,", "versions = 2, orphans = 1,"), "chapter[1].seed.orphans", "must be 0 with a layout"),
+])
+def test_a_malformed_swamp_ladder_is_one_line_naming_the_key(tmp_path, edit, key, message):
+    p = _write(tmp_path, SWAMP_LADDER.replace(*edit))
+    with pytest.raises(HarnessError) as e:
+        ladders.load(str(p))
+    text = str(e.value)
+    assert text.startswith(f"{p}: {key} ") and message in text and "\n" not in text
+
+
+def test_a_model_ladder_refuses_the_real_swamps_keys(tmp_path):
+    text = SWAMP_LADDER.replace('driver = "swamp"', "").replace('model = "legacy GSI"\n', "")
+    text = text.replace('why_not = "swamp\'s code differs"\n', "")
+    with pytest.raises(HarnessError, match=r"chapter\[1\]\.swamp_repo belongs to a real-swamp ladder"):
+        ladders.load(str(_write(tmp_path, text)))
+    with pytest.raises(HarnessError, match=r"chapter\[1\]\.seed\.layout belongs to a real-swamp ladder"):
+        ladders.load(str(_write(tmp_path, textwrap.dedent("""
+            name = "m"
+            [[chapter]]
+            name = "one"
+            scenario = "legacy-gsi"
+            seed = { models = 3, layout = "swamp-dynamodb@bc36088a" }
+            expect = { grew = ["read_units"] }
+            """))))
+
+
+# ---- --swamp-repo NAME=DIR ----
+
+
+@pytest.mark.parametrize("values, message", [
+    (["old"], "--swamp-repo 'old': give NAME=DIR"),
+    (["=/tmp"], "give NAME=DIR"),
+    (["old=/nonexistent/tpl"], "--swamp-repo old=/nonexistent/tpl: no such directory"),
+    (["old={old}", "old={new}"], "--swamp-repo names 'old' twice"),
+])
+def test_swamp_repo_is_name_equals_dir(tmp_path, values, message):
+    _, repos = _swamp_tree(tmp_path)
+    with pytest.raises(HarnessError) as e:
+        command.swamp_repos([v.format(**repos) for v in values])
+    assert message in str(e.value) and "\n" not in str(e.value)
+    assert command.swamp_repos([f"old={repos['old']}"]) == {"old": repos["old"].resolve()}
+
+
+def test_the_ladder_and_the_driver_must_agree_and_every_named_template_be_given(tmp_path):
+    _, repos = _swamp_tree(tmp_path)
+    lad = ladders.load(str(_write(tmp_path, SWAMP_LADDER)))
+    opts = command.StoryOptions
+    with pytest.raises(HarnessError, match="runs on the real swamp: add --driver swamp --swamp-repo old=DIR"):
+        command.check_driver(lad, opts(ladder="x"))
+    with pytest.raises(HarnessError, match="runs on swamp repository 'old', which no --swamp-repo names"):
+        command.check_driver(lad, opts(ladder="x", driver="swamp"))
+    with pytest.raises(HarnessError, match="--swamp-repo new: no chapter of 'real' runs on it"):
+        command.check_driver(lad, opts(ladder="x", driver="swamp",
+                                       swamp_repos=(f"old={repos['old']}", f"new={repos['new']}")))
+    assert command.check_driver(lad, opts(ladder="x", driver="swamp", swamp_repos=(f"old={repos['old']}",))) == \
+        {"old": repos["old"].resolve()}
+    with pytest.raises(HarnessError, match="--driver swamp needs a real-swamp ladder"):
+        command.check_driver(ladders.load("migrating-bottleneck"), opts(ladder="x", driver="swamp"))
+    with pytest.raises(HarnessError, match="--swamp and --swamp-repo are the real swamp's"):
+        command.check_driver(ladders.load("migrating-bottleneck"), opts(ladder="x", swamp_repos=("a=b",)))
+
+
+def test_bad_swamp_input_is_one_line_and_exit_2_before_anything_runs(tmp_path, capsys):
+    p = _write(tmp_path, SWAMP_LADDER)
+    run_dir = tmp_path / "story"
+    assert main(["story", str(p), "--driver", "swamp", "--swamp-repo", "old=/nonexistent",
+                 "--run-dir", str(run_dir)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == "harness: --swamp-repo old=/nonexistent: no such directory (a swamp repository template: the " \
+                  "folder that holds extensions/)"
+    assert not run_dir.exists()
+
+
+# ---- the plan each chapter's run gets ----
+
+
+def test_a_real_swamp_runs_plan_carries_its_template_sync_front_scale_and_layout(tmp_path):
+    exe, repos = _swamp_tree(tmp_path)
+    lad = ladders.load(str(_write(tmp_path, SWAMP_LADDER)))
+    r = lad.chapters[0].runs[0]
+    plan = command.plan_chapter_run(r, tmp_path / "run", UserEnvironment(), str(exe), {"old": repos["old"]})
+    sc = plan.scenario
+    assert sc.name == "legacy-gsi-swamp" and sc.driver.kind == "swamp"
+    assert sc.datastore.gsi == "legacy"  # the observer reads bc36088a's "FILE" layout
+    o = swampdrv.parse(sc)
+    assert o.sync is True and o.repo == repos["old"].resolve() and o.swamp == str(exe)
+    assert sc.fidelity.front is True and plan.fidelity().dynamodb.scale == 0.01
+    assert plan.seeding.preage is not None and plan.seeding.preage.layout == LEGACY
+    again = RunPlan.from_json(plan.to_json())  # the supervisor's pre-age reads it back from plan.json
+    assert again.seeding.preage == plan.seeding.preage
+    record = command.static_record(lad.chapters[0], tmp_path)
+    assert record["runs"][0]["seed"]["layout"] == LEGACY and record["runs"][0]["swamp"]["scale"] == 0.01
+    assert (record["why_not"], record["model"]) == ("swamp's code differs", "legacy GSI")
+
+
+def test_a_pre_age_in_swamps_layout_is_refused_off_the_swamp_driver(tmp_path):
+    from harness.config.build import RunOptions, plan_run
+    from harness.config.plan import PreAge
+
+    with pytest.raises(HarnessError, match="is for the real swamp to read: run the scenario with --driver swamp"):
+        plan_run(RunOptions(scenario="legacy-gsi", run_dir=str(tmp_path / "r"), preage=PreAge(2, 2, 0, LEGACY)),
+                 UserEnvironment())
+
+
+def test_the_swamp_driver_sync_key_is_a_boolean(tmp_path):
+    exe, repos = _swamp_tree(tmp_path)
+    from dataclasses import replace
+
+    from harness.config import scenario as scenarios
+
+    sc = scenarios.with_swamp(scenarios.twin_for(scenarios.load("legacy-gsi"), "swamp"), str(exe), str(repos["old"]))
+    assert swampdrv.parse(sc).sync is False
+    bad = replace(sc, driver=replace(sc.driver, options={**sc.driver.options, "sync": "yes"}))
+    with pytest.raises(HarnessError, match=r"driver\.sync must be true or false"):
+        swampdrv.parse(bad)
+
+
+# ---- the page: "not shown, and why" ----
+
+
+def test_a_chapter_the_real_code_does_not_show_reads_not_shown_and_why(tmp_path):
+    d = tmp_path / "story"
+    d.mkdir()
+    make_run(d / "01-one" / "legacy-gsi-swamp-dynamodb-2w", workers=2, duration_s=120.0,
+             rate=lambda t: np.full_like(t, 0.2, dtype=float), scenario="legacy-gsi-swamp",
+             steps={"pull_ms": lambda t: np.full_like(t, 10.0)},
+             counts={"read_units": lambda t: np.full_like(t, 15.0)}, history=True)
+    story.start(d, {"name": "real", "title": "Real", "description": "", "source": "test", "quick": True,
+                    "backend": None, "driver": "swamp"}, ["one"])
+    run = {"label": "legacy-gsi-swamp-dynamodb-2w", "run_dir": "01-one/legacy-gsi-swamp-dynamodb-2w",
+           "scenario": "legacy-gsi-swamp", "backend": "dynamodb", "workers": 2, "duration_s": 120.0, "latency": None,
+           "seed": {"models": 3, "versions": 2, "orphans": 0, "layout": LEGACY}, "expect": {},
+           "line": "legacy-gsi on dynamodb, 2 workers, 120 s, capacity x0.001",
+           "swamp": {"repo": "old", "sync": True, "front": True, "scale": 0.001}}
+    story.save_chapter(d, {"number": 1, "name": "one", "fix": "none", "slug": "01-one", "runs": [run],
+                           "expected": {"grew": ["read_units"]}, "comparison": None,
+                           "why_not": "legacy method runs scope their pulls (swamp 06b6147)", "model": "legacy GSI"})
+    story.finish(d)
+    story.build(d)
+    (c,) = json.loads((d / "story.json").read_text())["chapters"]
+    assert c["shown"] is False and c["why"] == "legacy method runs scope their pulls (swamp 06b6147)"
+    assert c["sentence"].startswith("Not shown, and why: legacy method runs scope their pulls (swamp 06b6147). "
+                                    "expected read units per iteration to grow, it did not credibly")
+    (row,) = json.loads((d / "story.json").read_text())["closing"]
+    assert row["verdict"] == "not shown, and why: legacy method runs scope their pulls (swamp 06b6147)"
+    html = (d / "index.html").read_text()
+    assert '<p class="verdict why"><b>Not shown, and why: legacy method runs scope their pulls (swamp 06b6147).' \
+           in html
+    assert "1. one: not shown, and why" in html and "The model's chapter:</b> legacy GSI" in html
+    assert "capacity x0.001" in html and "Every run is the real swamp CLI" in html
