@@ -69,6 +69,20 @@ def pytest_runtest_setup(item):
             pytest.skip(f"needs {mark.args[0]}: {why}")
 
 
+@pytest.fixture(scope="session")
+def swamp_today_run(tmp_path_factory):
+    """`two-phase-namespaced` as it ships (swamp's own), through real Locust on the embedded stand-in: one short
+    run (~10 s) that tests/e2e/test_swamp_today_e2e.py and tests/bench/test_swamp_today_bench.py both read (both
+    in the xdist group ``swamp-today``, so one process makes it once for the two)."""
+    from tests.e2e.conftest import harness
+
+    d = tmp_path_factory.mktemp("swamp-today") / "run"
+    out = harness("run", "two-phase-namespaced", "--users", "2", "--duration", "5s", "--run-dir", str(d),
+                  "--no-report")
+    assert out.returncode == 0, out.stderr[-2000:]
+    return d
+
+
 @pytest.fixture
 def clock() -> FakeClock:
     return FakeClock()
