@@ -62,6 +62,13 @@ def pytest_configure(config):
                             f"({', '.join(standin_endpoint.FEATURES)}); skipped there")
 
 
+def pytest_collection_modifyitems(config, items):
+    """Tests marked ``heavy`` first, the rest in their order. xdist (``--dist loadgroup``) hands out its groups
+    (largest first), then single tests in collection order; a long single test late in that order ran alone at
+    the end of its tier while the other process idled. Sent first, the long ones run beside the short ones."""
+    items.sort(key=lambda item: item.get_closest_marker("heavy") is None)
+
+
 def pytest_runtest_setup(item):
     for mark in item.iter_markers("needs"):
         why = standin_endpoint.lacks().get(mark.args[0])
