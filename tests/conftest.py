@@ -62,11 +62,32 @@ def pytest_configure(config):
                             f"({', '.join(standin_endpoint.FEATURES)}); skipped there")
 
 
+def pytest_collection_modifyitems(config, items):
+    """Tests marked ``heavy`` first, the rest in their order. xdist (``--dist loadgroup``) hands out its groups
+    (largest first), then single tests in collection order; a long single test late in that order ran alone at
+    the end of its tier while the other process idled. Sent first, the long ones run beside the short ones."""
+    items.sort(key=lambda item: item.get_closest_marker("heavy") is None)
+
+
 def pytest_runtest_setup(item):
     for mark in item.iter_markers("needs"):
         why = standin_endpoint.lacks().get(mark.args[0])
         if why:
             pytest.skip(f"needs {mark.args[0]}: {why}")
+
+
+@pytest.fixture(scope="session")
+def swamp_today_run(tmp_path_factory):
+    """`two-phase-namespaced` as it ships (swamp's own), through real Locust on the embedded stand-in: one short
+    run (~10 s) that tests/e2e/test_swamp_today_e2e.py and tests/bench/test_swamp_today_bench.py both read (both
+    in the xdist group ``swamp-today``, so one process makes it once for the two)."""
+    from tests.e2e.conftest import harness
+
+    d = tmp_path_factory.mktemp("swamp-today") / "run"
+    out = harness("run", "two-phase-namespaced", "--users", "2", "--duration", "5s", "--run-dir", str(d),
+                  "--no-report")
+    assert out.returncode == 0, out.stderr[-2000:]
+    return d
 
 
 @pytest.fixture

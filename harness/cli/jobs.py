@@ -27,13 +27,20 @@ def add_parser(sub: Any) -> None:
     _add_fill(verbs)
     _add_cleanup(verbs)
     ls = verbs.add_parser("list", help="list jobs: state, progress, N of M WCU/s")
-    ls.add_argument("--journal", help=JOURNAL_HELP)
+    _add_journal(ls, aws=False)
     ls.set_defaults(run=run_list)
     rs = verbs.add_parser("resume", help="resume a paused or interrupted job (checks it is the same table first)")
     rs.add_argument("job", help="the job's id (see `harness jobs list`)")
-    rs.add_argument("--journal", help=JOURNAL_HELP)
-    rs.add_argument("--aws", action="store_true", help=AWS_HELP)
+    _add_journal(rs, aws=True)
     rs.set_defaults(run=run_resume)
+
+
+def _add_journal(p: Any, *, aws: bool) -> None:
+    """The options every job command shares: its journal, and (each but ``list``, which only reads the journal)
+    whether it targets AWS itself."""
+    p.add_argument("--journal", help=JOURNAL_HELP)
+    if aws:
+        p.add_argument("--aws", action="store_true", help=AWS_HELP)
 
 
 def _add_pre_age(verbs: Any) -> None:
@@ -49,8 +56,7 @@ def _add_pre_age(verbs: Any) -> None:
     pa.add_argument("--table", help="DynamoDB table to pre-age (created, tagged, if missing); required but with an "
                     "S3 --layout")
     pa.add_argument("--state-dir", help="where the workers' catalogs and local views go (default runs/seeds/TABLE)")
-    pa.add_argument("--journal", help=JOURNAL_HELP)
-    pa.add_argument("--aws", action="store_true", help=AWS_HELP)
+    _add_journal(pa, aws=True)
     pa.add_argument("--layout", help="write swamp's own layout for the real swamp to read, as this extension "
                     "version lays it out: swamp-dynamodb@a929b7a, swamp-dynamodb@bc36088a (the legacy FILE key) or "
                     "swamp-s3@c25ec91 (objects and index in --bucket)")
@@ -67,8 +73,7 @@ def _add_fill(verbs: Any) -> None:
     fl.add_argument("--items", type=int, required=True, help="items to write, each once")
     fl.add_argument("--item-bytes", type=int, default=1000, help="each item's size in bytes (default 1000)")
     fl.add_argument("--scenario", help="use this scenario's fidelity layer (throttling model, latency)")
-    fl.add_argument("--journal", help=JOURNAL_HELP)
-    fl.add_argument("--aws", action="store_true", help=AWS_HELP)
+    _add_journal(fl, aws=True)
     fl.set_defaults(run=run_fill)
 
 
@@ -80,8 +85,7 @@ def _add_cleanup(verbs: Any) -> None:
     cl.add_argument("--drop-table", action="store_true", help="then delete the table (only one the harness created)")
     cl.add_argument("--allow-foreign-resources", action="store_true",
                     help="clean a table/bucket the harness did not create")
-    cl.add_argument("--journal", help=JOURNAL_HELP)
-    cl.add_argument("--aws", action="store_true", help=AWS_HELP)
+    _add_journal(cl, aws=True)
     cl.set_defaults(run=run_cleanup)
 
 

@@ -9,6 +9,7 @@ arguments; the building is the report's and the products' (``harness.report.run.
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 from pathlib import Path
 from typing import Any
@@ -87,38 +88,26 @@ class _Run(_Kind):
         return code
 
 
-class _Story(_Kind):
-    name = "story"
-    help = "rebuild a story's page from its directory (`harness story` wrote it): every chapter judged again"
+class _Product(_Kind):
+    """A product's directory (a story's, a sweep's): its module says whether a directory is one and rebuilds its
+    page; the kinds differ only in that module, imported when asked (``harness report RUN_DIR`` never loads it)."""
+
+    def __init__(self, name: str, module: str, predicate: str, help: str) -> None:
+        self.name, self.module, self.predicate, self.help = name, module, predicate, help
 
     def holds(self, d: str) -> bool:
-        from harness.products.story import story
-
-        return story.is_story(d)
+        return bool(getattr(importlib.import_module(self.module), self.predicate)(d))
 
     def build(self, args: argparse.Namespace) -> int:
-        from harness.products.story import story
-
-        out = story.build(_alone(args), args.out)
-        print(f"harness: story {out / 'index.html'}")
+        out = importlib.import_module(self.module).build(_alone(args), args.out)
+        print(f"harness: {self.name} {out / 'index.html'}")
         return 0
 
 
-class _Sweep(_Kind):
-    name = "sweep"
-    help = "rebuild a sweep's page from its directory (`harness sweep` wrote it): every size's run and the fit"
-
-    def holds(self, d: str) -> bool:
-        from harness.products.sweep import sweep
-
-        return sweep.is_sweep(d)
-
-    def build(self, args: argparse.Namespace) -> int:
-        from harness.products.sweep import sweep
-
-        out = sweep.build(_alone(args), args.out)
-        print(f"harness: sweep {out / 'index.html'}")
-        return 0
+_STORY = _Product("story", "harness.products.story.story", "is_story",
+                  "rebuild a story's page from its directory (`harness story` wrote it): every chapter judged again")
+_SWEEP = _Product("sweep", "harness.products.sweep.sweep", "is_sweep",
+                  "rebuild a sweep's page from its directory (`harness sweep` wrote it): every size's run and the fit")
 
 
 class _Suite(_Kind):
@@ -141,7 +130,7 @@ class _Suite(_Kind):
         return 0
 
 
-KINDS: tuple[_Kind, ...] = (_Run(), _Story(), _Sweep(), _Suite())
+KINDS: tuple[_Kind, ...] = (_Run(), _STORY, _SWEEP, _Suite())
 
 
 def _alone(args: argparse.Namespace) -> str:

@@ -13,6 +13,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.mark.e2e
+@pytest.mark.heavy
 def test_quick_safety_bench_prints_the_figures():
     proc = subprocess.run([sys.executable, "bench/safety_bench.py", "--quick"], capture_output=True, text=True,
                           cwd=ROOT, timeout=600)

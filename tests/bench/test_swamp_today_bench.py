@@ -1,23 +1,21 @@
 """The two benchmarks that read a swamp-own run (bench/global_lock.py, bench/spec_table.py) on one:
-`two-phase-namespaced` as it ships, through real Locust on the embedded stand-in (~10 s for the module)."""
+`two-phase-namespaced` as it ships, through real Locust on the embedded stand-in (the one run
+tests/e2e/test_swamp_today_e2e.py reads too: ~10 s for both files)."""
 
 from __future__ import annotations
 
 import pytest
 
 from bench import global_lock, spec_table
-from tests.e2e.conftest import harness, rows
+from tests.e2e.conftest import rows
 
-pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("swamp-today-bench")]
+# the run is tests/conftest.py's swamp_today_run, made once for this file and its twin in the same group
+pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("swamp-today")]
 
 
-@pytest.fixture(scope="module")
-def run_dir(tmp_path_factory):
-    d = tmp_path_factory.mktemp("swamp-today") / "run"
-    out = harness("run", "two-phase-namespaced", "--users", "2", "--duration", "5s", "--run-dir", str(d),
-                  "--no-report")
-    assert out.returncode == 0, out.stderr[-2000:]
-    return d
+@pytest.fixture
+def run_dir(swamp_today_run):
+    return swamp_today_run
 
 
 def test_the_global_lock_benchmark_reads_the_hold_and_what_was_sent_under_it(run_dir):

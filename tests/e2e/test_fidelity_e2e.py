@@ -11,6 +11,7 @@ from tests.e2e.conftest import harness, harness_all
 pytestmark = pytest.mark.e2e
 
 
+@pytest.mark.heavy
 def test_s3_tops_out_lower_per_operation_in_one_comparison_report(tmp_path):
     ddb, s3 = tmp_path / "ddb", tmp_path / "s3"
     # an S3 iteration of this scenario is ~50 requests at ~200 ms each: ~10 s, so two of them need ~22 s

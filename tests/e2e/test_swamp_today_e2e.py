@@ -1,6 +1,6 @@
 """`two-phase-namespaced` as it ships (swamp's own) through real Locust on the embedded stand-in: a global lock per
-namespace, nothing of fencing's, swamp's file-by-file commit under it. One short run for the module (~10 s); the two
-benchmarks that read such runs are tested on one of their own in tests/bench/test_swamp_today_bench.py."""
+namespace, nothing of fencing's, swamp's file-by-file commit under it. One short run (~10 s) for this module and
+tests/bench/test_swamp_today_bench.py, whose two benchmarks read the same run."""
 
 from __future__ import annotations
 
@@ -8,18 +8,15 @@ import json
 
 import pytest
 
-from tests.e2e.conftest import harness, rows
+from tests.e2e.conftest import rows
 
-pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("swamp-today-e2e")]
+# the run is tests/conftest.py's swamp_today_run, made once for this file and its twin in the same group
+pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("swamp-today")]
 
 
-@pytest.fixture(scope="module")
-def run_dir(tmp_path_factory):
-    d = tmp_path_factory.mktemp("swamp-today") / "run"
-    out = harness("run", "two-phase-namespaced", "--users", "2", "--duration", "5s", "--run-dir", str(d),
-                  "--no-report")
-    assert out.returncode == 0, out.stderr[-2000:]
-    return d
+@pytest.fixture
+def run_dir(swamp_today_run):
+    return swamp_today_run
 
 
 def test_a_swamp_own_run_takes_one_global_lock_a_namespace_and_makes_nothing_of_fencings(run_dir):

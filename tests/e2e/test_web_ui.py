@@ -159,6 +159,7 @@ def _metrics_linked(page, port: int) -> None:
     assert counts and sum(counts) > 0, text[:2000]
 
 
+@pytest.mark.heavy
 @pytest.mark.parametrize("processes", [0, 2], ids=["one-process", "processes-2"])
 def test_two_tests_from_the_browser_are_recorded_and_reported(tmp_path, processes, capsys):
     shots = tmp_path / "screenshots"

@@ -46,3 +46,18 @@ def test_a_group_stays_in_one_process_and_its_session_fixture_is_made_once(tmp_p
     assert len(grouped) == 3, p.stdout
     assert len({line.split("]")[0] for line in grouped}) == 1, p.stdout  # one worker ([gw0] or [gw1]) ran them all
     assert len(setups.read_text().split()) == 1
+
+
+def test_heavy_tests_go_first_and_the_rest_keep_their_order() -> None:
+    from tests.conftest import pytest_collection_modifyitems
+
+    class Item:
+        def __init__(self, name: str, heavy: bool) -> None:
+            self.name, self.heavy = name, heavy
+
+        def get_closest_marker(self, name: str) -> object | None:
+            return object() if name == "heavy" and self.heavy else None
+
+    items = [Item("a", False), Item("b", True), Item("c", False), Item("d", True), Item("e", False)]
+    pytest_collection_modifyitems(None, items)
+    assert [i.name for i in items] == ["b", "d", "a", "c", "e"]

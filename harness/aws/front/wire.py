@@ -5,6 +5,8 @@ Only what AWS SDKs send and the stand-ins answer: a body by ``Content-Length`` o
 a body to HEAD, 1xx, 204 and 304, and an answer read to the connection's end when it
 says neither. ``Expect: 100-continue`` is answered by the front itself (botocore
 otherwise waits a second for it before sending a PutObject's body) and not passed on.
+A head longer than ``MAX_HEAD`` is not read (``WireError``: the front closes the connection), whatever room the
+stream's buffer has: the front reads bodies through a 1 MiB buffer, and no SDK sends a head past 64 KiB.
 """
 
 from __future__ import annotations
@@ -63,6 +65,8 @@ async def read_head(reader: asyncio.StreamReader) -> Message | None:
         raise WireError("the connection ended inside a message's head") from None
     except asyncio.LimitOverrunError:
         raise WireError("a message's head is too long") from None
+    if len(raw) > MAX_HEAD:
+        raise WireError(f"a message's head is too long ({len(raw)} bytes, past {MAX_HEAD})")
     lines = raw[:-4].split(b"\r\n")
     headers = []
     for line in lines[1:]:

@@ -33,3 +33,22 @@ def test_answers_without_a_body_and_an_answer_read_to_the_end():
     to_end = _read(b"HTTP/1.0 200 OK\r\n\r\nall of it", request=False)
     assert to_end.body == b"all of it" and to_end.close
     assert _read(b"", request=True) is None  # a clean end between requests
+
+
+def test_a_head_past_max_head_is_refused_though_the_buffer_has_room():
+    import pytest
+
+    from harness.aws.front.wire import MAX_HEAD, WireError
+
+    def head(size: int) -> bytes:
+        return b"GET / HTTP/1.1\r\nx-pad: " + b"a" * (size - 27) + b"\r\n\r\n"
+
+    async def go(data: bytes) -> Message | None:
+        r = asyncio.StreamReader(limit=1 << 20)  # the front's buffer: room for far more than MAX_HEAD
+        r.feed_data(data)
+        r.feed_eof()
+        return await read_message(r, request=True)
+
+    assert len(head(MAX_HEAD)) == MAX_HEAD and asyncio.run(go(head(MAX_HEAD))).header(b"x-pad")
+    with pytest.raises(WireError, match="head is too long"):
+        asyncio.run(go(head(MAX_HEAD + 1)))

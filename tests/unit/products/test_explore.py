@@ -84,6 +84,7 @@ def test_check_args_accepts_what_it_should():
 
 
 @pytest.mark.e2e
+@pytest.mark.heavy
 @pytest.mark.parametrize("backend", ["dynamodb", "s3"])
 @pytest.mark.parametrize("fencing", ["on", "off"])
 def test_quick_exploration(tmp_path, backend, fencing):
