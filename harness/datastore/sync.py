@@ -38,11 +38,12 @@ from harness.datastore.paths import Paths, model_of
 from harness.datastore.profiles import SYNC_MODES, profile
 from harness.datastore.store import Step
 from harness.datastore.swamp_push import EXPORTS_AT, PUSH_SCOPES, data_name_dir, stage_rewrites
+from harness.datastore.variant import Bookkeeping, GlobalLock, IndexCommit, LockScope, values
 
-LOCK_SCOPES = ("datastore", "namespace")
-INDEX_COMMITS = ("full", "delta")
-BOOKKEEPING = ("harness", "swamp")
-GLOBAL_LOCKS = ("swamp", "one-item", "per-namespace")  # profiles/two_phase.py: commit_lock_key says each
+LOCK_SCOPES = values(LockScope)
+INDEX_COMMITS = values(IndexCommit)
+BOOKKEEPING = values(Bookkeeping)
+GLOBAL_LOCKS = values(GlobalLock)  # profiles/two_phase.py: commit_lock_key says each
 CONTENT_TRIES = 3  # pulls in a row whose content went missing under them before one is taken as read
 VIEW_LIMIT = 2000  # entries of a pull's view kept in the history (larger views are recorded by their size)
 

@@ -41,11 +41,12 @@ from harness.core.work import Work, recording
 from harness.datastore.backends.base import FileMeta, partition_of
 from harness.datastore.backends.dynamodb.items import gsi_partition, n_, s_
 from harness.datastore.backends.dynamodb.port import DynamoPort
+from harness.datastore.variant import RegistryAdds, values
 
 SYNC_STATE = "SYNCSTATE#global"
 REGISTRY = {"pk": s_("PARTITIONS#registry"), "sk": s_("LIST")}
 REGISTRY_ITEM = "PARTITIONS#registry/LIST"  # how rows and the report name it
-REGISTRY_ADDS = ("one", "swamp")
+REGISTRY_ADDS = values(RegistryAdds)
 WRITE_CONCURRENCY = 10  # applyDiff: files written at a time (parallelLimit)
 
 

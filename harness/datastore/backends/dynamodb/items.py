@@ -61,8 +61,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from harness.datastore.backends.base import FileMeta, partition_of
+from harness.datastore.variant import Gsi, values
 
-GSI_LAYOUTS = ("legacy", "per-model", "swamp")
+GSI_LAYOUTS = values(Gsi)
 PER_MODEL = ("per-model", "swamp")  # the layouts with a partition per model (and a registry of them)
 GSI_NAME = "gsi1"
 TABLE_KEYS = ("pk", "sk")

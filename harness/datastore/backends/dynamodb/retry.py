@@ -25,8 +25,9 @@ from botocore.exceptions import ClientError
 
 from harness.core.clock import Clock
 from harness.datastore.backends.swamp_retry import BASE_S, SwampRetry, delay_s
+from harness.datastore.variant import Retries, values
 
-RETRIES = ("harness", "swamp")
+RETRIES = values(Retries)
 UNPROCESSED_TRIES = 8  # sendBatchWrite's and querySpecificPaths' loops
 UNPROCESSED_CAP_S = 5.0
 RETRYABLE = frozenset({"ProvisionedThroughputExceededException", "ThrottlingException", "RequestLimitExceeded",

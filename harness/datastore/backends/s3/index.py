@@ -19,8 +19,9 @@ from typing import Any
 from harness.core.clock import iso, ms_of
 from harness.datastore.backends.base import FileMeta, partition_of
 from harness.datastore.backends.s3.swamp import ROOT, swamp_shard
+from harness.datastore.variant import S3Index, values
 
-INDEX_KINDS = ("monolith", "sharded")
+INDEX_KINDS = values(S3Index)
 META_RETRIES = 3
 ALL = "_all"  # the monolith's one shard
 DATASTORE_LOCK = ".datastore.lock"

@@ -30,12 +30,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from harness.datastore.errors import ConfigError
+from harness.datastore.variant import PrepareIndexRead, Retries, S3CommandRequests, S3Commit, S3Shards, values
 
-SHARDS = ("model", "swamp")
-COMMITS = ("harness", "swamp")
-PREPARE_READS = ("none", "all", "dirty")
-COMMAND_REQUESTS = ("none", "swamp")
-RETRIES = ("harness", "swamp")
+SHARDS = values(S3Shards)
+COMMITS = values(S3Commit)
+PREPARE_READS = values(PrepareIndexRead)
+COMMAND_REQUESTS = values(S3CommandRequests)
+RETRIES = values(Retries)
 ROOT = "_root"
 PREPARE_BATCH = 10  # assembleIndexFromShards reads this many shards at a time
 PER_MODEL = ("data", "outputs", "models")  # subdirectories keyed per model (swamp's definitions-evaluated: models)
