@@ -111,6 +111,29 @@ class Retries(enum.StrEnum):
     SWAMP = "swamp"
 
 
+class Backoff(enum.StrEnum):
+    """``[lock] backoff``: how a waiter backs off (``lock.py`` names each source); ``swamp`` is resolved to the
+    backend's own extension's when the scenario is read."""
+    HARNESS = "harness"
+    SWAMP_DYNAMODB = "swamp-dynamodb"
+    SWAMP_S3 = "swamp-s3"
+    S3_DOUBLING = "s3-doubling"
+    SWAMP = "swamp"
+
+
+class CatalogExport(enum.StrEnum):
+    """``[workload] catalog_export``: the catalog export's form (``catalog.py``)."""
+    COMPACT = "compact"
+    SWAMP = "swamp"
+    STORED_28 = "stored-28"
+
+
+class DataName(enum.StrEnum):
+    """``[workload] data_name``: a data name per method, or swamp's one (``model.py``)."""
+    METHOD = "method"
+    SWAMP = "swamp"
+
+
 def values(kind: type[enum.StrEnum]) -> tuple[str, ...]:
     """A knob's TOML strings, in the enum's order (what a one-line error lists)."""
     return tuple(m.value for m in kind)
