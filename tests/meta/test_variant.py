@@ -17,14 +17,14 @@ DATASTORE = ROOT / "harness" / "datastore"
 FLAGS = {"fencing", "fenced", "bookkeeping"}
 
 
-def _modules() -> list[tuple[str, ast.Module]]:
-    return [(str(p.relative_to(ROOT)), ast.parse(p.read_text(), str(p))) for p in sorted(DATASTORE.rglob("*.py"))]
+def _modules(root: Path) -> list[tuple[str, ast.Module]]:
+    return [(str(p.relative_to(root.parent)), ast.parse(p.read_text(), str(p))) for p in sorted(root.rglob("*.py"))]
 
 
-def swamp_compares() -> list[str]:
-    """Every comparison under harness/datastore with the constant "swamp" on either side."""
+def swamp_compares(root: Path = DATASTORE) -> list[str]:
+    """Every comparison under ``root`` with the constant "swamp" on either side (or in a literal tuple there)."""
     out = []
-    for rel, tree in _modules():
+    for rel, tree in _modules(root):
         for node in ast.walk(tree):
             if isinstance(node, ast.Compare):
                 sides = [node.left, *node.comparators]
@@ -37,10 +37,10 @@ def swamp_compares() -> list[str]:
     return out
 
 
-def flag_parameters() -> list[str]:
-    """Every function under harness/datastore with a parameter named like a mode flag."""
+def flag_parameters(root: Path = DATASTORE) -> list[str]:
+    """Every function under ``root`` with a parameter named like a mode flag."""
     out = []
-    for rel, tree in _modules():
+    for rel, tree in _modules(root):
         for node in ast.walk(tree):
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
                 a = node.args
@@ -61,8 +61,17 @@ def test_no_mode_flag_parameters_under_the_datastore():
 
 
 def test_the_checks_find_what_they_look_for(tmp_path):
-    """The AST checks see a comparison and a flag parameter when there is one (so a pass means something)."""
-    tree = ast.parse('def f(x, *, fencing=True):\n    return x == "swamp" or x in ("a", "swamp")\n')
-    assert any(isinstance(n, ast.Compare) for n in ast.walk(tree))
-    src = DATASTORE / "sync.py"
-    assert src.exists()
+    """Each check finds what it forbids (so a pass means something): the code as it was before issue 53's part 3
+    would fail both."""
+    pkg = tmp_path / "datastore"
+    pkg.mkdir()
+    (pkg / "old.py").write_text(
+        "def commit(entries, *, fencing=True, bookkeeping='harness'):\n"
+        "    if bookkeeping == 'swamp' or 'swamp' != entries or entries in ('one', 'swamp'):\n"
+        "        return 1\n"
+        "    return lambda fenced: fenced\n")
+    (pkg / "new.py").write_text("from enum import StrEnum\n\nclass B(StrEnum):\n    SWAMP = 'swamp'\n\n"
+                                "def commit(entries):\n    return entries == B.SWAMP\n")
+    assert swamp_compares(pkg) == ["datastore/old.py:2"] * 3  # the three comparisons, none of new.py
+    assert flag_parameters(pkg) == ["datastore/old.py:1 commit(bookkeeping=)", "datastore/old.py:1 commit(fencing=)",
+                                    "datastore/old.py:4 lambda(fenced=)"]
