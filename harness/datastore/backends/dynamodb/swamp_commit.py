@@ -1,5 +1,5 @@
 """swamp's DynamoDB commit, request by request, for runs that are swamp's own (``fencing = false``, ``bookkeeping =
-"swamp"``; ``DynamoPort(own=True)``).
+"swamp"``; chosen by ``choose.py``).
 
 ``commitPush`` -> ``applyDiff`` (``sync.ts``, webframp/swamp-extensions a929b7a), all of it under the global lock:
 
