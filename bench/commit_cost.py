@@ -41,6 +41,7 @@ from harness.datastore.backends.s3 import S3Backend  # noqa: E402
 from harness.datastore.catalog import Catalog  # noqa: E402
 from harness.datastore.lock import LockConfig  # noqa: E402
 from harness.datastore.sync import Datastore, SyncConfig  # noqa: E402
+from harness.datastore.variant import Variant  # noqa: E402
 
 NAMESPACE = "w1"
 MEASURED = 3  # commits after the creating one
@@ -61,9 +62,9 @@ def _stage(store: Datastore, rel: str, data: bytes) -> None:
 
 
 def measure(make_backend, fencing: bool, entries: int, models: int) -> dict[str, float]:
-    be = make_backend()
+    be = make_backend(fencing)
     be.ensure()
-    cfg = SyncConfig(namespace=NAMESPACE, index_commit="delta", fencing=fencing, heartbeat=False,
+    cfg = SyncConfig(namespace=NAMESPACE, index_commit="delta", heartbeat=False,
                      lock=LockConfig(ttl_s=60, wait_s=10, retry_s=0.05, retry_cap_s=0.1))
     store = Datastore(be, Catalog(), cfg, holder="bench")
     ms, reqs, wus, after = [], [], [], []
@@ -115,12 +116,12 @@ def main(argv: list[str] | None = None) -> int:
                     for models in model_counts:
                         n += 1
                         name = f"cost-{n}-{entries}x{models}"
-                        if backend == "dynamodb":
-                            def make(name=name, layout=layout):
-                                return DynamoBackend(clients.dynamodb, name, layout)
+                        if backend == "dynamodb":  # fenced or not: the backend's variant
+                            def make(fencing, name=name, layout=layout):
+                                return DynamoBackend(clients.dynamodb, name, layout, variant=Variant(fenced=fencing))
                         else:
-                            def make(name=name, layout=layout):
-                                return S3Backend(clients.s3, name, layout)
+                            def make(fencing, name=name, layout=layout):
+                                return S3Backend(clients.s3, name, layout, variant=Variant(fenced=fencing))
                         r = measure(make, fencing, entries, models)
                         shards = min(entries, models) if layout != "monolith" else 1
                         out = {"backend": backend, "layout": layout, "fencing": fencing, "entries": entries,

@@ -95,12 +95,14 @@ def clock() -> FakeClock:
     return FakeClock()
 
 
-def make_backend(kind: str, aws, clock=None, table: str = "harness-test", bucket: str = "harness-test"):
+def make_backend(kind: str, aws, clock=None, table: str = "harness-test", bucket: str = "harness-test",
+                 variant=None):
+    """A backend of ``kind`` (a GSI layout or an S3 index), built with ``variant`` (fenced by default)."""
     ddb, s3 = aws
     if kind in ("legacy", "per-model"):
-        be = DynamoBackend(ddb, table, kind, clock=clock)
+        be = DynamoBackend(ddb, table, kind, clock=clock, variant=variant)
     else:
-        be = S3Backend(s3, bucket, kind, clock=clock)
+        be = S3Backend(s3, bucket, kind, clock=clock, variant=variant)
     be.ensure()
     return be
 
@@ -142,12 +144,13 @@ class SleepLog(FakeClock):
 
 # ---- interleavings: freeze an actor between two requests, lose an answer, hide an item from a GSI ----------
 def sync_store(backend, namespace="w1", *, clock=None, holder="w", sync="one-lock", index_commit="delta",
-               lock=FAST_LOCK, events=None, fencing=True):
-    """A datastore whose history goes to ``events`` (pull views included) and whose global poll is short."""
+               lock=FAST_LOCK, events=None):
+    """A datastore whose history goes to ``events`` (pull views included) and whose global poll is short (fenced
+    or not: the backend's variant)."""
     import dataclasses
 
     kwargs = dict(namespace=namespace, lock_scope="namespace", index_commit=index_commit, lock=lock,
-                  heartbeat=False, sync=sync, global_poll_s=0.05, fencing=fencing, record_views=True)
+                  heartbeat=False, sync=sync, global_poll_s=0.05, record_views=True)
     known = {f.name for f in dataclasses.fields(SyncConfig)}
     store = Datastore(backend, Catalog(), SyncConfig(**{k: v for k, v in kwargs.items() if k in known}),
                       clock=clock, holder=holder)

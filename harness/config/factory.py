@@ -28,19 +28,20 @@ from harness.core.errors import HarnessError
 from harness.datastore.backends.base import Backend
 from harness.datastore.backends.dynamodb import GSI_KEYS, TABLE_KEYS, DynamoBackend
 from harness.datastore.backends.s3 import S3Backend
-from harness.datastore.backends.s3.swamp import S3Swamp
 from harness.datastore.sync import SyncConfig
+from harness.datastore.variant import Retries
 
 OWNER_TAG = "harness:owner"
 RUN_TAG = "harness:run"
 
 
 def sync_config(sc: Scenario, namespace: str | None) -> SyncConfig:
-    """How one worker of the scenario syncs its datastore (the model driver's, and the reference command's)."""
+    """How one worker of the scenario syncs its datastore (the model driver's, and the reference command's).
+    Fenced or swamp's is not here: it is the backend's variant (``Factory.backend``)."""
     ds = sc.datastore
     return SyncConfig(namespace=namespace, lock_scope=ds.lock_scope, index_commit=ds.index_commit, lock=sc.lock,
-                      fencing=ds.fencing, sync=ds.sync, global_poll_s=ds.global_poll_s, global_lock=ds.global_lock,
-                      bookkeeping=ds.bookkeeping, upload_concurrency=ds.upload_concurrency,
+                      sync=ds.sync, global_poll_s=ds.global_poll_s, global_lock=ds.global_lock,
+                      upload_concurrency=ds.upload_concurrency,
                       download_concurrency=ds.download_concurrency, dirty_path_cap=ds.dirty_path_cap,
                       catalog_export=sc.workload.catalog_export, data_name=sc.workload.data_name,
                       push_scope=ds.push_scope, export_at=ds.export_at,
@@ -74,7 +75,8 @@ class Factory:
         c = self.plan.connection
         wanted = list(services) if services is not None else self.services()
         sessions = {s: self.sessions.get(c.service(s).credentials) for s in wanted}
-        if self.plan.scenario.datastore.retries == "swamp":  # swamp's S3 client: maxAttempts 1 (its sync layer retries)
+        # swamp's S3 client: maxAttempts 1 (its sync layer retries)
+        if self.plan.scenario.datastore.retries is Retries.SWAMP:
             kw.setdefault("attempts", {"s3": 1})
         return self._make_clients(self.plan.endpoints, pool=pool, region=c.region, total_attempts=total_attempts,
                                   sessions=sessions, services=wanted, **kw)
@@ -94,21 +96,18 @@ class Factory:
     # ---- the backend ---------------------------------------------------------------------
 
     def backend(self, clients: Clients, *, create: bool = True) -> Backend:
-        """The datastore backend the scenario asks for, on the plan's table or bucket."""
+        """The datastore backend the scenario asks for, on the plan's table or bucket, built with the scenario's
+        variant: each backend chooses its strategies from it, once (``backends/*/choose.py``)."""
         sc, r = self.plan.scenario, self.plan.resources
         tags = ownership_tags(self.plan.run_id)
         threads = max(8, sc.datastore.upload_concurrency, sc.datastore.download_concurrency)
         if sc.backend == "dynamodb":
             register_table(r.table, *TABLE_KEYS, GSI_KEYS)  # so write units count the GSI from the first call
             return DynamoBackend(clients.dynamodb, r.table, sc.datastore.gsi, tags=tags, create=create,
-                                 executor=self.executor, pull_concurrency=threads,
-                                 registry_adds=sc.datastore.registry_adds, retries=sc.datastore.retries,
-                                 own=sc.datastore.swamp_own)
+                                 executor=self.executor, pull_concurrency=threads, variant=sc.datastore.variant)
         ds = sc.datastore
-        swamp = S3Swamp(shards=ds.s3_shards, commit=ds.s3_commit, prepare_read=ds.prepare_index_read,
-                        command_requests=ds.s3_command_requests, retries=ds.retries)
         return S3Backend(clients.s3, r.bucket, ds.s3_index, prefix=r.prefix, tags=tags, create=create,
-                         executor=self.executor, read_concurrency=threads, swamp=swamp, own=ds.swamp_own)
+                         executor=self.executor, read_concurrency=threads, variant=ds.variant)
 
     # ---- provisioning and teardown ------------------------------------------------------------
 

@@ -14,6 +14,27 @@ from harness.aws.fidelity.layer import FidelityConfig
 from harness.aws.fidelity.throttle import DynamoCapacity, S3Rates
 from harness.core.errors import HarnessError
 from harness.datastore.lock import LockConfig, swamp_backoff
+from harness.datastore.variant import (
+    LAYOUT_KINDS,
+    MODE_KINDS,
+    Bookkeeping,
+    ExportAt,
+    GlobalLock,
+    Gsi,
+    IndexCommit,
+    LockScope,
+    PrepareIndexRead,
+    PushScope,
+    RegistryAdds,
+    Retries,
+    S3CommandRequests,
+    S3Commit,
+    S3Index,
+    S3Shards,
+    SyncMode,
+    Variant,
+    coerce,
+)
 from harness.gates.expr import ThresholdSpec
 
 BACKENDS = ("dynamodb", "s3")
@@ -88,33 +109,43 @@ class Workload:
 
 @dataclass(frozen=True)
 class DatastoreSpec:
-    gsi: str = "per-model"
-    s3_index: str = "sharded"
-    lock_scope: str = "namespace"
+    gsi: Gsi = Gsi.PER_MODEL
+    s3_index: S3Index = S3Index.SHARDED
+    lock_scope: LockScope = LockScope.NAMESPACE
     namespaces: str = "per-worker"
     workers_per_namespace: int = 1  # with per-worker namespaces: how many workers share each one (and its lock)
-    index_commit: str = "delta"
+    index_commit: IndexCommit = IndexCommit.DELTA
     prune_every: int = 0
     fencing: bool = True  # false: swamp's own commit (TTL lock, no fencing token, unconditional writes)
-    sync: str = "one-lock"  # one-lock (the spec's loop) | two-phase (swamp today: per-model lock, global for commit)
+    # one-lock (the spec's loop) | two-phase (swamp today: per-model lock, global for commit)
+    sync: SyncMode = SyncMode.ONE_LOCK
     global_poll_s: float = 1.0  # two-phase: a model run polls the global lock this often before its per-model lock
-    global_lock: str = "swamp"  # two-phase: swamp (S3 per namespace, DynamoDB one for all) | per-namespace (both)
-    bookkeeping: str = "harness"  # harness | swamp (DynamoDB: SYNCSTATE#global every push, a registry that grows)
+    # two-phase: swamp (S3 per namespace, DynamoDB one for all) | per-namespace (both)
+    global_lock: GlobalLock = GlobalLock.SWAMP
+    # harness | swamp (DynamoDB: SYNCSTATE#global every push, a registry that grows)
+    bookkeeping: Bookkeeping = Bookkeeping.HARNESS
     upload_concurrency: int = 1  # content uploads at a time (swamp's S3: 25)
     download_concurrency: int = 1  # content downloads at a time (swamp's S3: 50; its DynamoDB: 1)
     dirty_path_cap: int = 0  # past this many dirty paths a push reads the whole index (swamp: S3 200, DynamoDB 1000)
     # swamp's DynamoDB extension as its code reads (docs/swamp-today.md); each defaults to the harness's behaviour
-    push_scope: str = "changed"  # swamp: a push rewrites every version of the data name (core marks its directory)
-    export_at: str = "after-commit"  # swamp: DynamoDB writes the catalog export inside commitPush, under the lock
-    registry_adds: str = "one"  # swamp: one ADD per distinct GSI partition of a push's files, FILE#-prefixed
+    # swamp: a push rewrites every version of the data name (core marks its directory)
+    push_scope: PushScope = PushScope.CHANGED
+    # swamp: DynamoDB writes the catalog export inside commitPush, under the lock
+    export_at: ExportAt = ExportAt.AFTER_COMMIT
+    # swamp: one ADD per distinct GSI partition of a push's files, FILE#-prefixed
+    registry_adds: RegistryAdds = RegistryAdds.ONE
     # swamp's S3 extension as its code reads (docs/swamp-today.md); each defaults to the harness's behaviour
-    s3_shards: str = "model"  # swamp: partitionKeyFromPath's keys (a run touches data, latest, outputs, _root)
-    s3_commit: str = "harness"  # swamp: _meta.json and each dirty shard read again under the lock, GET + PUT in turn
-    prepare_index_read: str = "none"  # all (swamp: the meta and every shard, on every push) | dirty (a fork's)
-    s3_command_requests: str = "none"  # swamp: HeadBucket, the scoped pull's 3 shard GETs, a new model's LIST + PUT
+    # swamp: partitionKeyFromPath's keys (a run touches data, latest, outputs, _root)
+    s3_shards: S3Shards = S3Shards.MODEL
+    # swamp: _meta.json and each dirty shard read again under the lock, GET + PUT in turn
+    s3_commit: S3Commit = S3Commit.HARNESS
+    # all (swamp: the meta and every shard, on every push) | dirty (a fork's)
+    prepare_index_read: PrepareIndexRead = PrepareIndexRead.NONE
+    # swamp: HeadBucket, the scoped pull's 3 shard GETs, a new model's LIST + PUT
+    s3_command_requests: S3CommandRequests = S3CommandRequests.NONE
     # retries, both backends: swamp: 3 tries at 500 ms x 3^n +- 25 % (S3: its SDK at one attempt; DynamoDB: around
     # each data-path request, the SDK's kept, unprocessed batch items min(500 ms x 2^n, 5 s) x 8)
-    retries: str = "harness"
+    retries: Retries = Retries.HARNESS
     swamp_values: tuple[str, ...] = ()  # the keys given as "swamp": resolved again when --backend changes it
 
     @property
@@ -122,7 +153,17 @@ class DatastoreSpec:
         """Is the run swamp's own: unfenced with swamp's bookkeeping? Then its lock's requests, its reads
         (DynamoDB: eventually consistent) and its commit (DynamoDB: file by file) are swamp's, and the harness
         writes nothing of its own (docs/swamp-today.md)."""
-        return not self.fencing and self.bookkeeping == "swamp"
+        return self.variant.swamp_own
+
+    def __post_init__(self) -> None:
+        # the knobs' strings (TOML, the plan's JSON, a test) as their enums, once, here at the edge
+        coerce(self, MODE_KINDS)
+        coerce(self, LAYOUT_KINDS)
+
+    @property
+    def variant(self) -> Variant:
+        """The mode knobs, what the datastore's strategies are chosen from (harness/datastore/variant.py)."""
+        return Variant(fenced=self.fencing, **{k: getattr(self, k) for k in MODE_KINDS})
 
     def namespace_of(self, process: int, n: int) -> str | None:
         """The namespace of user ``n`` of Locust process ``process`` (its user id is ``w<process>-<n>``).

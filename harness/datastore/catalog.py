@@ -12,7 +12,9 @@ import json
 import sqlite3
 import time
 
-CATALOG_EXPORTS = ("compact", "swamp", "stored-28")
+from harness.datastore.variant import CatalogExport, values
+
+CATALOG_EXPORTS = values(CatalogExport)
 # The row of swamp's catalog export today: writeCatalogExport (repository_factory.ts) writes `SELECT *` of the
 # `catalog` table, whose 23 columns (catalog_store.ts, CatalogRow, CATALOG_SCHEMA_VERSION "4", swamp-club/swamp
 # 0c7a0fa, the newest at 06b6147) are these; its text columns default to "".
@@ -85,8 +87,8 @@ class Catalog:
         """
         cur = self.db.execute("SELECT type, id, name, version, path, size, created_at FROM data WHERE ns=? "
                               "ORDER BY type, id, name, version", (self._ns(ns),))
-        if style in ("swamp", "stored-28"):
-            fields = SWAMP_ROW_FIELDS if style == "swamp" else STORED_ROW_FIELDS
+        if style in (CatalogExport.SWAMP, CatalogExport.STORED_28):
+            fields = SWAMP_ROW_FIELDS if style == CatalogExport.SWAMP else STORED_ROW_FIELDS
             rows = [_swamp_row(ns, *r, fields=fields) for r in cur]
             return (json.dumps(rows, indent=2) + "\n").encode()
         cols = ("type", "id", "name", "version", "path", "size", "createdAt")

@@ -29,6 +29,7 @@ from harness.core.clock import Clock, now_ms
 from harness.core.work import Work, recording
 from harness.datastore.errors import ConfigError, LockLostError, LockTimeoutError
 from harness.datastore.paths import check_lock_key
+from harness.datastore.variant import Backoff, values
 
 Recorder = Callable[[dict], None]
 
@@ -39,7 +40,7 @@ Recorder = Callable[[dict], None]
 # "swamp-s3", a fixed retry (s3_lock.ts, S3Lock.acquire, DEFAULT_RETRY_INTERVAL_MS 1 s, swamp-club 0e41e5f).
 # "s3-doubling": U(retry, min(8 x retry, retry x 2^n)), what a stored copy of s3_lock.ts read (the search tool's,
 # from a "2026.09 manifest" in no branch of swamp-club/swamp-extensions): kept only as this named option.
-BACKOFFS = ("harness", "swamp-dynamodb", "swamp-s3", "s3-doubling", "swamp")
+BACKOFFS = values(Backoff)
 S3_BACKOFF_CAP = 8.0  # s3-doubling: maxRetryInterval 8 s over a 1 s retryInterval (scaled with retry)
 
 
@@ -61,7 +62,7 @@ class LockConfig:
             raise ConfigError("lock ttl, wait and retry must be positive durations")
         if self.wait_s < self.retry_s:
             raise ConfigError(f"lock wait ({self.wait_s}s) is shorter than its retry ({self.retry_s}s)")
-        if self.backoff not in BACKOFFS or self.backoff == "swamp":
+        if self.backoff not in BACKOFFS or self.backoff == Backoff.SWAMP:
             raise ConfigError(f"unknown lock backoff {self.backoff!r}: choose one of {', '.join(BACKOFFS[:-1])}")
 
 

@@ -13,6 +13,7 @@ import random
 from collections.abc import Callable
 
 from harness.datastore.errors import ConfigError
+from harness.datastore.variant import DataName, values
 
 MODEL_TYPE = "system"
 _PAD = os.urandom(64 * 1024).hex().encode()  # 128 KB of incompressible-looking text, reused
@@ -52,7 +53,7 @@ def padding(n: int) -> str:
 # Which data name a method's run writes: "method" (the harness's own: one name per method, uptime, memory, ...)
 # or "swamp" (@webframp/system's methods all call writeResource(spec, "current"), and swamp's data name is that
 # instance name, data_writer.ts at 06b6147: every run of a model adds a version to its one data name "current")
-DATA_NAMES = ("method", "swamp")
+DATA_NAMES = values(DataName)
 SWAMP_DATA_NAME = "current"
 
 

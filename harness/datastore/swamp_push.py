@@ -46,9 +46,10 @@ from collections.abc import Iterable
 from harness.core.work import Work
 from harness.datastore.backends.base import FileMeta
 from harness.datastore.store import Store
+from harness.datastore.variant import ExportAt, PushScope, values
 
-PUSH_SCOPES = ("changed", "swamp")
-EXPORTS_AT = ("after-commit", "swamp")
+PUSH_SCOPES = values(PushScope)
+EXPORTS_AT = values(ExportAt)
 
 
 def stage_export(store: Store, work: Work) -> None:

@@ -31,18 +31,29 @@ from harness.core.clock import Clock, SystemClock, now_ms
 from harness.core.work import Work, recording
 from harness.datastore.backends.base import Backend, CommitResult, CursorDraft, FileMeta, PullResult, partition_of
 from harness.datastore.catalog import Catalog
-from harness.datastore.errors import ConfigError, ConflictError, ContentMissingError, LockLostError
+from harness.datastore.errors import ConfigError, ContentMissingError
 from harness.datastore.lock import Heartbeat, Lock, LockConfig, LockGrant, Recorder
 from harness.datastore.model import MODEL_TYPE, SWAMP_DATA_NAME, run_method
 from harness.datastore.paths import Paths, model_of
 from harness.datastore.profiles import SYNC_MODES, profile
 from harness.datastore.store import Step
 from harness.datastore.swamp_push import EXPORTS_AT, PUSH_SCOPES, data_name_dir, stage_rewrites
+from harness.datastore.sync_modes import choose
+from harness.datastore.variant import (
+    Bookkeeping,
+    DataName,
+    ExportAt,
+    GlobalLock,
+    IndexCommit,
+    LockScope,
+    PushScope,
+    values,
+)
 
-LOCK_SCOPES = ("datastore", "namespace")
-INDEX_COMMITS = ("full", "delta")
-BOOKKEEPING = ("harness", "swamp")
-GLOBAL_LOCKS = ("swamp", "one-item", "per-namespace")  # profiles/two_phase.py: commit_lock_key says each
+LOCK_SCOPES = values(LockScope)
+INDEX_COMMITS = values(IndexCommit)
+BOOKKEEPING = values(Bookkeeping)
+GLOBAL_LOCKS = values(GlobalLock)  # profiles/two_phase.py: commit_lock_key says each
 CONTENT_TRIES = 3  # pulls in a row whose content went missing under them before one is taken as read
 VIEW_LIMIT = 2000  # entries of a pull's view kept in the history (larger views are recorded by their size)
 
@@ -54,11 +65,9 @@ class SyncConfig:
     index_commit: str = "delta"
     lock: LockConfig = field(default_factory=LockConfig)
     heartbeat: bool = True
-    fencing: bool = True
     sync: str = "one-lock"
     global_poll_s: float = 1.0
-    global_lock: str = "swamp"  # two-phase's global lock key (profiles/two_phase.py: commit_lock_key)
-    bookkeeping: str = "harness"
+    global_lock: str = GlobalLock.SWAMP  # two-phase's global lock key (profiles/two_phase.py: commit_lock_key)
     upload_concurrency: int = 1
     download_concurrency: int = 1
     dirty_path_cap: int = 0
@@ -87,8 +96,6 @@ class SyncConfig:
         if self.push_scope not in PUSH_SCOPES or self.export_at not in EXPORTS_AT:
             raise ConfigError(f"unknown push_scope {self.push_scope!r} or export_at {self.export_at!r}: choose "
                               f"{' / '.join(PUSH_SCOPES)} and {' / '.join(EXPORTS_AT)}")
-        if self.bookkeeping not in BOOKKEEPING:
-            raise ConfigError(f"unknown bookkeeping {self.bookkeeping!r}: choose one of {', '.join(BOOKKEEPING)}")
         if self.sync == "two-phase" and self.index_commit == "full":
             raise ConfigError('sync = "two-phase" commits each model\'s dirty entries under its own lock: a full '
                               'commit would rewrite other models\' entries without theirs; use index_commit = "delta"')
@@ -103,12 +110,19 @@ class PruneReport:
 
 
 class Datastore:
-    """One worker's view of a datastore: its local tree, dirty paths, catalog and watermark."""
+    """One worker's view of a datastore: its local tree, dirty paths, catalog and watermark.
+
+    Fenced or swamp's, and whose bookkeeping, is the backend's ``variant`` (it was built with it): the
+    strategies of ``sync_modes.py`` are chosen from it once, here.
+    """
 
     def __init__(self, backend: Backend, catalog: Catalog, cfg: SyncConfig, *,
                  clock: Clock | None = None, holder: str = "harness", rng: random.Random | None = None,
                  recorder: Recorder | None = None, pauses: Callable[[str], float] | None = None) -> None:
         self.backend, self.catalog, self.cfg = backend, catalog, cfg
+        self.variant = backend.variant
+        modes = choose(self.variant)  # the one choice of the two systems' steps (sync_modes.py)
+        self.fencing, self.books = modes.fencing, modes.books
         self.clock = clock or SystemClock()
         self.holder = holder
         self.rng = rng or random.Random()
@@ -118,14 +132,11 @@ class Datastore:
         self.uploads_at_commit = cfg.uploads_at_commit if cfg.uploads_at_commit is not None else (
             self._profile.uploads_at_commit(backend.name))
         # swamp's DynamoDB extension (swamp_push.py): its push rewrites a data name's versions, its commit the export
-        self.rewrites = cfg.push_scope == "swamp" and backend.name == "dynamodb"
-        # (a swamp-own DynamoDB run, ``backend.own``, writes the export as a file of the push, as swamp's push does)
-        if getattr(backend, "own", False) and cfg.fencing:
-            raise ConfigError("a backend that is swamp's own (own=True) serves unfenced runs only: build it with "
-                              "own=False for fencing = true")
-        own = getattr(backend, "own", False)
-        self.exports_in_commit = cfg.export_at == "swamp" and backend.name == "dynamodb" and not own
-        self.exports_in_push = cfg.export_at == "swamp" and (backend.name == "s3" or own)  # a file of the push
+        self.rewrites = cfg.push_scope == PushScope.SWAMP and backend.name == "dynamodb"
+        # (a swamp-own DynamoDB run writes the export as a file of the push, as swamp's push does)
+        own = self.variant.swamp_own
+        self.exports_in_commit = cfg.export_at == ExportAt.SWAMP and backend.name == "dynamodb" and not own
+        self.exports_in_push = cfg.export_at == ExportAt.SWAMP and (backend.name == "s3" or own)  # a file of the push
         # paths every worker of the namespace writes, the last writer's kept (swamp_push.py): no version conflict
         self.overwrites = {Paths(cfg.namespace).catalog_export()} if self.exports_in_push else set()
         self.kept: dict[str, bytes] = {}  # the bytes of this worker's data-name files, which a rewrite writes again
@@ -200,9 +211,7 @@ class Datastore:
 
     def fence_hook(self) -> Callable[[LockGrant, Work], None] | None:
         """What a fenced grant of the commit domain's lock tells the backend first (None unfenced)."""
-        if not self.cfg.fencing:
-            return None
-        return lambda g, w: self.backend.on_grant(self.ns, g, self._cursor, w)
+        return self.fencing.fence_hook(self)
 
     @contextmanager
     def locked(self, steps: list[Step]) -> Iterator[LockGrant]:
@@ -216,9 +225,7 @@ class Datastore:
 
     def model_fence_hook(self, part: str | None) -> Callable[[LockGrant, Work], None] | None:
         """What a fenced grant of a model's lock tells the backend: its partition is fenced by this grant."""
-        if not (self.cfg.fencing and part):
-            return None
-        return lambda g, w: self.backend.fence_model(self.ns, part, g, self._cursor, w, lock_key=self.lock_key())
+        return self.fencing.model_fence_hook(self, part)
 
     @contextmanager
     def model_held(self, steps: list[Step], lock: Lock, grant: LockGrant, part: str | None) -> Iterator[None]:
@@ -256,9 +263,9 @@ class Datastore:
         The backend may seal under an id of its own (DynamoDB: the one the
         grant claimed); the record takes the id the commit really used.
         """
-        cid, self._cid = self._cid or uuid.uuid4().hex[:16], None
+        cid, self._cid = self._cid or self.new_commit_id(), None
         event = {"type": "commit", "op": op, "key": grant.key, "holder": self.holder, "fence": grant.fence,
-                 "nonce": grant.nonce, "namespace": self.ns, "cid": cid, "fencing": self.cfg.fencing,
+                 "nonce": grant.nonce, "namespace": self.ns, "cid": cid, "fencing": self.variant.fenced,
                  "view_seq": self._base if grant is self._grant else self._model_view, "invoke_ms": now_ms(self.clock),
                  "writes": [[m.rel_path, m.version, m.digest, m.size] for m in writes],
                  "deletes": [[m.rel_path, m.version, m.digest] for m in deletes]}
@@ -270,8 +277,7 @@ class Datastore:
         if model is not None:
             event.update(model_key=model.key, model_nonce=model.nonce, model_fence=model.fence)
         try:
-            if self.cfg.fencing and grant.lost:
-                raise LockLostError(f"commit refused: lock {grant.key} (fence {grant.fence}) was lost")
+            self.fencing.refuse_lost(grant)
             res = call(cid)
         except BaseException as e:  # interrupted too (the run ending): its outcome is then unknown
             event["cid"] = getattr(e, "commit_id", None) or event["cid"]  # the id the backend really used (DynamoDB)
@@ -283,6 +289,11 @@ class Datastore:
         self.record({**event, "ok": True, "complete_ms": now_ms(self.clock), "seq": res.seq, "base": res.base,
                      "domain": res.domain, "cid": res.cid, "seal_ms": res.seal_ms, "sent_ms": res.sent_ms})
         return res
+
+    @staticmethod
+    def new_commit_id() -> str:
+        """A commit's id (picked before its content is written when fenced: ``sync_modes.FencedSync``)."""
+        return uuid.uuid4().hex[:16]
 
     def _live(self, rel: str) -> bool:
         """A file is live while its model's definition exists (or it belongs to no model)."""
@@ -316,7 +327,7 @@ class Datastore:
                 # the pull reads into a draft of the cursor; view and cursor move together, once it has it all
                 draft = CursorDraft(self._cursor)
                 res = self.backend.pull(self.ns, self.watermark_ms, partitions, work, lock_key=self.lock_key(),
-                                        cursor=draft.parts, fencing=self.cfg.fencing, grant=self._grant)
+                                        cursor=draft.parts, grant=self._grant)
                 view = self._forget(res, dict(self.local))
                 fetch = [m for m in res.changed
                          if (have := view.get(m.rel_path)) is None or have.digest != m.digest]
@@ -352,7 +363,7 @@ class Datastore:
                 if scope is None or partition_of(r, self.ns) in scope]
         self.record({"type": "pull", "holder": self.holder, "namespace": self.ns, "domain": self.lock_key(),
                      "seq": seq, "scope": sorted(scope) if scope is not None else None, "invoke_ms": start,
-                     "fencing": self.cfg.fencing,
+                     "fencing": self.variant.fenced,
                      "complete_ms": now_ms(self.clock), "view": view[:VIEW_LIMIT], "view_size": len(view)})
 
     def _forget(self, res: PullResult, view: dict[str, FileMeta]) -> dict[str, FileMeta]:
@@ -378,7 +389,7 @@ class Datastore:
             self._stage(self.paths.definition(model_type, model_id),
                         f"type: {model_type}\nid: {model_id}\n".encode())
         name, raw = run_method(method, payload_bytes, self.rng)
-        name = SWAMP_DATA_NAME if self.cfg.data_name == "swamp" else name  # @webframp/system: one data name
+        name = SWAMP_DATA_NAME if self.cfg.data_name == DataName.SWAMP else name  # @webframp/system: one data name
         version = self.catalog.next_version(self.ns, model_type, model_id, name)
         raw_rel = self.paths.data_raw(model_type, model_id, name, version)
         digest = FileMeta.digest_of(raw)
@@ -410,24 +421,13 @@ class Datastore:
             cap = self.cfg.dirty_path_cap
             if cap and len(paths) > cap:  # swamp's dirty-path cap: past it the push walks the whole index
                 self.backend.read_index(self.ns, work, lock_key=self.lock_key())
-            if not self.cfg.fencing:
-                remote = self.backend.lookup(paths, work, fenced=False)
-                for rel in paths:
-                    base = self.local[rel].version if rel in self.local else 0
-                    r = remote.get(rel)
-                    if r is not None and r.version > base and r.digest != self.staged[rel].digest and (
-                            rel not in self.overwrites):
-                        raise ConflictError(
-                            f"conflict on {rel}: remote version {r.version} is newer than ours ({base})")
+            self.fencing.check_remote(self, paths, work)  # unfenced (swamp's push): a newer remote version
             if not self.uploads_at_commit:
                 self._upload(work)
         work.files_pushed += len(paths)
 
     def _upload(self, work: Work) -> None:
-        if self.cfg.fencing:  # the commit's id, picked before its content is written: every content key names it
-            self._cid = uuid.uuid4().hex[:16]
-            for m in self.staged.values():
-                m.content_id = self._cid
+        self.fencing.name_content(self)  # fenced: the commit's id, picked first, in every content key
         self.backend.put_content(self.dirty, self.staged, work, cursor=self._cursor,
                                  concurrency=self.cfg.upload_concurrency)
 
@@ -454,9 +454,8 @@ class Datastore:
                 if self.uploads_at_commit:  # swamp's DynamoDB writes the content under the global lock too
                     self._upload(work)
                 res = self._commit("sync", grant, staged, [], lambda cid: self.backend.commit(
-                    self.ns, entries, grant, work, base_seq=base if self.cfg.fencing else None,
-                    fencing=self.cfg.fencing, cid=cid, cursor=self._cursor, model_fence=self._model_fence(),
-                    bookkeeping=self.cfg.bookkeeping))
+                    self.ns, entries, grant, work, base_seq=base, cid=cid, cursor=self._cursor,
+                    model_fence=self._model_fence()))
             self.local.update(self.staged)
             if self.last_seq is not None and res.base == self.last_seq:  # nobody else sealed since this view
                 self.last_seq = res.seq
@@ -468,8 +467,7 @@ class Datastore:
 
     def _model_fence(self) -> tuple[str, int] | None:
         """Two-phase, fenced: (the model's partition, its lock's fence): the commit checks no newer holder of it."""
-        g, part = self._model_grant, self._model_part
-        return (part, g.fence) if g is not None and part and self.cfg.fencing else None
+        return self.fencing.model_fence(self._model_grant, self._model_part)
 
     def export_catalog(self, work: Work) -> None:
         if self.ns:
@@ -481,10 +479,9 @@ class Datastore:
     def _delete(self, op: str, grant: LockGrant, metas: list[FileMeta], work: Work,
                 forget: list[str] | None = None) -> None:
         """A commit of removals, against the view this section's pull saw (its base), like any commit."""
-        base = self._base if grant is self._grant and self.cfg.fencing else None
+        base = self._base if grant is self._grant else None  # (unfenced: the backend checks no base)
         self._commit(op, grant, [], metas, lambda cid: self.backend.delete_files(
-            self.ns, metas, grant, work, fencing=self.cfg.fencing, cid=cid, cursor=self._cursor, base_seq=base,
-            forget=forget or (), bookkeeping=self.cfg.bookkeeping))
+            self.ns, metas, grant, work, cid=cid, cursor=self._cursor, base_seq=base, forget=forget or ()))
 
     # ---- commands ---------------------------------------------------------------
     def sync_run(self, model_id: str, method: str, payload_bytes: int, steps: list[Step],
@@ -534,8 +531,7 @@ class Datastore:
             files = [m for r, m in self.local.items() if model_of(r, self.ns) in owners]
             if files:  # one commit: the files' removal, and their partitions gone from the registry
                 parts = [partition_of(self.paths.definition(t, i), self.ns) for t, i in orphans]
-                # (swamp's bookkeeping forgets nothing: its registry only grows, its tombstones stay)
-                forget = [p for p in parts if p] if self.cfg.bookkeeping == "harness" else []
+                forget = self.books.forget(parts)  # (swamp's bookkeeping forgets nothing: its registry only grows)
                 self._delete("prune", grant, files, w, forget=forget)
             for m in files:
                 self.local.pop(m.rel_path, None)

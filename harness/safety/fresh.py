@@ -38,7 +38,7 @@ def fresh_reads(backend: Any, events: list[dict], state: dict) -> list[dict]:
                 if e["path"].startswith(prefix)}
         read: dict[str, Any] = {"namespace": ns, "key": key, "entries": len(want)}
         try:
-            res = backend.pull(ns, 0, None, Work(), lock_key=key, cursor={}, fencing=True, grant=None)
+            res = backend.pull(ns, 0, None, Work(), lock_key=key, cursor={}, grant=None)  # (the run's: fenced)
         except Exception as e:  # noqa: BLE001 - what a user meets: the namespace cannot be read
             out.append({**read, "ok": False, "error": f"{type(e).__name__}: {e}"[:300]})
             continue

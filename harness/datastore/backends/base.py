@@ -18,6 +18,7 @@ from typing import Protocol
 from harness.core.work import Work, recording
 from harness.datastore.lock import LockGrant, LockStore
 from harness.datastore.paths import model_of
+from harness.datastore.variant import Variant
 
 
 @dataclass
@@ -141,8 +142,13 @@ def partition_of(rel_path: str, namespace: str | None) -> str | None:
 
 
 class Backend(Protocol):
+    """A datastore backend, built with its ``Variant`` (``harness/datastore/variant.py``): which system it runs
+    (fenced or swamp's, swamp's bookkeeping or not) was chosen once, in its constructor (``backends/*/choose.py``),
+    so no method takes a mode flag."""
+
     name: str
     lock_store: LockStore
+    variant: Variant
 
     def datastore_lock_key(self) -> str:
         """The one lock for the whole datastore (swamp's key without a namespace)."""
@@ -170,8 +176,8 @@ class Backend(Protocol):
     def read_index(self, namespace: str | None, work: Work, *, lock_key: str | None = None) -> int:
         """The whole index of the namespace, read (a push past the dirty-path cap); the entries read."""
 
-    def lookup(self, paths: Sequence[str], work: Work, *, fenced: bool = True) -> dict[str, FileMeta]:
-        """The index entries of ``paths``, as readers see them (``fenced=False``: swamp's scoped push)."""
+    def lookup(self, paths: Sequence[str], work: Work) -> dict[str, FileMeta]:
+        """The index entries of ``paths``, as readers see them (unfenced: as swamp's scoped push reads them)."""
 
     def on_grant(self, namespace: str | None, grant: LockGrant, cursor: dict | None, work: Work) -> None:
         """A fenced grant was just made: whatever the seal is conditioned on must learn of it first."""
@@ -186,31 +192,30 @@ class Backend(Protocol):
         """After the grant's release: delete the garbage its fenced commits left (``AfterRelease``)."""
 
     def commit(self, namespace: str | None, entries: Sequence[FileMeta], grant: LockGrant, work: Work, *,
-               base_seq: int | None = None, fencing: bool = True, cid: str | None = None,
-               cursor: dict | None = None, model_fence: tuple[str, int] | None = None,
-               bookkeeping: str = "harness") -> CommitResult:
+               base_seq: int | None = None, cid: str | None = None,
+               cursor: dict | None = None, model_fence: tuple[str, int] | None = None) -> CommitResult:
         """Merge entries into the index under the lock and seal it.
 
-        With ``fencing`` (the default) the store itself refuses a stale grant,
+        Fenced (the backend's variant) the store itself refuses a stale grant,
         and a commit either seals completely or leaves nothing visible.
         ``base_seq`` is the sequence this holder's view was pulled at: the
         commit is refused if anything sealed since. ``cursor`` is the worker's
         own (what its pulls saw): with it a commit reads nothing it already
-        knows. Without fencing it writes unconditionally (swamp's own behaviour).
+        knows. Unfenced it writes unconditionally (swamp's own behaviour; the
+        base and the model fence go unchecked).
         ``model_fence`` (two-phase, fenced): the model's partition and its lock's
-        fence, refused if a newer holder of the model was granted; ``bookkeeping
-        = "swamp"``: swamp's own items written beside the commit (DynamoDB).
+        fence, refused if a newer holder of the model was granted. With swamp's
+        bookkeeping its own items are written beside the commit (DynamoDB).
         """
 
     def pull(self, namespace: str | None, since_ms: int, partitions: Iterable[str] | None, work: Work, *,
-             lock_key: str | None = None, cursor: dict | None = None, fencing: bool = True,
+             lock_key: str | None = None, cursor: dict | None = None,
              grant: LockGrant | None = None) -> PullResult:
         """What changed since the worker's ``cursor``; ``partitions`` scopes the pull; it never writes."""
 
     def delete_files(self, namespace: str | None, metas: Sequence[FileMeta], grant: LockGrant, work: Work, *,
-                     fencing: bool = True, cid: str | None = None, cursor: dict | None = None,
-                     base_seq: int | None = None, forget: Sequence[str] = (),
-                     bookkeeping: str = "harness") -> CommitResult:
+                     cid: str | None = None, cursor: dict | None = None,
+                     base_seq: int | None = None, forget: Sequence[str] = ()) -> CommitResult:
         """Remove index entries (a commit of removals, fenced like one); ``forget``: partitions pruned whole."""
 
     def index_snapshot(self, work: Work) -> dict:

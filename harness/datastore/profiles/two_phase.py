@@ -33,6 +33,7 @@ from harness.datastore.errors import LockTimeoutError
 from harness.datastore.lock import Lock, LockGrant
 from harness.datastore.store import Step, Store
 from harness.datastore.swamp_push import stage_export
+from harness.datastore.variant import GlobalLock
 
 GLOBAL_WAIT_TTLS = 2  # swamp: a model run waits at most twice the holder's TTL for the global lock
 
@@ -51,9 +52,9 @@ def commit_lock_key(store: Store) -> str:
     ns = store.ns if store.cfg.lock_scope == "namespace" else None
     if not ns:
         return store.backend.datastore_lock_key()
-    if store.cfg.global_lock == "swamp":
+    if store.cfg.global_lock == GlobalLock.SWAMP:
         return f".locks/{ns}.lock"
-    if store.cfg.global_lock == "per-namespace":
+    if store.cfg.global_lock == GlobalLock.PER_NAMESPACE:
         return f"{ns}/.datastore.lock"
     return store.backend.global_lock_key(ns)
 

@@ -116,6 +116,12 @@ class SwampWorker:
     def __init__(self, scenario: Scenario, backend: Backend, *, process: str, user: str,
                  clock: Clock | None = None, rng_seed: int | None = None, namespace: str | None = "") -> None:
         self.scenario, self.backend, self.process, self.user = scenario, backend, process, user
+        built, wanted = backend.variant, scenario.datastore.variant
+        if (built.fenced, built.bookkeeping) != (wanted.fenced, wanted.bookkeeping):
+            raise HarnessError(f"the backend was built for another system (fencing = {str(built.fenced).lower()}, "
+                               f"bookkeeping = {built.bookkeeping}) than the scenario's (fencing = "
+                               f"{str(wanted.fenced).lower()}, bookkeeping = {wanted.bookkeeping}): build it "
+                               "from the scenario (config.factory.Factory.backend)")
         if namespace == "":  # not given: the worker's own (per-worker), or the shared one
             namespace = user if scenario.datastore.namespaces == "per-worker" else None
         cfg = sync_config(scenario, namespace)

@@ -94,7 +94,7 @@ def new_stage(target: Target, troupe: Troupe) -> Stage:
     events: list[dict] = []
     sync = target.sync_config(namespace="w1", lock_scope="namespace",
                       index_commit="delta" if target.sync == "two-phase" else "full", lock=LOCK, heartbeat=False,
-                      fencing=target.fencing, sync=target.sync, global_poll_s=GLOBAL_POLL_S, record_views=True)
+                      sync=target.sync, global_poll_s=GLOBAL_POLL_S, record_views=True)
     actors: dict[str, Actor] = {}
     for who in ACTORS:
         hooks = troupe.hooks[(target.backend, who)]

@@ -23,10 +23,10 @@ from harness.aws.instrument import instrument
 from harness.core.clock import FakeClock
 from harness.datastore.backends.dynamodb import DynamoBackend
 from harness.datastore.backends.s3 import S3Backend
-from harness.datastore.backends.s3.swamp import S3Swamp
 from harness.datastore.catalog import Catalog
 from harness.datastore.lock import LockConfig
 from harness.datastore.sync import Datastore, SyncConfig
+from harness.datastore.variant import Variant
 
 LOCK = LockConfig(ttl_s=3.0, wait_s=10.0, retry_s=0.05, retry_cap_s=0.2)
 LAYOUTS = {"dynamodb": ("per-model", "legacy"), "s3": ("sharded", "monolith")}
@@ -92,9 +92,11 @@ class Target:
     def backend_of(self, client: Any, name: str, clock: Any) -> Any:
         """A backend of this target on ``client`` (S3: in its shard form), its calls run inline."""
         if self.backend == "dynamodb":
-            return DynamoBackend(client, name, self.layout, clock=clock, executor=Inline())
+            return DynamoBackend(client, name, self.layout, clock=clock, executor=Inline(),
+                                 variant=Variant(fenced=self.fencing))
         shards = self.shards if self.shards != RANDOM else "model"
-        return S3Backend(client, name, self.layout, clock=clock, executor=Inline(), swamp=S3Swamp(shards=shards))
+        return S3Backend(client, name, self.layout, clock=clock, executor=Inline(),
+                         variant=Variant(fenced=self.fencing, s3_shards=shards))
 
 
 @dataclass
@@ -147,7 +149,7 @@ def new_world(cfg: Target, lab: Lab) -> World:
         be.ensure()
         sync = cfg.sync_config(namespace="w1", lock_scope="namespace",
                           index_commit="delta" if cfg.sync == "two-phase" else "full", lock=LOCK, heartbeat=False,
-                          fencing=cfg.fencing, sync=cfg.sync, global_poll_s=0.05, record_views=True)
+                          sync=cfg.sync, global_poll_s=0.05, record_views=True)
         store = Datastore(be, Catalog(), sync, clock=clock, holder=who, rng=random.Random(f"{who}-explore"))
         store.record = events.append
         stores.append(store)

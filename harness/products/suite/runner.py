@@ -126,7 +126,7 @@ class Runner:
         self.on_outcome = on_outcome or (lambda _o: None)
         self.say = say or (lambda _line: None)
         self.cfg = SyncConfig(namespace=None, lock_scope="datastore", index_commit="delta", lock=LockConfig(),
-                              heartbeat=suite.datastore.heartbeat, fencing=suite.datastore.fencing)
+                              heartbeat=suite.datastore.heartbeat)  # fenced or not: the backend's (its plan's)
 
     # ---- the suite ------------------------------------------------------------------
     def run(self, layouts: tuple[str, ...]) -> list[Outcome]:

@@ -17,6 +17,7 @@ from harness.core.clock import FakeClock
 from harness.core.errors import HarnessError
 from harness.datastore.backends.dynamodb.pull import GsiBehindError
 from harness.datastore.errors import ConflictError
+from harness.datastore.variant import Variant
 from harness.safety.checker import check
 from harness.safety.state import snapshot
 from tests.conftest import make_backend, second_clients, sync_store
@@ -214,9 +215,9 @@ def _pair(aws, clock, lag: str, fencing: bool):
     """Two workers of one process (one client, one layer), two-phase, on the same model."""
     events: list[dict] = []
     layer = _layer(aws[0], lag, clock)
-    be = make_backend("per-model", aws, clock=clock)
-    a = sync_store(be, clock=clock, holder="a", events=events, sync="two-phase", fencing=fencing)
-    b = sync_store(be, clock=clock, holder="b", events=events, sync="two-phase", fencing=fencing)
+    be = make_backend("per-model", aws, clock=clock, variant=Variant(fenced=fencing))
+    a = sync_store(be, clock=clock, holder="a", events=events, sync="two-phase")
+    b = sync_store(be, clock=clock, holder="b", events=events, sync="two-phase")
     return a, b, events, layer
 
 

@@ -44,6 +44,7 @@ from harness.datastore.catalog import Catalog
 from harness.datastore.errors import FencedError
 from harness.datastore.lock import Lock, LockConfig
 from harness.datastore.sync import Datastore, SyncConfig
+from harness.datastore.variant import Variant
 
 pytestmark = pytest.mark.xdist_group("dynamodb-conformance")  # one start of each server: the module in one process
 REFERENCE = "dynamodb-local"
@@ -182,7 +183,7 @@ def _store(be: DynamoBackend, ns: str, holder: str, clock: FakeClock, **cfg: Any
 def _datastore_phases(ddb: Any, rec: Recorder, clock: FakeClock) -> list[str]:
     rec.phase = "provision"
     pm = DynamoBackend(ddb, "conformance-per-model", "per-model", clock=clock, tags={"harness:owner": "harness"})
-    lg = DynamoBackend(ddb, "conformance-legacy", "legacy", clock=clock)
+    lg = DynamoBackend(ddb, "conformance-legacy", "legacy", clock=clock, variant=Variant(fenced=False))
     pm.ensure()
     lg.ensure()
     rec.facts["provision notes"] = sorted(pm.notes)
@@ -222,7 +223,9 @@ def _datastore_phases(ddb: Any, rec: Recorder, clock: FakeClock) -> list[str]:
     rec.facts["prune"] = (report.files, report.rows)
 
     rec.phase = "two-phase with swamp's bookkeeping"
-    t1, t2 = (_store(pm, "w2", h, clock, sync="two-phase", bookkeeping="swamp") for h in ("c", "d"))
+    books = DynamoBackend(ddb, "conformance-per-model", "per-model", clock=clock,  # the same table, swamp's books
+                          variant=Variant(bookkeeping="swamp"))
+    t1, t2 = (_store(books, "w2", h, clock, sync="two-phase") for h in ("c", "d"))
     for i in range(3):
         clock.advance(1)
         t1.sync_run(f"p{i}", "get_load", 100, [])
@@ -230,7 +233,7 @@ def _datastore_phases(ddb: Any, rec: Recorder, clock: FakeClock) -> list[str]:
         t2.sync_run(f"p{i}", "get_disk", 100, [])
 
     rec.phase = "unfenced sync (legacy GSI)"
-    la, lb = (_store(lg, None, h, clock, fencing=False) for h in ("e", "f"))
+    la, lb = (_store(lg, None, h, clock) for h in ("e", "f"))
     for i in range(3):
         clock.advance(1)
         la.sync_run(f"q{i}", "get_uptime", 100, [])

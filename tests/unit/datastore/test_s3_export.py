@@ -23,9 +23,9 @@ T = MODEL_TYPE
 PLAIN = replace(SWAMP, prepare_read="none", command_requests="none", retries="harness")
 
 
-def exporting(be, *, holder: str, fencing: bool = True, events: list | None = None, clock=None,
+def exporting(be, *, holder: str, events: list | None = None, clock=None,
               pauses=None) -> Datastore:
-    cfg = SyncConfig(namespace="w1", lock=FAST_LOCK, heartbeat=False, sync="two-phase", fencing=fencing,
+    cfg = SyncConfig(namespace="w1", lock=FAST_LOCK, heartbeat=False, sync="two-phase",
                      global_poll_s=0.05, export_at="swamp", catalog_export="swamp")
     return Datastore(be, Catalog(), cfg, clock=clock or FakeClock(), holder=holder,
                      recorder=events.append if events is not None else None, pauses=pauses)
@@ -33,9 +33,9 @@ def exporting(be, *, holder: str, fencing: bool = True, events: list | None = No
 
 @pytest.mark.parametrize("fencing", [True, False])
 def test_the_export_is_uploaded_in_the_push_and_indexed_in_root_under_the_lock(aws, fencing):
-    be = backend(aws, PLAIN)
+    be = backend(aws, PLAIN, fencing=fencing)
     calls = Calls(aws[1])
-    store = exporting(be, holder="w", fencing=fencing)
+    store = exporting(be, holder="w")
     store.sync_run("m0", "get_uptime", 100, [])  # the run's four shards exist now, _root among them
     under: list = []
     real = be.commit
@@ -70,10 +70,10 @@ def test_a_second_worker_of_the_namespace_overwrites_the_export_without_failing_
     """B pulls its model, then (paused before its commit) A runs and commits its export; B's commit then puts
     its own export over A's, from a view that never saw A's: swamp's last writer wins. Neither fails, and the
     checker counts no lost write; it would, were the export not named an overwrite."""
-    be = backend(aws, PLAIN)
+    be = backend(aws, PLAIN, fencing=fencing)
     events: list = []
     clock = FakeClock()
-    a = exporting(be, holder="a", fencing=fencing, events=events, clock=clock)
+    a = exporting(be, holder="a", events=events, clock=clock)
     ran: list = []
 
     def a_runs_meanwhile(point: str) -> float:
@@ -81,7 +81,7 @@ def test_a_second_worker_of_the_namespace_overwrites_the_export_without_failing_
             ran.append(a.sync_run("m0", "get_uptime", 100, []))
         return 0.0
 
-    b = exporting(be, holder="b", fencing=fencing, events=events, clock=clock, pauses=a_runs_meanwhile)
+    b = exporting(be, holder="b", events=events, clock=clock, pauses=a_runs_meanwhile)
     a.sync_run("m0", "get_uptime", 100, [])
     b.sync_run("m1", "get_uptime", 100, [])  # its pull saw A's first run only
     a.sync_run("m0", "get_uptime", 100, [])  # and A's next push right after B's: no conflict either

@@ -22,6 +22,7 @@ from harness.datastore.catalog import Catalog
 from harness.datastore.errors import ConfigError
 from harness.datastore.paths import Paths
 from harness.datastore.sync import MODEL_TYPE, Datastore, SyncConfig
+from harness.datastore.variant import Variant
 from tests.conftest import FAST_LOCK, SleepLog, step
 
 SWAMP = S3Swamp(shards="swamp", commit="swamp", prepare_read="all", command_requests="swamp", retries="swamp")
@@ -45,14 +46,21 @@ class Calls:
         return self.log[start:]
 
 
-def backend(aws, swamp: S3Swamp, clock=None) -> S3Backend:
-    be = S3Backend(aws[1], "harness-test", "sharded", clock=clock, swamp=swamp)
+def variant_of(swamp: S3Swamp, fencing: bool = True) -> Variant:
+    """The variant whose S3 behaviours are ``swamp``'s (fenced or not)."""
+    return Variant(fenced=fencing, s3_shards=swamp.shards, s3_commit=swamp.commit,
+                   prepare_index_read=swamp.prepare_read, s3_command_requests=swamp.command_requests,
+                   retries=swamp.retries)
+
+
+def backend(aws, swamp: S3Swamp, clock=None, *, fencing: bool = True) -> S3Backend:
+    be = S3Backend(aws[1], "harness-test", "sharded", clock=clock, variant=variant_of(swamp, fencing))
     be.ensure()
     return be
 
 
-def two_phase(be, namespace="w1", *, fencing=True, holder="w") -> Datastore:
-    cfg = SyncConfig(namespace=namespace, lock=FAST_LOCK, heartbeat=False, sync="two-phase", fencing=fencing,
+def two_phase(be, namespace="w1", *, holder="w") -> Datastore:
+    cfg = SyncConfig(namespace=namespace, lock=FAST_LOCK, heartbeat=False, sync="two-phase",
                      global_poll_s=0.05)
     return Datastore(be, Catalog(), cfg, clock=FakeClock(), holder=holder)
 
@@ -98,9 +106,10 @@ def test_a_run_under_swamps_shards_writes_one_shard_per_key_and_reads_back_whole
 
 @pytest.mark.parametrize("fencing", [True, False])
 def test_swamps_commit_reads_the_meta_then_gets_and_puts_each_dirty_shard_in_turn_under_the_lock(aws, fencing):
-    be = backend(aws, replace(SWAMP, prepare_read="none", command_requests="none", retries="harness"))
+    be = backend(aws, replace(SWAMP, prepare_read="none", command_requests="none", retries="harness"),
+                 fencing=fencing)
     calls = Calls(aws[1])
-    store = two_phase(be, fencing=fencing)
+    store = two_phase(be)
     store.sync_run("m0", "get_uptime", 100, [])  # the model's shards exist now, and this worker holds them
     under: list = []
     real = be.commit
@@ -132,7 +141,7 @@ def test_the_harness_commit_trusts_what_it_holds_swamps_does_not(aws):
     (what the swap superseded is deleted after the release)."""
     counts = {}
     for commit in ("harness", "swamp"):
-        be = S3Backend(aws[1], f"harness-{commit}", "sharded", swamp=S3Swamp(shards="swamp", commit=commit))
+        be = S3Backend(aws[1], f"harness-{commit}", "sharded", variant=Variant(s3_shards="swamp", s3_commit=commit))
         be.ensure()
         store = two_phase(be)
         store.sync_run("m0", "get_uptime", 100, [])

@@ -20,14 +20,16 @@ from harness.datastore.backends.dynamodb.retry import (
 )
 from harness.datastore.catalog import Catalog
 from harness.datastore.sync import Datastore, SyncConfig
+from harness.datastore.variant import Variant
 from harness.load.drivers.model import summarize
 from tests.conftest import FAST_LOCK, SleepLog
 
 TABLE = "harness-test"
 
 
-def backend(aws, layout="swamp", clock=None, **kw) -> DynamoBackend:
-    be = DynamoBackend(aws[0], TABLE, layout, clock=clock, **kw)
+def backend(aws, layout="swamp", clock=None, **knobs) -> DynamoBackend:
+    """A backend built with the variant of ``knobs`` (``Variant``'s fields: fenced, bookkeeping, ...)."""
+    be = DynamoBackend(aws[0], TABLE, layout, clock=clock, variant=Variant(**knobs))
     be.ensure()
     return be
 
@@ -57,17 +59,17 @@ def test_swamp_partition_is_gsiFilePartition_blind_to_the_namespace():
 @pytest.mark.parametrize("fencing", [True, False])
 def test_a_namespaced_run_lands_on_one_gsi_key_and_is_read_back(aws, fencing):
     ddb, _ = aws
-    be = backend(aws)
-    store = two_phase(be, fencing=fencing)
+    be = backend(aws, fenced=fencing)
+    store = two_phase(be)
     for m in ("m0", "m1", "m0"):
         store.sync_run(m, "get_uptime", 100, [])
     keys = gsi_pks(ddb)
     assert keys and set().union(*keys.values()) == {"FILE#_system/w1"}  # both models, one key
     # another worker of the namespace reads both models back through the shared key (only its own items)
-    other = two_phase(be, fencing=fencing)
+    other = two_phase(be)
     other.pull(Work())
     assert {r for r in other.local if "/data/" in r} == {r for r in store.local if "/data/" in r}
-    scoped = two_phase(be, fencing=fencing)
+    scoped = two_phase(be)
     scoped.pull(Work(), partitions=["w1/system/m1"])  # a scoped pull: that model's files, none of m0's
     data = {r for r in scoped.local if "/data/" in r}
     assert data and all("/m1/" in r for r in data)
@@ -88,8 +90,8 @@ def registry(ddb) -> set[str]:
 
 def test_swamp_registry_adds_race_one_update_per_file_of_a_wave_with_file_values(aws):
     ddb, _ = aws
-    be = backend(aws, "swamp", registry_adds="swamp")
-    store = two_phase(be, namespace=None, lock_scope="datastore", bookkeeping="swamp")
+    be = backend(aws, "swamp", registry_adds="swamp", bookkeeping="swamp")
+    store = two_phase(be, namespace=None, lock_scope="datastore")
     adds = []
     sent: list[dict] = []
     ddb.meta.events.register("before-parameter-build.dynamodb.UpdateItem",
@@ -116,9 +118,9 @@ def test_the_race_sends_an_add_per_file_of_the_first_wave_of_a_partition_only():
 
 def test_a_namespaced_swamp_registry_holds_one_entry_per_namespace(aws):
     ddb, _ = aws
-    be = backend(aws, "swamp", registry_adds="swamp")
+    be = backend(aws, "swamp", registry_adds="swamp", bookkeeping="swamp")
     for ns in ("w1", "w2"):
-        store = two_phase(be, namespace=ns, bookkeeping="swamp")
+        store = two_phase(be, namespace=ns)
         for m in ("m0", "m1", "m2"):
             store.sync_run(m, "get_uptime", 100, [])
     assert registry(ddb) == {"FILE#_system/w1", "FILE#_system/w2"}  # not one per model
@@ -215,9 +217,9 @@ def test_the_harness_schedule_is_jittered_and_unbounded(aws):
 
 
 def test_summarize_reports_the_registry_size(aws):
-    be = backend(aws, "swamp", registry_adds="swamp")
+    be = backend(aws, "swamp", registry_adds="swamp", bookkeeping="swamp")
     steps: list = []
-    two_phase(be, bookkeeping="swamp").sync_run("m0", "get_uptime", 100, steps)
+    two_phase(be).sync_run("m0", "get_uptime", 100, steps)
     assert summarize(steps)["registry_bytes"] > 0
 
 

@@ -17,10 +17,10 @@ from harness.datastore.backends.dynamodb import DynamoBackend
 from harness.datastore.backends.dynamodb.bookkeeping import REGISTRY
 from harness.datastore.backends.s3 import S3Backend
 from harness.datastore.backends.s3.index import entries_of, shard_doc
-from harness.datastore.backends.s3.swamp import S3Swamp
 from harness.datastore.catalog import Catalog
 from harness.datastore.lock import Lock, LockConfig
 from harness.datastore.sync import Datastore, SyncConfig
+from harness.datastore.variant import Variant
 from harness.load.drivers.model import summarize
 from tests.conftest import SleepLog
 
@@ -28,22 +28,25 @@ TABLE, BUCKET = "harness-test", "harness-test"
 LOCK = LockConfig(ttl_s=3.0, wait_s=2.0, retry_s=0.05, retry_cap_s=0.1)
 
 
-def ddb_backend(aws, *, own=True, clock=None, **kw) -> DynamoBackend:
-    be = DynamoBackend(aws[0], TABLE, "swamp", clock=clock or FakeClock(), registry_adds="swamp", own=own, **kw)
+def ddb_backend(aws, *, fencing=False, clock=None, **kw) -> DynamoBackend:
+    """swamp's GSI, registry adds and bookkeeping: a run that is swamp's own, unless fenced."""
+    variant = Variant(fenced=fencing, bookkeeping="swamp", registry_adds="swamp")
+    be = DynamoBackend(aws[0], TABLE, "swamp", clock=clock or FakeClock(), variant=variant, **kw)
     be.ensure()
     return be
 
 
-def s3_backend(aws, *, own=True, clock=None) -> S3Backend:
-    be = S3Backend(aws[1], BUCKET, "sharded", clock=clock or FakeClock(time.time()), own=own,
-                   swamp=S3Swamp(shards="swamp", commit="swamp"))
+def s3_backend(aws, *, fencing=False, clock=None) -> S3Backend:
+    """swamp's shards, commit and bookkeeping: a run that is swamp's own, unless fenced."""
+    variant = Variant(fenced=fencing, bookkeeping="swamp", s3_shards="swamp", s3_commit="swamp")
+    be = S3Backend(aws[1], BUCKET, "sharded", clock=clock or FakeClock(time.time()), variant=variant)
     be.ensure()
     return be
 
 
-def store(be, namespace="w1", *, fencing=False, holder="w", **kw) -> Datastore:
+def store(be, namespace="w1", *, holder="w", **kw) -> Datastore:
     cfg = SyncConfig(namespace=namespace, lock=LOCK, heartbeat=False, sync="two-phase", global_poll_s=0.05,
-                     fencing=fencing, bookkeeping="swamp", upload_concurrency=10, **kw)
+                     upload_concurrency=10, **kw)
     return Datastore(be, Catalog(), cfg, clock=be.clock, holder=holder)
 
 
@@ -156,7 +159,7 @@ def test_a_fenced_run_counts_what_fencing_adds_and_a_swamp_own_run_adds_nothing(
     a.sync_run("m0", "get_uptime", 100, own_steps)
     assert summarize(own_steps)["fencing_requests"] == 0
     fenced_steps: list = []
-    f = store(ddb_backend(aws, own=False), namespace="w2", fencing=True)
+    f = store(ddb_backend(aws, fencing=True), namespace="w2")
     f.sync_run("m0", "get_uptime", 100, [])
     f.sync_run("m0", "get_uptime", 100, fenced_steps)
     row = summarize(fenced_steps)
@@ -169,7 +172,7 @@ def test_a_fenced_run_counts_what_fencing_adds_and_a_swamp_own_run_adds_nothing(
 def test_the_harnesss_registry_stays_off_swamps_so_its_size_is_swamps_alone(aws):
     ddb, _ = aws
     steps: list = []
-    f = store(ddb_backend(aws, own=False), namespace=None, lock_scope="datastore", fencing=True)
+    f = store(ddb_backend(aws, fencing=True), namespace=None, lock_scope="datastore")
     f.sync_run("m0", "get_uptime", 100, steps)
     item = ddb.get_item(TableName=TABLE, Key=REGISTRY)["Item"]
     assert set(item) == {"pk", "sk", "partitions"}  # no c:/b:/k: attributes of the harness's
@@ -189,13 +192,13 @@ def test_swamps_shard_entries_are_about_two_and_a_half_times_the_harnesss_and_re
 
 @pytest.mark.parametrize("fencing", [False, True])
 def test_an_s3_run_with_swamps_shards_writes_swamps_entries_and_reads_them_back(aws, fencing):
-    be = s3_backend(aws, own=not fencing)
-    a = store(be, fencing=fencing)
+    be = s3_backend(aws, fencing=fencing)
+    a = store(be)
     a.sync_run("m0", "get_uptime", 100, [])
     head = be.objects.get_json("w1/_index/_meta.json", Work())[0]
     shard = be.objects.get_json(head["shards"]["w1/data--system--m0"], Work())[0]
     assert all(set(e) >= {"key", "sha256"} for e in shard["entries"].values())
-    b = store(be, holder="b", fencing=fencing)
+    b = store(be, holder="b")
     b.pull(Work())
     assert {r: m.digest for r, m in b.local.items()} == {r: m.digest for r, m in a.local.items()}
 
@@ -213,12 +216,16 @@ def test_swamps_catalog_export_has_the_23_columns_of_todays_catalog_table_a_stor
 
 
 @pytest.mark.parametrize("kind", ["dynamodb", "s3"])
-def test_a_swamp_own_backend_refuses_a_fenced_run_rather_than_mix_swamps_lock_with_fencing(aws, kind):
-    from harness.datastore.errors import ConfigError
+def test_swamps_lock_goes_only_with_an_unfenced_run_never_mixed_with_fencing(aws, kind):
+    """Which system runs is the backend's variant: swamp's bookkeeping unfenced is swamp's own run (its lock,
+    nothing fenced); the same bookkeeping fenced is the harness's lock and fence (choose.py)."""
+    from harness.datastore.backends.dynamodb.swamp_lock import SwampDynamoLockStore
+    from harness.datastore.backends.s3.swamp_lock import SwampS3LockStore
 
-    be = ddb_backend(aws) if kind == "dynamodb" else s3_backend(aws)
-    with pytest.raises(ConfigError, match="serves unfenced runs only"):
-        store(be, fencing=True)
+    make, swamps = (ddb_backend, SwampDynamoLockStore) if kind == "dynamodb" else (s3_backend, SwampS3LockStore)
+    own, fenced = make(aws), make(aws, fencing=True)
+    assert isinstance(own.lock_store, swamps) and own.own and store(own).fence_hook() is None
+    assert not isinstance(fenced.lock_store, swamps) and not fenced.own and store(fenced).fence_hook() is not None
 
 
 def test_pre_ageing_a_swamp_own_run_is_refused_while_planning():

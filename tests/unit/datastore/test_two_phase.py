@@ -21,6 +21,7 @@ from harness.datastore.catalog import Catalog
 from harness.datastore.errors import FencedError, LockTimeoutError
 from harness.datastore.lock import Lock, LockConfig, backoff_delay
 from harness.datastore.sync import MODEL_TYPE, Datastore, SyncConfig
+from harness.datastore.variant import Variant
 from harness.load.drivers.model import summarize
 from tests.conftest import FAST_LOCK, SleepLog, make_backend
 
@@ -202,8 +203,8 @@ def _registry(ddb, table="harness-test") -> set[str]:
 
 def test_swamp_bookkeeping_writes_the_global_item_every_push_and_a_registry_that_never_shrinks(aws):
     ddb, _ = aws
-    be = make_backend("per-model", aws)
-    store = two_phase(be, bookkeeping="swamp")
+    be = make_backend("per-model", aws, variant=Variant(bookkeeping="swamp"))
+    store = two_phase(be)
     sizes, registries = [], []
     for i in range(4):
         steps: list = []
@@ -249,9 +250,9 @@ def test_past_the_dirty_path_cap_a_push_reads_the_whole_index(aws, kind):
 @pytest.mark.parametrize("fencing", [True, False])
 def test_a_model_holder_that_outlived_its_lock_commits_only_without_fencing(aws, kind, fencing):
     clock = FakeClock()
-    be = make_backend(kind, aws, clock=clock)
-    late = two_phase(be, clock=clock, holder="late", fencing=fencing)
-    usurper = two_phase(be, clock=clock, holder="usurper", fencing=fencing)
+    be = make_backend(kind, aws, clock=clock, variant=Variant(fenced=fencing))
+    late = two_phase(be, clock=clock, holder="late")
+    usurper = two_phase(be, clock=clock, holder="usurper")
 
     def freeze(point: str) -> float:
         clock.advance(FAST_LOCK.ttl_s + 1)  # the late holder's model lock expires while it is frozen ...

@@ -15,10 +15,10 @@ from harness.core.clock import FakeClock
 from harness.core.work import Work
 from harness.datastore.backends.dynamodb import DynamoBackend
 from harness.datastore.backends.s3 import S3Backend
-from harness.datastore.backends.s3.swamp import S3Swamp
 from harness.datastore.catalog import Catalog
 from harness.datastore.lock import Lock
 from harness.datastore.sync import Datastore, SyncConfig
+from harness.datastore.variant import Variant
 from harness.jobs.observer.layout import Layout, LayoutError, commit_lock
 from harness.jobs.observer.start import Spend, Where, open_observer
 from tests.conftest import FAST_LOCK, SESSION, step
@@ -57,9 +57,9 @@ def run(st, n, first=0):
 
 def test_legacy_file_key_is_what_a_legacy_pull_reads(aws, tmp_path, fencing=True):
     clock = FakeClock()
-    be = DynamoBackend(aws[0], TABLE, "legacy", clock=clock)
+    be = DynamoBackend(aws[0], TABLE, "legacy", clock=clock, variant=Variant(fenced=fencing))
     be.ensure()
-    a, b = (store(be, None, clock, lock_scope="datastore", fencing=fencing) for _ in range(2))
+    a, b = (store(be, None, clock, lock_scope="datastore") for _ in range(2))
     run(a, 3)
     run(b, 2, 3)
     model = be.read_index(None, Work())  # every item under FILE, as the model's pull reads them
@@ -71,9 +71,9 @@ def test_legacy_file_key_is_what_a_legacy_pull_reads(aws, tmp_path, fencing=True
 @pytest.mark.parametrize("gsi,fencing", [("per-model", True), ("swamp", True), ("per-model", False)])
 def test_full_commit_entries_and_partitions_per_namespace(aws, tmp_path, gsi, fencing):
     clock = FakeClock()
-    be = DynamoBackend(aws[0], TABLE, gsi, clock=clock)
+    be = DynamoBackend(aws[0], TABLE, gsi, clock=clock, variant=Variant(fenced=fencing))
     be.ensure()
-    stores = {ns: store(be, ns, clock, index_commit="full", fencing=fencing) for ns in ("w0-0", "w0-1")}
+    stores = {ns: store(be, ns, clock, index_commit="full") for ns in ("w0-0", "w0-1")}
     written = {ns: step(run(st, 4 if ns == "w0-0" else 2)[-1], "commit").work.index_entries_written
                for ns, st in stores.items()}
     seen = read_all(observer(Layout("dynamodb", gsi=gsi, namespaces=tuple(stores), table=TABLE), tmp_path, clock))
@@ -111,9 +111,9 @@ def test_deletes_and_prunes_leave_the_entries_readers_see(aws, tmp_path):
 
 def test_swamp_registry_bytes_are_the_rows_registry_bytes(aws, tmp_path):
     clock = FakeClock()
-    be = DynamoBackend(aws[0], TABLE, "swamp", clock=clock, registry_adds="swamp")
+    be = DynamoBackend(aws[0], TABLE, "swamp", clock=clock, variant=Variant(registry_adds="swamp", bookkeeping="swamp"))
     be.ensure()
-    st = store(be, "w0-0", clock, bookkeeping="swamp", sync="two-phase")
+    st = store(be, "w0-0", clock, sync="two-phase")
     steps = run(st, 4)[-1]
     model = max(s.work.item_bytes.get("PARTITIONS#registry/LIST", 0) for s in steps)
     layout = Layout("dynamodb", gsi="swamp", sync="two-phase", bookkeeping="swamp", namespaces=("w0-0",),
@@ -142,7 +142,7 @@ def test_a_held_lock_and_its_holder(aws, tmp_path):
                                                 ("sharded", "model", "datastore"), ("monolith", "model", "datastore")])
 def test_s3_entries_are_what_a_full_commit_writes(aws, tmp_path, index, shards, scope):
     clock = FakeClock()
-    be = S3Backend(aws[1], BUCKET, index, prefix="run-1/", clock=clock, swamp=S3Swamp(shards=shards))
+    be = S3Backend(aws[1], BUCKET, index, prefix="run-1/", clock=clock, variant=Variant(s3_shards=shards))
     be.ensure()
     nss = ("w0-0", "w0-1")
     stores = {ns: store(be, ns, clock, index_commit="full", lock_scope=scope) for ns in nss}

@@ -10,6 +10,7 @@ import pytest
 from harness.datastore.catalog import Catalog
 from harness.datastore.lock import LockConfig
 from harness.datastore.sync import Datastore
+from harness.datastore.variant import Variant
 from harness.record.writer import HistoryWriter
 from harness.safety.checker import check
 from harness.safety.history import read_events
@@ -22,12 +23,11 @@ KINDS = ["per-model", "legacy", "sharded", "monolith"]
 
 def two_writers(aws, clock, kind, fencing=True):
     """Workers a and b on one shared namespace and one shared model; one shared history."""
-    be = make_backend(kind, aws, clock=clock)
+    be = make_backend(kind, aws, clock=clock, variant=Variant(fenced=fencing))
     events: list[dict] = []
     stores = []
     for who in ("a", "b"):
         s = make_store(be, None, lock_scope="datastore", clock=clock, holder=who, lock=LOCK)
-        s.cfg = replace(s.cfg, fencing=fencing)
         s.record = events.append
         stores.append(s)
     return be, events, stores[0], stores[1]
@@ -319,11 +319,11 @@ def test_a_stale_model_holders_accepted_commit_is_an_unsafe_overlap_of_the_model
 
 
 def _two_phase_writers(aws, clock, kind, fencing):
-    be = make_backend(kind, aws, clock=clock)
+    be = make_backend(kind, aws, clock=clock, variant=Variant(fenced=fencing))
     events: list[dict] = []
     stores = []
     for who in ("a", "b"):
-        cfg = replace(make_store(be, "w1", lock=LOCK).cfg, fencing=fencing, sync="two-phase")
+        cfg = replace(make_store(be, "w1", lock=LOCK).cfg, sync="two-phase")
         stores.append(Datastore(be, Catalog(), cfg, clock=clock, holder=who, recorder=events.append))
     return be, events, stores[0], stores[1]
 

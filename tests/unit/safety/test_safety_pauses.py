@@ -87,8 +87,8 @@ def test_pauses_come_from_the_scenario_with_their_probability(aws, clock):
 def test_iteration_outcome_carries_the_history(aws, clock):
     sc = scenario.parse({"datastore": {"fencing": False}, "workload": {"shared_models": True,
                                                                        "models_per_worker": 2}}, "x.toml")
-    lw = SwampWorker(sc, make_backend("per-model", aws, clock=clock), process="worker-3", user="w3-0", clock=clock,
-                     rng_seed=1)
+    lw = SwampWorker(sc, make_backend("per-model", aws, clock=clock, variant=sc.datastore.variant), process="worker-3",
+                     user="w3-0", clock=clock, rng_seed=1)
     from dataclasses import replace
 
     lw.store.cfg = replace(lw.store.cfg, heartbeat=False)
@@ -99,6 +99,16 @@ def test_iteration_outcome_carries_the_history(aws, clock):
     commit = out.events[1]
     assert commit["ok"] and commit["fencing"] is False and len(commit["writes"]) == 5 and commit["seq"] == 1
     assert lw.run_once().events[0]["iteration"] == 1 and lw.events == []
+
+
+def test_a_worker_refuses_a_backend_built_for_the_other_system(aws, clock):
+    """Fenced or swamp's is the backend's (chosen once when it is built): a scenario that says otherwise is told,
+    not silently run as the backend's system."""
+    from harness.core.errors import HarnessError
+
+    sc = scenario.parse({"datastore": {"fencing": False}}, "x.toml")
+    with pytest.raises(HarnessError, match=r"another system \(fencing = true.*than the scenario's \(fencing = false"):
+        SwampWorker(sc, make_backend("per-model", aws, clock=clock), process="local", user="w0", clock=clock)
 
 
 @pytest.mark.parametrize("table,message", [

@@ -19,11 +19,10 @@ from harness.core.aws_errors import is_condition_failed
 from harness.core.clock import Clock, SystemClock, now_ms
 from harness.core.work import Work, for_fencing, recording
 from harness.datastore.backends.base import AfterRelease, CommitResult, FileMeta, PullResult, partition_of
-from harness.datastore.backends.dynamodb.bookkeeping import REGISTRY_ADDS, SwampBookkeeping
+from harness.datastore.backends.dynamodb.choose import bookkeeping, choose
 from harness.datastore.backends.dynamodb.claims import Claims
-from harness.datastore.backends.dynamodb.commit import registry_update, unfenced_commit
+from harness.datastore.backends.dynamodb.commit import registry_update
 from harness.datastore.backends.dynamodb.cursor import DynamoCursor
-from harness.datastore.backends.dynamodb.fenced import FencedCommit
 from harness.datastore.backends.dynamodb.items import (
     BATCH_GET_MAX,
     BATCH_WRITE_MAX,
@@ -47,23 +46,13 @@ from harness.datastore.backends.dynamodb.items import (
     resolve,
     s_,
 )
-from harness.datastore.backends.dynamodb.locks import DynamoLockStore
 from harness.datastore.backends.dynamodb.pull import DynamoReads
-from harness.datastore.backends.dynamodb.retry import (
-    RETRIES,
-    UNPROCESSED_TRIES,
-    Retryable,
-    RetryingClient,
-    UnprocessedError,
-    unprocessed_delay,
-)
-from harness.datastore.backends.dynamodb.swamp_commit import swamp_commit
-from harness.datastore.backends.dynamodb.swamp_lock import SwampDynamoLockStore
-from harness.datastore.backends.dynamodb.swamp_pull import fetch_chunks, own_pull, read_all
+from harness.datastore.backends.dynamodb.swamp_pull import fetch_chunks, read_all
 from harness.datastore.backends.dynamodb.table import DynamoTable
 from harness.datastore.errors import ConfigError, ContentMissingError, FencedError
 from harness.datastore.lock import LockGrant
 from harness.datastore.paths import Paths, check_table_name
+from harness.datastore.variant import Variant
 
 
 class DynamoBackend(DynamoReads, AfterRelease):
@@ -73,27 +62,28 @@ class DynamoBackend(DynamoReads, AfterRelease):
                  clock: Clock | None = None, billing: str = "on-demand",
                  provisioned: tuple[int, int] = (1000, 1000), tags: dict[str, str] | None = None,
                  create: bool = True, pull_concurrency: int = 8, executor: Executor | None = None,
-                 registry_adds: str = "one", retries: str = "harness", own: bool = False) -> None:
+                 variant: Variant | None = None) -> None:
         if gsi_layout not in GSI_LAYOUTS:
             raise ConfigError(f"unknown GSI layout {gsi_layout!r}: choose one of {', '.join(GSI_LAYOUTS)}")
-        if registry_adds not in REGISTRY_ADDS or retries not in RETRIES:
-            raise ConfigError(f"unknown registry_adds {registry_adds!r} or retries {retries!r}: choose "
-                              f"{' / '.join(REGISTRY_ADDS)} and {' / '.join(RETRIES)}")
+        self.variant = variant = variant or Variant()
+        modes = choose(variant)  # the one choice of this backend's system (choose.py)
         self.table, self.gsi_layout = check_table_name(table), gsi_layout
-        self.registry_adds, self.retries = registry_adds, retries
+        self.registry_adds = variant.registry_adds
         self.clock = clock or SystemClock()
         self._rng = random.Random()
         # swamp's retryable wraps its data path; its lock calls the client directly (retry.py)
-        self.client = RetryingClient(client, Retryable(self.clock, self._rng)) if retries == "swamp" else client
+        self.retrying = modes.retries
+        self.client = modes.retries.client(client, self.clock, self._rng)
         self.provisioning = DynamoTable(client, table, billing=billing, provisioned=provisioned, tags=tags,
                                         create=create)
         # a run that is swamp's own (fencing = false, bookkeeping = "swamp"): swamp's lock, commit and reads, none of
         # the harness's own writes, nothing read strongly consistently (swamp_lock.py, swamp_commit.py, swamp_pull.py)
-        self.own = own
-        self.lock_store = SwampDynamoLockStore(client, table) if own else DynamoLockStore(client, table)
+        self.own = modes.own
+        self.committer, self.pulling = modes.committer, modes.pulling
+        self.lock_store = modes.lock_store(client, table)
         self.claims = Claims()
         self.claims.keep = self.lock_store.keep  # ids the release must leave pending: one set for both
-        self.swamp = SwampBookkeeping(self)
+        self.bookkeeping = bookkeeping(variant, self)
         # Concurrent reads and writes run on ``executor``: threads by default; the caller passes a greenlet pool
         # where threads are gevent's (a killed Locust user must not corrupt a thread pool's locks).
         self._pool = executor or ThreadPoolExecutor(max_workers=pull_concurrency, thread_name_prefix="ddb-pool")
@@ -132,14 +122,8 @@ class DynamoBackend(DynamoReads, AfterRelease):
     # ---- request helpers ---------------------------------------------------------
     def _backoff(self, attempt: int, left: int) -> None:
         """Before resending a batch's unprocessed items: the harness's jittered schedule, or swamp's (no jitter,
-        8 tries in all, then the batch fails with ``left`` items unsent)."""
-        if self.retries != "swamp":
-            self.clock.sleep(self._rng.uniform(0, min(5.0, 0.05 * 2 ** attempt)))
-        elif attempt >= UNPROCESSED_TRIES:
-            raise UnprocessedError(f"BatchWriteItem / BatchGetItem left {left} unprocessed item(s) after "
-                                   f"{UNPROCESSED_TRIES} tries")
-        else:
-            self.clock.sleep(unprocessed_delay(attempt))
+        8 tries in all, then the batch fails with ``left`` items unsent): ``retry.py``."""
+        self.retrying.backoff(self.clock, self._rng, attempt, left)
 
     def batch_write(self, requests: list[dict], work: Work) -> None:
         """BatchWriteItem, 25 a call; unprocessed items are sent again after a jittered backoff."""
@@ -384,30 +368,20 @@ class DynamoBackend(DynamoReads, AfterRelease):
                 return items
             kwargs["ExclusiveStartKey"] = out["LastEvaluatedKey"]
 
-    def lookup(self, paths: Sequence[str], work: Work, *, fenced: bool = True) -> dict[str, FileMeta]:
-        """The entries of ``paths`` as readers see them.
-
-        Fenced entries are one item per version: a Query per path (concurrently).
-        ``fenced=False`` is swamp's scoped push: its in-place entries, one
-        BatchGetItem per 100 paths.
-        """
+    def lookup(self, paths: Sequence[str], work: Work) -> dict[str, FileMeta]:
+        """The entries of ``paths`` as readers see them (fenced: a Query per path; swamp's scoped push: its
+        in-place entries, one BatchGetItem per 100 paths): the backend's pull rules say which."""
         with recording(work):
-            if not fenced:
-                items = self.batch_get([file_key(p) for p in paths], work)
-            else:
-                items = [i for got in self.parallel(lambda p, w: self._versions_of(p, w), list(paths), work)
-                         for i in got]
+            items = self.pulling.lookup_items(self, paths, work)
             res = resolve(items, self._states(items, {}, work))
         return {rel: v.meta for rel, v in res.visible.items()}
 
     def pull(self, namespace: str | None, since_ms: int, partitions: Iterable[str] | None, work: Work, *,
-             lock_key: str | None = None, cursor: dict | None = None, fencing: bool = True,
+             lock_key: str | None = None, cursor: dict | None = None,
              grant: LockGrant | None = None) -> PullResult:
-        """What changed since the worker's cursor (``pull.py``; a swamp-own run's unfenced pull: ``swamp_pull.py``)."""
-        if self.own and not fencing:
-            return own_pull(self, namespace, since_ms, partitions, cursor, work)
-        return super().pull(namespace, since_ms, partitions, work, lock_key=lock_key, cursor=cursor, fencing=fencing,
-                            grant=grant)
+        """What changed since the worker's cursor (``pull.py``; a swamp-own run's pull: ``swamp_pull.py``)."""
+        return self.pulling.pull(self, namespace, since_ms, partitions, work, lock_key=lock_key, cursor=cursor,
+                                 grant=grant)
 
     def commit_seq(self, lock_key: str, work: Work) -> int:
         """The sealed commit sequence of the commits made under ``lock_key``."""
@@ -457,39 +431,25 @@ class DynamoBackend(DynamoReads, AfterRelease):
         self.claims.forget(grant)
 
     def commit(self, namespace: str | None, entries: Sequence[FileMeta], grant: LockGrant, work: Work, *,
-               base_seq: int | None = None, fencing: bool = True, cid: str | None = None,
-               cursor: dict | None = None, model_fence: tuple[str, int] | None = None,
-               bookkeeping: str = "harness") -> CommitResult:
+               base_seq: int | None = None, cid: str | None = None,
+               cursor: dict | None = None, model_fence: tuple[str, int] | None = None) -> CommitResult:
+        """The backend's committer (``modes.py``), then what its bookkeeping writes beside it."""
         cursor = cursor if cursor is not None else {}
-        cur = DynamoCursor.of(cursor)
         with recording(work):
-            if not fencing and self.own:  # swamp's commitPush, its bookkeeping included
-                return swamp_commit(self, namespace, entries, [], grant, cur, cid, work)
-            if not fencing:
-                res = unfenced_commit(self, namespace, entries, [], [], grant, cur, cid, work)
-            else:
-                res = FencedCommit(self, namespace, grant, base_seq, cursor, work, model_fence).run(entries, [], [])
-            if bookkeeping == "swamp" and entries:
-                self.swamp.after_push(namespace, entries, work)
+            res = self.committer.commit(self, namespace, entries, [], [], grant, cursor, cid, work,
+                                        base_seq=base_seq, model_fence=model_fence)
+            self.bookkeeping.after_push(namespace, entries, work)
             return res
 
     def delete_files(self, namespace: str | None, metas: Sequence[FileMeta], grant: LockGrant, work: Work, *,
-                     fencing: bool = True, cid: str | None = None, cursor: dict | None = None,
-                     base_seq: int | None = None, forget: Sequence[str] = (),
-                     bookkeeping: str = "harness") -> CommitResult:
+                     cid: str | None = None, cursor: dict | None = None,
+                     base_seq: int | None = None, forget: Sequence[str] = ()) -> CommitResult:
         """Remove entries: a commit of tombstones (fenced like any commit); ``forget`` prunes whole partitions."""
         cursor = cursor if cursor is not None else {}
-        cur = DynamoCursor.of(cursor)
-        forget = list(forget)
         with recording(work):
-            if not fencing and self.own:  # swamp's tombstones; its registry forgets nothing
-                return swamp_commit(self, namespace, [], metas, grant, cur, cid, work)
-            if not fencing:
-                res = unfenced_commit(self, namespace, [], metas, forget, grant, cur, cid, work)
-            else:
-                res = FencedCommit(self, namespace, grant, base_seq, cursor, work).run([], metas, forget)
-            if bookkeeping == "swamp" and metas:
-                self.swamp.after_push(namespace, metas, work)
+            res = self.committer.commit(self, namespace, [], metas, list(forget), grant, cursor, cid, work,
+                                        base_seq=base_seq, model_fence=None)
+            self.bookkeeping.after_push(namespace, metas, work)
             return res
 
     def read_index(self, namespace: str | None, work: Work, *, lock_key: str | None = None) -> int:

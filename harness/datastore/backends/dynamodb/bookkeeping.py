@@ -41,27 +41,39 @@ from harness.core.work import Work, recording
 from harness.datastore.backends.base import FileMeta, partition_of
 from harness.datastore.backends.dynamodb.items import gsi_partition, n_, s_
 from harness.datastore.backends.dynamodb.port import DynamoPort
+from harness.datastore.variant import RegistryAdds, values
 
 SYNC_STATE = "SYNCSTATE#global"
 REGISTRY = {"pk": s_("PARTITIONS#registry"), "sk": s_("LIST")}
 REGISTRY_ITEM = "PARTITIONS#registry/LIST"  # how rows and the report name it
-REGISTRY_ADDS = ("one", "swamp")
+REGISTRY_ADDS = values(RegistryAdds)
 WRITE_CONCURRENCY = 10  # applyDiff: files written at a time (parallelLimit)
 
 
+class HarnessBookkeeping:
+    """The harness's own bookkeeping: its commit's registry and sequence are all there is; nothing beside."""
+
+    def after_push(self, namespace: str | None, metas: Sequence[FileMeta], work: Work) -> None:
+        """Nothing written beside the commit."""
+
+
 class SwampBookkeeping:
+    """swamp's: ``SYNCSTATE#global`` every push, a registry that only grows (written after the commit)."""
+
     def __init__(self, be: DynamoPort) -> None:
         self.be = be
 
     def after_push(self, namespace: str | None, metas: Sequence[FileMeta], work: Work) -> None:
         """The sequence bump and the watermark (every push with a change), the registry (new partitions)."""
         be = self.be
+        if not metas:
+            return
         with recording(work):
             be.client.update_item(TableName=be.table, Key={"pk": s_(SYNC_STATE), "sk": s_("SEQ")},
                                   UpdateExpression="ADD seq :one", ExpressionAttributeValues={":one": n_(1)})
             be.client.put_item(TableName=be.table, Item={"pk": s_(SYNC_STATE), "sk": s_("STATE"),
                                                          "lastPushedAt": n_(now_ms(be.clock))})
-            if be.registry_adds == "swamp":  # a wave's ADDs at once, as each file's writeFileEntry sends its own
+            if be.registry_adds == RegistryAdds.SWAMP:  # a wave's ADDs at once, as each writeFileEntry sends its own
                 each = registry_values(be.gsi_layout, namespace, metas)
                 sent = racing_adds(each)
                 for i in range(0, len(each), WRITE_CONCURRENCY):

@@ -191,7 +191,7 @@ class FencedCommit:
         it does not hold (a caller without a cursor, seeding) is read first, a pull under this grant."""
         unknown = sorted(p for p in parts if not self._known(p))
         if unknown:
-            self.be.pull(self.ns, 0, unknown, self.work, lock_key=self.key, cursor=self.cursor, fencing=True,
+            self.be.pull(self.ns, 0, unknown, self.work, lock_key=self.key, cursor=self.cursor,
                          grant=self.grant)
             self.cur.known.update(unknown)
             self.learned = set(unknown)

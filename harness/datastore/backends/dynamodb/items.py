@@ -61,9 +61,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from harness.datastore.backends.base import FileMeta, partition_of
+from harness.datastore.variant import Gsi, values
 
-GSI_LAYOUTS = ("legacy", "per-model", "swamp")
-PER_MODEL = ("per-model", "swamp")  # the layouts with a partition per model (and a registry of them)
+GSI_LAYOUTS = values(Gsi)
+PER_MODEL = (Gsi.PER_MODEL, Gsi.SWAMP)  # the layouts with a partition per model (and a registry of them)
 GSI_NAME = "gsi1"
 TABLE_KEYS = ("pk", "sk")
 GSI_KEYS = {GSI_NAME: ("gsi1pk", "gsi1sk")}  # plain names: the load layer registers them for unit accounting
@@ -169,7 +170,7 @@ def swamp_partition(rel_path: str) -> str:
 
 def gsi_partition(layout: str, namespace: str | None, rel_path: str) -> str:
     """The GSI partition (``gsi1pk`` without ``FILE#``) a path's entries land on, per-model layouts."""
-    if layout == "swamp":
+    if layout == Gsi.SWAMP:
         return swamp_partition(rel_path)
     return partition_of(rel_path, namespace) or "_"
 
@@ -177,7 +178,7 @@ def gsi_partition(layout: str, namespace: str | None, rel_path: str) -> str:
 def gsi_keys(layout: str, part: str) -> list[str]:
     """The GSI partitions holding harness partition ``part``'s entries (``[<ns>/]<type>/<id>``): itself, or
     with ``swamp`` those of its definition, data and outputs (one ``_system/<ns>`` with a namespace)."""
-    if layout != "swamp":
+    if layout != Gsi.SWAMP:
         return [part]
     segs = part.split("/")
     if len(segs) == 3:

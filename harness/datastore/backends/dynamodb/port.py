@@ -21,6 +21,7 @@ from harness.datastore.backends.dynamodb.cursor import DynamoCursor
 from harness.datastore.backends.dynamodb.items import Resolved
 from harness.datastore.backends.dynamodb.locks import DynamoLockStore
 from harness.datastore.lock import LockGrant
+from harness.datastore.variant import RegistryAdds
 
 
 class DynamoPort(Protocol):
@@ -29,7 +30,7 @@ class DynamoPort(Protocol):
     client: Any
     table: str
     gsi_layout: str
-    registry_adds: str
+    registry_adds: RegistryAdds
     clock: Clock
     lock_store: DynamoLockStore
     claims: Claims
@@ -54,7 +55,7 @@ class DynamoPort(Protocol):
     def bury(self, doomed: list[dict], tombstones: list[dict], work: Work) -> None: ...
 
     def pull(self, namespace: str | None, since_ms: int, partitions: Iterable[str] | None, work: Work, *,
-             lock_key: str | None = None, cursor: dict | None = None, fencing: bool = True,
+             lock_key: str | None = None, cursor: dict | None = None,
              grant: LockGrant | None = None) -> PullResult: ...
 
     def _query(self, kwargs: dict, work: Work) -> list[dict]: ...

@@ -36,7 +36,7 @@ moves (fenced pulls):
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -85,8 +85,10 @@ class DynamoReads:
     clock: Clock
     lock_store: Any
     parallel: Any
+    batch_get: Any
     _states: Any
     _versions_of: Any
+    pulling: FencedPull | UnfencedPull  # the backend's pull rules, chosen once (choose.py)
 
     def _registry_item(self, namespace: str | None, work: Work) -> dict:
         with recording(work):
@@ -139,10 +141,11 @@ class DynamoReads:
                                                                                    ":s": s_(low)}}, work)]
         return got if keys == [part] else [i for i in got if in_partition(i, part)]
 
-    def pull(self, namespace: str | None, since_ms: int, partitions: Iterable[str] | None, work: Work, *,
-             lock_key: str | None = None, cursor: dict | None = None, fencing: bool = True,
-             grant: LockGrant | None = None) -> PullResult:
-        """What changed since this worker's cursor, as readers see it (sealed versions only)."""
+    def changes(self, namespace: str | None, since_ms: int, partitions: Iterable[str] | None, work: Work, *,
+                lock_key: str | None = None, cursor: dict | None = None,
+                grant: LockGrant | None = None) -> PullResult:
+        """What changed since this worker's cursor, as readers see it (sealed versions only), by the backend's
+        pull rules (``FencedPull``, ``UnfencedPull``)."""
         cur = DynamoCursor.of(cursor)
         scoped = partitions is not None
         parts = list(partitions) if partitions is not None else None
@@ -160,15 +163,14 @@ class DynamoReads:
                 # read again after the queries: the same sequence, and (own) the same holder all along. A grant
                 # can run out mid-pull (a frozen holder); then another holder's seal, or its pending items taken
                 # for dead, would be read across.
-                recheck = (lambda state=state, own=own: _same(self._fencing_state(key, work), state, own)) \
-                    if fencing else None
+                recheck = self.pulling.recheck(self, key, state, own, work)
                 try:
                     if self.gsi_layout == "legacy":
                         res, full = self._pull_legacy(namespace, parts, state, key, cur, own, work, recheck)
                         dropped: list[str] = []
                     else:
                         res, full, dropped = self._pull_partitions(namespace, since_ms, parts, state, key, cur,
-                                                                   fencing, own, work, recheck)
+                                                                   own, work, recheck)
                 except _Moved:
                     if attempt == PULL_TRIES - 1:
                         raise TornReadError(f"the index of {namespace or 'the datastore'} kept changing during the "
@@ -178,14 +180,14 @@ class DynamoReads:
         raise AssertionError("unreachable")
 
     def _pull_legacy(self, namespace: str | None, partitions: list[str] | None, state: DomainState, key: str,
-                     cur: DynamoCursor, own: bool, work: Work, recheck: Any) -> tuple[Resolved, list[str]]:
+                     cur: DynamoCursor, own: bool, work: Work, recheck: Callable[[], bool]
+                     ) -> tuple[Resolved, list[str]]:
         """swamp's queryAllFileMeta: read every file item of every namespace, keep ours on the client."""
         query = {"KeyConditionExpression": "gsi1pk = :p", "ExpressionAttributeValues": {":p": s_("FILE")}}
         root = f"{namespace}/" if namespace else ""
-        everything = self._query(query, work)
-        if recheck is not None:  # fenced: what it holds of the namespace is what the lock item's digest says
-            everything = self._legacy_verified(namespace, everything, query, state, key, cur, work)
-        if recheck is not None and not recheck():
+        everything = self.pulling.legacy_items(self, namespace, self._query(query, work), query, state, key, cur,
+                                               work)
+        if not recheck():
             raise _Moved()
         wanted = set(partitions) if partitions is not None else None
         mine = [i for i in everything if i["relPath"]["S"].startswith(root)
@@ -193,8 +195,7 @@ class DynamoReads:
         res = resolve(mine, self._states(mine, {key: state}, work), _alive(state, own))
         first = cur.seq is None and not cur.refs and wanted is None  # a first look: everything it sees is new
         _mark_gone(res, cur, wanted, namespace)
-        if recheck is not None:
-            cur.known.update(wanted if wanted is not None else {"*"})
+        self.pulling.hold(cur, wanted if wanted is not None else {"*"})
         return res, ["*"] if first else []
 
     def _legacy_verified(self, namespace: str | None, everything: list[dict], query: dict, state: DomainState,
@@ -211,16 +212,18 @@ class DynamoReads:
         return everything
 
     def _pull_partitions(self, namespace: str | None, since_ms: int, partitions: list[str] | None,
-                         state: DomainState, key: str, cur: DynamoCursor, fencing: bool, own: bool,
-                         work: Work, recheck: Any) -> tuple[Resolved, list[str], list[str]]:
+                         state: DomainState, key: str, cur: DynamoCursor, own: bool,
+                         work: Work, recheck: Callable[[], bool]) -> tuple[Resolved, list[str], list[str]]:
         """The per-model layouts' pull: the registry says which partitions changed; each is queried past what the
         worker read of it (fenced: by sequence, each checked against its newest sealed record's digest)."""
-        reg, recs, newest = self._registry_view(namespace, partitions, fencing, state, work)
-        plan = _plan_partitions(partitions, reg, newest, cur, fencing)
-        if fencing:  # what the worker's next commit of these partitions needs: the registry as read here
-            _note_registry(cur, partitions if partitions is not None else reg, reg, recs, newest, state)
-        items = self._read_plan(plan, namespace, since_ms, state, key, cur, fencing, work)
-        if recheck is not None and not recheck():
+        rules = self.pulling
+        reg, recs, newest = rules.registry_view(self, namespace, partitions, state, work)
+        plan = _plan_partitions(partitions, reg, newest, cur, rules)
+        # (fenced) what the worker's next commit of these partitions needs: the registry as read here
+        rules.note(cur, partitions if partitions is not None else reg, reg, recs, newest, state)
+        query = rules.reader(self, plan, namespace, since_ms, state, key, cur)
+        items = [i for got in self.parallel(query, plan.reads, work) for i in got]
+        if not recheck():
             raise _Moved()
         res = resolve(items, self._states(items, {key: state}, work), _alive(state, own))
         for p in plan.reborn:
@@ -229,42 +232,9 @@ class DynamoReads:
             cur.parts[p] = state.seq
         for p in plan.dropped:
             cur.parts.pop(p, None)
-        if fencing:  # held whole now: what is listed, and (empty) what was dropped or is not there
-            cur.known.update(partitions if partitions is not None else [*plan.live, *plan.dropped])
+        # (fenced) held whole now: what is listed, and (empty) what was dropped or is not there
+        rules.hold(cur, partitions if partitions is not None else [*plan.live, *plan.dropped])
         return res, plan.full, plan.dropped
-
-    def _registry_view(self, namespace: str | None, partitions: list[str] | None, fencing: bool,
-                       state: DomainState, work: Work) -> tuple[dict[str, tuple[int, int]], dict, dict]:
-        """The registry as this pull reads it: partitions (born, changed), fenced: their records and newest
-        sealed record. A scoped pull reads the registry only for fencing's checks (counted apart)."""
-        if partitions is None:
-            item = self._registry_item(namespace, work)
-        else:
-            item = self._fencing_registry(namespace, work) if fencing else {}
-        reg = _parts_of(item)
-        recs = records_of(item) if fencing else {}
-        newest = {p: newest_sealed(recs.get(p), state) for p in reg} if fencing else {}
-        return reg, recs, newest
-
-    def _read_plan(self, plan: _Plan, namespace: str | None, since_ms: int, state: DomainState, key: str,
-                   cur: DynamoCursor, fencing: bool, work: Work) -> list[dict]:
-        """The planned partitions' items, queried concurrently (fenced: each verified against its record)."""
-        by_seq = fencing
-        whole = set(plan.full)
-        holds = cur.held(namespace) if fencing else {}
-
-        def query(job: tuple[str, int], w: Work) -> list[dict]:
-            part, after = job
-            if by_seq or after == 0:
-                got = self._query_partition(part, after if by_seq else -1, by_seq, w)
-                if not by_seq:
-                    return got
-                held = {} if part in whole else holds.get(part, {})
-                return self._verified(part, got, held, plan.expect[part], state, key, w,
-                                      lambda: self._query_partition(part, after, True, w), after=after)
-            return self._query_partition(part, since_ms, False, w)
-
-        return [i for got in self.parallel(query, plan.reads, work) for i in got]
 
     def _verified(self, part: str, got: list[dict], held: dict[str, str], expect: int, state: DomainState,
                   key: str, work: Work, again: Any, *, after: int = 0, keep: Any = None,
@@ -342,27 +312,23 @@ class _Plan:
 
 
 def _plan_partitions(partitions: list[str] | None, reg: dict[str, tuple[int, int]], newest: dict,
-                     cur: DynamoCursor, fencing: bool) -> _Plan:
+                     cur: DynamoCursor, rules: FencedPull | UnfencedPull) -> _Plan:
     """Which partitions the pull reads and from where; a partition whose newest sealed record is a prune's is
     gone for readers, as if no longer listed."""
     plan = _Plan(live={p: v for p, v in reg.items() if not (newest.get(p) and newest[p].pruned)})
     for p in (partitions if partitions is not None else plan.live):
         seen = cur.parts.get(p)
-        if fencing and p not in plan.live:
-            if seen is not None:
-                plan.dropped.append(p)  # pruned since this worker read it: nothing of it is left
+        if rules.unlisted(plan, p, seen):
             continue  # nothing sealed is there: nothing to read
         born, changed = plan.live.get(p, (0, 0))
         if seen is None or born > seen:  # new to this worker, or pruned and born again since it looked
-            plan.reads.append((p, max(born - 1, 0) if fencing else 0))
+            plan.reads.append((p, rules.read_from(born)))
             plan.full.append(p)
             if seen is not None:  # what it knew of the old partition is gone with it
                 plan.reborn.append(p)
         elif changed > seen or partitions is not None:
             plan.reads.append((p, seen))
-        if fencing:
-            rec = newest.get(p)
-            plan.expect[p] = rec.digest if rec is not None and rec.seq >= born and rec.digest is not None else 0
+        rules.expect(plan, p, newest.get(p), born)
     if partitions is None:
         plan.dropped = [p for p in cur.parts if p not in plan.live]
     return plan
@@ -400,3 +366,123 @@ def _same(now: DomainState, then: DomainState, own: bool) -> bool:
 def _alive(state: DomainState, own: bool) -> frozenset[str] | None:
     """Pending commit ids that may still seal: none but this worker's own claim when it holds the lock."""
     return frozenset() if own else None
+
+
+# ---- the two systems' pull rules (chosen once: choose.py) ----------------------------------------------------
+Query = Callable[[tuple[str, int], Work], list[dict]]
+
+
+class FencedPull:
+    """The harness's fenced pull: by sequence, each partition checked against its newest sealed record, the lock
+    item read again after the queries (one sealed state), the registry noted for the next commit's checks."""
+
+    def pull(self, be: DynamoReads, namespace: str | None, since_ms: int, partitions: Iterable[str] | None,
+             work: Work, *, lock_key: str | None, cursor: dict | None, grant: LockGrant | None) -> PullResult:
+        return be.changes(namespace, since_ms, partitions, work, lock_key=lock_key, cursor=cursor, grant=grant)
+
+    def lookup_items(self, be: DynamoReads, paths: Sequence[str], work: Work) -> list[dict]:
+        """Fenced entries are one item per version: a Query per path (concurrently)."""
+        return [i for got in be.parallel(lambda p, w: be._versions_of(p, w), list(paths), work) for i in got]
+
+    def recheck(self, be: DynamoReads, key: str, state: DomainState, own: bool, work: Work) -> Callable[[], bool]:
+        return lambda: _same(be._fencing_state(key, work), state, own)
+
+    def legacy_items(self, be: DynamoReads, namespace: str | None, everything: list[dict], query: dict,
+                     state: DomainState, key: str, cur: DynamoCursor, work: Work) -> list[dict]:
+        """What it holds of the namespace is what the lock item's digest says."""
+        return be._legacy_verified(namespace, everything, query, state, key, cur, work)
+
+    def registry_view(self, be: DynamoReads, namespace: str | None, partitions: list[str] | None,
+                      state: DomainState, work: Work) -> tuple[dict[str, tuple[int, int]], dict, dict]:
+        """The registry as this pull reads it: partitions (born, changed), their records and newest sealed
+        record. A scoped pull reads the registry only for fencing's checks (counted apart)."""
+        item = be._registry_item(namespace, work) if partitions is None else be._fencing_registry(namespace, work)
+        reg = _parts_of(item)
+        recs = records_of(item)
+        return reg, recs, {p: newest_sealed(recs.get(p), state) for p in reg}
+
+    def unlisted(self, plan: _Plan, p: str, seen: int | None) -> bool:
+        """A partition not listed (or pruned) has nothing sealed to read; one the worker read is dropped."""
+        if p in plan.live:
+            return False
+        if seen is not None:
+            plan.dropped.append(p)  # pruned since this worker read it: nothing of it is left
+        return True
+
+    def read_from(self, born: int) -> int:
+        return max(born - 1, 0)
+
+    def expect(self, plan: _Plan, p: str, rec: Any, born: int) -> None:
+        plan.expect[p] = rec.digest if rec is not None and rec.seq >= born and rec.digest is not None else 0
+
+    def note(self, cur: DynamoCursor, parts: Iterable[str], reg: dict[str, tuple[int, int]], recs: dict,
+             newest: dict, state: DomainState) -> None:
+        _note_registry(cur, parts, reg, recs, newest, state)
+
+    def reader(self, be: DynamoReads, plan: _Plan, namespace: str | None, since_ms: int, state: DomainState,
+               key: str, cur: DynamoCursor) -> Query:
+        """A planned partition's items by sequence, verified against its record."""
+        whole = set(plan.full)
+        holds = cur.held(namespace)
+
+        def query(job: tuple[str, int], w: Work) -> list[dict]:
+            part, after = job
+            got = be._query_partition(part, after, True, w)
+            held = {} if part in whole else holds.get(part, {})
+            return be._verified(part, got, held, plan.expect[part], state, key, w,
+                                lambda: be._query_partition(part, after, True, w), after=after)
+
+        return query
+
+    def hold(self, cur: DynamoCursor, parts: Iterable[str]) -> None:
+        cur.known.update(parts)
+
+
+class UnfencedPull:
+    """swamp's unfenced pull on the harness's items: by ``updatedAt`` (its in-place entries' key), nothing
+    verified, no lock item read again, nothing noted for a commit that checks nothing."""
+
+    def pull(self, be: DynamoReads, namespace: str | None, since_ms: int, partitions: Iterable[str] | None,
+             work: Work, *, lock_key: str | None, cursor: dict | None, grant: LockGrant | None) -> PullResult:
+        return be.changes(namespace, since_ms, partitions, work, lock_key=lock_key, cursor=cursor, grant=grant)
+
+    def lookup_items(self, be: DynamoReads, paths: Sequence[str], work: Work) -> list[dict]:
+        """swamp's scoped push: its in-place entries, one BatchGetItem per 100 paths."""
+        return be.batch_get([file_key(p) for p in paths], work)
+
+    def recheck(self, be: DynamoReads, key: str, state: DomainState, own: bool, work: Work) -> Callable[[], bool]:
+        return lambda: True
+
+    def legacy_items(self, be: DynamoReads, namespace: str | None, everything: list[dict], query: dict,
+                     state: DomainState, key: str, cur: DynamoCursor, work: Work) -> list[dict]:
+        return everything
+
+    def registry_view(self, be: DynamoReads, namespace: str | None, partitions: list[str] | None,
+                      state: DomainState, work: Work) -> tuple[dict[str, tuple[int, int]], dict, dict]:
+        """The registry's partitions (a scoped pull reads no registry)."""
+        return _parts_of(be._registry_item(namespace, work) if partitions is None else {}), {}, {}
+
+    def unlisted(self, plan: _Plan, p: str, seen: int | None) -> bool:
+        return False
+
+    def read_from(self, born: int) -> int:
+        return 0
+
+    def expect(self, plan: _Plan, p: str, rec: Any, born: int) -> None:
+        """Nothing is checked against a record."""
+
+    def note(self, cur: DynamoCursor, parts: Iterable[str], reg: dict[str, tuple[int, int]], recs: dict,
+             newest: dict, state: DomainState) -> None:
+        """Nothing for a commit that checks nothing."""
+
+    def reader(self, be: DynamoReads, plan: _Plan, namespace: str | None, since_ms: int, state: DomainState,
+               key: str, cur: DynamoCursor) -> Query:
+        """A planned partition's items by time: all of a new one, those since the watermark of a known one."""
+        def query(job: tuple[str, int], w: Work) -> list[dict]:
+            part, after = job
+            return be._query_partition(part, -1 if after == 0 else since_ms, False, w)
+
+        return query
+
+    def hold(self, cur: DynamoCursor, parts: Iterable[str]) -> None:
+        """An unfenced cursor vouches for nothing."""

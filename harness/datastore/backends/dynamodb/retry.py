@@ -25,8 +25,9 @@ from botocore.exceptions import ClientError
 
 from harness.core.clock import Clock
 from harness.datastore.backends.swamp_retry import BASE_S, SwampRetry, delay_s
+from harness.datastore.variant import Retries, values
 
-RETRIES = ("harness", "swamp")
+RETRIES = values(Retries)
 UNPROCESSED_TRIES = 8  # sendBatchWrite's and querySpecificPaths' loops
 UNPROCESSED_CAP_S = 5.0
 RETRYABLE = frozenset({"ProvisionedThroughputExceededException", "ThrottlingException", "RequestLimitExceeded",
@@ -81,3 +82,28 @@ class RetryingClient:
                 return attr(**kw)  # a lock item (the harness's seal, a model's fence): lock requests, not wrapped
             return self._retry.call(lambda: attr(**kw))
         return call
+
+
+class HarnessRetries:
+    """The harness's schedule: botocore's retries alone, a batch's unprocessed items resent without a bound."""
+
+    def client(self, client: Any, clock: Clock, rng: random.Random) -> Any:
+        return client
+
+    def backoff(self, clock: Clock, rng: random.Random, attempt: int, left: int) -> None:
+        """Before resending a batch's unprocessed items: jittered, ``U(0, min(5 s, 50 ms x 2^n))``."""
+        clock.sleep(rng.uniform(0, min(5.0, 0.05 * 2 ** attempt)))
+
+
+class SwampRetries:
+    """swamp's: ``retryable`` around each data-path request, unprocessed items resent 8 tries in all."""
+
+    def client(self, client: Any, clock: Clock, rng: random.Random) -> Any:
+        return RetryingClient(client, Retryable(clock, rng))
+
+    def backoff(self, clock: Clock, rng: random.Random, attempt: int, left: int) -> None:
+        """No jitter, 8 tries in all, then the batch fails with ``left`` items unsent."""
+        if attempt >= UNPROCESSED_TRIES:
+            raise UnprocessedError(f"BatchWriteItem / BatchGetItem left {left} unprocessed item(s) after "
+                                   f"{UNPROCESSED_TRIES} tries")
+        clock.sleep(unprocessed_delay(attempt))

@@ -1,5 +1,5 @@
 """swamp's DynamoDB commit, request by request, for runs that are swamp's own (``fencing = false``, ``bookkeeping =
-"swamp"``; ``DynamoPort(own=True)``).
+"swamp"``; chosen by ``choose.py``).
 
 ``commitPush`` -> ``applyDiff`` (``sync.ts``, webframp/swamp-extensions a929b7a), all of it under the global lock:
 
@@ -44,6 +44,7 @@ from harness.datastore.backends.dynamodb.items import META_SK, chunk_key, chunk_
 from harness.datastore.backends.dynamodb.port import DynamoPort
 from harness.datastore.lock import LockGrant
 from harness.datastore.swamp_push import data_name_dir
+from harness.datastore.variant import RegistryAdds
 
 SEQ_KEY = {"pk": s_(SYNC_STATE), "sk": s_("SEQ")}
 STATE_KEY = {"pk": s_(SYNC_STATE), "sk": s_("STATE")}
@@ -80,7 +81,7 @@ def swamp_commit(be: DynamoPort, namespace: str | None, upserts: Sequence[FileMe
         seq = cursor.seq or 0
         return CommitResult(seq, seq, cid, grant.key)
     values = registry_values(be.gsi_layout, namespace, upserts)
-    if be.registry_adds == "swamp":
+    if be.registry_adds == RegistryAdds.SWAMP:
         adds: list[str | None] = [v if sent else None for v, sent in zip(values, racing_adds(values, at), strict=True)]
     else:  # one ADD of the push's partitions, after its files
         adds = [None] * len(upserts)
@@ -88,7 +89,7 @@ def swamp_commit(be: DynamoPort, namespace: str | None, upserts: Sequence[FileMe
     for i in range(0, len(jobs), at):
         be.parallel(lambda job, w: write_file_entry(be, namespace, job[0], held.get(job[0].rel_path, b""), job[1],
                                                     _prior(cursor, job[0]), w), jobs[i:i + at], work)
-    if be.registry_adds != "swamp" and upserts:
+    if be.registry_adds != RegistryAdds.SWAMP and upserts:
         parts = sorted({p for m in upserts if (p := partition_of(m.rel_path, namespace))})
         if parts:
             register(be, parts, work)

@@ -1,4 +1,4 @@
-"""swamp's DynamoDB reads, for runs that are swamp's own (``DynamoPort(own=True)``): eventually consistent, and
+"""swamp's DynamoDB reads, for runs that are swamp's own (``choose.py``: ``SwampOwnPull``): eventually consistent, and
 on swamp's own items only (``sync.ts`` ``pull``, ``queryAllPartitions``, ``fetchChunks``, webframp/swamp-extensions
 a929b7a).
 

@@ -37,6 +37,7 @@ from harness.core.aws_errors import error_code, is_condition_failed
 from harness.core.clock import Clock, SystemClock
 from harness.core.work import Work, for_fencing, recording
 from harness.datastore.backends.base import AfterRelease, FileMeta, PullResult, partition_of
+from harness.datastore.backends.s3.choose import choose
 from harness.datastore.backends.s3.commit import S3Commits
 from harness.datastore.backends.s3.index import (
     ALL,
@@ -55,12 +56,12 @@ from harness.datastore.backends.s3.index import (
 )
 from harness.datastore.backends.s3.locks import S3LockStore
 from harness.datastore.backends.s3.objects import S3Objects
-from harness.datastore.backends.s3.swamp import PREPARE_BATCH, S3Swamp, model_shards, of_model
+from harness.datastore.backends.s3.swamp import PREPARE_BATCH, model_shards, of_model
 from harness.datastore.backends.s3.swamp_lock import SwampS3LockStore
-from harness.datastore.backends.swamp_retry import SwampRetry
 from harness.datastore.errors import ConfigError, ContentMissingError, FencedError
 from harness.datastore.lock import LockGrant
 from harness.datastore.paths import check_bucket_name
+from harness.datastore.variant import Variant
 
 
 class S3Backend(S3Commits, AfterRelease):
@@ -68,22 +69,22 @@ class S3Backend(S3Commits, AfterRelease):
 
     def __init__(self, client: Any, bucket: str, index: str = "sharded", *, prefix: str = "",
                  clock: Clock | None = None, tags: dict[str, str] | None = None, create: bool = True,
-                 read_concurrency: int = 8, executor: Executor | None = None, swamp: S3Swamp | None = None,
-                 own: bool = False) -> None:
+                 read_concurrency: int = 8, executor: Executor | None = None,
+                 variant: Variant | None = None) -> None:
         if index not in INDEX_KINDS:
             raise ConfigError(f"unknown S3 index kind {index!r}: choose one of {', '.join(INDEX_KINDS)}")
         self.client, self.bucket, self.index = client, check_bucket_name(bucket), index
         self.clock = clock or SystemClock()
         self.tags, self.create = tags or {}, create
-        self.swamp = swamp or S3Swamp()
+        self.variant = variant = variant or Variant()
+        modes = choose(variant)  # the one choice of this backend's system (choose.py)
+        self.mode, self.swamp = modes.mode, modes.swamp
         # swamp's retries: its sync layer's around index and content requests; none around the lock's
-        retry = SwampRetry(self.clock) if self.swamp.retries == "swamp" else None
-        self.objects = S3Objects(client, bucket, prefix, retry=retry)
+        self.objects = S3Objects(client, bucket, prefix, retry=modes.retry(self.clock))
         # a run that is swamp's own (fencing = false, bookkeeping = "swamp"): swamp's lock requests (swamp_lock.py)
-        self.own = own
-        lock_objects = S3Objects(client, bucket, prefix)
-        self.lock_store: S3LockStore | SwampS3LockStore = (SwampS3LockStore(lock_objects, self.clock) if own
-                                                           else S3LockStore(lock_objects))
+        self.own = variant.swamp_own
+        self.lock_store: S3LockStore | SwampS3LockStore = modes.lock_store(S3Objects(client, bucket, prefix),
+                                                                           self.clock)
         # threads by default; a greenlet pool where threads are gevent's (see DynamoBackend)
         self._pool = executor or ThreadPoolExecutor(max_workers=read_concurrency, thread_name_prefix="s3-pool")
         self._guard = threading.Lock()
@@ -273,10 +274,11 @@ class S3Backend(S3Commits, AfterRelease):
         work.queries += 1
         return entries
 
-    def lookup(self, paths: Sequence[str], work: Work, *, fenced: bool = True) -> dict[str, FileMeta]:
-        """The entries of ``paths`` as readers see them (``fenced=False``: swamp's S3 push looks nothing up)."""
-        if not fenced:
-            return {}
+    def lookup(self, paths: Sequence[str], work: Work) -> dict[str, FileMeta]:
+        """The entries of ``paths`` as readers see them (swamp's S3 push looks nothing up: ``modes.py``)."""
+        return self.mode.lookup(lambda: self._lookup(paths, work))
+
+    def _lookup(self, paths: Sequence[str], work: Work) -> dict[str, FileMeta]:
         out: dict[str, FileMeta] = {}
         by_ns: dict[str | None, list[str]] = defaultdict(list)
         for p in paths:
@@ -294,7 +296,7 @@ class S3Backend(S3Commits, AfterRelease):
         return out
 
     def pull(self, namespace: str | None, since_ms: int, partitions: Iterable[str] | None, work: Work, *,
-             lock_key: str | None = None, cursor: dict | None = None, fencing: bool = True,
+             lock_key: str | None = None, cursor: dict | None = None,
              grant: LockGrant | None = None) -> PullResult:
         """What changed since the worker's cursor: the head (unless its own fence write is current) and the
         shards whose keys moved; their entries against what the cursor read before give changes and removals.
@@ -303,7 +305,7 @@ class S3Backend(S3Commits, AfterRelease):
         with ``command_requests = "swamp"`` it makes swamp's requests too (``_command_reads``)."""
         cur = S3Cursor.of(cursor, self._head_rel(lock_key, namespace))
         wanted = set(partitions) if partitions is not None else None
-        swamp_scoped = wanted is not None and self.swamp.command_requests == "swamp"
+        swamp_scoped = wanted is not None and self.swamp.command_reads
         with recording(work):
             if swamp_scoped:
                 self.objects.head_bucket(work)  # swamp's credential preflight: once per command
@@ -345,7 +347,7 @@ class S3Backend(S3Commits, AfterRelease):
         """Which shards a pull of ``wanted`` models reads (every one when unscoped)."""
         if wanted is None:
             return lambda p: True
-        if self.swamp.shards == "swamp" and self.index == "sharded":
+        if self.swamp.swamp_shards and self.index == "sharded":
             return lambda p: any(of_model(p, w, namespace) for w in wanted)
         return lambda p: p in wanted or p == ALL
 
@@ -357,7 +359,7 @@ class S3Backend(S3Commits, AfterRelease):
         entries of the shards read."""
         out: dict[str, dict[str, FileMeta]] = {}
         for w in sorted(wanted):
-            keys = model_shards(w, namespace) if self.swamp.shards == "swamp" else (w,)
+            keys = model_shards(w, namespace) if self.swamp.swamp_shards else (w,)
             for i, part in enumerate(keys):
                 ref = shards.get(part)
                 got = self.objects.get_json(ref or shard_rel(cur.head_rel or "", part, "absent"), work)

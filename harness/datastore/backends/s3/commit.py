@@ -52,9 +52,10 @@ from harness.datastore.backends.s3.index import (
     shard_doc,
     shard_rel,
 )
+from harness.datastore.backends.s3.modes import S3Mode
 from harness.datastore.backends.s3.objects import S3Objects
 from harness.datastore.backends.s3.swamp import S3Swamp
-from harness.datastore.errors import CommitIndeterminateError, FencedError, LockLostError
+from harness.datastore.errors import CommitIndeterminateError, FencedError
 from harness.datastore.lock import LockGrant
 
 SEALED_WINDOW = 64  # commits whose ids the head keeps by sequence: a lost seal's retry reads its fate there
@@ -91,40 +92,39 @@ class S3Commits:
     objects: S3Objects
     clock: Clock
     swamp: S3Swamp
+    mode: S3Mode  # fenced or swamp's, chosen once (choose.py)
     later: Any
     _wants: Any
 
     def commit(self, namespace: str | None, entries: Sequence[FileMeta], grant: LockGrant, work: Work, *,
-               base_seq: int | None = None, fencing: bool = True, cid: str | None = None,
-               cursor: dict | None = None, model_fence: tuple[str, int] | None = None,
-               bookkeeping: str = "harness") -> CommitResult:
-        """(``bookkeeping``: swamp's S3 keeps its sequence in the head already; nothing more to write.)"""
+               base_seq: int | None = None, cid: str | None = None,
+               cursor: dict | None = None, model_fence: tuple[str, int] | None = None) -> CommitResult:
+        """(swamp's S3 bookkeeping keeps its sequence in the head already: nothing more to write beside it.)"""
         with recording(work):
-            return self._apply(namespace, {e.rel_path: e for e in entries}, set(), grant, work, base_seq, fencing,
+            return self._apply(namespace, {e.rel_path: e for e in entries}, set(), grant, work, base_seq,
                                cid or uuid.uuid4().hex[:16], cursor, model_fence)
 
     def delete_files(self, namespace: str | None, metas: Sequence[FileMeta], grant: LockGrant, work: Work, *,
-                     fencing: bool = True, cid: str | None = None, cursor: dict | None = None,
-                     base_seq: int | None = None, forget: Sequence[str] = (),
-                     bookkeeping: str = "harness") -> CommitResult:
+                     cid: str | None = None, cursor: dict | None = None,
+                     base_seq: int | None = None, forget: Sequence[str] = ()) -> CommitResult:
         """The index first (a commit of removals, fenced), the content only once that is sealed.
 
         A partition whose shard empties leaves the head with it (``forget`` needs nothing more)."""
         with recording(work):
-            return self._apply(namespace, {}, {m.rel_path for m in metas}, grant, work, base_seq, fencing,
+            return self._apply(namespace, {}, {m.rel_path for m in metas}, grant, work, base_seq,
                                cid or uuid.uuid4().hex[:16], cursor, forget=forget)
 
     def _fenced(self, grant: LockGrant, why: str) -> FencedError:
         return FencedError(f"commit rejected: lock {grant.key} (fence {grant.fence}) {why}")
 
     def _apply(self, namespace: str | None, upserts: dict[str, FileMeta], removals: set[str], grant: LockGrant,
-               work: Work, base_seq: int | None, fencing: bool, cid: str, cursor: dict | None,
+               work: Work, base_seq: int | None, cid: str, cursor: dict | None,
                model_fence: tuple[str, int] | None = None, forget: Sequence[str] = ()) -> CommitResult:
         cur = S3Cursor.of(cursor, self._head_rel(grant.key, namespace))
         with self._mutex_of(grant):
             for attempt in range(META_RETRIES):
                 try:
-                    return self._apply_once(namespace, upserts, removals, grant, work, base_seq, fencing, cid, cur,
+                    return self._apply_once(namespace, upserts, removals, grant, work, base_seq, cid, cur,
                                             model_fence, forget)
                 except StaleHead:
                     cur.head = cur.etag = None
@@ -133,34 +133,34 @@ class S3Commits:
         raise AssertionError("unreachable")
 
     def _apply_once(self, namespace: str | None, upserts: dict[str, FileMeta], removals: set[str],
-                    grant: LockGrant, work: Work, base_seq: int | None, fencing: bool, cid: str,
+                    grant: LockGrant, work: Work, base_seq: int | None, cid: str,
                     cur: S3Cursor, model_fence: tuple[str, int] | None = None,
                     forget: Sequence[str] = ()) -> CommitResult:
-        """One attempt: the head checked, the changed shards written under new keys, the head swapped (sealed)."""
-        if fencing and grant.lost:
-            raise LockLostError(f"commit refused: lock {grant.key} (fence {grant.fence}) was lost")
-        swamp = self.swamp.commit == "swamp"
-        if cur.head is None or not fencing or swamp:  # unfenced: nothing conditions the swap, so read it now;
-            self._read_head(cur, work)  # swamp's commit reads _meta.json first whatever it holds
+        """One attempt: the head checked, the changed shards written under new keys, the head swapped (sealed).
+        What is checked, how it seals and when its garbage goes are the backend's mode's (``modes.py``)."""
+        mode = self.mode
+        mode.refuse_lost(grant)
+        rereads = self.swamp.rereads_under_lock
+        if mode.reads_head(cur) or rereads:  # swamp's commit reads _meta.json first whatever it holds
+            self._read_head(cur, work)
         doc, etag = cur.head or {}, cur.etag
         seq = int(doc.get("commitSeq", 0))
-        if fencing:
-            self._check_head(doc, seq, grant, base_seq, model_fence)
+        mode.check(self, doc, seq, grant, base_seq, model_fence)
+        model_fence = mode.model_fence(model_fence)
         out = _Rewrite(shards=dict(doc.get("shards", {})))
         by_part = self._by_part(upserts, removals, namespace)
-        if fencing and model_fence is not None:  # (the model's shards this commit does not rewrite: unchanged too)
+        if model_fence is not None:  # (the model's shards this commit does not rewrite: unchanged too)
             self._model_shards_unchanged(grant, cur, out.shards, set(by_part), model_fence[0], namespace)
         try:
             for part, (ups, rems) in by_part.items():
                 self._rewrite_shard(out, part, ups, rems, cur, grant, cid, work, namespace,
-                                    model_fence if fencing else None, trust=fencing and not swamp)
-            if fencing and grant.lost:
-                raise LockLostError(f"commit refused: lock {grant.key} (fence {grant.fence}) was lost")
+                                    model_fence, trust=mode.trusts_cursor() and not rereads)
+            mode.refuse_lost(grant)
         except BaseException:
             self._discard(out.written, work)
             raise
-        head = _new_head(doc, seq, grant, cid, out.shards, forget if fencing else None)
-        new_etag, sent = self._swap(head, etag, cur, cid, seq + 1, out.written, grant, fencing, work)
+        head = _new_head(doc, seq, grant, cid, out.shards, mode.fate_record(forget))
+        new_etag, sent = self._swap(head, etag, cur, cid, seq + 1, out.written, grant, work)
         current = cur.seq is not None and cur.seq == seq
         if new_etag is not None:
             cur.know(head, new_etag)
@@ -172,10 +172,7 @@ class S3Commits:
                 cur.shards[part] = shard
         if current:
             cur.seq = seq + 1
-        if fencing:  # after the release: nothing live is among them, however late that is
-            self.later(grant, lambda w: self._discard(out.superseded, w))
-        else:
-            self._discard(out.superseded, work)
+        mode.superseded(self, grant, out.superseded, work)  # fenced: after the release; swamp's: now
         return CommitResult(seq + 1, seq, cid, cur.head_rel or "", seal_ms=sent.first, sent_ms=sent.last)
 
     def _check_head(self, doc: dict, seq: int, grant: LockGrant, base_seq: int | None,
@@ -233,22 +230,18 @@ class S3Commits:
         work.items_written += 1
 
     def _swap(self, head: dict, etag: str | None, cur: S3Cursor, cid: str, seq: int, written: list[str],
-              grant: LockGrant, fencing: bool, work: Work) -> tuple[str | None, Sends]:
+              grant: LockGrant, work: Work) -> tuple[str | None, Sends]:
         """The seal: the head swapped (fenced: ``If-Match`` the head read, ``If-None-Match`` when there was
         none). Its new ETag, or None when a failed swap's fate says it sealed all the same."""
         sent = Sends(lambda: now_ms(self.clock))
+        if_match, if_none_match = self.mode.conditions(etag)
         try:
             with sending(self.clock) as sent:
                 return self.objects.put(cur.head_rel or "", json.dumps(head).encode(), work,
-                                        if_match=etag if fencing else None,
-                                        if_none_match=fencing and etag is None), sent
+                                        if_match=if_match, if_none_match=if_none_match), sent
         except BaseException as e:
-            if not fencing:
-                if isinstance(e, Exception) and not outcome_unknown(e):  # known not swapped: our shards are garbage
-                    self._discard(written, work)
-                cur.head = cur.etag = None
-                raise
-            self._after_failed_seal(e, cur, cid, seq, written, grant, work)
+            # fenced: its fate read from the head (returns when it sealed); swamp's: the failure stands
+            self.mode.swap_failed(self, e, cur, cid, seq, written, grant, work)
             # the head, its fate record, names this commit at its sequence: its swap landed (an attempt whose
             # answer was lost); the head as just read is current
             return None, sent

@@ -19,8 +19,9 @@ from typing import Any
 from harness.core.clock import iso, ms_of
 from harness.datastore.backends.base import FileMeta, partition_of
 from harness.datastore.backends.s3.swamp import ROOT, swamp_shard
+from harness.datastore.variant import S3Index, S3Shards, values
 
-INDEX_KINDS = ("monolith", "sharded")
+INDEX_KINDS = values(S3Index)
 META_RETRIES = 3
 ALL = "_all"  # the monolith's one shard
 DATASTORE_LOCK = ".datastore.lock"
@@ -50,7 +51,7 @@ def shard_of(kind: str, rel: str, namespace: str | None, shards: str = "model") 
     """The shard holding ``rel``'s entry: the monolith's one, the model's, or swamp's key for it (``swamp.py``)."""
     if kind == "monolith":
         return ALL
-    if shards == "swamp":
+    if shards == S3Shards.SWAMP:
         return swamp_shard(rel, namespace)
     return partition_of(rel, namespace) or ROOT
 
@@ -60,7 +61,7 @@ def in_scope(part: str, namespace: str | None) -> bool:
     return part in (ALL, ROOT) or not namespace or part.startswith(f"{namespace}/")
 
 
-ENTRY_FORMS = ("model", "swamp")  # a shard entry as the harness writes it, or at swamp's size (s3_shards)
+ENTRY_FORMS = values(S3Shards)  # a shard entry as the harness writes it, or at swamp's size (s3_shards)
 DIGEST_HEX = len(FileMeta.digest_of(b""))
 
 
@@ -83,7 +84,7 @@ def shard_doc(entries: dict[str, FileMeta], form: str = "model", **extra: Any) -
     harness has no local mtime: the commit time again) and 64 hex digits (the harness's digest, zero-padded),
     plus ``v`` (the harness's version, which swamp does not write) and, fenced, ``cid`` (the content's writer):
     about 2.5 times the harness's own."""
-    if form == "swamp":
+    if form == S3Shards.SWAMP:
         return json.dumps({**extra, "entries": {r: {
             "key": r, "size": m.size, "lastModified": iso(m.updated_at_ms), "localMtime": iso(m.updated_at_ms),
             "sha256": m.digest.rjust(64, "0"), "v": m.version, **({"cid": m.content_id} if m.content_id else {})}

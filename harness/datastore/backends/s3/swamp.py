@@ -30,12 +30,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from harness.datastore.errors import ConfigError
+from harness.datastore.variant import PrepareIndexRead, Retries, S3CommandRequests, S3Commit, S3Shards, values
 
-SHARDS = ("model", "swamp")
-COMMITS = ("harness", "swamp")
-PREPARE_READS = ("none", "all", "dirty")
-COMMAND_REQUESTS = ("none", "swamp")
-RETRIES = ("harness", "swamp")
+SHARDS = values(S3Shards)
+COMMITS = values(S3Commit)
+PREPARE_READS = values(PrepareIndexRead)
+COMMAND_REQUESTS = values(S3CommandRequests)
+RETRIES = values(Retries)
 ROOT = "_root"
 PREPARE_BATCH = 10  # assembleIndexFromShards reads this many shards at a time
 PER_MODEL = ("data", "outputs", "models")  # subdirectories keyed per model (swamp's definitions-evaluated: models)
@@ -45,17 +46,34 @@ PER_MODEL = ("data", "outputs", "models")  # subdirectories keyed per model (swa
 class S3Swamp:
     """Which of swamp's S3 behaviours a backend models (every default: the harness's own)."""
 
-    shards: str = "model"
-    commit: str = "harness"
-    prepare_read: str = "none"
-    command_requests: str = "none"
-    retries: str = "harness"
+    shards: S3Shards = S3Shards.MODEL
+    commit: S3Commit = S3Commit.HARNESS
+    prepare_read: PrepareIndexRead = PrepareIndexRead.NONE
+    command_requests: S3CommandRequests = S3CommandRequests.NONE
+    retries: Retries = Retries.HARNESS
 
     def __post_init__(self) -> None:
-        for name, allowed in (("shards", SHARDS), ("commit", COMMITS), ("prepare_read", PREPARE_READS),
-                              ("command_requests", COMMAND_REQUESTS), ("retries", RETRIES)):
+        for name, kind in (("shards", S3Shards), ("commit", S3Commit), ("prepare_read", PrepareIndexRead),
+                           ("command_requests", S3CommandRequests), ("retries", Retries)):
+            allowed = values(kind)
             if getattr(self, name) not in allowed:
                 raise ConfigError(f"unknown S3 {name} {getattr(self, name)!r}: choose one of {', '.join(allowed)}")
+            object.__setattr__(self, name, kind(getattr(self, name)))
+
+    @property
+    def swamp_shards(self) -> bool:
+        """Entries keyed by swamp's ``partitionKeyFromPath`` (a run touches several shards of a model)."""
+        return self.shards is S3Shards.SWAMP
+
+    @property
+    def rereads_under_lock(self) -> bool:
+        """swamp's commit: ``_meta.json`` and each dirty shard read again under the lock, cached or not."""
+        return self.commit is S3Commit.SWAMP
+
+    @property
+    def command_reads(self) -> bool:
+        """swamp's requests of every command: HeadBucket, the scoped pull's shard GETs, a new model's."""
+        return self.command_requests is S3CommandRequests.SWAMP
 
 
 def swamp_shard(rel: str, namespace: str | None) -> str:
