@@ -81,7 +81,9 @@ def test_standin_soak_quick_on_s3_samples_seaweedfs_and_the_bucket(tmp_path):
     listed = [(float(r["objects"]), float(r["bucket_kb"])) for r in rows if r["objects"]]
     assert listed and all(n >= 1 and kb > 0 for n, kb in listed)  # the pruning run's bucket, listed
     disk = [float(r["disk_mb"]) for r in rows if r["disk_mb"]]
-    assert disk and all(d > 0 for d in disk)  # the data directory after a vacuum on weed's master
+    # the data directory after a vacuum on weed's master, measured all along: the first vacuum may find it under
+    # 0.05 MB (written 0.0, seen in CI under load) before the run has written much
+    assert len(disk) >= 2 and all(d >= 0 for d in disk) and max(disk) > 0, disk
     for col, unit in (("seaweedfs", "MB"), ("objects", "objects"), ("disk_mb", "MB on disk after a vacuum")):
         assert re.search(rf"^{col}: [\d.]+ {unit} 6 s after it started -> [\d.]+ {unit} at the end", proc.stdout,
                          re.M), proc.stdout

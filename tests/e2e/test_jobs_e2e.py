@@ -119,7 +119,7 @@ def test_seeded_run_starts_in_the_degraded_regime(tmp_path):
     digest = hashlib.sha256((SCENARIOS / "namespaced.toml").read_text().encode()).hexdigest()
     assert [e["toml"] for e in events(tmp_path / "spy.log") if "toml" in e].count(digest) == 1  # seeding included
     assert json.loads((seeded / "plan.json").read_text())["seeding"]["preage"] == {
-        "models": models, "orphans": orphans, "versions": versions}
+        "models": models, "orphans": orphans, "versions": versions, "layout": None}  # None: the model's own layout
     files = 2 * (models * versions * 3 + models * 2 - orphans)  # per namespace: raw, metadata, output per version;
     assert f"seeding {files:,} files in 2 namespace(s)" in p.stdout  # latest + definition per model, orphans' gone
     (job,) = Journal(seeded / "jobs.db").all()  # every item of the seed landed: none failed, none left

@@ -110,7 +110,7 @@ def test_story_json_has_each_chapter_with_its_run_directories_and_verdict(told):
     assert (story_dir / "02-namespaced-at-two-fleet-sizes" / "comparison" / "summary.json").is_file()
     assert len(two["scaling"]) == 1 and "1 -> 2" in two["scaling"][0]
     plan = json.loads((story_dir / two["run_dirs"][0] / "plan.json").read_text())
-    assert plan["seeding"]["preage"] == {"models": 2, "versions": 2, "orphans": 0}
+    assert plan["seeding"]["preage"] == {"models": 2, "versions": 2, "orphans": 0, "layout": None}  # the model's layout
 
 
 def test_report_rebuilds_the_story_from_its_directory(told, tmp_path):

@@ -4,6 +4,7 @@ test's report gives each stage its row. One 12 s test; every wait bounded."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 import signal
@@ -40,6 +41,13 @@ def _changes(values: list[int]) -> list[int]:
     return [v for i, v in enumerate(values) if i == 0 or v != values[i - 1]]
 
 
+def _held(values: list[int]) -> list[int]:
+    """The levels held for at least two polls in a row: a stage lasts 3 s (six polls), while a level passed
+    through once on the way between two stages (2 while Locust stops the spike's users one by one, on a loaded
+    machine: seen in CI) is a transition."""
+    return _changes([v for v, run in itertools.groupby(values) if len(list(run)) >= 2])
+
+
 def test_a_stage_shape_from_the_web_ui_follows_its_stages_and_reports_each(tmp_path):
     path = tmp_path / "ramp-hold-spike.toml"
     path.write_text(SHAPE)
@@ -74,8 +82,11 @@ def test_a_stage_shape_from_the_web_ui_follows_its_stages_and_reports_each(tmp_p
         web.kill()
     # the stages' levels, in order; a poll between two levels (3 users while Locust stops the spike's users one by
     # one on a loaded machine, seen in CI) is a transition, not a stage
-    levels = _changes([u for u in users if u in (1, 2, 4)])
-    assert levels[-4:] == [1, 2, 4, 1] or levels == [1, 2, 4, 1], users
+    levels = _held([u for u in users if u in (1, 2, 4)])
+    # the stages in their order, ending at the last one's 1 (a level passed through between two stages for two
+    # polls on a very loaded machine may stand between them: it is not a stage, and the report's stages below are)
+    rest = iter(levels)
+    assert all(stage in rest for stage in [1, 2, 4, 1]) and levels[-1] == 1, (levels, users)
     report = run_dir / "tests" / "001" / "report" / "summary.json"
     stages = json.loads(report.read_text())["runs"][0]["findings"]["stages"]
     assert [(s["stage"], s["t0"], s["t1"], s["workers"]) for s in stages] == [
