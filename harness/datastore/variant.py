@@ -15,6 +15,7 @@ strategies from, once.
 from __future__ import annotations
 
 import enum
+from collections.abc import Callable
 from dataclasses import dataclass
 
 
@@ -182,9 +183,11 @@ LAYOUT_KINDS: dict[str, type[enum.StrEnum]] = {
 }
 
 
-def coerce(obj: object, kinds: dict[str, type[enum.StrEnum]]) -> None:
+def coerce(obj: object, kinds: dict[str, type[enum.StrEnum]],
+           error: Callable[[str, object, tuple[str, ...]], Exception] | None = None) -> None:
     """Set each of a frozen dataclass's knob fields to its enum member (a plain string from JSON or a test
-    becomes the member; a bad one is a ValueError naming the knob and its choices)."""
+    becomes the member). A bad one raises ``error(knob, value, choices)``: by default a ValueError naming the
+    knob and its choices (a caller at the configuration's edge gives its own one-line error)."""
     for name, kind in kinds.items():
         v = getattr(obj, name)
         if isinstance(v, kind):
@@ -192,5 +195,8 @@ def coerce(obj: object, kinds: dict[str, type[enum.StrEnum]]) -> None:
         try:
             member = kind(v)
         except ValueError:
-            raise ValueError(f"{name} must be one of {', '.join(values(kind))}, got {v!r}") from None
+            allowed = values(kind)
+            if error is not None:
+                raise error(name, v, allowed) from None
+            raise ValueError(f"{name} must be one of {', '.join(allowed)}, got {v!r}") from None
         object.__setattr__(obj, name, member)

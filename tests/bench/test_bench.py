@@ -215,3 +215,13 @@ def test_stats_before_after_quick_compares_every_held_verdict_and_the_usl_fit():
     assert all(float(c) == 0 and float(d) < 5 for c, d in cases)  # Byar -> exact moves an interval's end < 5 %
     assert len(re.findall(r"USL λ .* grid against scipy, differ by " + NUM + " % \\(median\\)", out)) == 3
     assert _num(r"seeds whose verdict changed, every case: " + NUM, out) == 0
+
+
+def test_explore_replayers_quick():
+    out = _quick("explore_replayers.py")
+    fresh = _num(r"fresh: " + NUM + " schedules", out)
+    forked = _num(r"forked: " + NUM + " schedules", out)
+    assert fresh == forked >= 10
+    fc, kc = _num(r"fresh [0-9.]+ s wall / " + NUM + " s CPU", out), _num(r"forked [0-9.]+ s / " + NUM + " s", out)
+    assert _num(r"CPU x" + NUM, out) == pytest.approx(kc / fc, abs=0.05)  # (both printed to 0.1 s)
+    assert "the same schedules, findings and steps: yes" in out

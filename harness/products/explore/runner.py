@@ -7,7 +7,8 @@ from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
-from harness.products.explore.schedules import Schedule, learn, ops_for, replay, schedules, targets
+from harness.products.explore import replayers
+from harness.products.explore.schedules import Schedule, learn, ops_for, schedules, targets
 from harness.products.explore.world import Lab, Target
 
 QUICK_OPS = ("sync", "model-run", "delete", "prune")
@@ -16,16 +17,20 @@ REGION = "us-east-1"
 
 def explore(*, backend: str | None, sync: str | None, layout: str | None, fencing: bool,
             ops: list[str] | None, quick: bool, progress: Callable[[str], None] = lambda _m: None,
-            budget_s: float | None = None, uploads: str = "profile", shards: str = "model") -> dict[str, Any]:
+            budget_s: float | None = None, uploads: str = "profile", shards: str = "model",
+            replayer: replayers.Replayer | None = None) -> dict[str, Any]:
     """Explore in-process (moto's mock): the JSON of ``explore.json``. Nothing leaves the process: the clients
     get fake credentials and AWS's own endpoint names explicitly (no profile, no endpoint variable applies),
-    which moto's mock answers. ``budget_s``: stop once that much wall time has passed (``complete`` false)."""
+    which moto's mock answers. ``budget_s``: stop once that much wall time has passed (``complete`` false).
+    ``replayer``: where each schedule's world comes from (``replayers.choose()``: forked from one prelude on
+    Linux)."""
     import boto3
     from moto import mock_aws
 
     started = time.monotonic()
     done: list[Schedule] = []
     complete = True
+    replayer = replayer or replayers.choose()
     with mock_aws():
         lab = Lab(boto3.Session(aws_access_key_id="explore", aws_secret_access_key="explore",  # noqa: S106
                                 region_name=REGION))
@@ -35,12 +40,15 @@ def explore(*, backend: str | None, sync: str | None, layout: str | None, fencin
                 seq = learn(target, op, lab)
                 batch = list(schedules(target, op, seq, quick))
                 bad = 0
-                for s in batch:
+                played = replayer.replay_all(batch, lab, quick)
+                for _ in batch:
                     if budget_s is not None and time.monotonic() - started > budget_s:
                         complete = False
                         break
-                    done.append(replay(s, lab, quick))
+                    s = next(played)
+                    done.append(s)
                     bad += s.violations > 0
+                played.close()
                 progress(f"{target.name} {op}: {len(seq)} requests, {len(batch)} schedules, {bad} violating "
                          f"({time.monotonic() - started:.0f} s)")
                 if not complete:

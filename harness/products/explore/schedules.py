@@ -181,8 +181,14 @@ def _quietly(fn: Callable[[], Any]) -> str | None:
 def replay(s: Schedule, lab: Lab, quick: bool = False) -> Schedule:
     """Run one schedule in a fresh world and check it (``quick``: B's last sync only, not A's next push)."""
     w = new_world(s.target, lab)
-    tape = lab.tape(s.target)
     prelude(w, s.op)
+    return disturb(w, s, lab, quick)
+
+
+def disturb(w: World, s: Schedule, lab: Lab, quick: bool = False) -> Schedule:
+    """Play schedule ``s`` in world ``w``, where the prelude of ``s.op`` has run, and check it. The world is used
+    up: a schedule's disturbance, B's operations and the last syncs change it."""
+    tape = lab.tape(s.target)
     where = f"A: {s.op}, request {s.boundary + 1} of {s.requests} ({s.request})"
     b_ops = [s.other] if s.other in B_OPS else list(B_OPS) if s.disturbance == "crash" else []
 
@@ -236,4 +242,4 @@ def targets(backend: str | None, sync: str | None, layout: str | None, fencing: 
     return out
 
 
-__all__ = ["OPS", "Schedule", "learn", "replay", "schedules", "targets"]
+__all__ = ["OPS", "Schedule", "disturb", "learn", "prelude", "replay", "schedules", "targets"]

@@ -122,6 +122,35 @@ def test_quick_exploration(tmp_path, backend, fencing):
         assert "violates:" in proc.stderr
 
 
+def test_a_world_forked_from_one_prelude_finds_what_a_world_made_anew_finds():
+    """``Forked`` plays the prelude once and each schedule in a forked child; ``Fresh`` makes each world anew.
+    Unfenced prune has holes to find: the same schedules must find the same findings in the same steps."""
+    from harness.products.explore.replayers import Forked, Fresh, choose
+    from harness.products.explore.runner import explore
+
+    got = {}
+    for replayer in (Fresh(), Forked()):
+        out = explore(backend="s3", sync="one-lock", layout=None, fencing=False, ops=["prune"], quick=True,
+                      replayer=replayer)
+        got[type(replayer).__name__] = out["schedules"]
+    assert sum(1 for s in got["Fresh"] if s["violations"]) >= 2, got["Fresh"]
+    assert got["Forked"] == got["Fresh"]
+    assert isinstance(choose(), Forked if sys.platform == "linux" else Fresh)
+
+
+def test_a_schedule_that_breaks_the_explorer_in_its_forked_process_is_raised_with_its_traceback(monkeypatch):
+    from harness.products.explore import replayers
+    from harness.products.explore.runner import explore
+
+    def broken(*_a, **_k):
+        raise RuntimeError("the checker broke")
+
+    monkeypatch.setattr(replayers, "disturb", broken)
+    with pytest.raises(HarnessError, match="failed in its process:(.|\n)*RuntimeError: the checker broke"):
+        explore(backend="s3", sync="one-lock", layout=None, fencing=True, ops=["prune"], quick=True,
+                replayer=replayers.Forked())
+
+
 def test_found_by_the_explorer_a_holder_frozen_mid_pull_reads_no_torn_view(aws):
     """The explorer's first fenced find: A's pull, under A's own grant, froze at its registry read past its TTL;
     B took the lock and committed; A's queries then read B's seal across (the view "at" A's sequence lacked what

@@ -25,7 +25,7 @@ pytestmark = pytest.mark.xdist_group("explore-random")  # one process: the modul
 
 UNFENCED = Target("dynamodb", "one-lock", "per-model", False)
 SEED = 1  # the unfenced search's seed: its first find is at schedule 7 with Hypothesis 6.170.15 (any seed finds one)
-CASES = 30  # schedules the unfenced search may draw,
+CASES = 12  # schedules the unfenced search may draw (it finds two kinds in 10, four in 23: 23 and 44 CPU-s),
 BUDGET_S = 90.0  # the wall time it may draw and shrink for (Hypothesis's shrinking: at most SHRINK_S of it),
 SHRINK_S = 10.0  # then each step left out in turn (at most one play a step): ~25 s on a quiet 2-core machine
 FENCED_CASES = 6  # fenced schedules drawn each CI run, from a new seed each time (printed)

@@ -30,7 +30,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from harness.datastore.errors import ConfigError
-from harness.datastore.variant import PrepareIndexRead, Retries, S3CommandRequests, S3Commit, S3Shards, values
+from harness.datastore.variant import (
+    PrepareIndexRead,
+    Retries,
+    S3CommandRequests,
+    S3Commit,
+    S3Shards,
+    coerce,
+    values,
+)
 
 SHARDS = values(S3Shards)
 COMMITS = values(S3Commit)
@@ -53,12 +61,10 @@ class S3Swamp:
     retries: Retries = Retries.HARNESS
 
     def __post_init__(self) -> None:
-        for name, kind in (("shards", S3Shards), ("commit", S3Commit), ("prepare_read", PrepareIndexRead),
-                           ("command_requests", S3CommandRequests), ("retries", Retries)):
-            allowed = values(kind)
-            if getattr(self, name) not in allowed:
-                raise ConfigError(f"unknown S3 {name} {getattr(self, name)!r}: choose one of {', '.join(allowed)}")
-            object.__setattr__(self, name, kind(getattr(self, name)))
+        coerce(self, {"shards": S3Shards, "commit": S3Commit, "prepare_read": PrepareIndexRead,
+                      "command_requests": S3CommandRequests, "retries": Retries},
+               error=lambda name, v, allowed: ConfigError(f"unknown S3 {name} {v!r}: choose one of "
+                                                          f"{', '.join(allowed)}"))
 
     @property
     def swamp_shards(self) -> bool:
