@@ -122,3 +122,16 @@ def forecast_against(short: Path, long: Path) -> tuple[dict[str, Any], dict[str,
     """The short run's forecast at the middle of the long run's end level, and that level."""
     lv = end_level(long)
     return findings_at(short, f"{(lv['t0'] + lv['t1']) / 2:.1f}s")["forecast"], lv
+
+
+def prefix_against(long: Path, seconds: float) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The long run's own first ``seconds`` (``harness/report/forecast/prefix.py``: the same fleet under the same
+    machine conditions) forecast at the middle of that run's end level, and that level."""
+    from harness.report.forecast.horizon import parse
+    from harness.report.forecast.prefix import prefix
+    from harness.report.load import open_run
+    from harness.report.run.build import findings_of
+
+    lv = end_level(long)
+    cut = prefix(open_run(long), seconds)
+    return findings_of(cut, horizon=parse(f"{(lv['t0'] + lv['t1']) / 2:.1f}s"))["forecast"], lv
