@@ -22,6 +22,9 @@ Usage: python bench/forecast.py --quick
                                 [--measure 2m] [--scenarios namespaced] [--backends dynamodb] [--keep DIR]
        --keep DIR --reuse: the runs already in DIR forecast again (the forecast changed), not run again (a case
        not kept there is skipped)
+       python bench/forecast.py --calibrate: the 95 % band's coverage of a known truth over 50 seeded simulated
+       2-minute runs each, on a steady machine and on ones whose speed wanders, before (Poisson) and after (the
+       run's dispersion), with the band's width
        --keep DIR --reuse --prefix 120s: each kept long run forecast from its own first 120 s (the same fleet under
        the same machine conditions: no second run's share of the cores), beside its end level and beside the
        separate short run's forecast
@@ -180,6 +183,30 @@ def prefixes(scenarios: list[str], backends: list[str], seconds: float, keep: Pa
     return 0
 
 
+CALIBRATION = {
+    "a steady machine": dict(workers=3),
+    "speed +-10 % in 2-second blocks": dict(workers=3, speed_sd=0.1, speed_block_s=2.0),
+    "speed +-10 % in 20-second blocks": dict(workers=3, speed_sd=0.1, speed_block_s=20.0),
+    "speed +-10 % in 60-second blocks": dict(workers=3, speed_sd=0.1, speed_block_s=60.0),
+}
+
+
+def calibrate() -> int:
+    """The band's coverage of the truth (the same fleet's mean rate over 500-600 s, 60 long runs) by 50 seeded
+    2-minute runs' forecasts, before (Poisson) and after (the run's dispersion)."""
+    from tests.support.forecast_calibration import coverage
+
+    kw = dict(short_s=120.0, long_s=600.0, window=(500.0, 600.0), seeds=range(300, 350),
+              truth_seeds=range(3000, 3060), draws=100)
+    print("| machine | coverage before | after | width before (of the point) | after | median error of the point |")
+    print("| --- | --- | --- | --- | --- | --- |")
+    for name, case in CALIBRATION.items():
+        b, a = coverage(case, quasi=False, **kw), coverage(case, quasi=True, **kw)
+        print(f"| {name} | {b.held}/{b.runs} | {a.held}/{a.runs} | {b.width * 100:.1f} % | {a.width * 100:.1f} % | "
+              f"{a.error * 100:+.1f} % |", flush=True)
+    return 0
+
+
 REUSE = False  # --reuse: a run directory already in --keep is forecast again, not run again
 
 
@@ -272,6 +299,7 @@ def main() -> int:
     ap.add_argument("--pre-age-versions", type=int, default=10)
     ap.add_argument("--measure", default="2m", help="--pre-aged: the pre-aged run's length")
     ap.add_argument("--reuse", action="store_true", help="with --keep: forecast the runs already there again")
+    ap.add_argument("--calibrate", action="store_true", help="the band's coverage over seeded simulated runs")
     ap.add_argument("--prefix", default=None, help="with --keep DIR --reuse: each kept long run forecast from its "
                     "own first DURATION (120s), beside the separate short run's forecast")
     args = ap.parse_args()
@@ -279,6 +307,8 @@ def main() -> int:
     REUSE = args.reuse
     if args.quick:
         return quick(120.0, 600.0)
+    if args.calibrate:
+        return calibrate()
     if args.prefix:
         from harness.core.durations import parse_duration
 
