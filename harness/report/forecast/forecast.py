@@ -206,9 +206,12 @@ class TermFit:
         """The draws as arrays; ``widen``: the step fit's draws moved that much further from its point (the
         few blocks' small-sample correction, ``band.few_blocks``)."""
         cols = [np.array(v) for v in zip(*self.draws, strict=True)]
-        if widen != 1.0:
-            for j in range(2):  # the step fit's a and b (a line's or a power law's)
-                cols[j] = cols[j][0] + widen * (cols[j] - cols[j][0])
+        if widen != 1.0:  # the step fit's a and b; a power law's a in logs (log a and b move together)
+            log = self.step_fit.shape == "power"
+            for j in range(2):
+                v = np.log(np.clip(cols[j], 1e-300, None)) if log and j == 0 else cols[j]
+                v = v[0] + widen * (v - v[0])
+                cols[j] = np.exp(v) if log and j == 0 else v
         self.sp, self.cp = tuple(cols[:4]), tuple(cols[4:])
         self.sa = self.sp[0]
 

@@ -78,3 +78,18 @@ def test_the_wild_draw_flips_whole_blocks_and_few_blocks_widen():
     assert blocks_of(np.arange(5.0), 10.0, 0.0) is None
     assert few_blocks(6) == pytest.approx(2.5706 / 1.95996, rel=1e-3) and few_blocks(1) == 1.0
     assert few_blocks(1000) == pytest.approx(1.0, abs=0.01)
+
+
+def test_a_pre_aged_stores_power_law_is_widened_in_logs():
+    """A pre-aged store's count starts at 5,000: a power law's log a and b move together there, so the few
+    blocks' widening moves them together (log a, not a): widening a itself put a draw's step time near 0 and
+    the band's top at 7e10 it/s."""
+    from harness.report.forecast.forecast import forecast
+    from harness.report.forecast.horizon import Horizon
+
+    x = inputs_of_rows(simulate(duration_s=120.0, workers=3, seed=3, start_entries=5000.0, per_entry_ms=0.1),
+                       120.0, 3)
+    fc = forecast(x, Horizon("seconds", 550.0), draws=200, seed=3)
+    r = fc["rate"]
+    assert fc["fits"]["step"]["shape"] == "power" and x.dispersion.df == 4
+    assert r["lo"] < r["point"] < r["hi"] < 1.5 * r["point"], r
