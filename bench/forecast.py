@@ -22,6 +22,12 @@ Usage: python bench/forecast.py --quick
                                 [--measure 2m] [--scenarios namespaced] [--backends dynamodb] [--keep DIR]
        --keep DIR --reuse: the runs already in DIR forecast again (the forecast changed), not run again (a case
        not kept there is skipped)
+       python bench/forecast.py --calibrate: the 95 % band's coverage of a known truth over 50 seeded simulated
+       2-minute runs each, on a steady machine and on ones whose speed wanders, before (Poisson) and after (the
+       run's dispersion), with the band's width
+       --keep DIR --reuse --prefix 120s: each kept long run forecast from its own first 120 s (the same fleet under
+       the same machine conditions: no second run's share of the cores), beside its end level and beside the
+       separate short run's forecast
 """
 
 from __future__ import annotations
@@ -39,7 +45,13 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from tests.support.forecast_runs import findings_at, forecast_against, simulate, write_run  # noqa: E402  (the tests' fleets too)
+from tests.support.forecast_runs import (  # noqa: E402  (the tests' fleets too)
+    findings_at,
+    forecast_against,
+    prefix_against,
+    simulate,
+    write_run,
+)
 
 TOLERANCE = 0.30  # the issue's: the measured end rate within 30 % of the point
 
@@ -137,6 +149,64 @@ def real(scenarios: list[str], short: str, long: str, backends: list[str], keep:
     return 0
 
 
+def _said(fc: dict[str, Any] | None, measured: float) -> str:
+    """A forecast's point, band, error against ``measured`` and whether it held, on one line's part."""
+    if not fc or not fc.get("rate"):
+        return f"no forecast ({(fc or {}).get('reason')})"
+    r = fc["rate"]
+    inside, near = held(fc, measured)
+    width = (r["hi"] - r["lo"]) / r["point"] * 100
+    return (f"{fc['basis']} {r['point']:.3g} it/s [{r['lo']:.3g}-{r['hi']:.3g}] (width {width:.0f} % of the "
+            f"point), error {(measured - r['point']) / r['point'] * 100:+.1f} %, inside: {inside}, "
+            f"within 30 %: {near}")
+
+
+def prefixes(scenarios: list[str], backends: list[str], seconds: float, keep: Path) -> int:
+    """Each kept long run forecast from its own first ``seconds``, beside its end level and the separate short
+    run's forecast (both read at the middle of that level)."""
+    for sc in scenarios:
+        for be in backends:
+            long, short = keep / f"{sc}-{be}-long", keep / f"{sc}-{be}-short"
+            if not (long / "run.json").is_file():
+                print(f"{sc} / {be}: no long run kept in {keep}")
+                continue
+            own, lv = prefix_against(long, seconds)
+            measured = float(lv["rate"])
+            print(f"{sc} / {be}: the long run's end level {measured:.3g} it/s [{lv['lo']:.3g}-{lv['hi']:.3g}] over "
+                  f"{lv['t0']:.0f}-{lv['t1']:.0f} s")
+            an = (own or {}).get("anchor") or {}
+            print(f"  its own first {seconds:.0f} s: {_said(own, measured)}; anchor {an.get('rate', 0):.3g} it/s")
+            if (short / "run.json").is_file():
+                fc, _ = forecast_against(short, long)
+                an = (fc or {}).get("anchor") or {}
+                print(f"  the separate short run: {_said(fc, measured)}; anchor {an.get('rate', 0):.3g} it/s")
+    return 0
+
+
+CALIBRATION = {
+    "a steady machine": dict(workers=3),
+    "speed +-10 % in 2-second blocks": dict(workers=3, speed_sd=0.1, speed_block_s=2.0),
+    "speed +-10 % in 20-second blocks": dict(workers=3, speed_sd=0.1, speed_block_s=20.0),
+    "speed +-10 % in 60-second blocks": dict(workers=3, speed_sd=0.1, speed_block_s=60.0),
+}
+
+
+def calibrate() -> int:
+    """The band's coverage of the truth (the same fleet's mean rate over 500-600 s, 60 long runs) by 50 seeded
+    2-minute runs' forecasts, before (Poisson) and after (the run's dispersion)."""
+    from tests.support.forecast_calibration import coverage
+
+    kw = dict(short_s=120.0, long_s=600.0, window=(500.0, 600.0), seeds=range(300, 350),
+              truth_seeds=range(3000, 3060), draws=100)
+    print("| machine | coverage before | after | width before (of the point) | after | median error of the point |")
+    print("| --- | --- | --- | --- | --- | --- |")
+    for name, case in CALIBRATION.items():
+        b, a = coverage(case, quasi=False, **kw), coverage(case, quasi=True, **kw)
+        print(f"| {name} | {b.held}/{b.runs} | {a.held}/{a.runs} | {b.width * 100:.1f} % | {a.width * 100:.1f} % | "
+              f"{a.error * 100:+.1f} % |", flush=True)
+    return 0
+
+
 REUSE = False  # --reuse: a run directory already in --keep is forecast again, not run again
 
 
@@ -229,11 +299,23 @@ def main() -> int:
     ap.add_argument("--pre-age-versions", type=int, default=10)
     ap.add_argument("--measure", default="2m", help="--pre-aged: the pre-aged run's length")
     ap.add_argument("--reuse", action="store_true", help="with --keep: forecast the runs already there again")
+    ap.add_argument("--calibrate", action="store_true", help="the band's coverage over seeded simulated runs")
+    ap.add_argument("--prefix", default=None, help="with --keep DIR --reuse: each kept long run forecast from its "
+                    "own first DURATION (120s), beside the separate short run's forecast")
     args = ap.parse_args()
     global REUSE
     REUSE = args.reuse
     if args.quick:
         return quick(120.0, 600.0)
+    if args.calibrate:
+        return calibrate()
+    if args.prefix:
+        from harness.core.durations import parse_duration
+
+        if args.keep is None or not args.reuse:
+            print("--prefix reads kept runs: give --keep DIR --reuse", file=sys.stderr)
+            return 2
+        return prefixes(args.scenarios.split(","), args.backends.split(","), parse_duration(args.prefix), args.keep)
     if args.pre_aged:
         keep = args.keep or Path(tempfile.mkdtemp(prefix="forecast-pre-aged-"))
         return pre_aged(args.scenarios.split(",")[0], args.backends.split(",")[0], args.short, args.measure,

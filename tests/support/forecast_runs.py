@@ -20,7 +20,8 @@ def simulate(*, workers: int, duration_s: float, base_ms: float = 100.0, per_ent
              shared: bool = False, lock_hold_ms: float | None = None, gap_ms: float = 20.0, seed: int = 0,
              noise: float = 0.15, export_per_row_ms: float = 0.0, rows_per_it: float = 1.0,
              slowing_per_it_ms: float = 0.0, outside_per_entry_ms: float = 0.0, first_pass: int | None = None,
-             entries_after: float = 0.0) -> list[dict[str, Any]]:
+             entries_after: float = 0.0, speed_sd: float = 0.0,
+             speed_block_s: float = 20.0) -> list[dict[str, Any]]:
     """A closed fleet, iteration by iteration: each iteration adds ``entries_per_it`` to its namespace's count
     (its worker's own, or the fleet's with ``shared``; at most ``cap``: a pruned catalog) and its commit takes
     ``per_entry_ms * count ** power`` beside ``base_ms`` of other steps (lognormal noise). With ``lock_hold_ms``
@@ -34,8 +35,16 @@ def simulate(*, workers: int, duration_s: float, base_ms: float = 100.0, per_ent
 
     A count whose growth saturates: with ``first_pass`` an iteration adds ``entries_per_it`` only for its
     namespace's first ``first_pass`` iterations (a worker meeting models it has not run yet), then
-    ``entries_after`` (the floor: 0 stops the count)."""
+    ``entries_after`` (the floor: 0 stops the count).
+
+    A machine whose share of the cores wanders: with ``speed_sd`` every step an iteration starts in a block of
+    ``speed_block_s`` seconds takes a factor drawn for that block (lognormal, mean 1), the same for every worker
+    (the counts vary more than Poisson's, as the kept real runs' do: their dispersion 2-8 over 20 s). Drawn from
+    a generator of its own, so the fleet with ``speed_sd`` 0 is the one simulated before."""
     rng = np.random.default_rng(seed)
+    blocks = int(duration_s // speed_block_s) + 2
+    speed = (np.random.default_rng([seed, 7919]).lognormal(-speed_sd ** 2 / 2, speed_sd, blocks) if speed_sd
+             else np.ones(blocks))
     t = rng.uniform(0, 0.2, workers)
     counts = np.full(workers, float(start_entries))
     fleet_count = float(start_entries)
@@ -55,10 +64,11 @@ def simulate(*, workers: int, duration_s: float, base_ms: float = 100.0, per_ent
         else:
             counts[w] = min(counts[w] + add, cap) if cap else counts[w] + add
             c = counts[w]
-        commit = per_entry_ms * c ** power * rng.lognormal(0, noise)
-        pull = (base_ms + slowing_per_it_ms * fleet_its) * rng.lognormal(0, noise)
+        k = speed[min(int(t[w] // speed_block_s), blocks - 1)]
+        commit = per_entry_ms * c ** power * rng.lognormal(0, noise) * k
+        pull = (base_ms + slowing_per_it_ms * fleet_its) * rng.lognormal(0, noise) * k
         catalog += rows_per_it
-        export = export_per_row_ms * catalog * rng.lognormal(0, noise) if export_per_row_ms else 0.0
+        export = export_per_row_ms * catalog * rng.lognormal(0, noise) * k if export_per_row_ms else 0.0
         fleet_its += 1
         start = t[w]
         wait = 0.0
@@ -70,7 +80,7 @@ def simulate(*, workers: int, duration_s: float, base_ms: float = 100.0, per_ent
             end = free_at
             pull = lock_hold_ms
         else:
-            outside = outside_per_entry_ms * c * rng.lognormal(0, noise) if outside_per_entry_ms else 0.0
+            outside = outside_per_entry_ms * c * rng.lognormal(0, noise) * k if outside_per_entry_ms else 0.0
             end = start + (pull + commit + export + outside) / 1000
         total = (end - start) * 1000
         row = {c_: None for c_ in SCHEMA.names}
@@ -122,3 +132,16 @@ def forecast_against(short: Path, long: Path) -> tuple[dict[str, Any], dict[str,
     """The short run's forecast at the middle of the long run's end level, and that level."""
     lv = end_level(long)
     return findings_at(short, f"{(lv['t0'] + lv['t1']) / 2:.1f}s")["forecast"], lv
+
+
+def prefix_against(long: Path, seconds: float) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The long run's own first ``seconds`` (``harness/report/forecast/prefix.py``: the same fleet under the same
+    machine conditions) forecast at the middle of that run's end level, and that level."""
+    from harness.report.forecast.horizon import parse
+    from harness.report.forecast.prefix import prefix
+    from harness.report.load import open_run
+    from harness.report.run.build import findings_of
+
+    lv = end_level(long)
+    cut = prefix(open_run(long), seconds)
+    return findings_of(cut, horizon=parse(f"{(lv['t0'] + lv['t1']) / 2:.1f}s"))["forecast"], lv

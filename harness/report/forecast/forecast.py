@@ -23,7 +23,11 @@ the lock passes one holder at a time), and only the steps done under it add to t
 Time and iterations are tied by integrating ``dt = dN / rate(N)`` from the run's end.
 
 The interval is a bootstrap over successful iterations: both fits redone on each resample, the anchor's rate
-drawn from its own Poisson (gamma) posterior, so it carries both fits' uncertainty and the rate's.
+drawn from its own gamma posterior, so it carries both fits' uncertainty and the rate's. On a shared machine
+the run's own variability is more than Poisson's (``harness/report/forecast/band.py``): the anchor's draws
+take the successes' dispersion over blocks of half the anchor (quasi-Poisson, the dispersion itself uncertain),
+and each resample flips the step fits' residuals block by block (a wild cluster bootstrap, its spread widened
+by Student's t for the few blocks), so a slow stretch of the machine moves a whole block's iterations together.
 
 A run whose count stops growing (pruning keeps a catalog bounded) forecasts its anchor's rate, flat, and says why;
 a forecast that extrapolates a count past 20 times its measured range says so.
@@ -38,6 +42,7 @@ import numpy as np
 import pandas as pd
 
 from harness.report.forecast import fit as fits
+from harness.report.forecast.band import Dispersion, blocks_of, few_blocks, rate_draws, resampled, wild
 from harness.report.forecast.horizon import HALVING_WITHIN_S, Horizon, say_seconds
 from harness.report.stats import rank_trend
 
@@ -116,6 +121,7 @@ class Inputs:
     # the anchor: the rate the forecast starts from, over the run's last third (None: the end segment)
     anchor_successes: int | None = None
     anchor_seconds: float | None = None
+    dispersion: Dispersion = field(default_factory=Dispersion)  # the successes' over Poisson's (band.py)
 
     def anchor(self) -> Anchor:
         """The rate the composition starts from and the fleet's iteration it stands for."""
@@ -183,18 +189,29 @@ class TermFit:
         self.draws: list[tuple[float, ...]] = []
         if self.ok:
             self.draws.append((*self.step_fit.params, *self.count_fit.params))
+            self.f, self.r = wild(self.step_fit, self.c, self.y)
 
-    def redraw(self, pick: np.ndarray) -> tuple[float, ...] | None:
-        """Both fits redone on the resampled rows (those with both values)."""
+    def redraw(self, pick: np.ndarray, flips: np.ndarray | None = None) -> tuple[float, ...] | None:
+        """Both fits redone on the resampled rows (those with both values); ``flips``: each row's block sign,
+        the step's residuals flipped by block (``band.resampled``) before its refit."""
         pick = pick[self.finite[pick]]
-        s = fits.refit(self.c[pick], self.y[pick], self.step_fit)
+        y = self.y if flips is None else resampled(self.step_fit, self.f, self.r, flips)
+        s = fits.refit(self.c[pick], y[pick], self.step_fit)
         g = fits.refit(self.i[pick], self.c[pick], self.count_fit)
         if s is None or g is None or not all(np.isfinite([*s[:2], *g[:2]])):
             return None
         return (*s, *g)
 
-    def seal(self) -> None:
+    def seal(self, widen: float = 1.0) -> None:
+        """The draws as arrays; ``widen``: the step fit's draws moved that much further from its point (the
+        few blocks' small-sample correction, ``band.few_blocks``)."""
         cols = [np.array(v) for v in zip(*self.draws, strict=True)]
+        if widen != 1.0:  # the step fit's a and b; a power law's a in logs (log a and b move together)
+            log = self.step_fit.shape == "power"
+            for j in range(2):
+                v = np.log(np.clip(cols[j], 1e-300, None)) if log and j == 0 else cols[j]
+                v = v[0] + widen * (v - v[0])
+                cols[j] = np.exp(v) if log and j == 0 else v
         self.sp, self.cp = tuple(cols[:4]), tuple(cols[4:])
         self.sa = self.sp[0]
 
@@ -241,20 +258,23 @@ class Model:
         self.per_scope = top.per_scope
         rng = np.random.default_rng(seed)
         n = len(ok)
+        block = blocks_of(ok["t"].to_numpy(), x.run_s, x.dispersion.block_s)
         for _ in range(draws):
             pick = rng.integers(0, n, n)
-            got = [t.redraw(pick) for t in self.terms]
+            flips = None if block is None else rng.choice((-1.0, 1.0), int(block.max()) + 1)[block]
+            got = [t.redraw(pick, flips) for t in self.terms]
             if any(g is None for g in got):
                 continue
             for t, g in zip(self.terms, got, strict=True):
                 t.draws.append(g)
+        widen = 1.0 if block is None else few_blocks(int(block.max()) + 1)
         for t in self.terms:
-            t.seal()
+            t.seal(widen)
         k = len(top.sa)
         self.sa = top.sa
         self.anchor = an = x.anchor()
-        rate = np.full(k, an.rate)  # the anchor's rate: its gamma posterior per draw (the point keeps the measure)
-        rate[1:] = rng.gamma(max(an.successes, 1), 1.0, k - 1) / max(an.seconds, 1e-9)
+        # the anchor's rate per draw, quasi-Poisson (the point keeps the measure)
+        rate = rate_draws(an.rate, an.successes, an.seconds, x.dispersion, k, rng)
         self.rate_end = rate
         if x.lock_hold_ms:  # the lock paces the fleet: only what is done under it adds to the cycle
             self.cycle_ms = np.full(k, float(x.lock_hold_ms))
@@ -342,15 +362,16 @@ def halving(m: Model, x: Inputs) -> dict[str, Any]:
     return {"already": False, "at_s": float(t[0][j]), "iterations": float(n[j]), "within_s": HALVING_WITHIN_S}
 
 
-def flat(x: Inputs, horizon: Horizon, reason: str) -> dict[str, Any]:
-    """The anchor's rate, carried forward: the count stays bounded (or nothing grew with a count)."""
-    from harness.report.stats import rate_interval
-
+def flat(x: Inputs, horizon: Horizon, reason: str, draws: int = DRAWS, seed: int = 0) -> dict[str, Any]:
+    """The anchor's rate, carried forward: the count stays bounded (or nothing grew with a count); its band the
+    anchor's own draws (quasi-Poisson, as the work forecast's)."""
     an = x.anchor()
-    lo, hi = rate_interval(an.successes, an.seconds)
+    b = _band(rate_draws(an.rate, an.successes, an.seconds, x.dispersion, draws + 1, np.random.default_rng(seed)))
+    lo, hi = b["lo"], b["hi"]
     h_s, h_n = resolve_flat(x, horizon)
     return {"basis": "flat", "reason": reason, "horizon": horizon.label(), "horizon_s": h_s,
             "horizon_iterations": h_n, "rate": {"point": an.rate, "lo": lo, "hi": hi}, "anchor": an.as_dict(),
+            "dispersion": x.dispersion.as_dict(),
             "step": x.step, "step_label": x.step_label, "count": x.count, "count_label": x.count_label,
             "scope": x.scope, "bound": "lock" if x.lock_hold_ms else "fleet", "fits": None,
             "extrapolated": False, "extrapolation": None, "halves": None,
@@ -376,15 +397,15 @@ def forecast(x: Inputs, horizon: Horizon, draws: int = DRAWS, seed: int = 0) -> 
                 "horizon_iterations": None, "rate": None, "step": x.step, "step_label": x.step_label,
                 "count": None, "count_label": None, "scope": x.scope, "fits": None, "extrapolated": False}
     if x.why_none:
-        return flat(x, horizon, x.why_none)
+        return flat(x, horizon, x.why_none, draws, seed)
     m_i = scope_index(x.ok, x.scope)
     if x.count is not None and bounded(m_i, x.ok[x.count].to_numpy(dtype=float)):
         return flat(x, horizon, f"the {x.count_label} stays bounded (it stops rising with iterations over the "
-                                "run's last quarter): the step that grew is not forecast to grow further")
+                                "run's last quarter): the step that grew is not forecast to grow further", draws, seed)
     terms, held = carried(x, seed)
     m = Model(x, draws, seed, terms)
     if not m.ok:
-        return flat(x, horizon, f"too few distinct values of the {x.count_label} to fit its growth")
+        return flat(x, horizon, f"too few distinct values of the {x.count_label} to fit its growth", draws, seed)
     if horizon.kind == "iterations":
         n_h = max(horizon.value, m.n0)
         n, t, r = m.path(n_h, x.run_s)
@@ -404,6 +425,7 @@ def forecast(x: Inputs, horizon: Horizon, draws: int = DRAWS, seed: int = 0) -> 
             "rate": _band(rates), "step": x.step, "step_label": x.step_label, "count": x.count,
             "count_label": x.count_label, "scope": x.scope, "bound": "lock" if x.lock_hold_ms else "fleet",
             "lock": x.lock_name, "cycle_ms": float(m.cycle_ms[0]), "anchor": m.anchor.as_dict(),
+            "dispersion": x.dispersion.as_dict(),
             "count_at_horizon": _band(count_h), "step_ms_now": float(m.step_now[0, 0]),
             "step_ms_at_horizon": _band(m.step_at(float(its[0]))[:, 0]),
             "fits": {"step": {**m.step_fit.as_dict(), **fits.slope_interval(m.c, m.y, m.step_fit),

@@ -11,6 +11,7 @@ import numpy as np
 import pandas as pd
 
 from harness.record.schema import STEP_COLUMNS
+from harness.report.forecast.band import dispersion
 from harness.report.forecast.forecast import LOCK_STEPS, Inputs, Term, scope_of
 from harness.report.run.causes import COUNT_LABELS, STEP_GROWTH, STEP_LABELS, STEP_MIN_MS
 from harness.report.stats import mean_change
@@ -102,7 +103,8 @@ def inputs_of(f: dict[str, Any], ok: pd.DataFrame, t_ok: np.ndarray, users: pd.S
                   step=step, step_label=f.get("grew_most"), count=count,
                   count_label=COUNT_LABELS.get(count, count) if count else FLEET_LABEL, scope=scope,
                   lock_hold_ms=hold, lock_name=lock, why_none=why, others=others, anchor_successes=a_succ,
-                  anchor_seconds=a_sec)
+                  anchor_seconds=a_sec,
+                  dispersion=dispersion(t_ok[keep], float(fl["warmup_s"]), float(f["duration_s"]), a_sec))
 
 
 ANCHOR_SHARE = 1 / 3  # the anchor's window: the last third of the load after the warm-up
