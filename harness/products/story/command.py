@@ -52,6 +52,7 @@ class StoryOptions:
     driver: str = "model"  # swamp: a real-swamp ladder, every run on the real swamp CLI
     swamp: str | None = None  # --swamp PATH
     swamp_repos: tuple[str, ...] = ()  # --swamp-repo NAME=DIR, each
+    beside: str | None = None  # --beside MODEL_STORY_DIR: the model's story, each chapter's verdict beside ours
 
 
 def swamp_repos(values: Sequence[str]) -> dict[str, Path]:
@@ -161,6 +162,7 @@ def cmd_story(opts: StoryOptions, env: UserEnvironment, say: Callable[[str], Non
     extra = (env.scenarios_dir,) if env.scenarios_dir else ()
     lad = ladders.load(opts.ladder, quick=opts.quick, backend=opts.backend, scenario_dirs=extra)
     repos = check_driver(lad, opts)
+    beside = stories.check_beside(opts.beside, lad.driver) if opts.beside else None
     story_dir = product_dir("story", lad.name, opts.run_dir, opts.quick)
     for ch in lad.chapters:  # every run's plan checked before anything starts
         for r in ch.runs:
@@ -168,7 +170,8 @@ def cmd_story(opts: StoryOptions, env: UserEnvironment, say: Callable[[str], Non
     story_dir.mkdir(parents=True, exist_ok=True)
     stories.start(story_dir, {"name": lad.name, "title": lad.title, "description": lad.description,
                               "source": lad.source, "quick": lad.quick, "backend": opts.backend,
-                              **({"driver": lad.driver} if lad.driver != "model" else {})},
+                              **({"driver": lad.driver} if lad.driver != "model" else {}),
+                              **({"beside": str(beside)} if beside else {})},
                   [c.name for c in lad.chapters])
     runs = sum(len(c.runs) for c in lad.chapters)
     load_s = sum(r.duration_s for c in lad.chapters for r in c.runs)

@@ -165,8 +165,16 @@ def closing_rows(chapters: list[dict[str, Any]]) -> list[dict[str, Any]]:
             grew.append(f"{lead(r['label'])}{text}")
         out.append({"number": c["number"], "name": c["name"], "fix": c.get("fix") or "", "rate": rate,
                     "bound_by": bound, "grew": grew, "shown": c["shown"],
-                    "why": bool(c.get("why")), "verdict": _closing_verdict(c, runs, many)})
+                    "why": bool(c.get("why")), "verdict": _closing_verdict(c, runs, many),
+                    **({"beside": _beside_words(c["beside"])} if c.get("beside") else {})})
     return out
+
+
+def _beside_words(b: dict[str, Any]) -> str:
+    """The model's verdict in the closing table (``--beside``): ``the model: shown`` / ``not shown``."""
+    if not b.get("judged"):
+        return "the model: not judged in its story"
+    return f"the model: {'shown' if b['shown'] else 'not shown'}"
 
 
 def _rate_cell(r: dict[str, Any]) -> str:

@@ -326,3 +326,68 @@ def test_a_chapter_the_real_code_does_not_show_reads_not_shown_and_why(tmp_path)
            in html
     assert "1. one: not shown, and why" in html and "The model's chapter:</b> legacy GSI" in html
     assert "capacity x0.001" in html and "Every run is the real swamp CLI" in html
+
+
+def _real_story(d: Path, ladder_extra: dict | None = None) -> None:
+    """A one-chapter real-swamp story (the legacy chapter, its run synthetic) recorded in ``d``."""
+    d.mkdir()
+    make_run(d / "01-one" / "legacy-gsi-swamp-dynamodb-2w", workers=2, duration_s=120.0,
+             rate=lambda t: np.full_like(t, 0.2, dtype=float), scenario="legacy-gsi-swamp",
+             steps={"pull_ms": lambda t: np.full_like(t, 10.0)},
+             counts={"read_units": lambda t: np.full_like(t, 15.0)}, history=True)
+    story.start(d, {"name": "real", "title": "Real", "description": "", "source": "test", "quick": True,
+                    "backend": None, "driver": "swamp", **(ladder_extra or {})}, ["one"])
+    run = {"label": "legacy-gsi-swamp-dynamodb-2w", "run_dir": "01-one/legacy-gsi-swamp-dynamodb-2w",
+           "scenario": "legacy-gsi-swamp", "backend": "dynamodb", "workers": 2, "duration_s": 120.0, "latency": None,
+           "seed": {"models": 3, "versions": 2, "orphans": 0, "layout": LEGACY}, "expect": {},
+           "line": "legacy-gsi on dynamodb, 2 workers, 120 s", "swamp": {"repo": "old", "sync": True,
+                                                                          "front": True, "scale": 0.001}}
+    story.save_chapter(d, {"number": 1, "name": "one", "fix": "none", "slug": "01-one", "runs": [run],
+                           "expected": {"grew": ["read_units"]}, "comparison": None,
+                           "why_not": "legacy method runs scope their pulls (swamp 06b6147)", "model": "legacy GSI"})
+    story.finish(d)
+
+
+def _model_story(d: Path, shown: bool) -> Path:
+    """A model story's record (`harness story migrating-bottleneck`): its legacy chapter judged."""
+    d.mkdir()
+    story.start(d, {"name": "migrating-bottleneck", "title": "Model", "description": "", "source": "test",
+                    "quick": True, "backend": None}, ["legacy GSI"])
+    data = story.read(d)
+    data["chapters"] = [{"number": 1, "name": "legacy GSI", "shown": shown,
+                         "sentence": "Shown: bound by the partition FILE" if shown else "Not shown: noisy"}]
+    story.write(d, data)
+    return d
+
+
+def test_beside_shows_each_chapter_beside_the_models_verdict(tmp_path):
+    model = _model_story(tmp_path / "model", shown=True)
+    d = tmp_path / "story"
+    _real_story(d, {"beside": str(story.check_beside(str(model), "swamp"))})
+    story.build(d)
+    data = json.loads((d / "story.json").read_text())
+    (c,) = data["chapters"]
+    assert c["beside"]["shown"] is True and c["beside"]["sentence"] == "Shown: bound by the partition FILE"
+    assert data["closing"][0]["beside"] == "the model: shown"
+    html = (d / "index.html").read_text()
+    assert ('<b>Beside the model:</b> <a href="../model/index.html#chapter-1">the model\'s chapter legacy GSI</a>: '
+            "Shown: bound by the partition FILE") in html
+    assert "<i>the model: shown</i>" in html
+
+
+def test_beside_must_be_a_model_story_for_a_real_swamp_ladder(tmp_path, capsys):
+    model = _model_story(tmp_path / "model", shown=False)
+    with pytest.raises(HarnessError, match="--beside shows a real-swamp ladder's chapters beside the model's"):
+        story.check_beside(str(model), "model")
+    with pytest.raises(HarnessError, match=r"--beside .*nowhere: not a story directory"):
+        story.check_beside(str(tmp_path / "nowhere"), "swamp")
+    real = tmp_path / "real"
+    _real_story(real)
+    with pytest.raises(HarnessError, match="a real-swamp story; give a story of the model's ladder"):
+        story.check_beside(str(real), "swamp")
+    exe, repos = _swamp_tree(tmp_path)
+    assert main(["story", str(_write(tmp_path, SWAMP_LADDER)), "--driver", "swamp", "--swamp", str(exe),
+                 "--swamp-repo", f"old={repos['old']}", "--beside", str(tmp_path / "nowhere"),
+                 "--run-dir", str(tmp_path / "never")]) == 2
+    assert capsys.readouterr().err.strip().startswith("harness: --beside ")
+    assert not (tmp_path / "never").exists()
