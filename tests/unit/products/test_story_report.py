@@ -199,3 +199,18 @@ def test_a_run_with_enough_iterations_a_segment_reads_its_levels():
     assert ex.sparse_levels(fl) == ""
     assert ex.sparse_levels(_fleet([(3, 0), (2, 0), (3, 0)], 0.1, 0.06)) != ""  # 8 in 3 segments: too few
     assert ex.sparse_levels(_fleet([(0, 0), (20, 0), (20, 0)], 0.0, 0.0)) != ""  # nothing ran at the start
+
+
+def test_a_count_no_iteration_recorded_is_said_so_not_too_few_iterations():
+    """Recorded (the real swamp's S3 chapter): 12 successful iterations, none with a catalog_rows value (swamp
+    06b6147 sends no span that says it); "too few successful iterations to compare" would be false."""
+    never = {"label": "catalog rows", "first": None, "last": None, "growth": None, "interval": None, "grew": False,
+             "n": [0, 0], "note": "too few successful iterations to compare"}
+    f = {"rows": 12, "failures": 0, "work_counts": {"catalog_rows": never}}
+    grew, steady = ex.judge_run(f, {"grew": ["catalog_rows"], "steady": ["catalog_rows"]}, "r")
+    assert not grew.shown and grew.sentence == ("expected catalog rows to grow: none of 12 successful iterations "
+                                                "recorded catalog rows (no span the commands sent says it)")
+    assert not steady.shown and steady.sentence.startswith("expected catalog rows to hold: none of 12 successful")
+    (few,) = ex.judge_run({"rows": 1, "failures": 1, "work_counts": {"catalog_rows": never}},
+                          {"steady": ["catalog_rows"]}, "r")
+    assert few.sentence == "expected catalog rows to hold, too few successful iterations to tell"
