@@ -1,7 +1,8 @@
 """`harness story --driver swamp --quick`, end to end, on the real swamp's S3 chapter: swamp-club's S3 extension
 (c25ec91) on a bucket pre-aged in its own layout (swamp-s3@c25ec91) in the run's bucket, through the front with
 PutObject at AWS's latency (aws-s3-vpce), on the embedded SeaweedFS. A small pre-age (20 models x 2 runs) so it
-stays a few minutes; the shipped chapter pre-ages 3,520 index entries.
+stays a few minutes (104 s here, 2026-12-07, a busy 2-core machine); the shipped chapter pre-ages 3,520 index
+entries.
 
 It runs only where ``HARNESS_SWAMP`` names a swamp executable and ``HARNESS_SWAMP_S3_REPO`` the S3 template
 (realswamp's ``template/s3``), as the other real-swamp tests are gated, and says why it was skipped otherwise.
