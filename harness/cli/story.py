@@ -24,6 +24,9 @@ def add_parser(sub: Any) -> None:
     st.add_argument("--swamp-repo", metavar="NAME=DIR", action="append", default=[],
                     help="--driver swamp: a repository template the ladder's chapters name (swamp_repo = NAME), "
                          "one per extension version; repeat for each")
+    st.add_argument("--beside", metavar="MODEL_STORY_DIR",
+                    help="--driver swamp: a story directory of the model's ladder (`harness story "
+                         "migrating-bottleneck`); the page shows each chapter beside the model's chapter's verdict")
     st.add_argument("--list", action="store_true", help="list the shipped ladders and their chapters")
     st.set_defaults(run=run)
 
@@ -35,4 +38,4 @@ def run(args: argparse.Namespace, env: UserEnvironment) -> int:
         return cmd_list()
     return cmd_story(StoryOptions(ladder=args.ladder, backend=args.backend, quick=args.quick, strict=args.strict,
                                   run_dir=args.run_dir, driver=args.driver, swamp=args.swamp,
-                                  swamp_repos=tuple(args.swamp_repo)), env)
+                                  swamp_repos=tuple(args.swamp_repo), beside=args.beside), env)

@@ -159,9 +159,12 @@ def _check_stand_in_flags(opts: RunOptions, sc: scenarios.Scenario, connection: 
 
 
 def _check_preage(opts: RunOptions, sc: scenarios.Scenario) -> None:
-    """Pre-ageing and a [background] job write DynamoDB items the harness's own way: refused where unread."""
-    if opts.preage and sc.backend != "dynamodb":
-        raise HarnessError("--pre-age-models pre-ages DynamoDB items: run the scenario with --backend dynamodb")
+    """Pre-ageing and a [background] job write DynamoDB items the harness's own way: refused where unread. A
+    pre-age in swamp's own layout writes its backend's (``swamp-s3@...``: the S3 extension's objects)."""
+    layout_backend = opts.preage.backend if opts.preage else "dynamodb"
+    if opts.preage and sc.backend != layout_backend:
+        what = f"{opts.preage.layout}'s S3 objects" if layout_backend == "s3" else "DynamoDB items"
+        raise HarnessError(f"--pre-age-models pre-ages {what}: run the scenario with --backend {layout_backend}")
     if opts.preage and opts.preage.layout:  # swamp's own items (harness.jobs.pacing.swamp_layout): the real swamp's
         if sc.driver.kind != "swamp":
             raise HarnessError(f"a pre-age in {opts.preage.layout}'s layout is for the real swamp to read: run the "

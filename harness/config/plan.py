@@ -93,6 +93,9 @@ class Resources:
         return Resources(table=table or base[:255], bucket=bucket or base[:63].rstrip("-"), **kw)
 
 
+S3_LAYOUT_PREFIX = "swamp-s3@"  # harness.jobs.pacing.swamp_layout's S3 layout names (the jobs layer is above this)
+
+
 @dataclass(frozen=True)
 class PreAge:
     """``--pre-age-models``: pre-age the datastore before the load (models per namespace, versions, orphans).
@@ -100,12 +103,20 @@ class PreAge:
     ``layout`` (``swamp-dynamodb@<version>``, ``harness.jobs.pacing.swamp_layout``): the items are written as that
     extension version lays them out, for the real swamp to read (a story chapter on ``--driver swamp``), instead
     of the harness's model's layout; no namespace and no orphans then (swamp's delete leaves files live).
+    ``swamp-s3@<version>`` (``swamp_s3_layout``) writes the S3 extension's objects and index into the run's
+    bucket under its prefix, where the swamp driver's ``.swamp.yaml`` points each repository.
     """
 
     models: int
     versions: int
     orphans: int = 0
     layout: str | None = None
+
+    @property
+    def backend(self) -> str:
+        """What the pre-age writes: ``swamp-s3@<version>`` the S3 extension's objects in the run's bucket (and
+        prefix), any other the run's DynamoDB table (the model's items, or a DynamoDB extension's)."""
+        return "s3" if self.layout and self.layout.startswith(S3_LAYOUT_PREFIX) else "dynamodb"
 
 
 @dataclass(frozen=True)

@@ -18,6 +18,7 @@ from harness.jobs import bulk
 from harness.jobs.pacing import jobs
 from harness.jobs.pacing.journal import Journal
 from harness.jobs.pacing.sources import FillSource
+from harness.jobs.pacing.swamp_s3_layout import SwampS3LayoutSource, run_layout_job
 
 
 def preage(factory: Factory, say: Callable[[str], None], quiet: bool = False) -> Path:
@@ -25,6 +26,8 @@ def preage(factory: Factory, say: Callable[[str], None], quiet: bool = False) ->
     plan = factory.plan
     p, state_dir, run_dir = plan.seeding.preage, plan.seeding.state_dir, Path(plan.run_dir)
     assert p is not None and state_dir is not None
+    if p.backend == "s3":  # swamp's S3 extension's objects, in the bucket and prefix the repositories name
+        return _preage_s3_layout(factory, say, quiet)
     if p.layout:  # swamp's own items, as the named extension version writes them (a real-swamp story chapter)
         params = {"scenario": plan.scenario.source or plan.scenario.name, "table": plan.resources.table,
                   "models": p.models, "versions": p.versions, "layout": p.layout, "epoch": round(time.time(), 3)}
@@ -46,6 +49,35 @@ def preage(factory: Factory, say: Callable[[str], None], quiet: bool = False) ->
         raise HarnessError(f"seeding stopped ({state}); see `harness jobs list --journal {run_dir / 'jobs.db'}`")
     source.finish()
     return Path(state_dir)
+
+
+def _preage_s3_layout(factory: Factory, say: Callable[[str], None], quiet: bool) -> Path:
+    """The S3 extension's layout (``swamp_s3_layout``) in the run's own bucket under its prefix: what the swamp
+    driver's ``.swamp.yaml`` names (``bucket``, ``prefix``), so every user's repository reads what it wrote. Its
+    own paced job (requests a second, not capacity units), then the shared shards and the index."""
+    plan = factory.plan
+    p, run_dir = plan.seeding.preage, Path(plan.run_dir)
+    assert p is not None and p.layout is not None and plan.seeding.state_dir is not None
+    bucket, prefix = plan.resources.bucket, plan.resources.prefix or ""
+    params = {"scenario": plan.scenario.source or plan.scenario.name, "bucket": bucket, "prefix": prefix,
+              "models": p.models, "versions": p.versions, "layout": p.layout, "epoch": round(time.time(), 3)}
+    clients = bulk.paced_clients(factory)
+    source = bulk.preage_factory(params, clients, plan.scenario)
+    assert isinstance(source, SwampS3LayoutSource)
+    say(f"harness: seeding {source.files():,} files of {p.models:,} models in {p.layout}'s layout at s3://{bucket}/"
+        f"{prefix + '/' if prefix else ''}")
+    console = bulk.Console(quiet, unit="requests/s")
+    interrupt = signal.getsignal(signal.SIGINT)  # the job makes Ctrl-C a pause while it runs, as above
+    try:
+        state = run_layout_job(jobs.new_job_id("seed"), params, source, clients.endpoints.s3,
+                               Journal(run_dir / "jobs.db"), on_progress=console.on_progress,
+                               on_start=console.on_start)
+    finally:
+        signal.signal(signal.SIGINT, interrupt)
+    if state != "done":
+        raise HarnessError(f"seeding stopped ({state}); see `harness jobs list --journal {run_dir / 'jobs.db'}`")
+    source.finish()
+    return Path(plan.seeding.state_dir)
 
 
 class BackgroundJob:

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 import secrets
 import sys
 import tempfile
@@ -112,52 +113,70 @@ class Ran:
 
 def classify(e: _spawn.Exit, timeout_s: float) -> tuple[str, str]:
     """(error kind, message) from the command's own signals: exit 75 or its ``--json`` error ``code`` first,
-    then its stderr; ("", "") when it succeeded."""
+    then its output's words (an AWS throttle's code or reason, a lock timeout, ...); ("", "") when it succeeded.
+    The message is the ``--json`` error's, else the line naming the error, else the last line that says
+    anything (never the closing brace of a pretty-printed blob)."""
     if e.error:
         return "other", f"could not start: {e.error}"
     if e.timed_out:
         return "timeout", f"timed out after {timeout_s:g} s; its process group was killed"
     if e.code == 0:
         return "", ""
-    error, code = _json_error(e.stderr) or _json_error(e.stdout) or ("", "")
-    lines = [ln.strip() for ln in e.stderr.splitlines() if ln.strip()]
-    message = error or (lines[-1] if lines else "")
-    status = f"killed by signal {-e.code}" if e.code is not None and e.code < 0 else f"exit {e.code}"
-    text = f"{code} {message} {e.stderr}".lower()
+    stderr, stdout = _plain(e.stderr), _plain(e.stdout)
+    error, code = _json_error(stderr) or _json_error(stdout) or ("", "")
+    text = f"{code} {error} {stderr}".lower()  # not stdout: a method's own output may say anything
     if e.code == EXIT_TEMPFAIL or code == "lock_timeout":
         kind = "lock_timeout"
     elif code in ERROR_KINDS:
         kind = code
-    elif "lock_timeout" in text or "lock timeout" in text:
-        kind = "lock_timeout"
-    elif "throttl" in text:
-        kind = "throttled"
-    elif "fenced" in text:
-        kind = "fenced"
-    elif "conflict" in text or "conditionalcheckfailed" in text:
-        kind = "conflict"
     else:
-        kind = "other"
+        kind = next((k for k, words in TEXT_KINDS if any(w in text for w in words)), "other")
+    message = error or _telling_line(stderr, TEXT_KINDS_OF.get(kind, ())) or _telling_line(stdout, ())
+    status = f"killed by signal {-e.code}" if e.code is not None and e.code < 0 else f"exit {e.code}"
     return kind, f"{status}: {message}" if message else status
 
 
+# What a failed command's words say of its kind, first match wins (lower case). The throttles are every way
+# AWS and the front say one: DynamoDB's codes and ThrottlingReasons ("...KeyRangeThroughputExceeded"), its
+# message ("Throughput exceeds the current capacity"), S3's SlowDown and its 503.
+TEXT_KINDS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("lock_timeout", ("lock_timeout", "lock timeout")),
+    ("throttled", ("throttl", "throughputexceeded", "throughput exceeds", "slowdown", "slow down",
+                   "reduce your request rate", "requestlimitexceeded", "toomanyrequests", "status code: 503",
+                   "httpstatuscode\": 503", "503 service unavailable", "serviceunavailable")),
+    ("fenced", ("fenced",)),
+    ("conflict", ("conflict", "conditionalcheckfailed")),
+)
+TEXT_KINDS_OF = dict(TEXT_KINDS)
+_ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+_SAYS = re.compile(r"[A-Za-z0-9]")
+
+
+def _plain(text: str) -> str:
+    """The text without its terminal colours (swamp's log lines carry them)."""
+    return _ANSI.sub("", text or "")
+
+
+def _telling_line(text: str, words: tuple[str, ...]) -> str:
+    """The first line naming one of ``words``, else the last line with a letter or digit in it ("" if none)."""
+    lines = [ln.strip() for ln in text.splitlines() if _SAYS.search(ln)]
+    named = next((ln for ln in lines if any(w in ln.lower() for w in words)), "")
+    return named or (lines[-1] if lines else "")
+
+
 def _json_error(text: str) -> tuple[str, str] | None:
-    """swamp's ``--json`` failure: ``{"error": ..., "code": ...}`` (the last such line wins)."""
-    for line in reversed(text.strip().splitlines()):
-        line = line.strip()
-        if not (line.startswith("{") and line.endswith("}")):
-            continue
+    """swamp's ``--json`` failure: ``{"error": ..., "code": ...}`` on one line or pretty-printed over several,
+    after any log lines (the last such object wins)."""
+    decoder = json.JSONDecoder()
+    starts = [m.start() for m in re.finditer(r"^[ \t]*\{", text, re.MULTILINE)]
+    for start in reversed(starts):
         try:
-            doc = json.loads(line)
+            doc, _ = decoder.raw_decode(text[start:].lstrip())
         except ValueError:
             continue
         if isinstance(doc, dict) and "error" in doc:
             return str(doc["error"]), str(doc.get("code") or "")
-    try:  # a pretty-printed object over several lines
-        doc = json.loads(text)
-    except ValueError:
-        return None
-    return (str(doc["error"]), str(doc.get("code") or "")) if isinstance(doc, dict) and "error" in doc else None
+    return None
 
 
 def span_record(s: Span, meta: dict[str, Any], column: str | None, late: bool = False) -> dict[str, Any]:

@@ -52,6 +52,7 @@ class StoryOptions:
     driver: str = "model"  # swamp: a real-swamp ladder, every run on the real swamp CLI
     swamp: str | None = None  # --swamp PATH
     swamp_repos: tuple[str, ...] = ()  # --swamp-repo NAME=DIR, each
+    beside: str | None = None  # --beside MODEL_STORY_DIR: the model's story, each chapter's verdict beside ours
 
 
 def swamp_repos(values: Sequence[str]) -> dict[str, Path]:
@@ -161,15 +162,13 @@ def cmd_story(opts: StoryOptions, env: UserEnvironment, say: Callable[[str], Non
     extra = (env.scenarios_dir,) if env.scenarios_dir else ()
     lad = ladders.load(opts.ladder, quick=opts.quick, backend=opts.backend, scenario_dirs=extra)
     repos = check_driver(lad, opts)
+    record = _ladder_record(lad, opts)  # --beside checked here, before anything runs
     story_dir = product_dir("story", lad.name, opts.run_dir, opts.quick)
     for ch in lad.chapters:  # every run's plan checked before anything starts
         for r in ch.runs:
             plan_chapter_run(r, story_dir / ch.slug / r.label, env, opts.swamp, repos)
     story_dir.mkdir(parents=True, exist_ok=True)
-    stories.start(story_dir, {"name": lad.name, "title": lad.title, "description": lad.description,
-                              "source": lad.source, "quick": lad.quick, "backend": opts.backend,
-                              **({"driver": lad.driver} if lad.driver != "model" else {})},
-                  [c.name for c in lad.chapters])
+    stories.start(story_dir, record, [c.name for c in lad.chapters])
     runs = sum(len(c.runs) for c in lad.chapters)
     load_s = sum(r.duration_s for c in lad.chapters for r in c.runs)
     say(f"harness: story {lad.title} ({'quick' if lad.quick else 'full'}): {len(lad.chapters)} chapters, {runs} runs, "
@@ -210,6 +209,15 @@ def cmd_story(opts: StoryOptions, env: UserEnvironment, say: Callable[[str], Non
                 print(f"harness: not shown: chapter {c['number']} {c['name']}: {c['sentence']}", file=sys.stderr)
         return ExitCode.CHECKS_FAILED
     return 0
+
+
+def _ladder_record(lad: ladders.Ladder, opts: StoryOptions) -> dict[str, Any]:
+    """The ladder as ``story.json`` keeps it: its names, quick or not, its driver, and ``--beside``'s model story
+    (checked: a model story for a real-swamp ladder), so a rebuild shows the model's verdicts again."""
+    beside = stories.check_beside(opts.beside, lad.driver) if opts.beside else None
+    return {"name": lad.name, "title": lad.title, "description": lad.description, "source": lad.source,
+            "quick": lad.quick, "backend": opts.backend, **({"driver": lad.driver} if lad.driver != "model" else {}),
+            **({"beside": str(beside)} if beside else {})}
 
 
 def _current(story_dir: Path, lad: ladders.Ladder) -> str | None:

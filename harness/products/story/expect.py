@@ -27,10 +27,12 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from harness.core.intervals import rate_interval
 from harness.report.show import ci, g, pct, shape_words, times
 
 SAME = 1.25  # per-iteration growth within x1.25 either way reads as the same curve
 FLAT_SLOPE = 0.02  # below this per iteration a count is flat
+LEVEL_MIN = 3  # iterations a segment needs (and the run, per segment) before its level reads as one
 COUNT_LABELS = {"pull_items_read": "items read per pull", "index_entries_written": "index entries written per commit",
                 "catalog_rows": "catalog rows", "files_pushed": "files pushed per sync",
                 "lock_attempts": "lock attempts per iteration", "read_units": "read units per iteration",
@@ -141,12 +143,26 @@ def count_change(wc: dict[str, Any]) -> str:
     return f"{times(wc['growth'])}{ci(wc.get('interval'))} ({moved})"
 
 
+def unrecorded(f: dict[str, Any], wc: dict[str, Any]) -> bool:
+    """Successful iterations, none of which recorded the count (no span the command sent says it: the real
+    swamp's catalog rows), rather than too few iterations to compare."""
+    ok = int(f.get("rows") or 0) - int(f.get("failures") or 0)
+    return ok > 0 and wc.get("first") is None and list(wc.get("n") or [0, 0]) == [0, 0]
+
+
+def _no_record(label: str, f: dict[str, Any]) -> str:
+    ok = int(f.get("rows") or 0) - int(f.get("failures") or 0)
+    return f"none of {ok} successful iterations recorded {label} (no span the commands sent says it)"
+
+
 def _grew(f: dict[str, Any], counts: list[str], run: str) -> list[Check]:
     out = []
     for c in counts:
         wc = f["work_counts"].get(c) or {}
         label = COUNT_LABELS[c]
-        if wc.get("grew"):
+        if unrecorded(f, wc):
+            out.append(Check("grew", run, False, f"expected {label} to grow: {_no_record(label, f)}"))
+        elif wc.get("grew"):
             out.append(Check("grew", run, True, f"{label} grew {count_change(wc)}"))
         else:
             out.append(Check("grew", run, False, f"expected {label} to grow, it did not credibly "
@@ -159,7 +175,9 @@ def _steady(f: dict[str, Any], counts: list[str], run: str) -> list[Check]:
     for c in counts:
         wc = f["work_counts"].get(c) or {}
         label = COUNT_LABELS[c]
-        if wc.get("first") is None:
+        if unrecorded(f, wc):
+            out.append(Check("steady", run, False, f"expected {label} to hold: {_no_record(label, f)}"))
+        elif wc.get("first") is None:
             out.append(Check("steady", run, False, f"expected {label} to hold, too few successful iterations "
                                                    "to tell"))
         elif wc.get("grew"):
@@ -207,6 +225,26 @@ def _explained_by(f: dict[str, Any], count: str, run: str) -> Check:
     return Check("explained_by", run, False, f"expected a step to grow with {label}: {growth}{why}")
 
 
+def sparse_levels(fl: dict[str, Any]) -> str:
+    """"" when the run's segments read as levels; else what the run can say: ``too few iterations to read a
+    level: 5 in 96 s (0.052 it/s [0.017-0.12] over the run after its 24 s warm-up)``. A run of a few slow
+    iterations (the real swamp's, seconds each, its first segment spent in the setup) reads "0 -> 0" by its
+    levels, which is not what it did: its start segment ran fewer than LEVEL_MIN iterations, or the whole run
+    fewer than LEVEL_MIN a segment."""
+    levels = fl.get("levels") or []
+    if not levels:
+        return ""
+    ran = [int(lv.get("successes", 0)) + int(lv.get("failures", 0)) for lv in levels]
+    if ran[0] >= LEVEL_MIN and sum(ran) >= LEVEL_MIN * len(levels):
+        return ""
+    ok = sum(int(lv.get("successes", 0)) for lv in levels)
+    seconds = float(levels[-1]["t1"]) - float(levels[0]["t0"])
+    lo, hi = rate_interval(ok, seconds, float(fl.get("dispersion") or 1.0))
+    warm = f" after its {g(fl['warmup_s'])} s warm-up" if fl.get("warmup_s") else ""
+    return (f"too few iterations to read a level: {sum(ran)} in {g(seconds)} s, {ok} succeeded "
+            f"({g(ok / seconds if seconds > 0 else 0.0)} it/s{ci([lo, hi])} over the run{warm})")
+
+
 def rate_levels(fl: dict[str, Any]) -> str:
     """``7.34 it/s [5.76-9.23] at the start -> 3.22 [2.2-4.54] at the floor``."""
     floor = f"{g(fl['floor_rate'])}{ci(fl['floor_interval'])} at the floor"
@@ -215,6 +253,10 @@ def rate_levels(fl: dict[str, Any]) -> str:
 
 def _rate(f: dict[str, Any], want: str, run: str) -> Check:
     fl = f["fleet"]
+    sparse = sparse_levels(fl)
+    if sparse:
+        verb = "fall" if want == "falling" else "hold"
+        return Check("rate", run, False, f"expected the rate to {verb}, it cannot be read: {sparse}")
     falling = bool(fl["degraded"]) or fl["shape"] == "still falling"
     how = shape_words(fl["shape"], fl["degraded"], fl["start_rate"], fl["floor_rate"], fl["end_rate"])
     nums = f"{rate_levels(fl)} ({how})"

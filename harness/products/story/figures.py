@@ -3,6 +3,7 @@ chapter's own evidence. Each takes computed series (``harness/products/story/num
 
 from __future__ import annotations
 
+import re
 import textwrap
 from pathlib import Path
 from typing import Any
@@ -22,6 +23,10 @@ KIND_COLORS = {"lock": "#d62728", "step": "#1f77b4", "capacity": "#ff7f0e", "par
                None: "#bbbbbb"}
 GAP = 0.04  # of the whole axis, between chapters
 WIDTH = 12.0
+AXIS_SHARE = 0.91  # of the figure's width, the axes' (subplots_adjust left=0.07, right=0.98)
+NAME_PT = 7  # the bound's name above a run
+NAME_LINES = 3
+CHAR_EM = 0.62  # a character's mean width in ems (DejaVu Sans, lower case with some capitals)
 
 
 def _layout(chapters: list[dict[str, Any]]) -> tuple[list[list[float]], float]:
@@ -95,6 +100,21 @@ def story_rate(chapters: list[dict[str, Any]], path: Path) -> Path:
     return save(fig, path)
 
 
+def _bound_name(b: dict[str, Any], share: float) -> str:
+    """The name above a run, wrapped to the run's own stretch of the axis (``share`` of it) so neighbours'
+    names never overlap: a step's name without its parenthesis ("the commands' own start and exit", not
+    "... (outside every step's span)"), in at most NAME_LINES lines, cut with an ellipsis past them."""
+    name = b["name"] if b["kind"] == "step" else (b["kind"] or "nothing")
+    name = re.sub(r"\s*\([^)]*\)\s*$", "", str(name)) or str(name)
+    room_pt = share * WIDTH * AXIS_SHARE * 72 * 0.9  # 10 % spare between neighbours
+    chars = max(4, int(room_pt / (NAME_PT * CHAR_EM)))
+    lines = textwrap.wrap(name, chars, break_long_words=True) or [""]
+    if len(lines) > NAME_LINES:
+        lines = lines[:NAME_LINES]
+        lines[-1] = lines[-1][: max(1, chars - 1)].rstrip() + "…"
+    return "\n".join(lines)
+
+
 def story_bound(chapters: list[dict[str, Any]], path: Path) -> Path:
     """The bound resource of every segment of every run, as the report found it: its utilization, coloured by
     kind and named."""
@@ -115,9 +135,8 @@ def story_bound(chapters: list[dict[str, Any]], path: Path) -> Path:
                     lo, hi = s["interval"]
                     ax.plot([off + (s["t0"] + s["t1"]) / 2] * 2, [lo * 100, min(hi, 1.5) * 100], color="#333333",
                             linewidth=0.8)
-            b = r["bound"]
-            name = b["name"] if b["kind"] == "step" else (b["kind"] or "nothing")
-            ax.text(off + r["seconds"] / 2, 103, name, ha="center", va="bottom", fontsize=7, rotation=0)
+            ax.text(off + r["seconds"] / 2, 103, _bound_name(r["bound"], r["seconds"] / length), ha="center",
+                    va="bottom", fontsize=NAME_PT, rotation=0)
             _run_label(ax, off, r)
     ax.set_ylim(0, 125)
     ax.axhline(80, color="#555555", linestyle="--", linewidth=0.7)

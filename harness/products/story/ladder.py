@@ -46,7 +46,7 @@ from harness.config.scenario import BACKENDS, Scenario
 from harness.core import package_data
 from harness.core.durations import parse_duration
 from harness.core.errors import HarnessError
-from harness.jobs.pacing.swamp_layout import LAYOUTS
+from harness.jobs.pacing.swamp_layout import ALL_LAYOUTS
 
 STORIES_DIR = package_data.path("harness.products.story", "stories")  # package data, installed or not
 DEFAULT_LADDER = "migrating-bottleneck"
@@ -63,6 +63,7 @@ CHAPTER_EXPECTATIONS = ("more_workers", "backends", "same_growth")
 SWAMP_RUN_KEYS = ("swamp_repo", "sync", "front", "scale")  # a real-swamp ladder's (driver = "swamp")
 RUN_KEYS = ("scenario", "backend", "workers", "duration", "latency", "seed", "overrides", "quick", *SWAMP_RUN_KEYS)
 DRIVERS = ("model", "swamp")
+BACKEND_NAMES = {"dynamodb": "DynamoDB items", "s3": "S3 objects"}
 QUICK_KEYS = ("duration", "workers", "seed")
 COUNTS = ("pull_items_read", "index_entries_written", "catalog_rows", "files_pushed", "lock_attempts",
           "read_units", "write_units")
@@ -316,12 +317,13 @@ def _runs(w: _Where, spec: dict[str, Any], key: str, expect: dict[str, Any], qui
                 load_profile(lat)
             except HarnessError as e:
                 raise w.fail(f"{key}.latency", str(e)) from None
-        if seed is not None and b != "dynamodb" and backend is None:
-            raise w.fail(f"{key}.seed", "pre-ages DynamoDB items: drop it from the s3 run (or run that chapter on "
-                                        "dynamodb only)")
+        seeds = seed.backend if seed is not None else "dynamodb"
+        if seed is not None and b != seeds and backend is None:
+            raise w.fail(f"{key}.seed", f"pre-ages {BACKEND_NAMES[seeds]}: drop it from the {b} run (or run that "
+                                        f"chapter on {seeds} only)")
         for n in workers:
             label = f"{slug(sc.name)}-{b}-{n}w"
-            out.append(ChapterRun(label, sc, b, n, duration, lat, seed if b == "dynamodb" else None, expect, swamp))
+            out.append(ChapterRun(label, sc, b, n, duration, lat, seed if b == seeds else None, expect, swamp))
     return out
 
 
@@ -339,7 +341,7 @@ def _seed(w: _Where, value: Any, key: str, driver: str = "model") -> PreAge | No
     seed = _seed_table(w, value, key)
     if seed is not None and (seed.layout is not None) != (driver == "swamp"):
         raise w.fail(f"{key}.layout", "is a real-swamp ladder's pre-age in swamp's own layout (and a real-swamp "
-                     f"run needs it: swamp reads no other): one of {', '.join(LAYOUTS)}" if driver == "swamp" else
+                     f"run needs it: swamp reads no other): one of {', '.join(ALL_LAYOUTS)}" if driver == "swamp" else
                      "belongs to a real-swamp ladder (driver = \"swamp\"): the model reads its own layout")
     return seed
 
@@ -358,8 +360,8 @@ def _seed_table(w: _Where, value: Any, key: str) -> PreAge | None:
     if vals["orphans"] > vals["models"]:
         raise w.fail(f"{key}.orphans", f"({vals['orphans']}) cannot be more than seed.models ({vals['models']})")
     layout = t.get("layout")
-    if layout is not None and layout not in LAYOUTS:
-        raise w.fail(f"{key}.layout", f"must be one of {', '.join(LAYOUTS)} (swamp's own layout, per extension "
+    if layout is not None and layout not in ALL_LAYOUTS:
+        raise w.fail(f"{key}.layout", f"must be one of {', '.join(ALL_LAYOUTS)} (swamp's own layout, per extension "
                                       f"version), got {layout!r}")
     if layout is not None and vals["orphans"]:
         raise w.fail(f"{key}.orphans", "must be 0 with a layout: swamp's delete leaves a model's files live, so an "

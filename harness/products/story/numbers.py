@@ -59,7 +59,8 @@ def rate_of(f: dict[str, Any], run: str) -> dict[str, Any]:
     fl = f["fleet"]
     return {"run": run, "start": fl["start_rate"], "start_interval": fl["start_interval"],
             "floor": fl["floor_rate"], "floor_interval": fl["floor_interval"], "end": fl["end_rate"],
-            "shape": fl["shape"], "degraded": fl["degraded"], "iterations": f["rows"], "failures": f["failures"]}
+            "shape": fl["shape"], "degraded": fl["degraded"], "iterations": f["rows"], "failures": f["failures"],
+            "sparse": ex.sparse_levels(fl)}
 
 
 def judge(chapter: dict[str, Any], findings: dict[str, dict[str, Any]], comparison: dict[str, Any] | None,
@@ -154,9 +155,7 @@ def closing_rows(chapters: list[dict[str, Any]]) -> list[dict[str, Any]]:
         def lead(run: str, runs: list[dict[str, Any]] = runs, many: bool = many) -> str:
             return f"{_short(run, runs)}: " if many else ""
 
-        rate = [f"{lead(r['run'])}{g(r['start'])} -> {g(r['floor'])} it/s ("
-                f"{shape_words(r['shape'], bool(r.get('degraded')), r['start'], r['floor'], r.get('end', r['floor']))})"
-                for r in c["rates"]]
+        rate = [f"{lead(r['run'])}{_rate_cell(r)}" for r in c["rates"]]
         bound = [f"{lead(b['run'])}{_bound_short(b)}" for b in c["bound_by"]]
         grew = []
         for r in runs:
@@ -166,8 +165,24 @@ def closing_rows(chapters: list[dict[str, Any]]) -> list[dict[str, Any]]:
             grew.append(f"{lead(r['label'])}{text}")
         out.append({"number": c["number"], "name": c["name"], "fix": c.get("fix") or "", "rate": rate,
                     "bound_by": bound, "grew": grew, "shown": c["shown"],
-                    "why": bool(c.get("why")), "verdict": _closing_verdict(c, runs, many)})
+                    "why": bool(c.get("why")), "verdict": _closing_verdict(c, runs, many),
+                    **({"beside": _beside_words(c["beside"])} if c.get("beside") else {})})
     return out
+
+
+def _beside_words(b: dict[str, Any]) -> str:
+    """The model's verdict in the closing table (``--beside``): ``the model: shown`` / ``not shown``."""
+    if not b.get("judged"):
+        return "the model: not judged in its story"
+    return f"the model: {'shown' if b['shown'] else 'not shown'}"
+
+
+def _rate_cell(r: dict[str, Any]) -> str:
+    """start -> floor and how it moved; for a run too sparse to read levels from, what it did over the run."""
+    if r.get("sparse"):
+        return str(r["sparse"])
+    how = shape_words(r["shape"], bool(r.get("degraded")), r["start"], r["floor"], r.get("end", r["floor"]))
+    return f"{g(r['start'])} -> {g(r['floor'])} it/s ({how})"
 
 
 def _closing_verdict(c: dict[str, Any], runs: list[dict[str, Any]], many: bool) -> str:

@@ -53,6 +53,8 @@ def _chapter(c: dict[str, Any], figure: str | None, links: list[tuple[str, str]]
     if c.get("model"):
         parts.append(f"<p><b>The model's chapter:</b> {escape(c['model'])} (stories/migrating-bottleneck.toml), "
                      "told here again by swamp's own code.</p>")
+    if c.get("beside"):
+        parts.append(_beside(c["beside"]))
     parts.append(f"<p><b>Expected:</b> {escape(c['expected_sentence'])}.</p>")
     parts.append(f'<p class="verdict {mark}"><b>{escape(verdict)}</b></p>')
     parts.append(f'<p><b>What the runs showed:</b></p><ul class="checks">{checks}</ul>')
@@ -68,6 +70,16 @@ def _chapter(c: dict[str, Any], figure: str | None, links: list[tuple[str, str]]
             f'expect, and did its runs show it?</h3></summary>{"".join(parts)}</details>')
 
 
+def _beside(b: dict[str, Any]) -> str:
+    """The model's chapter's own verdict (``--beside``), beside the real code's, linked to the model's page."""
+    if not b.get("judged"):
+        return (f"<p><b>Beside the model:</b> the model's story ({escape(b['story'])}) has no chapter "
+                f"{escape(b['name'])!r} judged.</p>")
+    mark = "good" if b["shown"] else "bad"
+    return (f'<p class="verdict {mark}"><b>Beside the model:</b> <a href="{escape(b["href"])}">the model\'s '
+            f"chapter {escape(b['name'])}</a>: {escape(b['sentence'])}</p>")
+
+
 def closing_table(rows: list[dict[str, Any]]) -> str:
     head = ("<colgroup><col class='n'><col class='fix'><col class='rate'><col class='bound'><col class='grew'>"
             "<col class='verdict'></colgroup><tr><th>#</th><th>fix</th><th>rate start -> floor</th><th>bound by</th>"
@@ -75,7 +87,8 @@ def closing_table(rows: list[dict[str, Any]]) -> str:
     body = "".join(
         f'<tr class="chapter"><td>{r["number"]}</td><td><b>{escape(r["name"])}</b><br>{escape(r["fix"])}</td>'
         f'<td>{_lines(r["rate"])}</td><td>{_lines(r["bound_by"])}</td><td>{_lines(r["grew"])}</td>'
-        f'<td class="{"good" if r["shown"] else "why" if r.get("why") else "bad"}">{escape(r["verdict"])}</td></tr>'
+        f'<td class="{"good" if r["shown"] else "why" if r.get("why") else "bad"}">{escape(r["verdict"])}'
+        f'{"<br><i>" + escape(r["beside"]) + "</i>" if r.get("beside") else ""}</td></tr>'
         for r in rows)
     return f'<table class="closing">{head}{body}</table>'
 

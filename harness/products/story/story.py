@@ -20,6 +20,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from harness.core.errors import HarnessError
 from harness.products.story import figures as story_figures
 from harness.products.story import numbers as story_numbers
 from harness.products.story import page as story_page
@@ -159,6 +160,9 @@ def build(story_dir: str | Path, out: str | Path | None = None, *, rebuild: bool
                                              "(numbers on top), start and floor levels marked",
                    "figures/story_bound.png": "what bound the fleet in each segment of each run, and how busy it was "
                                               "(the report's own finding, 95 % interval as a line)"}
+    beside = data["ladder"].get("beside")
+    if beside:
+        _beside(chapters, Path(beside), out_dir)
     rows = story_numbers.closing_rows(chapters)
     data["closing"] = rows
     data["shown"] = sum(1 for c in chapters if c["shown"])
@@ -166,6 +170,35 @@ def build(story_dir: str | Path, out: str | Path | None = None, *, rebuild: bool
     (out_dir / "index.html").write_text(story_page.page(data, chapters, rows, figures, chapter_figs, links))
     write(out_dir, data)
     return out_dir
+
+
+def check_beside(where: str, driver: str) -> Path:
+    """``--beside MODEL_STORY_DIR``: a story directory of the model's ladder, for a real-swamp ladder's page."""
+    d = Path(where).expanduser()
+    if driver != "swamp":
+        raise HarnessError("--beside shows a real-swamp ladder's chapters beside the model's: add --driver swamp "
+                           "and a real-swamp ladder")
+    if not is_story(d):
+        raise HarnessError(f"--beside {where}: not a story directory (no {STORY_JSON}; `harness story "
+                           "migrating-bottleneck` makes one)")
+    if read(d)["ladder"].get("driver", "model") != "model":
+        raise HarnessError(f"--beside {where}: a real-swamp story; give a story of the model's ladder")
+    return d.resolve()
+
+
+def _beside(chapters: list[dict[str, Any]], model_dir: Path, out_dir: Path) -> None:
+    """Each real-code chapter gets the verdict of the model's chapter it tells again (``beside``): shown or not,
+    its sentence and a link to it; a chapter the model's story did not judge says so."""
+    model = {c["name"]: c for c in read(model_dir)["chapters"]} if is_story(model_dir) else {}
+    page = os.path.relpath(model_dir / "index.html", out_dir)
+    for c in chapters:
+        name = c.get("model")
+        if not name:
+            continue
+        m = model.get(name)
+        c["beside"] = ({"name": name, "judged": False, "story": str(model_dir)} if m is None else
+                       {"name": name, "judged": True, "shown": bool(m.get("shown")), "sentence": m.get("sentence", ""),
+                        "href": f"{page}#chapter-{m['number']}", "story": str(model_dir)})
 
 
 def _links(story_dir: Path, out_dir: Path, c: dict[str, Any]) -> list[tuple[str, str]]:

@@ -213,3 +213,43 @@ def test_a_bucket_without_an_s3_layout_is_refused(capsys, monkeypatch, tmp_path)
     assert main(["jobs", "pre-age", "legacy-gsi", "--models", "3", "--versions", "1", "--table", "t", "--prefix",
                  "p"]) == 2
     assert capsys.readouterr().err.startswith("harness: --bucket and --prefix go with an S3 --layout")
+
+
+def test_a_runs_pre_age_in_the_s3_layout_writes_the_bucket_and_prefix_its_repositories_name(aws, tmp_path,
+                                                                                          monkeypatch):
+    """`harness run` / a story chapter with seed.layout = swamp-s3@c25ec91: the run's own bucket, under its prefix
+    (what the swamp driver's .swamp.yaml names: bucket, prefix), read whole by a fresh pull."""
+    from dataclasses import replace
+    from types import SimpleNamespace
+
+    from harness.config import scenario as scenarios
+    from harness.config.build import RunOptions, plan_run
+    from harness.config.plan import PreAge
+    from harness.core.environment import UserEnvironment
+    from harness.jobs import background, bulk
+
+    _, s3 = aws
+    exe = tmp_path / "swamp"
+    exe.write_text("#!/bin/sh\n")
+    exe.chmod(0o755)
+    (tmp_path / "s3" / "extensions" / "datastores" / "s3").mkdir(parents=True)
+    sc = scenarios.with_swamp(scenarios.twin_for(scenarios.load("disposable"), "swamp"), str(exe),
+                              str(tmp_path / "s3"))
+    plan = plan_run(RunOptions(scenario="disposable", backend="s3", run_dir=str(tmp_path / "run"),
+                               preage=PreAge(5, 2, 0, "swamp-s3@c25ec91")), UserEnvironment(), scenario=sc)
+    plan = replace(plan, resources=replace(plan.resources, bucket="the-runs-bucket", prefix="team/a"))
+    (tmp_path / "run").mkdir(exist_ok=True)
+    s3.create_bucket(Bucket="the-runs-bucket")  # the run's provisioning made it
+    clients = SimpleNamespace(s3=s3, endpoints=SimpleNamespace(s3=None))
+    monkeypatch.setattr(bulk, "paced_clients", lambda factory: clients)
+    said: list[str] = []
+    background.preage(SimpleNamespace(plan=plan), said.append, quiet=True)
+    assert said == ["harness: seeding 40 files of 5 models in swamp-s3@c25ec91's layout at "
+                    "s3://the-runs-bucket/team/a/"]
+    pulled = _fresh_pull(s3, "the-runs-bucket", "team/a")
+    assert pulled == {f.rel: f.content for m in range(5) for f in model_files(_epoch(tmp_path / "run"), m, 2, 5)}
+
+
+def _epoch(run_dir: Path) -> float:
+    """The job's epoch, as its journal keeps it (a model's ids and times derive from it)."""
+    return Journal(run_dir / "jobs.db").all()[0].params["epoch"]

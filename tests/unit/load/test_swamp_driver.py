@@ -20,7 +20,7 @@ from harness.config import scenario as scenarios
 from harness.core.errors import HarnessError
 from harness.load.drivers import _spawn
 from harness.load.drivers import swamp as swampdrv
-from harness.load.drivers.command import Ran, await_spans
+from harness.load.drivers.command import Ran, await_spans, classify
 from harness.record.otlp.decode import Span, decode
 from harness.record.otlp.mapping import REAL_SWAMP, SWAMP, busy_ms, row_values
 from harness.record.otlp.receiver import TraceBook
@@ -317,3 +317,47 @@ def test_the_global_lock_without_a_namespace_is_the_commit_lock(key):
                   attributes={"lock.key": key, "lock.wait_duration_ms": 9})]
     v = row_values(spans, REAL_SWAMP).values
     assert v["lock_wait_ms"] == 7 and v["commit_lock_ms"] == 9
+
+
+def _failed(stderr: str, code: int = 1) -> _spawn.Exit:
+    return _spawn.Exit(["swamp"], code, "", stderr, 0, 1)
+
+
+def test_a_pretty_printed_json_error_after_swamps_log_lines_is_read_not_its_closing_brace():
+    """Recorded: swamp's --json failure is its log lines, then the error object over several lines
+    (error_output.ts renderError: JSON.stringify(json, null, 2)); the old rule took "}" as the message."""
+    meta, _ = recorded("ddb-unknown-method")
+    assert meta["stderr_tail"].rstrip().endswith("}")
+    kind, message = classify(_failed(meta["stderr_tail"]), 5)
+    assert kind == "other"
+    assert message.startswith("exit 1: Unknown method 'get_load'. Available methods: get_disk_usage")
+
+
+def _throttled_stderr(error: str) -> str:
+    """swamp's own log lines (recorded) before the error object a throttled request ends the command with."""
+    meta, _ = recorded("ddb-unknown-method")
+    logs = meta["stderr_tail"][: meta["stderr_tail"].index("{")]
+    stack = "    at de_ProvisionedThroughputExceededExceptionRes (file:///deps/client-dynamodb.js:1:1)"
+    return logs + json.dumps({"error": error, "stack": stack}, indent=2) + "\n"
+
+
+@pytest.mark.parametrize("error, names", [
+    # the front's (and DynamoDB's) answer to a partition past its ceiling, as the SDK's message carries it
+    ("Throughput exceeds the current capacity (IndexReadKeyRangeThroughputExceeded)", "IndexReadKeyRange"),
+    ("ProvisionedThroughputExceededException: The level of configured provisioned throughput for the table "
+     "was exceeded.", "ProvisionedThroughputExceededException"),
+    ("ThrottlingException: Rate of requests exceeds the allowed throughput.", "ThrottlingException"),
+    ("SlowDown: Please reduce your request rate.", "SlowDown"),
+    ("Please reduce your request rate.", "reduce your request rate"),
+])
+def test_a_throttled_swamp_command_is_classified_throttled_with_the_error_named(error, names):
+    kind, message = classify(_failed(_throttled_stderr(error)), 5)
+    assert kind == "throttled"
+    assert message == f"exit 1: {error}" and names in message
+
+
+def test_a_plain_stderr_names_the_throttle_line_not_a_brace():
+    stderr = "Syncing model ...\nError: SlowDown (503): Please reduce your request rate.\n  details {\n}\n"
+    assert classify(_failed(stderr), 5) == ("throttled", "exit 1: Error: SlowDown (503): Please reduce your "
+                                                         "request rate.")
+    assert classify(_failed("boom\n}\n"), 5) == ("other", "exit 1: boom")

@@ -165,3 +165,52 @@ def test_every_error_kind_a_ladder_may_expect_is_judged_in_words():
     (c,) = ex.judge_run(_findings(None, None, errors={"push_failed": 2}), {"no_errors": ["push_failed"]}, "r")
     assert not c.shown
     assert c.sentence == "expected no failed pushes (exit 0 with an error span), 2 of 100 iterations had one"
+
+
+def _fleet(levels: list[tuple[int, int]], start: float, floor: float) -> dict:
+    """A run's findings.fleet over 32 s segments after a 24 s warm-up, each (successes, failures)."""
+    lv = [{"t0": 24.0 + 32 * i, "t1": 56.0 + 32 * i, "successes": ok, "failures": bad, "rate": ok / 32}
+          for i, (ok, bad) in enumerate(levels)]
+    return {"start_rate": start, "start_interval": [0.0, 0.115], "floor_rate": floor, "floor_interval": [0.0, 0.115],
+            "end_rate": lv[-1]["rate"], "shape": "flat", "degraded": False, "dispersion": 1.0, "warmup_s": 24.0,
+            "segment_s": 32.0, "levels": lv, "floor_index": 0}
+
+
+def test_a_run_of_few_slow_iterations_reads_its_rate_over_the_run_not_0_to_0():
+    """Recorded (the real swamp's legacy chapter, 120 s): its first segment spent in the setup's full sync, 0
+    iterations, then 3 and 2 + 1 failed; its levels read "0 -> 0 it/s", which is not what it did."""
+    fl = _fleet([(0, 0), (3, 0), (2, 1)], 0.0, 0.0)
+    sparse = ex.sparse_levels(fl)
+    assert sparse.startswith("too few iterations to read a level: 6 in 96 s, 5 succeeded (0.0521 it/s [0.01")
+    assert sparse.endswith("over the run after its 24 s warm-up)")
+    rate = {"run": "legacy-gsi-dynamodb-2w", "start": 0.0, "floor": 0.0, "end": 0.0625, "shape": "flat",
+            "sparse": sparse}
+    (row,) = closing_rows([{"number": 1, "name": "legacy GSI", "fix": "", "shown": True, "grew": [],
+                            "runs": [{"label": "legacy-gsi-dynamodb-2w", "scenario": "legacy-gsi",
+                                      "backend": "dynamodb", "workers": 2}],
+                            "rates": [rate], "bound_by": [], "checks": []}])
+    assert row["rate"] == [sparse] and "0 -> 0" not in row["rate"][0]
+    (c,) = ex.judge_run({"fleet": fl, "rows": 6, "failures": 1}, {"rate": "holds"}, "r")
+    assert not c.shown and c.sentence.startswith("expected the rate to hold, it cannot be read: too few iterations")
+
+
+def test_a_run_with_enough_iterations_a_segment_reads_its_levels():
+    fl = _fleet([(7, 0), (6, 0), (8, 0)], 0.22, 0.19)
+    assert ex.sparse_levels(fl) == ""
+    assert ex.sparse_levels(_fleet([(3, 0), (2, 0), (3, 0)], 0.1, 0.06)) != ""  # 8 in 3 segments: too few
+    assert ex.sparse_levels(_fleet([(0, 0), (20, 0), (20, 0)], 0.0, 0.0)) != ""  # nothing ran at the start
+
+
+def test_a_count_no_iteration_recorded_is_said_so_not_too_few_iterations():
+    """Recorded (the real swamp's S3 chapter): 12 successful iterations, none with a catalog_rows value (swamp
+    06b6147 sends no span that says it); "too few successful iterations to compare" would be false."""
+    never = {"label": "catalog rows", "first": None, "last": None, "growth": None, "interval": None, "grew": False,
+             "n": [0, 0], "note": "too few successful iterations to compare"}
+    f = {"rows": 12, "failures": 0, "work_counts": {"catalog_rows": never}}
+    grew, steady = ex.judge_run(f, {"grew": ["catalog_rows"], "steady": ["catalog_rows"]}, "r")
+    assert not grew.shown and grew.sentence == ("expected catalog rows to grow: none of 12 successful iterations "
+                                                "recorded catalog rows (no span the commands sent says it)")
+    assert not steady.shown and steady.sentence.startswith("expected catalog rows to hold: none of 12 successful")
+    (few,) = ex.judge_run({"rows": 1, "failures": 1, "work_counts": {"catalog_rows": never}},
+                          {"steady": ["catalog_rows"]}, "r")
+    assert few.sentence == "expected catalog rows to hold, too few successful iterations to tell"

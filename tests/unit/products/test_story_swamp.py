@@ -64,9 +64,9 @@ def _swamp_tree(tmp_path: Path) -> tuple[Path, dict[str, Path]]:
 
 def test_the_shipped_swamp_ladder_names_each_chapters_template_layout_and_scale():
     lad = ladders.load(command.SWAMP_LADDER)
-    assert lad.driver == "swamp" and lad.swamp_repos() == ["ddb-legacy", "ddb"]
+    assert lad.driver == "swamp" and lad.swamp_repos() == ["ddb-legacy", "ddb", "s3"]
     model = ladders.load("migrating-bottleneck")
-    assert [c.model for c in lad.chapters] == [c.name for c in model.chapters[:5]]  # the DynamoDB chapters
+    assert [c.model for c in lad.chapters] == [c.name for c in model.chapters]  # the DynamoDB chapters, then S3
     legacy = lad.chapters[0].runs[0]
     assert legacy.swamp == ladders.SwampRun("ddb-legacy", sync=True, front=True, scale=0.0002)
     assert legacy.seed is not None and legacy.seed.layout == LEGACY and legacy.seed.orphans == 0
@@ -74,14 +74,97 @@ def test_the_shipped_swamp_ladder_names_each_chapters_template_layout_and_scale(
     assert fid.front is True and fid.config.dynamodb.scale == 0.0002  # scale is the run's [fidelity] scale
     assert legacy.latency == "aws-dynamodb"
     assert lad.chapters[0].expect["bound_by"] == ["partition:FILE"]  # the report names the hot "FILE" key
-    assert all(r.swamp and r.swamp.repo == "ddb" and r.swamp.front for c in lad.chapters[1:] for r in c.runs)
+    assert all(r.swamp and r.swamp.repo == "ddb" and r.swamp.front for c in lad.chapters[1:5] for r in c.runs)
     assert all(c.why_not for c in lad.chapters)  # each chapter says where swamp's code may differ
     quick = ladders.load(command.SWAMP_LADDER, quick=True)
     q = [r.duration_s for c in quick.chapters for r in c.runs]
     f = [r.duration_s for c in lad.chapters for r in c.runs]
-    assert all(a < b for a, b in zip(q, f, strict=True)) and sum(q) <= 400
+    assert all(a < b for a, b in zip(q, f, strict=True)) and sum(q) <= 700
     assert "in swamp-dynamodb@bc36088a's layout" in ladders.run_line(legacy)
     assert "capacity x0.0002" in ladders.run_line(legacy) and "a full sync after each run" in ladders.run_line(legacy)
+
+
+def test_the_shipped_s3_chapter_is_the_models_on_the_s3_extension_pre_aged_in_its_layout():
+    """The S3 chapter: the model ladder's disposable and pruning runs with their own expectations, on swamp-club's
+    S3 extension (template s3), the bucket pre-aged to the spec's 3,500 index entries in c25ec91's layout, through
+    the front with PutObject at AWS's latency; its why_not names the source in swamp's code."""
+    lad = ladders.load(command.SWAMP_LADDER)
+    s3 = lad.chapters[-1]
+    model = ladders.load("migrating-bottleneck").chapters[-1]
+    assert s3.model == model.name == "S3 beside DynamoDB"
+    assert [r.scenario.name for r in s3.runs] == ["disposable", "pruning"]
+    model_s3 = [r for r in model.runs if r.backend == "s3"]
+    assert [r.expect for r in s3.runs] == [r.expect for r in model_s3]  # the model's own per-run expectations
+    for r in s3.runs:
+        assert r.backend == "s3" and r.latency == "aws-s3-vpce" == model_s3[0].latency
+        assert r.swamp == ladders.SwampRun("s3", sync=False, front=True, scale=None)
+        assert r.seed is not None and r.seed.layout == "swamp-s3@c25ec91" and r.seed.backend == "s3"
+        assert r.seed.models * r.seed.versions >= 900  # >= 3,500 index entries (each run a model's few files)
+        assert r.scenario.datastore.namespaces == "shared"  # the solo layout's readers: the bucket's root
+        assert "in swamp-s3@c25ec91's layout" in ladders.run_line(r) and "through the front" in ladders.run_line(r)
+    for source in ("isInternalCacheFile", "writeCatalogExportIfNeeded", "c25ec91", "06b6147"):
+        assert source in s3.why_not
+
+
+S3_CHAPTER = """
+name = "real-s3"
+driver = "swamp"
+[[chapter]]
+name = "s3"
+scenario = "disposable"
+backend = "s3"
+swamp_repo = "s3"
+front = true
+latency = "aws-s3-vpce"
+overrides = { datastore = { namespaces = "shared", lock_scope = "datastore" } }
+workers = 2
+duration = "20s"
+seed = { models = 4, versions = 2, layout = "swamp-s3@c25ec91" }
+expect = { steady = ["files_pushed"] }
+"""
+
+
+@pytest.mark.parametrize("edit, message", [
+    (('backend = "s3"', 'backend = "dynamodb"'), "chapter[1].seed pre-ages S3 objects: drop it from the dynamodb "
+                                                 "run (or run that chapter on s3 only)"),
+    (("swamp-s3@c25ec91", LEGACY), "chapter[1].seed pre-ages DynamoDB items: drop it from the s3 run"),
+])
+def test_a_pre_age_must_be_the_runs_own_backends_layout(tmp_path, edit, message):
+    with pytest.raises(HarnessError) as e:
+        ladders.load(str(_write(tmp_path, S3_CHAPTER.replace(*edit))))
+    assert message in str(e.value) and "\n" not in str(e.value)
+
+
+def test_an_s3_chapters_plan_pre_ages_its_own_bucket_in_the_s3_layout(tmp_path):
+    exe = tmp_path / "swamp"
+    exe.write_text("#!/bin/sh\n")
+    exe.chmod(0o755)
+    (tmp_path / "s3" / "extensions" / "datastores" / "s3").mkdir(parents=True)
+    lad = ladders.load(str(_write(tmp_path, S3_CHAPTER)))
+    (r,) = lad.chapters[0].runs
+    plan = command.plan_chapter_run(r, tmp_path / "run", UserEnvironment(), str(exe), {"s3": tmp_path / "s3"})
+    assert plan.backend == "s3" and plan.scenario.driver.kind == "swamp"
+    p = plan.seeding.preage
+    assert p is not None and (p.models, p.versions, p.layout, p.backend) == (4, 2, "swamp-s3@c25ec91", "s3")
+    assert plan.resources.bucket  # the bucket the driver's .swamp.yaml names is the one the pre-age writes
+    again = RunPlan.from_json(plan.to_json())
+    assert again.seeding.preage == p and again.seeding.preage.backend == "s3"
+    record = command.static_record(lad.chapters[0], tmp_path)
+    assert record["runs"][0]["seed"]["layout"] == "swamp-s3@c25ec91" and record["runs"][0]["backend"] == "s3"
+
+
+def test_a_pre_ages_backend_is_its_layouts():
+    from harness.config.build import RunOptions, plan_run
+    from harness.config.plan import PreAge
+    from harness.jobs.pacing.swamp_layout import ALL_LAYOUTS
+
+    for name, layout in ALL_LAYOUTS.items():  # the config layer's rule agrees with the jobs layer's layouts
+        assert PreAge(1, 1, 0, name).backend == layout.backend
+    assert PreAge(1, 1).backend == "dynamodb"
+    with pytest.raises(HarnessError, match="pre-ages swamp-s3@c25ec91's S3 objects: run the scenario with "
+                                           "--backend s3"):
+        plan_run(RunOptions(scenario="disposable", run_dir="unused", preage=PreAge(2, 2, 0, "swamp-s3@c25ec91")),
+                 UserEnvironment())
 
 
 @pytest.mark.parametrize("edit, key, message", [
@@ -91,7 +174,8 @@ def test_the_shipped_swamp_ladder_names_each_chapters_template_layout_and_scale(
     (("sync = true", 'sync = "yes"'), "chapter[1].sync", "must be true or false"),
     (("scale = 0.01", "scale = 0"), "chapter[1].scale", "must be a positive number"),
     ((', layout = "swamp-dynamodb@bc36088a"', ""), "chapter[1].seed.layout", "a real-swamp run needs it"),
-    (("bc36088a\" }", "nope\" }"), "chapter[1].seed.layout", "must be one of swamp-dynamodb@a929b7a"),
+    (("bc36088a\" }", "nope\" }"), "chapter[1].seed.layout", "must be one of swamp-dynamodb@a929b7a, "
+                                                              "swamp-dynamodb@bc36088a, swamp-s3@c25ec91"),
     (("versions = 2,", "versions = 2, orphans = 1,"), "chapter[1].seed.orphans", "must be 0 with a layout"),
 ])
 def test_a_malformed_swamp_ladder_is_one_line_naming_the_key(tmp_path, edit, key, message):
@@ -242,3 +326,68 @@ def test_a_chapter_the_real_code_does_not_show_reads_not_shown_and_why(tmp_path)
            in html
     assert "1. one: not shown, and why" in html and "The model's chapter:</b> legacy GSI" in html
     assert "capacity x0.001" in html and "Every run is the real swamp CLI" in html
+
+
+def _real_story(d: Path, ladder_extra: dict | None = None) -> None:
+    """A one-chapter real-swamp story (the legacy chapter, its run synthetic) recorded in ``d``."""
+    d.mkdir()
+    make_run(d / "01-one" / "legacy-gsi-swamp-dynamodb-2w", workers=2, duration_s=120.0,
+             rate=lambda t: np.full_like(t, 0.2, dtype=float), scenario="legacy-gsi-swamp",
+             steps={"pull_ms": lambda t: np.full_like(t, 10.0)},
+             counts={"read_units": lambda t: np.full_like(t, 15.0)}, history=True)
+    story.start(d, {"name": "real", "title": "Real", "description": "", "source": "test", "quick": True,
+                    "backend": None, "driver": "swamp", **(ladder_extra or {})}, ["one"])
+    run = {"label": "legacy-gsi-swamp-dynamodb-2w", "run_dir": "01-one/legacy-gsi-swamp-dynamodb-2w",
+           "scenario": "legacy-gsi-swamp", "backend": "dynamodb", "workers": 2, "duration_s": 120.0, "latency": None,
+           "seed": {"models": 3, "versions": 2, "orphans": 0, "layout": LEGACY}, "expect": {},
+           "line": "legacy-gsi on dynamodb, 2 workers, 120 s", "swamp": {"repo": "old", "sync": True,
+                                                                          "front": True, "scale": 0.001}}
+    story.save_chapter(d, {"number": 1, "name": "one", "fix": "none", "slug": "01-one", "runs": [run],
+                           "expected": {"grew": ["read_units"]}, "comparison": None,
+                           "why_not": "legacy method runs scope their pulls (swamp 06b6147)", "model": "legacy GSI"})
+    story.finish(d)
+
+
+def _model_story(d: Path, shown: bool) -> Path:
+    """A model story's record (`harness story migrating-bottleneck`): its legacy chapter judged."""
+    d.mkdir()
+    story.start(d, {"name": "migrating-bottleneck", "title": "Model", "description": "", "source": "test",
+                    "quick": True, "backend": None}, ["legacy GSI"])
+    data = story.read(d)
+    data["chapters"] = [{"number": 1, "name": "legacy GSI", "shown": shown,
+                         "sentence": "Shown: bound by the partition FILE" if shown else "Not shown: noisy"}]
+    story.write(d, data)
+    return d
+
+
+def test_beside_shows_each_chapter_beside_the_models_verdict(tmp_path):
+    model = _model_story(tmp_path / "model", shown=True)
+    d = tmp_path / "story"
+    _real_story(d, {"beside": str(story.check_beside(str(model), "swamp"))})
+    story.build(d)
+    data = json.loads((d / "story.json").read_text())
+    (c,) = data["chapters"]
+    assert c["beside"]["shown"] is True and c["beside"]["sentence"] == "Shown: bound by the partition FILE"
+    assert data["closing"][0]["beside"] == "the model: shown"
+    html = (d / "index.html").read_text()
+    assert ('<b>Beside the model:</b> <a href="../model/index.html#chapter-1">the model\'s chapter legacy GSI</a>: '
+            "Shown: bound by the partition FILE") in html
+    assert "<i>the model: shown</i>" in html
+
+
+def test_beside_must_be_a_model_story_for_a_real_swamp_ladder(tmp_path, capsys):
+    model = _model_story(tmp_path / "model", shown=False)
+    with pytest.raises(HarnessError, match="--beside shows a real-swamp ladder's chapters beside the model's"):
+        story.check_beside(str(model), "model")
+    with pytest.raises(HarnessError, match=r"--beside .*nowhere: not a story directory"):
+        story.check_beside(str(tmp_path / "nowhere"), "swamp")
+    real = tmp_path / "real"
+    _real_story(real)
+    with pytest.raises(HarnessError, match="a real-swamp story; give a story of the model's ladder"):
+        story.check_beside(str(real), "swamp")
+    exe, repos = _swamp_tree(tmp_path)
+    assert main(["story", str(_write(tmp_path, SWAMP_LADDER)), "--driver", "swamp", "--swamp", str(exe),
+                 "--swamp-repo", f"old={repos['old']}", "--beside", str(tmp_path / "nowhere"),
+                 "--run-dir", str(tmp_path / "never")]) == 2
+    assert capsys.readouterr().err.strip().startswith("harness: --beside ")
+    assert not (tmp_path / "never").exists()
