@@ -18,8 +18,11 @@ still falling; ``holds``: neither, nor stalled), ``errors`` / ``no_errors``
 faster``: the larger fleet's rate is not credibly above the smaller's and
 credibly below linear scaling; ``faster``: credibly above), ``backends``
 (``dynamodb faster`` / ``s3 faster``: the rate ratio's interval wholly
-above 1) and ``same_growth`` (a count grows per iteration within 20 % on
-both backends, or is flat on both).
+above 1), ``same_growth`` (a count grows per iteration within 20 % on
+both backends, or is flat on both) and ``grew_with_items`` (a count's mean per
+iteration credibly higher at the larger pre-aged size than at the smaller: the
+Welch ratio of the two runs' means, its 95 % interval wholly above 1, as
+``work_counts`` compares a run's late iterations with its early ones).
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ from typing import Any
 
 from harness.core.intervals import rate_interval
 from harness.report.show import ci, g, pct, shape_words, times
+from harness.report.stats import mean_change
 
 SAME = 1.25  # per-iteration growth within x1.25 either way reads as the same curve
 FLAT_SLOPE = 0.02  # below this per iteration a count is flat
@@ -399,7 +403,47 @@ def _same_growth(slopes: dict[str, dict[str, Any]], counts: list[str]) -> list[C
     return out
 
 
-CROSS_RUN = ("more_workers", "backends", "same_growth")
+def _grew_with_items(levels: dict[str, dict[str, Any]], counts: list[str]) -> list[Check]:
+    """``levels``: run label -> {scenario, backend, workers, items (pre-aged), unit (``files``), size (in words),
+    <count>: each
+    successful iteration's value}. For each fleet run at several pre-aged sizes, each size against the next
+    smaller one: the ratio of the count's means per iteration with its Welch interval (``mean_change``)."""
+    out = []
+    groups: dict[tuple[str, str, int], list[dict[str, Any]]] = {}
+    for lv in levels.values():
+        groups.setdefault((lv["scenario"], lv["backend"], lv["workers"]), []).append(lv)
+    for (scenario, backend, workers), runs in sorted(groups.items()):
+        runs = sorted(runs, key=lambda x: x["items"])
+        for small, big in zip(runs, runs[1:], strict=False):
+            head = (f"{scenario} on {BACKEND_LABELS.get(backend, backend)}, {workers} workers, {small['size']} -> "
+                    f"{big['size']}")
+            for c in counts:
+                out.append(_with_items(c, small, big, head))
+    if not out:
+        out.append(Check("grew_with_items", None, False, "expected runs at two pre-aged sizes to compare, found none"))
+    return out
+
+
+def _with_items(count: str, small: dict[str, Any], big: dict[str, Any], head: str) -> Check:
+    label = COUNT_LABELS[count]
+    a, b = list(small.get(count) or []), list(big.get(count) or [])
+    change = mean_change(a, b) if a and b else None
+    if change is None:
+        return Check("grew_with_items", None, False, f"{head}: too few successful iterations to compare {label} "
+                                                     f"({len(a)} and {len(b)}; two a size at least)")
+    unit = big.get("unit") or "items"
+    moved = (f"from {g(change.early)} at {small['items']:,} pre-aged {unit} to {g(change.late)} at "
+             f"{big['items']:,}")
+    if change.ratio is None:
+        return Check("grew_with_items", None, False, f"{head}: expected {label} to grow with the items, {moved}")
+    nums = f"{label} {times(change.ratio)}{ci([change.lo, change.hi])} {moved} (n = {len(a)}, {len(b)})"
+    if change.credibly_up:
+        return Check("grew_with_items", None, True, f"{head}: {nums}")
+    return Check("grew_with_items", None, False, f"{head}: expected {label} to grow with the items, it did not "
+                                                 f"credibly: {nums}")
+
+
+CROSS_RUN = ("more_workers", "backends", "same_growth", "grew_with_items")
 
 
 def run_expectations(expect: dict[str, Any], own: dict[str, Any]) -> dict[str, Any]:
@@ -408,9 +452,11 @@ def run_expectations(expect: dict[str, Any], own: dict[str, Any]) -> dict[str, A
 
 
 def judge_chapter(expect: dict[str, Any], runs: list[dict[str, Any]], comparison: dict[str, Any] | None,
-                  slopes: dict[str, dict[str, Any]] | None = None) -> list[Check]:
+                  slopes: dict[str, dict[str, Any]] | None = None,
+                  levels: dict[str, dict[str, Any]] | None = None) -> list[Check]:
     """Every check of a chapter: each run's (``runs``: {label, findings, expect: the run's own}), with the
-    chapter's per-run expectations, then the cross-run ones."""
+    chapter's per-run expectations, then the cross-run ones (``levels``: each run's counts per iteration, for
+    ``grew_with_items``)."""
     out: list[Check] = []
     for r in runs:
         out += judge_run(r["findings"], run_expectations(expect, r["expect"]), r["label"])
@@ -421,6 +467,8 @@ def judge_chapter(expect: dict[str, Any], runs: list[dict[str, Any]], comparison
         out += _backends(comparison, expect["backends"])
     if "same_growth" in expect:
         out += _same_growth(slopes or {}, expect["same_growth"])
+    if "grew_with_items" in expect:
+        out += _grew_with_items(levels or {}, expect["grew_with_items"])
     return out
 
 
@@ -462,4 +510,7 @@ def expected_sentence(expect: dict[str, Any], run_expects: dict[str, dict[str, A
     if "same_growth" in expect:
         parts.append(" and ".join(COUNT_LABELS[c] for c in expect["same_growth"])
                      + " growing alike per iteration on both backends")
+    if "grew_with_items" in expect:
+        parts.append(" and ".join(COUNT_LABELS[c] for c in expect["grew_with_items"])
+                     + " growing with the pre-aged items (the larger size against the smaller)")
     return "; ".join(parts) if parts else "nothing in particular"

@@ -19,7 +19,9 @@ and the run keys (``scenario``, ``backend``, ``workers``, ``duration``,
 ``[[chapter.run]]`` tables of run keys (the chapter's own run keys are their
 defaults), each with an ``expect`` of its own beside the chapter's. A list of
 ``workers`` or ``backend`` makes one run per value (a chapter at N and 2N
-workers; DynamoDB beside S3).
+workers; DynamoDB beside S3), and a list of ``seed`` tables one run per pre-aged
+size (``grew_with_items`` compares them: a count that grows with the datastore's
+age, which one run of minutes cannot show).
 
 A real-swamp ladder (``driver = "swamp"``: ``harness story LADDER --driver swamp --swamp-repo NAME=DIR ...``)
 runs each chapter's scenario on the real swamp CLI: every run names its repository template (``swamp_repo``,
@@ -46,7 +48,7 @@ from harness.config.scenario import BACKENDS, Scenario
 from harness.core import package_data
 from harness.core.durations import parse_duration
 from harness.core.errors import HarnessError
-from harness.jobs.pacing.swamp_layout import ALL_LAYOUTS
+from harness.jobs.pacing.swamp_layout import ALL_LAYOUTS, model_files
 
 STORIES_DIR = package_data.path("harness.products.story", "stories")  # package data, installed or not
 DEFAULT_LADDER = "migrating-bottleneck"
@@ -59,7 +61,7 @@ BACKEND_ORDER = ("dynamodb faster", "s3 faster")
 RUN_EXPECTATIONS = ("bound_by", "not_bound_by", "grew", "steady", "at_most", "explained_by", "rate", "errors",
                     "no_errors")
 # ... and across a chapter's runs
-CHAPTER_EXPECTATIONS = ("more_workers", "backends", "same_growth")
+CHAPTER_EXPECTATIONS = ("more_workers", "backends", "same_growth", "grew_with_items")
 SWAMP_RUN_KEYS = ("swamp_repo", "sync", "front", "scale")  # a real-swamp ladder's (driver = "swamp")
 RUN_KEYS = ("scenario", "backend", "workers", "duration", "latency", "seed", "overrides", "quick", *SWAMP_RUN_KEYS)
 DRIVERS = ("model", "swamp")
@@ -308,7 +310,7 @@ def _runs(w: _Where, spec: dict[str, Any], key: str, expect: dict[str, Any], qui
         raise w.fail(f"{key}.latency", f"must be a profile name or a table of one per backend, got {latency!r}")
     if isinstance(latency, dict):
         _unknown(w, latency, BACKENDS, f"{key}.latency", "latency per backend: dynamodb, s3")
-    seed = _seed(w, spec.get("seed"), f"{key}.seed", driver)
+    seeds = _seeds(w, spec.get("seed"), f"{key}.seed", driver)
     out = []
     for b in backends:
         lat = latency.get(b) if isinstance(latency, dict) else latency
@@ -317,13 +319,17 @@ def _runs(w: _Where, spec: dict[str, Any], key: str, expect: dict[str, Any], qui
                 load_profile(lat)
             except HarnessError as e:
                 raise w.fail(f"{key}.latency", str(e)) from None
-        seeds = seed.backend if seed is not None else "dynamodb"
-        if seed is not None and b != seeds and backend is None:
-            raise w.fail(f"{key}.seed", f"pre-ages {BACKEND_NAMES[seeds]}: drop it from the {b} run (or run that "
-                                        f"chapter on {seeds} only)")
+        for seed in seeds:
+            writes = seed.backend if seed is not None else "dynamodb"
+            if seed is not None and b != writes and backend is None:
+                raise w.fail(f"{key}.seed", f"pre-ages {BACKEND_NAMES[writes]}: drop it from the {b} run (or run "
+                                            f"that chapter on {writes} only)")
         for n in workers:
-            label = f"{slug(sc.name)}-{b}-{n}w"
-            out.append(ChapterRun(label, sc, b, n, duration, lat, seed if b == seeds else None, expect, swamp))
+            for seed in seeds:
+                label = f"{slug(sc.name)}-{b}-{n}w" + (f"-{seed.models}x{seed.versions}" if len(seeds) > 1 and seed
+                                                       else "")
+                own = seed if seed is not None and b == seed.backend else None
+                out.append(ChapterRun(label, sc, b, n, duration, lat, own, expect, swamp))
     return out
 
 
@@ -335,6 +341,31 @@ def _listed(w: _Where, value: Any, key: str, tp: type) -> list[Any]:
     if len(set(items)) != len(items):
         raise w.fail(key, f"lists a value twice: {value!r}")
     return list(items)
+
+
+def _seeds(w: _Where, value: Any, key: str, driver: str = "model") -> list[PreAge | None]:
+    """A seed table (one pre-aged size), or a list of them: one run per size, labelled ``-<models>x<versions>``
+    (``grew_with_items`` compares the sizes)."""
+    if not isinstance(value, list):
+        return [_seed(w, value, key, driver)]
+    if len(value) < 2 or not all(isinstance(v, dict) for v in value):
+        raise w.fail(key, f"must be a seed table or a list of two or more (one run per pre-aged size), got {value!r}")
+    seeds = [_seed(w, v, f"{key}[{i + 1}]", driver) for i, v in enumerate(value)]
+    sizes = [(s.models, s.versions) for s in seeds if s is not None]
+    again = next((x for i, x in enumerate(sizes) if x in sizes[:i]), None)
+    if again is not None:
+        raise w.fail(key, f"lists the size {again[0]} models x {again[1]} versions twice: one run per size")
+    if len({s.layout for s in seeds if s is not None}) > 1:
+        raise w.fail(key, "mixes layouts: every size of a chapter's runs is pre-aged in one layout")
+    return seeds
+
+
+def pre_aged_files(seed: PreAge) -> int:
+    """How many files a pre-age writes (swamp's own layout: each model's definition, three files a version and its
+    latest pointer) or, in the model's layout, the models' versions: the size a ``grew_with_items`` says."""
+    if seed.layout is None:
+        return seed.models * seed.versions
+    return seed.models * len(model_files(0.0, 0, seed.versions, seed.models))
 
 
 def _seed(w: _Where, value: Any, key: str, driver: str = "model") -> PreAge | None:
@@ -440,7 +471,7 @@ def _expect(w: _Where, e: dict[str, Any], key: str, *, chapter: bool) -> dict[st
             for x in out[k]:
                 if x.startswith("step:") and x.split(":", 1)[1] not in STEPS:
                     raise w.fail(f"{key}.{k}", f"names no step: {x!r} (steps: {', '.join(STEPS)})")
-    for k in ("grew", "steady", "same_growth"):
+    for k in ("grew", "steady", "same_growth", "grew_with_items"):
         if k in e:
             out[k] = names(k, COUNTS, "a list of work counts")
     if "explained_by" in e:
@@ -471,6 +502,12 @@ def _cross_run_fits(w: _Where, expect: dict[str, Any], runs: list[ChapterRun], k
     if "more_workers" in expect and not any(
             len({r.workers for r in runs if (r.scenario.name, r.backend) == p}) > 1 for p in pairs):
         raise w.fail(f"{key}.expect.more_workers", "needs runs at two fleet sizes: give workers = [N, 2N]")
+    if "grew_with_items" in expect and not any(
+            len({(r.seed.models, r.seed.versions) for r in runs if r.seed is not None
+                 and (r.scenario.name, r.backend, r.workers) == t}) > 1
+            for t in {(r.scenario.name, r.backend, r.workers) for r in runs}):
+        raise w.fail(f"{key}.expect.grew_with_items", "needs runs at two pre-aged sizes: give seed = [{models = 5, "
+                                                       "...}, {models = 20, ...}]")
     both = {r.scenario.name for r in runs if r.backend == "dynamodb"} & {r.scenario.name for r in runs
                                                                             if r.backend == "s3"}
     for k in ("backends", "same_growth"):

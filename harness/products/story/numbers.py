@@ -12,7 +12,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from harness.config.plan import PreAge
 from harness.products.story import expect as ex
+from harness.products.story.ladder import pre_aged_files
 from harness.report.series import count_means, pick_window, rate_series, run_span, step_means, with_windows
 from harness.report.show import g, shape_words
 
@@ -36,6 +38,27 @@ def growth_per_iteration(rows: pd.DataFrame, counts: list[str] | tuple[str, ...]
         den = float((xd * xd).sum())
         out[c] = float((xd * yd).sum() / den) if den > 0 else None
     return out
+
+
+def values_per_iteration(rows: pd.DataFrame, counts: list[str] | tuple[str, ...]) -> dict[str, list[float]]:
+    """Each count's value in every successful iteration that recorded it (``grew_with_items`` compares their
+    means across pre-aged sizes)."""
+    ok = rows[rows["ok"].to_numpy(dtype=bool)]
+    out: dict[str, list[float]] = {}
+    for c in counts:
+        v = ok[c].to_numpy(dtype=float) if c in ok.columns else np.array([], dtype=float)
+        out[c] = [float(x) for x in v[np.isfinite(v)]]
+    return out
+
+
+def size_of(run: dict[str, Any]) -> dict[str, Any]:
+    """A run's pre-aged size as ``grew_with_items`` says it (``story.json``'s run record: its seed): how many
+    files (swamp's layout) or model versions (the model's), and the models x versions it was given as."""
+    s = run.get("seed") or {}
+    seed = PreAge(int(s.get("models") or 0), int(s.get("versions") or 0), 0, s.get("layout"))
+    return {"scenario": run["scenario"], "backend": run["backend"], "workers": run["workers"],
+            "items": pre_aged_files(seed) if s else 0, "unit": "files" if seed.layout else "model versions",
+            "size": f"{seed.models}x{seed.versions}" if s else "not pre-aged"}
 
 
 def bound_of(f: dict[str, Any], run: str) -> dict[str, Any]:
@@ -64,12 +87,14 @@ def rate_of(f: dict[str, Any], run: str) -> dict[str, Any]:
 
 
 def judge(chapter: dict[str, Any], findings: dict[str, dict[str, Any]], comparison: dict[str, Any] | None,
-          slopes: dict[str, dict[str, Any]] | None) -> dict[str, Any]:
+          slopes: dict[str, dict[str, Any]] | None, levels: dict[str, dict[str, Any]] | None = None
+          ) -> dict[str, Any]:
     """A chapter's record (``story.json``) from its static part (name, fix, runs, expectations) and its runs'
-    findings by label: the checks, what bound each run, what grew, the rates, shown or not, the sentence."""
+    findings by label: the checks, what bound each run, what grew, the rates, shown or not, the sentence
+    (``levels``: each run's counts per iteration and pre-aged size, for ``grew_with_items``)."""
     runs = chapter["runs"]
     present = [r for r in runs if r["label"] in findings]
-    checks = _checks(chapter, runs, present, findings, comparison, slopes)
+    checks = _checks(chapter, runs, present, findings, comparison, slopes, levels)
     shown = all(c.shown for c in checks)
     many = len(runs) > 1
     short = {r["label"]: _short(r["label"], runs) if many else "" for r in runs}
@@ -81,6 +106,7 @@ def judge(chapter: dict[str, Any], findings: dict[str, dict[str, Any]], comparis
                                                                      if r["expect"]}),
         checks=[c.as_dict() for c in checks],
         **_evidence(present, findings, comparison),
+        with_items=[c.sentence for c in checks if c.what == "grew_with_items"],
         shown=shown, sentence=_verdict(checks, short if many else None))
     if not shown and chapter.get("why_not"):  # the real code does not do what the model does: said, not failed
         out["why"] = chapter["why_not"]
@@ -91,12 +117,13 @@ def judge(chapter: dict[str, Any], findings: dict[str, dict[str, Any]], comparis
 
 def _checks(chapter: dict[str, Any], runs: list[dict[str, Any]], present: list[dict[str, Any]],
             findings: dict[str, dict[str, Any]], comparison: dict[str, Any] | None,
-            slopes: dict[str, dict[str, Any]] | None) -> list[ex.Check]:
+            slopes: dict[str, dict[str, Any]] | None,
+            levels: dict[str, dict[str, Any]] | None = None) -> list[ex.Check]:
     """The chapter's expectations judged on the runs it has, a failed check for each run with no report, and one
     failed check when it expects nothing at all."""
     checks = ex.judge_chapter(chapter["expected"], [{"label": r["label"], "findings": findings[r["label"]],
                                                       "expect": r["expect"]} for r in present],
-                              comparison, slopes)
+                              comparison, slopes, levels)
     missing = [r["label"] for r in runs if r["label"] not in findings]
     checks += [ex.Check("run", m, False, f"{m}: the run has no report (it recorded no iteration)") for m in missing]
     if not checks:
@@ -142,6 +169,8 @@ def _short(label: str, runs: list[dict[str, Any]]) -> str:
         parts.append(ex.BACKEND_LABELS.get(r["backend"], r["backend"]))
     if len({x["workers"] for x in runs}) > 1:
         parts.append(f"{r['workers']} workers")
+    if r.get("seed") and len({size_of(x)["size"] for x in runs if x.get("seed")}) > 1:  # pre-aged sizes
+        parts.append(size_of(r)["size"])
     return " ".join(parts)
 
 
@@ -229,7 +258,7 @@ def figure_counts(chapter: dict[str, Any]) -> list[str]:
     names: list[str] = []
     exps = [chapter["expected"], *[r["expect"] for r in chapter["runs"]]]
     for e in exps:
-        for k in ("grew", "steady", "same_growth"):
+        for k in ("grew", "steady", "same_growth", "grew_with_items"):
             names += e.get(k, [])
         names += list(e.get("at_most", {}))
         if e.get("explained_by"):

@@ -45,7 +45,8 @@ def _chapter(c: dict[str, Any], figure: str | None, links: list[tuple[str, str]]
         f'{who(x["run"])}{escape(x["sentence"])}</li>' for x in c["checks"])
     bounds = "".join(f"<li>{who(b['run'])}{escape(b['sentence'])}</li>" for b in c["bound_by"])
     runs = "".join(f"<li>{escape(r['line'])} (<code>{escape(r['run_dir'])}</code>)</li>" for r in c["runs"])
-    compare = "".join(f"<li>{escape(s)}</li>" for s in [*c.get("scaling", []), *c.get("backends", [])])
+    compare = "".join(f"<li>{escape(s)}</li>" for s in [*c.get("scaling", []), *c.get("backends", []),
+                                                        *c.get("with_items", [])])
     parts = []
     if c.get("fix"):
         parts.append(f"<p><b>The fix:</b> {escape(c['fix'])}</p>")

@@ -104,7 +104,14 @@ def judge_chapter(story_dir: str | Path, static: dict[str, Any], rebuild: bool =
                 rows = read_rows(story_dir / r["run_dir"], ["user", "iteration", "ok", *counts])
                 slopes[r["label"]] = {"scenario": r["scenario"], "backend": r["backend"],
                                       **story_numbers.growth_per_iteration(rows, counts)}
-    return story_numbers.judge({k: static[k] for k in STATIC_KEYS if k in static}, findings, comparison, slopes)
+    levels = None
+    with_items = static["expected"].get("grew_with_items")
+    if with_items:  # each run's counts per iteration at its pre-aged size
+        levels = {r["label"]: {**story_numbers.size_of(r), **story_numbers.values_per_iteration(
+                      read_rows(story_dir / r["run_dir"], ["ok", *with_items]), with_items)}
+                  for r in static["runs"] if r["label"] in findings}
+    return story_numbers.judge({k: static[k] for k in STATIC_KEYS if k in static}, findings, comparison, slopes,
+                               levels)
 
 
 # ---- the page --------------------------------------------------------------------------------------------

@@ -74,6 +74,46 @@ def test_a_users_ladder_with_overrides_and_quick(tmp_path):
     assert ch.slug == "01-one"
 
 
+SIZES = """
+name = "sizes"
+[[chapter]]
+name = "one"
+scenario = "legacy-gsi"
+workers = [2, 4]
+duration = "20s"
+seed = [{ models = 3, versions = 2 }, { models = 12, versions = 2 }]
+quick = { duration = "5s", seed = [{ models = 2, versions = 2 }, { models = 8, versions = 2 }] }
+expect = { bound_by = ["partition"], grew_with_items = ["read_units"] }
+"""
+
+
+def test_a_list_of_seeds_makes_one_run_per_pre_aged_size_as_workers_makes_one_per_fleet(tmp_path):
+    path = str(_write(tmp_path, SIZES))
+    (ch,) = ladders.load(path).chapters
+    assert [(r.label, r.workers, r.seed.models, r.seed.versions) for r in ch.runs] == [
+        ("legacy-gsi-dynamodb-2w-3x2", 2, 3, 2), ("legacy-gsi-dynamodb-2w-12x2", 2, 12, 2),
+        ("legacy-gsi-dynamodb-4w-3x2", 4, 3, 2), ("legacy-gsi-dynamodb-4w-12x2", 4, 12, 2)]
+    assert ch.expect["grew_with_items"] == ["read_units"]
+    assert ch.run_expectations(ch.runs[0]) == {"bound_by": ["partition"]}  # a cross-run expectation, not a run's
+    (quick,) = ladders.load(path, quick=True).chapters
+    assert [(r.label, r.duration_s) for r in quick.runs] == [
+        ("legacy-gsi-dynamodb-2w-2x2", 5.0), ("legacy-gsi-dynamodb-2w-8x2", 5.0),
+        ("legacy-gsi-dynamodb-4w-2x2", 5.0), ("legacy-gsi-dynamodb-4w-8x2", 5.0)]
+    # one seed keeps the run's name as it was (no size in it)
+    (one,) = ladders.load(str(_write(tmp_path, GOOD, "one.toml"))).chapters
+    assert [r.label for r in one.runs] == ["namespaced-dynamodb-2w", "namespaced-dynamodb-4w"]
+    assert ladders.pre_aged_files(ch.runs[1].seed) == 24  # the model's layout: models x versions
+    assert "pre-aged 12 models x 2 versions" in ladders.run_line(ch.runs[1])
+
+
+def test_a_bad_list_of_seeds_is_one_line_and_exit_2(tmp_path, capsys):
+    path = _write(tmp_path, SIZES.replace("{ models = 12, versions = 2 }", "{ models = 3, versions = 2 }", 1))
+    assert main(["story", str(path), "--run-dir", str(tmp_path / "story")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "Traceback" not in err and not (tmp_path / "story").exists()
+    assert err.startswith(f"harness: {path}: chapter[1].seed lists the size 3 models x 2 versions twice")
+
+
 BAD = [
     ('name = "x"\nchapters = 1\n', "chapters is not a known key"),
     ('name = "x"\n', "chapter must be one or more [[chapter]] tables"),
@@ -113,6 +153,21 @@ BAD = [
     ('[[chapter]]\nname = "a"\n[[chapter.run]]\nscenario = "pruning"\nexpect = { more_workers = "faster" }\n',
      "chapter[1].run[1].expect.more_workers is not a known key"),
     ('[[chapter]\nname = "a"\n', "malformed TOML"),
+    ('[[chapter]]\nname = "a"\nscenario = "namespaced"\nseed = [{ models = 2 }]\n',
+     "chapter[1].seed must be a seed table or a list of two or more (one run per pre-aged size)"),
+    ('[[chapter]]\nname = "a"\nscenario = "namespaced"\nseed = [{ models = 2 }, 3]\n',
+     "chapter[1].seed must be a seed table or a list of two or more"),
+    ('[[chapter]]\nname = "a"\nscenario = "namespaced"\nseed = [{ models = 2 }, { models = "x" }]\n',
+     "chapter[1].seed[2].models must be an integer of at least 1"),
+    ('[[chapter]]\nname = "a"\nscenario = "namespaced"\nseed = [{ models = 2 }, { models = 2, versions = 10 }]\n',
+     "chapter[1].seed lists the size 2 models x 10 versions twice"),
+    ('[[chapter]]\nname = "a"\nscenario = "namespaced"\nseed = { models = 2 }\n'
+     'expect = { grew_with_items = ["read_units"] }\n', "chapter[1].expect.grew_with_items needs runs at two "
+                                                       "pre-aged sizes"),
+    ('[[chapter]]\nname = "a"\nscenario = "namespaced"\nworkers = [2, 4]\nexpect = { grew_with_items = '
+     '["read_units"] }\n', "chapter[1].expect.grew_with_items needs runs at two pre-aged sizes"),
+    ('[[chapter]]\nname = "a"\nscenario = "namespaced"\nseed = [{ models = 2 }, { models = 4 }]\n'
+     'expect = { grew_with_items = ["reads"] }\n', "chapter[1].expect.grew_with_items must be a list of work counts"),
 ]
 
 

@@ -5,6 +5,7 @@ plan, and the page's "not shown, and why"."""
 from __future__ import annotations
 
 import json
+import re
 import textwrap
 from pathlib import Path
 
@@ -17,6 +18,7 @@ from harness.core.environment import UserEnvironment
 from harness.core.errors import HarnessError
 from harness.load.drivers import swamp as swampdrv
 from harness.products.story import command, story
+from harness.products.story import expect as story_expect
 from harness.products.story import ladder as ladders
 from tests.support.synthetic import make_run
 
@@ -67,8 +69,13 @@ def test_the_shipped_swamp_ladder_names_each_chapters_template_layout_and_scale(
     assert lad.driver == "swamp" and lad.swamp_repos() == ["ddb-legacy", "ddb", "s3"]
     model = ladders.load("migrating-bottleneck")
     assert [c.model for c in lad.chapters] == [c.name for c in model.chapters]  # the DynamoDB chapters, then S3
-    legacy = lad.chapters[0].runs[0]
-    assert legacy.swamp == ladders.SwampRun("ddb-legacy", sync=True, front=True, scale=0.0002)
+    legacy, larger = lad.chapters[0].runs
+    assert legacy.swamp == larger.swamp == ladders.SwampRun("ddb-legacy", sync=True, front=True, scale=0.0002)
+    # two pre-aged sizes, one run each, both in the legacy layout; the chapter judges the read across them
+    assert [r.label for r in lad.chapters[0].runs] == ["legacy-gsi-dynamodb-2w-5x2", "legacy-gsi-dynamodb-2w-15x2"]
+    assert larger.seed is not None and larger.seed.layout == LEGACY
+    assert ladders.pre_aged_files(larger.seed) == 3 * ladders.pre_aged_files(legacy.seed) == 120
+    assert lad.chapters[0].expect["grew_with_items"] == ["read_units"] and "grew" not in lad.chapters[0].expect
     assert legacy.seed is not None and legacy.seed.layout == LEGACY and legacy.seed.orphans == 0
     fid = legacy.scenario.fidelity
     assert fid.front is True and fid.config.dynamodb.scale == 0.0002  # scale is the run's [fidelity] scale
@@ -79,7 +86,7 @@ def test_the_shipped_swamp_ladder_names_each_chapters_template_layout_and_scale(
     quick = ladders.load(command.SWAMP_LADDER, quick=True)
     q = [r.duration_s for c in quick.chapters for r in c.runs]
     f = [r.duration_s for c in lad.chapters for r in c.runs]
-    assert all(a < b for a, b in zip(q, f, strict=True)) and sum(q) <= 700
+    assert all(a < b for a, b in zip(q, f, strict=True)) and sum(q) <= 800  # legacy: two sizes of 100 s
     assert "in swamp-dynamodb@bc36088a's layout" in ladders.run_line(legacy)
     assert "capacity x0.0002" in ladders.run_line(legacy) and "a full sync after each run" in ladders.run_line(legacy)
 
@@ -291,6 +298,81 @@ def test_the_swamp_driver_sync_key_is_a_boolean(tmp_path):
     bad = replace(sc, driver=replace(sc.driver, options={**sc.driver.options, "sync": "yes"}))
     with pytest.raises(HarnessError, match=r"driver\.sync must be true or false"):
         swampdrv.parse(bad)
+
+
+# ---- grew_with_items: a count per iteration across pre-aged sizes ----
+
+
+def _sized_story(d: Path, small_units: float, big_units: float) -> dict:
+    """A real-swamp legacy chapter at two pre-aged sizes (3 and 12 models x 2 versions), its runs synthetic: each
+    iteration reads ``small_units`` / ``big_units`` read units (+-20 % over the run), judged by
+    ``grew_with_items``."""
+    d.mkdir()
+    runs = []
+    for size, units in (("3x2", small_units), ("12x2", big_units)):
+        label = f"legacy-gsi-swamp-dynamodb-2w-{size}"
+        make_run(d / "01-one" / label, workers=2, duration_s=120.0, rate=lambda t: np.full_like(t, 0.2, dtype=float),
+                 scenario="legacy-gsi-swamp", steps={"pull_ms": lambda t: np.full_like(t, 10.0)},
+                 counts={"read_units": lambda t, u=units: u * (1 + 0.2 * np.sin(t * 7.3))}, history=True,
+                 seed=len(runs))
+        models = int(size.split("x")[0])
+        runs.append({"label": label, "run_dir": f"01-one/{label}", "scenario": "legacy-gsi-swamp",
+                     "backend": "dynamodb", "workers": 2, "duration_s": 120.0, "latency": None,
+                     "seed": {"models": models, "versions": 2, "orphans": 0, "layout": LEGACY}, "expect": {},
+                     "line": f"legacy-gsi on dynamodb, 2 workers, 120 s, pre-aged {models} models x 2 versions",
+                     "swamp": {"repo": "old", "sync": True, "front": True, "scale": 0.001}})
+    story.start(d, {"name": "real", "title": "Real", "description": "", "source": "test", "quick": True,
+                    "backend": None, "driver": "swamp"}, ["one"])
+    story.save_chapter(d, {"number": 1, "name": "one", "fix": "none", "slug": "01-one", "runs": runs,
+                           "expected": {"grew_with_items": ["read_units"]}, "comparison": None,
+                           "why_not": "too few iterations at the larger size", "model": "legacy GSI"})
+    story.finish(d)
+    story.build(d)
+    (c,) = json.loads((d / "story.json").read_text())["chapters"]
+    return c
+
+
+def test_grew_with_items_is_shown_when_the_larger_size_reads_credibly_more(tmp_path):
+    c = _sized_story(tmp_path / "story", 8.0, 24.0)
+    (check,) = c["checks"]
+    assert check["what"] == "grew_with_items" and check["shown"] is True and c["shown"] is True
+    # 3 models x (a definition, 3 files a version, a latest pointer) = 24 files; 12 models: 96
+    s = check["sentence"]
+    assert s.startswith("legacy-gsi-swamp on DynamoDB, 2 workers, 3x2 -> 12x2: read units per iteration x")
+    ratio, lo, hi = (float(x) for x in re.search(r"iteration x([\d.]+) \[([\d.]+)-([\d.]+)\]", s).groups())
+    assert 2.7 < ratio < 3.3 and 1 < lo < ratio < hi
+    assert " at 24 pre-aged files to " in s and s.split(" to ")[1].split(" at ")[1].startswith("96 (n = ")
+    assert c["with_items"] == [s]
+    html = (tmp_path / "story" / "index.html").read_text()
+    assert "<b>Run against run:</b>" in html and "3x2 -&gt; 12x2: read units per iteration x" in html
+    assert "read units per iteration growing with the pre-aged items" in c["expected_sentence"]
+    assert [r["short"] for r in c["runs"]] == ["3x2", "12x2"]  # each run's size, where the sizes differ
+
+
+def test_grew_with_items_is_not_shown_when_both_sizes_read_the_same(tmp_path):
+    c = _sized_story(tmp_path / "story", 8.0, 8.0)
+    (check,) = c["checks"]
+    assert check["shown"] is False and c["shown"] is False and c["why"] == "too few iterations at the larger size"
+    assert "expected read units per iteration to grow with the items, it did not credibly: read units per " \
+           "iteration x" in check["sentence"]
+    lo, hi = (float(x) for x in re.search(r"\[([\d.]+)-([\d.]+)\]", check["sentence"]).groups())
+    assert lo < 1 < hi
+
+
+def test_grew_with_items_judges_each_size_against_the_next_and_needs_two_iterations_a_size():
+    levels = {f"r{n}": {"scenario": "legacy-gsi", "backend": "dynamodb", "workers": 2, "items": n * 8,
+                        "unit": "files", "size": f"{n}x2", "read_units": vals}
+              for n, vals in ((20, [30.0, 31.0, 29.0]), (5, [10.0, 11.0, 9.0]), (10, [20.0]))}
+    checks = story_expect.judge_chapter({"grew_with_items": ["read_units"]}, [], None, None, levels)
+    assert [(c.shown, c.sentence.split(":")[0]) for c in checks] == [
+        (False, "legacy-gsi on DynamoDB, 2 workers, 5x2 -> 10x2"),
+        (False, "legacy-gsi on DynamoDB, 2 workers, 10x2 -> 20x2")]
+    assert "too few successful iterations to compare read units per iteration (3 and 1" in checks[0].sentence
+    levels["r10"]["read_units"] = [20.0, 21.0, 19.0]
+    checks = story_expect.judge_chapter({"grew_with_items": ["read_units"]}, [], None, None, levels)
+    assert all(c.shown for c in checks) and "x2 [" in checks[0].sentence and "x1.5 [" in checks[1].sentence
+    (none,) = story_expect.judge_chapter({"grew_with_items": ["read_units"]}, [], None, None, {})
+    assert not none.shown and none.sentence == "expected runs at two pre-aged sizes to compare, found none"
 
 
 # ---- the page: "not shown, and why" ----
