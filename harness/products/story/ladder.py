@@ -319,11 +319,7 @@ def _runs(w: _Where, spec: dict[str, Any], key: str, expect: dict[str, Any], qui
                 load_profile(lat)
             except HarnessError as e:
                 raise w.fail(f"{key}.latency", str(e)) from None
-        for seed in seeds:
-            writes = seed.backend if seed is not None else "dynamodb"
-            if seed is not None and b != writes and backend is None:
-                raise w.fail(f"{key}.seed", f"pre-ages {BACKEND_NAMES[writes]}: drop it from the {b} run (or run "
-                                            f"that chapter on {writes} only)")
+        _seeds_fit(w, seeds, b, key, backend)
         for n in workers:
             for seed in seeds:
                 label = f"{slug(sc.name)}-{b}-{n}w" + (f"-{seed.models}x{seed.versions}" if len(seeds) > 1 and seed
@@ -331,6 +327,15 @@ def _runs(w: _Where, spec: dict[str, Any], key: str, expect: dict[str, Any], qui
                 own = seed if seed is not None and b == seed.backend else None
                 out.append(ChapterRun(label, sc, b, n, duration, lat, own, expect, swamp))
     return out
+
+
+def _seeds_fit(w: _Where, seeds: list[PreAge | None], b: str, key: str, backend: str | None) -> None:
+    """Each seed pre-ages the run's own backend (``--backend`` moving a chapter drops them instead)."""
+    for seed in seeds:
+        writes = seed.backend if seed is not None else "dynamodb"
+        if seed is not None and b != writes and backend is None:
+            raise w.fail(f"{key}.seed", f"pre-ages {BACKEND_NAMES[writes]}: drop it from the {b} run (or run "
+                                        f"that chapter on {writes} only)")
 
 
 def _listed(w: _Where, value: Any, key: str, tp: type) -> list[Any]:
