@@ -192,6 +192,8 @@ def closing_rows(chapters: list[dict[str, Any]]) -> list[dict[str, Any]]:
             text = ", ".join(f"{x['label']} {'x' + format(x['growth'], '.3g') if x['growth'] else '(from 0)'}"
                              for x in top) or "nothing credibly"
             grew.append(f"{lead(r['label'])}{text}")
+        # a count against the pre-aged size (``grew_with_items``): run against run, not within one
+        grew += [f"across sizes: {s.split(': ', 1)[-1]}" for s in c.get("with_items", [])]
         out.append({"number": c["number"], "name": c["name"], "fix": c.get("fix") or "", "rate": rate,
                     "bound_by": bound, "grew": grew, "shown": c["shown"],
                     "why": bool(c.get("why")), "verdict": _closing_verdict(c, runs, many),

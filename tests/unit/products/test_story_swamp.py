@@ -20,6 +20,7 @@ from harness.load.drivers import swamp as swampdrv
 from harness.products.story import command, story
 from harness.products.story import expect as story_expect
 from harness.products.story import ladder as ladders
+from harness.products.story import numbers as story_numbers
 from tests.support.synthetic import make_run
 
 LEGACY = "swamp-dynamodb@bc36088a"
@@ -347,6 +348,9 @@ def test_grew_with_items_is_shown_when_the_larger_size_reads_credibly_more(tmp_p
     assert "<b>Run against run:</b>" in html and "3x2 -&gt; 12x2: read units per iteration x" in html
     assert "read units per iteration growing with the pre-aged items" in c["expected_sentence"]
     assert [r["short"] for r in c["runs"]] == ["3x2", "12x2"]  # each run's size, where the sizes differ
+    # the closing table's "what grew": nothing within either run, the count across the sizes
+    (row,) = story_numbers.closing_rows([c])
+    assert row["grew"][-1].startswith("across sizes: read units per iteration x") and row["grew"][-1] in html
 
 
 def test_grew_with_items_is_not_shown_when_both_sizes_read_the_same(tmp_path):
