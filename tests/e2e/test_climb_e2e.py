@@ -34,10 +34,12 @@ def test_the_climb_finds_where_the_wait_grows_beside_the_closed_fleet(climb):
     low, high = (s["wait"] for s in c["steps"])
     assert not low["growing"] and high["growing"]
     assert c["bounded_up_to_per_s"] == LO and c["grows_from_per_s"] == HI
-    # two closed users serve far fewer than 400 a second; the open run at 400/s serves about what they can
+    # two closed users serve far fewer than 400 a second; the open run at 400/s serves about what they can. The
+    # two are runs of 5 s at different moments: on a busy machine each gets another share of the cores (4.0 and
+    # 6.7/s under two CPU hogs), so "about" is within x2.5 either way, far from 400 and from nothing
     assert 1.0 < c["closed_per_s"] < HI / 2
     assert c["served_at_saturation_per_s"] == high["served_per_s"] < HI / 2
-    assert high["served_per_s"] == pytest.approx(c["closed_per_s"], rel=0.6)
+    assert 1 / 2.5 < high["served_per_s"] / c["closed_per_s"] < 2.5, (high["served_per_s"], c["closed_per_s"])
     last = p.stdout.strip().splitlines()[-1]
     assert last == f"harness: saturation: {c['sentence']}"
     assert c["sentence"].startswith(f"the wait grows without bound from {HI:.2f}/s (served ")
