@@ -58,4 +58,7 @@ def test_each_step_is_a_run_with_its_own_report_and_rows(climb):
         assert f["runs"][0]["findings"]["wait"]["p99_ms"] == pytest.approx(s["wait"]["p99_ms"])
         assert d["ts_intended"].notna().all() and d["user"].nunique() <= 2
     low, high = (rows(Path(s["run_dir"])) for s in c["steps"])
-    assert high["wait_ms"].quantile(0.99) > 10 * low["wait_ms"].quantile(0.99)  # the queue, not the work
+    # the queue, not the work: at the end of its run the low rate's queue has drained and the high rate's has grown
+    # (not the p99s: a starved machine's slow start queues the low run's first arrivals too, 914 ms under two hogs)
+    last = {n: r.sort_values("ts_intended")["wait_ms"].iloc[-1] for n, r in (("low", low), ("high", high))}
+    assert last["high"] > 10 * last["low"], last
