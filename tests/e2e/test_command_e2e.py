@@ -66,8 +66,10 @@ def test_the_report_reads_what_the_model_twin_reads(command_run):
     commit = f["steps"]["commit"]
     assert commit["primary_driver"] == "index_entries_written"  # the count that drives it, as the model's says
     assert commit["driver"] in ("index_entries_written", "commit_requests")  # the full commit's batches grow too
-    if commit["grew"]:  # credible only on a machine quiet enough for ~20 iterations to show it
-        assert commit["explained"] and f["explained_by"] in ("index_entries_written", "commit_requests")
+    # the count grew and the step's time is set beside it over every success (whether the ~20 iterations of a
+    # 30-s run show the commit growing with it depends on the machine: starved, noise outweighs it)
+    grown = commit["driver_change"]
+    assert grown["grew"] and grown["trend"]["rising"] and commit["rho_n"] >= 9
     spans = f["spans"]
     assert spans["command"]["without_spans"] == 0 and spans["command"]["iterations"] == len(d)
     assert "delete" in spans["sentence"] and "prune" in spans["sentence"]  # named as not measured, not drawn as 0

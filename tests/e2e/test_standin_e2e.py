@@ -22,8 +22,9 @@ needs_dynamodb_local = pytest.mark.skipif(dynamodb_local_missing() is not None,
                                           reason=f"DynamoDB Local unavailable: {dynamodb_local_missing()}")
 needs_weed = pytest.mark.skipif(weed_missing() is not None, reason=f"seaweedfs unavailable: {weed_missing()}")
 RUN = ("--duration", "10s", "--users", "2", "--no-report")
-# for what a run's start decides (the stand-in chosen, its notes, run.json, the table's tags): a shorter load
-START = ("--duration", "3s", "--users", "2", "--no-report")
+# for what a run's start decides (the stand-in chosen, its notes, run.json, the table's tags): a shorter load, long
+# enough for a first iteration on a starved machine (3 s had none under two CPU hogs beside three test processes)
+START = ("--duration", "6s", "--users", "2", "--no-report")
 
 
 def _ts(text: str) -> float:

@@ -9,8 +9,8 @@ at each sample. What this module gives the findings:
 - ``agreement``: the observer against the rows' own counts at the same moments: the legacy ``FILE``
   key against the pulls that ended in the second before each sample (``pull_items_read``); a
   namespace's entries against the rows' ``index_entries_written`` under a full commit, and the
-  registry's bytes against the rows' ``registry_bytes`` (a sample lies between the last row that ended
-  before it and the next: a commit may have landed before its row ended);
+  registry's bytes against the rows' ``registry_bytes`` (a sample lies between the last row whose commit
+  had landed before it and the next: a row's count is in the store from its commit's end, not its own);
 - ``row_levels``: for rows that carry no counts (the command driver's), the observed level at each
   row's end, in its own namespace: the drivers "what grew" reads instead;
 - ``cost``: what the observer spent, against its budget and beside the fleet.
@@ -126,8 +126,8 @@ def namespace_of(users: pd.Series, scenario: dict) -> pd.Series:
 def _judge(start: np.ndarray, end: np.ndarray, obs_v: np.ndarray, row_t: np.ndarray,
            row_v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Per sample (its reads ran from ``start`` to ``end``): does it lie between the rows' values from the last
-    row that ended before its reads began to the first that ended after they came back (a commit may land
-    while they run, and before its row ends)? And is it exactly one of the values the rows had meanwhile?"""
+    row whose count landed (``row_t``) before its reads began to the first that landed after they came back
+    (a commit may land while they run)? And is it exactly one of the values the rows had meanwhile?"""
     order = np.argsort(row_t, kind="stable")
     row_t, row_v = row_t[order], row_v[order]
     between, exact = np.zeros(len(obs_v), dtype=bool), np.zeros(len(obs_v), dtype=bool)
@@ -148,11 +148,19 @@ def read_times(obs: pd.DataFrame | None) -> pd.Series:
     return r.groupby("time")["num"].max()
 
 
-def _pull_ends(rows: pd.DataFrame, t0: pd.Timestamp) -> np.ndarray:
-    """When each row's pull ended: its start plus the lock wait and the pull (both profiles start so)."""
+# the steps of an iteration in their order, up to the pull's end and up to the commit's (its export included)
+TO_PULL_END = ("lock_wait_ms", "pull_ms")
+TO_COMMIT_END = (*TO_PULL_END, "method_ms", "push_ms", "commit_lock_ms", "commit_ms", "export_ms")
+
+
+def _ended(rows: pd.DataFrame, t0: pd.Timestamp, steps: tuple[str, ...]) -> np.ndarray:
+    """When each row had done ``steps`` (both profiles run them in this order from the row's start), in seconds
+    since ``t0``, never past the row's end; a step a row did not record counts 0."""
     start = seconds_since(rows["ts_start"], t0)
-    return start + (rows["lock_wait_ms"].fillna(0).to_numpy(dtype=float)
-                    + rows["pull_ms"].fillna(0).to_numpy(dtype=float)) / 1000.0
+    took = sum((rows[c].fillna(0).to_numpy(dtype=float) for c in steps if c in rows.columns),
+               np.zeros(len(rows)))
+    done = start + took / 1000.0
+    return np.minimum(done, seconds_since(rows["ts_end"], t0)) if "ts_end" in rows.columns else done
 
 
 def legacy_agreement(obs: pd.DataFrame | None, rows: pd.DataFrame, span: Span) -> dict[str, Any] | None:
@@ -171,7 +179,7 @@ def legacy_agreement(obs: pd.DataFrame | None, rows: pd.DataFrame, span: Span) -
     reads = ok["pull_items_read"].to_numpy(dtype=float) - fetched
     if not np.isfinite(reads).any():
         return None
-    ends = _pull_ends(ok, span.t0)
+    ends = _ended(ok, span.t0, TO_PULL_END)
     pairs = []
     for t, v in s.items():
         inside = (ends > t - PAIR_S) & (ends <= t) & np.isfinite(reads)
@@ -209,7 +217,9 @@ def level_agreement(obs: pd.DataFrame | None, rows: pd.DataFrame, span: Span, in
     vals = ok[column].to_numpy(dtype=float)
     if not (np.isfinite(vals) & (vals > 0)).any():
         return None
-    t_end = seconds_since(ok["ts_end"], span.t0)
+    # a row's count is in the store once its commit has landed, not when the row ends: on a starved machine
+    # the release, delete and prune after it take most of a cycle, and a sample read then is the new value
+    t_end = _ended(ok, span.t0, TO_COMMIT_END)
     t0 = span.t0.timestamp()
     if what == "index_entries":
         groups = namespace_of(ok["user"], info.get("scenario") or {})
