@@ -48,6 +48,12 @@ class DynamoCapacity:
         return (self.partition_read if kind == "read" else self.partition_write) * self.scale
 
 
+def partition_of(key: str, partitions: int) -> int:
+    """The partition a partition key value hashes to, of ``partitions``: the model's one rule (its throttle and
+    the report's capacity bound, ``harness/report/forecast/capacity.py``, both read it)."""
+    return zlib.crc32(key.encode()) % partitions
+
+
 @dataclass(frozen=True)
 class Throttle:
     code: str  # ProvisionedThroughputExceededException | ThrottlingException | SlowDown
@@ -73,7 +79,7 @@ class DynamoThrottle:
         """The buckets a charge spends from, each with what empties it ("partition" or "table")."""
         out = []
         if key:
-            part = zlib.crc32(key.encode()) % self._partitions
+            part = partition_of(key, self._partitions)
             out.append((self._bucket((table, index, kind, part), self.cap.partition_limit(kind)), "partition"))
         limit = self.cap.table_limit(kind)
         if limit is not None:
