@@ -43,6 +43,7 @@ import pandas as pd
 
 from harness.report.forecast import fit as fits
 from harness.report.forecast.band import Dispersion, blocks_of, few_blocks, rate_draws, resampled, wild
+from harness.report.forecast.capacity import Bound, Capacity
 from harness.report.forecast.horizon import HALVING_WITHIN_S, Horizon, say_seconds
 from harness.report.stats import rank_trend
 
@@ -122,6 +123,7 @@ class Inputs:
     anchor_successes: int | None = None
     anchor_seconds: float | None = None
     dispersion: Dispersion = field(default_factory=Dispersion)  # the successes' over Poisson's (band.py)
+    capacity: Capacity | None = None  # the modelled capacity's buckets, per row of ``ok`` (capacity.py)
 
     def anchor(self) -> Anchor:
         """The rate the composition starts from and the fleet's iteration it stands for."""
@@ -249,6 +251,11 @@ class Model:
         if len(ok) > FIT_ROWS:  # a million-row run: the fits and their bootstrap on a seeded sample
             pick = np.sort(np.random.default_rng(seed).choice(len(ok), FIT_ROWS, replace=False))
             ok, i_scope, i_fleet = ok.iloc[pick], i_scope[pick], i_fleet[pick]
+        cap = x.capacity
+        self.bound = Bound(cap) if cap is not None and cap.buckets else None  # the capacity bound's fits
+        if self.bound is not None and not self.bound.ok:
+            self.bound = None
+        cap_rng = np.random.default_rng([seed, 59])  # its own: the step fits' draws stay as they were
         self.terms = [TermFit(t, ok, i_scope, i_fleet, x.workers) for t in (terms or x.terms()[:1])]
         self.ok = all(t.ok for t in self.terms)
         if not self.ok:
@@ -267,9 +274,13 @@ class Model:
                 continue
             for t, g in zip(self.terms, got, strict=True):
                 t.draws.append(g)
+            if self.bound is not None:  # each kept draw pairs with one of the bound's, so the band carries it too
+                self.bound.redraw(cap_rng)
         widen = 1.0 if block is None else few_blocks(int(block.max()) + 1)
         for t in self.terms:
             t.seal(widen)
+        if self.bound is not None:
+            self.bound.seal()
         k = len(top.sa)
         self.sa = top.sa
         self.anchor = an = x.anchor()
@@ -293,11 +304,17 @@ class Model:
     def step_at(self, n: np.ndarray | float) -> np.ndarray:
         return self.terms[0].step_at(n)
 
-    def rate_at(self, n: np.ndarray) -> np.ndarray:
+    def composed_at(self, n: np.ndarray) -> np.ndarray:
+        """The rate the step times give (draws x points), before the capacity bound."""
         delta = sum((t.step_at(n) - now for t, now in zip(self.adding, self.now, strict=True)),
                     np.zeros((len(self.rate_end), len(np.atleast_1d(n)))))
         d = self.cycle_ms[:, None]
         return self.rate_end[:, None] * d / np.clip(d + delta, 1e-9, None)
+
+    def rate_at(self, n: np.ndarray) -> np.ndarray:
+        """The fleet's rate (draws x points): the composed rate, or the capacity bound where it is lower."""
+        r = self.composed_at(n)
+        return r if self.bound is None else np.minimum(r, self.bound.rate(n))
 
     def path(self, n_max: float, t0: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(iterations grid, time at each per draw, rate at each per draw) from the run's end to ``n_max``."""
@@ -375,7 +392,10 @@ def flat(x: Inputs, horizon: Horizon, reason: str, draws: int = DRAWS, seed: int
             "step": x.step, "step_label": x.step_label, "count": x.count, "count_label": x.count_label,
             "scope": x.scope, "bound": "lock" if x.lock_hold_ms else "fleet", "fits": None,
             "extrapolated": False, "extrapolation": None, "halves": None,
-            "curve": {"t": [x.run_s, h_s], "point": [an.rate] * 2, "lo": [lo] * 2, "hi": [hi] * 2}}
+            "curve": {"t": [x.run_s, h_s], "point": [an.rate] * 2, "lo": [lo] * 2, "hi": [hi] * 2},
+            "capacity": {"reason": "a flat forecast: the capacity bound is composed only with a forecast of what "
+                         "grows", "model": x.capacity.model if x.capacity else None, "bucket": None,
+                         "binds": False, "binds_from_iteration": None, "binds_from_s": None}}
 
 
 def resolve_flat(x: Inputs, horizon: Horizon) -> tuple[float, float]:
@@ -436,7 +456,36 @@ def forecast(x: Inputs, horizon: Horizon, draws: int = DRAWS, seed: int = 0) -> 
                      "draws": int(len(m.sa) - 1)},
             "terms": [t.describe(float(its[0]), m.n0) for t in m.terms], "held_flat": held,
             "extrapolation": ext, "extrapolated": bool(ext > EXTRAPOLATION_LIMIT),
-            "halves": halving(m, x), "start_rate": x.start_rate, "curve": curve}
+            "halves": halving(m, x), "start_rate": x.start_rate, "curve": curve,
+            "capacity": capacity_said(m, x, float(its[0]))}
+
+
+def capacity_said(m: Model, x: Inputs, n_h: float) -> dict[str, Any]:
+    """The binding bucket at the horizon (the fullest there), its units per iteration at the anchor and at the
+    horizon, and from which iteration its bound is below the composed rate (the point's; None: not by the
+    horizon); with no bucket, why."""
+    cap = x.capacity
+    out: dict[str, Any] = {"reason": None, "model": cap.model if cap else None, "bucket": None,
+                           "fit": None, "units_per_iteration_now": None, "units_per_iteration_at_horizon": None,
+                           "bound_at_horizon": None, "binds": False, "binds_from_iteration": None,
+                           "binds_from_s": None}
+    b = m.bound
+    if b is None:
+        out["reason"] = (cap.why if cap is not None and cap.why else
+                         "no modelled capacity recorded with the run" if cap is None else
+                         "no bucket's units per iteration could be fitted")
+        return out
+    per = b.per_bucket(n_h)[:, :, 0]  # buckets x draws
+    j = int(np.argmin(per[:, 0]))
+    n, t, _ = m.path(n_h, x.run_s)
+    below = np.flatnonzero(b.rate(n)[0] < m.composed_at(n)[0])
+    out.update(bucket=b.buckets[j].as_dict(), fit=b.fits[j].as_dict()["formula"],
+               units_per_iteration_now=float(b.units_at(m.n0)[j, 0, 0]),
+               units_per_iteration_at_horizon=_band(b.units_at(n_h)[j, :, 0]), bound_at_horizon=_band(per[j]),
+               words=b.buckets[j].words(), binds=bool(len(below)))
+    if len(below):
+        out.update(binds_from_iteration=float(n[below[0]]), binds_from_s=float(t[0][below[0]]))
+    return out
 
 
 def beyond(x: float, f: fits.Fit) -> float:
@@ -482,6 +531,17 @@ def sentence(fc: dict[str, Any] | None, short: bool = False) -> str | None:
         s += f" (the {fc['step_label']} step against the {fc['count_label']}"
         s += "".join(f", {t['step_label']} against the {t['count_label']}" for t in (fc.get("terms") or [])[1:])
         s += f", lock-bound: the lock's {fc['cycle_ms']:.3g} ms hold)" if fc["bound"] == "lock" else ")"
+    s += capacity_words(fc.get("capacity"))
     if fc["extrapolated"]:
         s += f"; extrapolated {fc['extrapolation']:.0f}x past the measured range"
     return s + "."
+
+
+def capacity_words(cap: dict[str, Any] | None) -> str:
+    """``; from about iteration 2,400 (3 min) the fleet is bound by partition 3 of the table's writes (3 keys:
+    ...) at its 1,000 units/s``, when the bound binds by the horizon; else nothing."""
+    if not cap or not cap.get("binds"):
+        return ""
+    b = cap["bucket"]
+    return (f"; from about iteration {cap['binds_from_iteration']:,.0f} ({say_seconds(cap['binds_from_s'])}) the "
+            f"fleet is bound by {cap['words']} at its {b['limit']:,.0f} units/s")

@@ -12,6 +12,7 @@ import pandas as pd
 
 from harness.record.schema import STEP_COLUMNS
 from harness.report.forecast.band import dispersion
+from harness.report.forecast.capacity import capacity_of
 from harness.report.forecast.forecast import LOCK_STEPS, Inputs, Term, scope_of
 from harness.report.run.causes import COUNT_LABELS, STEP_GROWTH, STEP_LABELS, STEP_MIN_MS
 from harness.report.stats import mean_change
@@ -72,9 +73,10 @@ def other_terms(f: dict[str, Any], top: str | None, scope: str) -> list[Term]:
 
 
 def inputs_of(f: dict[str, Any], ok: pd.DataFrame, t_ok: np.ndarray, users: pd.Series,
-              info: dict[str, Any]) -> Inputs:
+              info: dict[str, Any], keys: pd.DataFrame | None = None) -> Inputs:
     """``ok``: the findings' successful rows (with the observer's levels joined when they drive a step);
-    ``t_ok``: each row's end in seconds (NaN for a failure); ``users``: each row's user."""
+    ``t_ok``: each row's end in seconds (NaN for a failure); ``users``: each row's user; ``keys``: keys.csv
+    with ``t`` in seconds on the same clock (the capacity bound's units), when recorded."""
     fl = f["fleet"]
     lv = fl["levels"]
     end = lv[-1]
@@ -104,7 +106,9 @@ def inputs_of(f: dict[str, Any], ok: pd.DataFrame, t_ok: np.ndarray, users: pd.S
                   count_label=COUNT_LABELS.get(count, count) if count else FLEET_LABEL, scope=scope,
                   lock_hold_ms=hold, lock_name=lock, why_none=why, others=others, anchor_successes=a_succ,
                   anchor_seconds=a_sec,
-                  dispersion=dispersion(t_ok[keep], float(fl["warmup_s"]), float(f["duration_s"]), a_sec))
+                  dispersion=dispersion(t_ok[keep], float(fl["warmup_s"]), float(f["duration_s"]), a_sec),
+                  capacity=capacity_of(info, keys, t_ok[keep], float(f["duration_s"]), float(fl["warmup_s"]),
+                                       int(f["successes"]) - int(keep.sum())))
 
 
 ANCHOR_SHARE = 1 / 3  # the anchor's window: the last third of the load after the warm-up

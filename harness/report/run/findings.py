@@ -115,7 +115,8 @@ def findings(rows: pd.DataFrame, info: dict | None = None, *, probes: pd.DataFra
     out["failure_story"] = _failure_story(rows, ok_mask, out)
     out["spans"] = span_findings(rows, spans)
     out["own_time"] = own_time(rows, early_rows, end_rows, fleet)  # command runs: the datastore's time, not the rate's
-    _ahead(out, rows, ok, t, t_succ, info, horizon, prices)
+    k_s = None if keys is None or not len(keys) else keys.assign(t=seconds_since(keys["ts"], span.t0))
+    _ahead(out, rows, ok, t, t_succ, info, horizon, prices, k_s)
     out["changes"] = _changes(rows, ok_mask, t, out, span, window)
     _backend_evidence(out)
     queue = [out["wait"]["sentence"]] if out["wait"] else []
@@ -154,9 +155,11 @@ def _run_parts(info: dict) -> dict[str, Any]:
 
 
 def _ahead(out: dict[str, Any], rows: pd.DataFrame, ok: pd.DataFrame, t: np.ndarray, t_succ: np.ndarray,
-           info: dict, horizon: Horizon | None, prices: dict[str, Any] | None) -> None:
-    """The rate forecast at ``horizon`` (the run's length x10 unless given), then the run priced with it."""
-    out["forecast"] = forecast(inputs_of(out, ok, t_succ, rows["user"], info),
+           info: dict, horizon: Horizon | None, prices: dict[str, Any] | None,
+           keys: pd.DataFrame | None = None) -> None:
+    """The rate forecast at ``horizon`` (the run's length x10 unless given), then the run priced with it;
+    ``keys``: keys.csv with ``t`` in seconds since the load's start (the forecast's capacity bound)."""
+    out["forecast"] = forecast(inputs_of(out, ok, t_succ, rows["user"], info, keys),
                                horizon or Horizon("multiple", DEFAULT_MULTIPLE))
     out["cost"] = cost.run_cost(rows, t, info, out, prices or cost.load())
 
