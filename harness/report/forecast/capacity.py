@@ -29,7 +29,7 @@ import pandas as pd
 from harness.aws.fidelity.throttle import DynamoCapacity, partition_of
 from harness.report.forecast import fit as fits
 
-WINDOW_S = 6.0  # a bucket's units per iteration are read over windows this long (keys.csv: a row every 3 s)
+SAMPLES_PER_WINDOW = 2  # a bucket's units per iteration are read over this many of keys.csv's intervals (3 s each)
 MOST_BUCKETS = 6  # the buckets carried: the fullest over the run's last third
 KEYS_SAID = 3  # a bucket's keys named (the most units first)
 MOST_UNITS = 0.8  # a bucket's main keys: the fewest that spent this share of its units
@@ -140,17 +140,19 @@ def capacity_of(info: dict[str, Any], keys: pd.DataFrame | None, t_ok: np.ndarra
     model = describe(cap)
     if keys is None or not len(keys):
         return none("the run recorded no per-key units (no keys.csv)", model)
+    # windows between keys.csv's own drains (each row holds the units since the one before): the successes that
+    # ended within a window against the units drained at its end, so no window holds part of a drain
+    edges = np.unique(keys["t"].to_numpy(dtype=float))
+    edges = edges[(edges >= warmup_s) & (edges <= run_s)][::SAMPLES_PER_WINDOW]
     u = bucket_units(keys, cap)
-    u = u.loc[(u["t"] >= warmup_s) & (u["t"] <= run_s)]
+    u = u.loc[(u["t"] > edges[0]) & (u["t"] <= edges[-1])] if len(edges) > 1 else u.iloc[:0]
     if not len(u):
         return none("keys.csv holds no units after the warm-up", model)
-    edges = np.arange(warmup_s, run_s + WINDOW_S, WINDOW_S)
-    row_w = np.clip(np.searchsorted(edges, t_ok, side="right") - 1, 0, len(edges) - 2)
-    its = np.bincount(row_w, minlength=len(edges) - 1).astype(float)  # the fleet's successes per window
-    # a window counts when keys.csv covers it to its end (its last rows may not have been drained by the run's end)
-    had = (its > 0) & (edges[1:] <= float(u["t"].max()) + 1e-6)
-    x = before + np.cumsum(its) - its / 2  # the fleet's iterations at each window's middle
-    u = u.assign(w=np.clip(np.searchsorted(edges, u["t"].to_numpy(), side="right") - 1, 0, len(edges) - 2))
+    done = np.searchsorted(np.sort(t_ok), edges, side="right").astype(float)  # the successes by each edge
+    its = np.diff(done)  # the fleet's successes per window
+    had = its > 0
+    x = before + done[:-1] + its / 2  # the fleet's iterations at each window's middle
+    u = u.assign(w=np.searchsorted(edges, u["t"].to_numpy(), side="left") - 1)
     late = u["t"] >= run_s - (run_s - warmup_s) / 3
     place = ["table", "index", "kind", "partition"]
     full = u.loc[late].groupby(place)["units"].sum()
