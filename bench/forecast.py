@@ -63,6 +63,8 @@ CASES: dict[str, dict[str, Any]] = {
     "pre-aged (5,000 entries at the start)": dict(workers=3, start_entries=5000.0, per_entry_ms=0.1),
     "a count that saturates (10 an iteration for 40, then 4)": dict(workers=3, first_pass=40, entries_after=4.0,
                                                                      seed=6),
+    "a partition's capacity (the export's units grow with the catalog)": dict(
+        workers=3, per_entry_ms=0.002, export_per_row_ms=0.001, rows_per_it=1.0, units_per_row=0.01),
     "pruning (the count bounded at 1,500)": dict(workers=3, cap=1500.0, seed=4),
     "pruning (bounded at 300: never grew in the run)": dict(workers=3, cap=300.0, seed=5),
 }
@@ -105,6 +107,10 @@ def quick(short_s: float, long_s: float) -> int:
                       f"{fc['anchor']['rate']:.3g} it/s over {fc['anchor']['window']}")
                 if fc["extrapolated"]:
                     print(f"  extrapolated to {fc['extrapolation']:.0f}x the measured range")
+                cap = fc.get("capacity") or {}
+                if cap.get("binds"):
+                    print(f"  bound from about iteration {cap['binds_from_iteration']:,.0f} by {cap['words']} at its "
+                          f"{cap['bucket']['limit']:,.0f} units/s ({cap['fit']} units an iteration)")
     print(f"forecasts that missed both ways: {misses} of {len(CASES)}")
     return 0
 

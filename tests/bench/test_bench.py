@@ -197,7 +197,7 @@ def test_forecast_quick_prints_each_forecast_beside_what_was_measured():
     out = _quick("forecast.py")
     cases = re.findall(r"forecast (work|flat)\s+" + NUM + r" it/s \[" + NUM + "-" + NUM + r"\] at " + NUM
                        + r" s; measured " + NUM + " it/s; error ([-+][0-9.]+) %", out)
-    assert len(cases) == 7, out
+    assert len(cases) == 8, out
     for _basis, point, lo, hi, at, measured, err in cases:
         point, lo, hi, measured = (float(v.replace(",", "")) for v in (point, lo, hi, measured))
         assert lo <= point <= hi and 540 <= float(at) <= 560  # the middle of the 10-minute run's end level
@@ -205,6 +205,7 @@ def test_forecast_quick_prints_each_forecast_beside_what_was_measured():
     assert [c[0] for c in cases][-2:] == ["flat", "flat"]  # the pruned counts forecast flat
     assert "stays bounded" in out
     assert "the count's growth: knee" in out and "the run's last third" in out  # the count that saturates
+    assert "bound from about iteration" in out and "of the table's writes" in out  # a partition's capacity
     assert _num(r"forecasts that missed both ways: " + NUM, out) <= 1
 
 

@@ -16,7 +16,7 @@ from harness.report.forecast.capacity import capacity_of, model_of
 from harness.report.forecast.forecast import forecast, sentence
 from harness.report.forecast.horizon import Horizon
 from tests.support.forecast_calibration import WARMUP_S, inputs_of_rows
-from tests.support.forecast_runs import simulate
+from tests.support.forecast_runs import EXPORT_KEY, forecast_against, simulate, write_run
 from tests.support.synthetic import T0
 
 KEY = "FILE#w0-0/.catalog-export.json"
@@ -120,3 +120,18 @@ def test_a_provisioned_table_limit_is_a_bucket_of_its_own():
     b = fc["capacity"]["bucket"]
     assert b["partition"] is None and b["limit"] == 50.0 and fc["capacity"]["binds"]
     assert "bound by the table's writes at its 50 units/s" in sentence(fc)
+
+
+def test_a_run_directory_with_keys_csv_forecasts_the_long_run_its_partition_holds_back(tmp_path):
+    """Through the report's own path (run.json's model, keys.csv read and put on the load's clock): a simulated
+    fleet whose exports' units grow with the catalog against a 1,000 units/s partition (a token bucket: exports
+    wait while the fleet asks more), run for 2 and 10 minutes."""
+    case = dict(workers=3, per_entry_ms=0.002, export_per_row_ms=0.001, rows_per_it=1.0, units_per_row=0.01)
+    runs = {label: write_run(tmp_path / label, simulate(duration_s=d, **case), workers=3, duration_s=d)
+            for label, d in (("short", 120.0), ("long", 600.0))}
+    assert (runs["short"] / "keys.csv").is_file()
+    fc, level = forecast_against(runs["short"], runs["long"])
+    cap = fc["capacity"]
+    assert cap["binds"] and cap["bucket"]["keys"] == [EXPORT_KEY] and cap["bucket"]["limit"] == 1000.0
+    assert fc["horizon_iterations"] > cap["binds_from_iteration"] > fc["anchor"]["iterations"]
+    assert abs(float(level["rate"]) / fc["rate"]["point"] - 1) < 0.1, (fc["rate"], level["rate"])
