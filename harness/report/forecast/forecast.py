@@ -468,7 +468,7 @@ def capacity_said(m: Model, x: Inputs, n_h: float) -> dict[str, Any]:
     out: dict[str, Any] = {"reason": None, "model": cap.model if cap else None, "bucket": None,
                            "fit": None, "units_per_iteration_now": None, "units_per_iteration_at_horizon": None,
                            "bound_at_horizon": None, "binds": False, "binds_from_iteration": None,
-                           "binds_from_s": None}
+                           "binds_from_s": None, "already": False}
     b = m.bound
     if b is None:
         out["reason"] = (cap.why if cap is not None and cap.why else
@@ -484,7 +484,8 @@ def capacity_said(m: Model, x: Inputs, n_h: float) -> dict[str, Any]:
                units_per_iteration_at_horizon=_band(b.units_at(n_h)[j, :, 0]), bound_at_horizon=_band(per[j]),
                words=b.buckets[j].words(), binds=bool(len(below)))
     if len(below):
-        out.update(binds_from_iteration=float(n[below[0]]), binds_from_s=float(t[0][below[0]]))
+        out.update(binds_from_iteration=float(n[below[0]]), binds_from_s=float(t[0][below[0]]),
+                   already=bool(below[0] == 0))
     return out
 
 
@@ -543,5 +544,8 @@ def capacity_words(cap: dict[str, Any] | None) -> str:
     if not cap or not cap.get("binds"):
         return ""
     b = cap["bucket"]
+    if cap.get("already"):
+        return (f"; the fleet is already bound at the run's end (iteration {cap['binds_from_iteration']:,.0f}) by "
+                f"{cap['words']} at its {b['limit']:,.0f} units/s")
     return (f"; from about iteration {cap['binds_from_iteration']:,.0f} ({say_seconds(cap['binds_from_s'])}) the "
             f"fleet is bound by {cap['words']} at its {b['limit']:,.0f} units/s")

@@ -80,7 +80,7 @@ def test_units_growing_towards_a_partition_limit_bind_the_forecast_at_the_horizo
     unbound = forecast(_inputs(grow, {"backend": "dynamodb", "fidelity": {"enabled": False}}),
                        Horizon("multiple", 10.0), draws=60)
     assert unbound["rate"]["point"] > 1.5 * bound
-    assert x.successes < cap["binds_from_iteration"] < n_h
+    assert x.successes < cap["binds_from_iteration"] < n_h and not cap["already"]
     said = sentence(fc)
     assert f"the fleet is bound by partition {partition_of(KEY, 4)} of the table's writes (1 key: {KEY})" in said
     assert "at its 100 units/s" in said
@@ -119,7 +119,7 @@ def test_a_provisioned_table_limit_is_a_bucket_of_its_own():
     fc = forecast(x, Horizon("multiple", 10.0), draws=20)
     b = fc["capacity"]["bucket"]
     assert b["partition"] is None and b["limit"] == 50.0 and fc["capacity"]["binds"]
-    assert "bound by the table's writes at its 50 units/s" in sentence(fc)
+    assert fc["capacity"]["already"] and "by the table's writes at its 50 units/s" in sentence(fc)
 
 
 def test_a_run_directory_with_keys_csv_forecasts_the_long_run_its_partition_holds_back(tmp_path):
