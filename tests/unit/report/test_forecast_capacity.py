@@ -55,11 +55,22 @@ def _inputs(units: callable, info: dict | None = None, seed: int = 0):
     return x
 
 
-def test_the_model_partition_rule_is_the_throttle_one():
-    cap = DynamoCapacity()
-    assert cap.partitions() == 4
-    import zlib
-    assert all(partition_of(k, 4) == zlib.crc32(k.encode()) % 4 for k in (KEY, "a", "LOCK#x", ""))
+def test_the_model_partition_rule_is_the_throttle_one(monkeypatch):
+    """The throttle's buckets follow ``partition_of`` (the rule the bound reads), not a copy of it."""
+    import harness.aws.fidelity.throttle as throttle
+    from harness.aws.capacity import Charge
+    from harness.core.clock import FakeClock
+
+    assert DynamoCapacity().partitions() == 4
+    keys = [f"FILE#k{i}" for i in range(12)]
+    assert len({partition_of(k, 4) for k in keys}) > 1
+    t = throttle.DynamoThrottle(DynamoCapacity(), FakeClock())
+    t.admit_writes([Charge("tbl", None, k, "write", 1.0) for k in keys])
+    assert {b[3] for b in t._buckets} == {partition_of(k, 4) for k in keys}
+    monkeypatch.setattr(throttle, "partition_of", lambda key, partitions: 0)
+    t = throttle.DynamoThrottle(DynamoCapacity(), FakeClock())
+    t.admit_writes([Charge("tbl", None, k, "write", 1.0) for k in keys])
+    assert {b[3] for b in t._buckets} == {0}
 
 
 def test_units_growing_towards_a_partition_limit_bind_the_forecast_at_the_horizon():
