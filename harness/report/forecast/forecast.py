@@ -22,6 +22,11 @@ fleet bound by one lock is paced by the lock's hold instead (``D`` = its mean ho
 the lock passes one holder at a time), and only the steps done under it add to that hold.
 Time and iterations are tied by integrating ``dt = dN / rate(N)`` from the run's end.
 
+The step times cannot see a fleet that the modelled capacity holds back (a partition whose writes grow with
+the catalog it exports): the rate at N is the lower of that composed rate and the capacity bound,
+``min over buckets of limit / units_per_iteration(N)`` (``harness/report/forecast/capacity.py``), in the point
+and in every draw (each draw also refits the buckets on a resample of their windows), and the integration uses it.
+
 The interval is a bootstrap over successful iterations: both fits redone on each resample, the anchor's rate
 drawn from its own gamma posterior, so it carries both fits' uncertainty and the rate's. On a shared machine
 the run's own variability is more than Poisson's (``harness/report/forecast/band.py``): the anchor's draws
@@ -123,7 +128,7 @@ class Inputs:
     anchor_successes: int | None = None
     anchor_seconds: float | None = None
     dispersion: Dispersion = field(default_factory=Dispersion)  # the successes' over Poisson's (band.py)
-    capacity: Capacity | None = None  # the modelled capacity's buckets, per row of ``ok`` (capacity.py)
+    capacity: Capacity | None = None  # the modelled capacity's buckets and their units per iteration (capacity.py)
 
     def anchor(self) -> Anchor:
         """The rate the composition starts from and the fleet's iteration it stands for."""
@@ -395,7 +400,7 @@ def flat(x: Inputs, horizon: Horizon, reason: str, draws: int = DRAWS, seed: int
             "curve": {"t": [x.run_s, h_s], "point": [an.rate] * 2, "lo": [lo] * 2, "hi": [hi] * 2},
             "capacity": {"reason": "a flat forecast: the capacity bound is composed only with a forecast of what "
                          "grows", "model": x.capacity.model if x.capacity else None, "bucket": None,
-                         "binds": False, "binds_from_iteration": None, "binds_from_s": None}}
+                         "binds": False, "binds_from_iteration": None, "binds_from_s": None, "already": False}}
 
 
 def resolve_flat(x: Inputs, horizon: Horizon) -> tuple[float, float]:
@@ -440,6 +445,9 @@ def forecast(x: Inputs, horizon: Horizon, draws: int = DRAWS, seed: int = 0) -> 
     ext = max(max(beyond(float(t.count_at(float(its[0]))[0, 0]), t.step_fit),
                   beyond(float(its[0]) / t.per_scope, t.count_fit)) for t in m.terms)
     curve = _curve(m, x, float(h_s_draws[0]))
+    cap = capacity_said(m, x, float(its[0]))
+    if cap["binds"]:  # the bound's own fit read past its range counts too, once it binds
+        ext = max(ext, cap["extrapolation"])
     return {"basis": "work", "reason": None, "horizon": horizon.label(), "horizon_s": float(h_s_draws[0]),
             "horizon_iterations": float(its[0]), "horizon_s_band": _band(h_s_draws),
             "rate": _band(rates), "step": x.step, "step_label": x.step_label, "count": x.count,
@@ -456,8 +464,7 @@ def forecast(x: Inputs, horizon: Horizon, draws: int = DRAWS, seed: int = 0) -> 
                      "draws": int(len(m.sa) - 1)},
             "terms": [t.describe(float(its[0]), m.n0) for t in m.terms], "held_flat": held,
             "extrapolation": ext, "extrapolated": bool(ext > EXTRAPOLATION_LIMIT),
-            "halves": halving(m, x), "start_rate": x.start_rate, "curve": curve,
-            "capacity": capacity_said(m, x, float(its[0]))}
+            "halves": halving(m, x), "start_rate": x.start_rate, "curve": curve, "capacity": cap}
 
 
 def capacity_said(m: Model, x: Inputs, n_h: float) -> dict[str, Any]:
@@ -468,7 +475,7 @@ def capacity_said(m: Model, x: Inputs, n_h: float) -> dict[str, Any]:
     out: dict[str, Any] = {"reason": None, "model": cap.model if cap else None, "bucket": None,
                            "fit": None, "units_per_iteration_now": None, "units_per_iteration_at_horizon": None,
                            "bound_at_horizon": None, "binds": False, "binds_from_iteration": None,
-                           "binds_from_s": None, "already": False}
+                           "binds_from_s": None, "already": False, "extrapolation": None}
     b = m.bound
     if b is None:
         out["reason"] = (cap.why if cap is not None and cap.why else
@@ -482,7 +489,7 @@ def capacity_said(m: Model, x: Inputs, n_h: float) -> dict[str, Any]:
     out.update(bucket=b.buckets[j].as_dict(), fit=b.fits[j].as_dict()["formula"],
                units_per_iteration_now=float(b.units_at(m.n0)[j, 0, 0]),
                units_per_iteration_at_horizon=_band(b.units_at(n_h)[j, :, 0]), bound_at_horizon=_band(per[j]),
-               words=b.buckets[j].words(), binds=bool(len(below)))
+               words=b.buckets[j].words(), binds=bool(len(below)), extrapolation=beyond(n_h, b.fits[j]))
     if len(below):
         out.update(binds_from_iteration=float(n[below[0]]), binds_from_s=float(t[0][below[0]]),
                    already=bool(below[0] == 0))
