@@ -292,6 +292,9 @@ class Model:
         # the anchor's rate per draw, quasi-Poisson (the point keeps the measure)
         rate = rate_draws(an.rate, an.successes, an.seconds, x.dispersion, k, rng)
         self.rate_end = rate
+        # a window's rate varies about its expectation as the anchor's did (quasi-Poisson, the run's dispersion):
+        # the bound's draws take the same factor, or its band would carry only its fit's (nearly noiseless) units
+        self.level = rate / rate[0] if rate[0] > 0 else np.ones(k)
         if x.lock_hold_ms:  # the lock paces the fleet: only what is done under it adds to the cycle
             self.cycle_ms = np.full(k, float(x.lock_hold_ms))
             self.adding = [t for t in self.terms if t.term.under_lock]
@@ -319,7 +322,7 @@ class Model:
     def rate_at(self, n: np.ndarray) -> np.ndarray:
         """The fleet's rate (draws x points): the composed rate, or the capacity bound where it is lower."""
         r = self.composed_at(n)
-        return r if self.bound is None else np.minimum(r, self.bound.rate(n))
+        return r if self.bound is None else np.minimum(r, self.bound.rate(n) * self.level[:, None])
 
     def path(self, n_max: float, t0: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(iterations grid, time at each per draw, rate at each per draw) from the run's end to ``n_max``."""
@@ -488,7 +491,7 @@ def capacity_said(m: Model, x: Inputs, n_h: float) -> dict[str, Any]:
     below = np.flatnonzero(b.rate(n)[0] < m.composed_at(n)[0])
     out.update(bucket=b.buckets[j].as_dict(), fit=b.fits[j].as_dict()["formula"],
                units_per_iteration_now=float(b.units_at(m.n0)[j, 0, 0]),
-               units_per_iteration_at_horizon=_band(b.units_at(n_h)[j, :, 0]), bound_at_horizon=_band(per[j]),
+               units_per_iteration_at_horizon=_band(b.units_at(n_h)[j, :, 0]), bound_at_horizon=_band(per[j] * m.level),
                words=b.buckets[j].words(), binds=bool(len(below)), extrapolation=beyond(n_h, b.fits[j]))
     if len(below):
         out.update(binds_from_iteration=float(n[below[0]]), binds_from_s=float(t[0][below[0]]),
