@@ -57,3 +57,25 @@ def resources(ts: np.ndarray, process: np.ndarray, role: np.ndarray, cpu: np.nda
                             {"basis": "cpu", "samples": int(len(v)), "saturated_share": float((v >= CPU_MARK).mean()),
                              "median": float(np.median(v))}, mark=CPU_MARK))
     return out
+
+
+OTHERS_MARK = 0.25  # work not the run's on a quarter of the cores, with the cores full, takes the run's time
+
+
+def others_full(ts: np.ndarray, role: np.ndarray, cpu: np.ndarray, cores: int) -> dict[str, float] | None:
+    """The machine over the samples given (one stretch) when its cores were full (its total at ``CPU_MARK``)
+    and work not the run's took ``OTHERS_MARK`` of them; None otherwise, or from too few samples.
+
+    Such a stretch's rate says as much about the machine as about the code: a baseline comparison does not
+    call its fall a regression (``harness/report/run/baseline.py``). The run's own processes filling the
+    cores alone do not count: a build that spends more CPU is the code's."""
+    ts, role = np.asarray(ts, dtype=float), np.asarray(role).astype(str)
+    cpu = np.asarray(cpu, dtype=float) / 100
+    ticks = np.unique(ts)
+    if len(ticks) < MIN_TICKS or cores < 1 or not (role == "machine").any():
+        return None
+    own = np.array([cpu[(role != "machine") & (ts == t)].sum() for t in ticks]) / cores
+    total = np.array([cpu[(role == "machine") & (ts == t)].sum() for t in ticks]) / cores
+    busy, other = float(total.mean()), float(np.clip(total - own, 0, None).mean())
+    return {"busy": busy, "other": other, "samples": int(len(ticks))} \
+        if busy >= CPU_MARK and other >= OTHERS_MARK else None

@@ -146,7 +146,7 @@ def open_run(path: str | Path) -> Run:
     spans = _span_counts(p, skipped)
     return Run(p, info, rows, partial, probes=_probes(p), generator=_generator(p), users=_users(p),
                safety=_safety(p), locust_stats=_locust_stats(p), locks=lock_events(p), keys=_keys(p),
-               processes=_processes(p, info), spans=spans,
+               processes=read_processes(p, info), spans=spans,
                observed=observed(p), skipped=skipped)
 
 
@@ -196,7 +196,7 @@ def _generator(p: Path) -> pd.DataFrame | None:
     return df.dropna(subset=["cpu_percent"])
 
 
-def _processes(p: Path, info: dict | None = None) -> pd.DataFrame | None:
+def read_processes(p: Path, info: dict | None = None) -> pd.DataFrame | None:
     """processes.csv; a web session's test (``tests/NNN/``) reads its session's, over the test's own span."""
     need = {"ts", "process", "role", "cpu_percent", "cores"}
     df = _csv(p / "processes.csv", need)

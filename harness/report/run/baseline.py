@@ -8,6 +8,9 @@ regression). It reuses what the report already trusts:
   warm-up) and the ratio of the two Poisson counts with its interval (``ratio_interval``), widened by each
   run's dispersion of its counts (the fleet verdict's: how much more its windows vary than Poisson's);
 - the floor: the fleet verdict's floor level (``harness/report/run/verdict.py``), its count against the baseline's;
+- a rate (the steady rate or the floor) that fell while the machine's cores were full and work not this run's
+  took a quarter of them (``processes.csv``; ``harness/metrics/machine.others_full``) is ``cannot tell``, never a
+  regression: a few seconds' stall of a short run on shared cores makes a floor of it, and the code did not;
 - each step's time (and the whole iteration's): ``harness/report/compare/suite.verdict`` on per-segment medians. A
   run's iterations are not independent trials (one slow commit holds the lock for the next few, and a
   migrating bottleneck drifts), so each run's successful iterations are cut by their end into ``SEGMENTS``
@@ -36,14 +39,15 @@ import numpy as np
 import pandas as pd
 
 from harness.core.errors import HarnessError
+from harness.metrics.machine import others_full
 from harness.record import runinfo
 from harness.record.reader import read_rows, shard_paths
 from harness.report.compare.compare import ratio_interval, steady
 from harness.report.compare.suite import verdict as suite_verdict
-from harness.report.load import STEP_COLUMNS
+from harness.report.load import STEP_COLUMNS, read_processes
 from harness.report.run.causes import STEP_LABELS
 from harness.report.run.verdict import fleet_verdict
-from harness.report.series import pick_window, run_span
+from harness.report.series import Span, pick_window, run_span, seconds_since
 from harness.report.show import g
 
 TOLERANCE = 0.10
@@ -182,8 +186,9 @@ def _step_item(v: dict[str, Any], m: float, t: float) -> dict[str, Any]:
 
 
 def compare(base: tuple[dict, pd.DataFrame], new: tuple[dict, pd.DataFrame], threshold: float = TOLERANCE,
-            base_dir: str = "", run_dir: str = "") -> dict[str, Any]:
-    """The run against its baseline: each item's ratio, interval and verdict; the regressions; a sentence."""
+            base_dir: str = "", run_dir: str = "", processes: pd.DataFrame | None = None) -> dict[str, Any]:
+    """The run against its baseline: each item's ratio, interval and verdict; the regressions; a sentence.
+    ``processes``: the run's ``processes.csv`` (``read_processes``), to tell a fall the machine made."""
     (b_info, b_rows), (n_info, n_rows) = base, new
     t = threshold
     items = []
@@ -193,6 +198,9 @@ def compare(base: tuple[dict, pd.DataFrame], new: tuple[dict, pd.DataFrame], thr
                             ns["to_s"] - ns["from_s"], bs["successes"], bs["to_s"] - bs["from_s"], t, (n_phi, b_phi)))
     items.append(_rate_item("floor", "the fleet verdict's floor level", nf["successes"], nf["t1"] - nf["t0"],
                             bf["successes"], bf["t1"] - bf["t0"], t, (n_phi, b_phi)))
+    span = run_span(n_info, n_rows)
+    for item, (a, b) in zip(items, ((ns["from_s"], ns["to_s"]), (nf["t0"], nf["t1"])), strict=True):
+        _excuse(item, _machine_over(processes, span, a, b))
     verdicts = [v for c in [*STEP_COLUMNS, "total_ms"] if (v := _step_verdict(c, b_rows, n_rows, t)) is not None]
     m = machine_factor(verdicts)
     items += [_step_item(v, m, t) for v in verdicts]
@@ -204,6 +212,27 @@ def compare(base: tuple[dict, pd.DataFrame], new: tuple[dict, pd.DataFrame], thr
                 f"better, {counts['unchanged']} unchanged, {counts['cannot tell']} cannot tell.")
     return {"baseline": str(base_dir), "run": str(run_dir), "threshold": t, "items": items, "machine": m,
             "regressions": regressions, "counts": counts, "sentence": sentence}
+
+
+def _machine_over(processes: pd.DataFrame | None, span: Span, a: float, b: float) -> dict[str, float] | None:
+    """``others_full`` over ``[a, b]`` seconds of the run's span (None without ``processes.csv``)."""
+    if processes is None or processes.empty:
+        return None
+    t = seconds_since(processes["ts"], span.t0)
+    inside = (t >= a) & (t <= b)
+    p = processes[inside]
+    return others_full(t[inside], p["role"].to_numpy(), p["cpu_percent"].to_numpy(),
+                       int(p["cores"].max()) if len(p) else 1)
+
+
+def _excuse(item: dict[str, Any], busy: dict[str, float] | None) -> None:
+    """A rate item's fall made ``cannot tell`` when the machine was full with others' work over its stretch."""
+    if busy is None or item["verdict"] != "worse":
+        return
+    item.update(verdict="cannot tell", regression=False, machine_busy=busy)
+    item["line"] = (_line(item["name"], item["new"], item["base"], "it/s", item["ratio"], item["interval"],
+                          "cannot tell", False, 0.0) + f" (the machine's cores were {busy['busy']:.0%} busy then, "
+                    f"{busy['other']:.0%} of them with work not this run's: the machine's fall, not the code's)")
 
 
 def _floor(info: dict, rows: pd.DataFrame) -> tuple[dict[str, Any], float]:
@@ -220,7 +249,8 @@ def compare_dirs(base_dir: str | Path, run_dir: str | Path, threshold: float = T
     why = refusal(identity(base[0]), identity(new_info), base_dir)
     if why:
         raise HarnessError(why)
-    return compare(base, (new_info, read_rows(run_dir, COLUMNS)), threshold, str(base_dir), str(run_dir))
+    return compare(base, (new_info, read_rows(run_dir, COLUMNS)), threshold, str(base_dir), str(run_dir),
+                   read_processes(Path(run_dir), new_info))
 
 
 def format_lines(cmp: dict[str, Any]) -> list[str]:

@@ -16,7 +16,7 @@ import pytest
 
 from harness.metrics import bound, machine
 from harness.record.processes import ProcessSampler
-from harness.report.load import _processes
+from harness.report.load import read_processes
 from harness.report.run.findings import findings
 from tests.support.synthetic import T0, make_rows, run_info
 
@@ -120,7 +120,7 @@ def test_the_sampler_names_each_process_the_harness_started(tmp_path):
         for p in (spin, server):
             p.kill()
             p.wait()
-    df = _processes(tmp_path)
+    df = read_processes(tmp_path)
     assert df is not None and s.samples >= 4
     by = df.groupby("process")["role"].first().to_dict()
     # a Locust process with no Locust process under it is a plain run's: "local", as generator.csv names it
@@ -189,7 +189,7 @@ def test_the_report_names_workers_from_run_json_and_the_machine_sentence_says_lo
     _samples(8, shares, 195.0, seconds=30).assign(ts=lambda d: _epoch(d["ts"])).to_csv(tmp_path / "processes.csv",
                                                                                        index=False)
     info = {"processes": {"worker-0": {"pid": 4343, "rows": 10}, "worker-1": {"pid": 4242, "rows": 9}}}
-    df = _processes(tmp_path, info)
+    df = read_processes(tmp_path, info)
     assert set(df["process"]) == {"master", "worker-0", "worker-1", "dynalite", "machine"}
     res = _resources(df)
     s = bound.sentence(bound.choose(res), res)
@@ -212,7 +212,7 @@ def test_the_harness_tab_names_the_machine_from_the_same_samples_as_the_report(t
             live.add_processes(tail.read())
     live.add_processes(tail.read())
     assert len(live.processes) == len(df)
-    report = bound.choose(_resources(_processes(tmp_path)))
+    report = bound.choose(_resources(read_processes(tmp_path)))
     tab = bound.choose(live.resources(T0, T0 + 40.0, T0 + 40.0))
     assert report.kind == tab.kind == "machine"
     assert tab.utilization == pytest.approx(report.utilization, abs=1e-3)
@@ -224,9 +224,9 @@ def test_a_web_sessions_test_reads_its_sessions_processes_csv(tmp_path):
     test_dir.mkdir(parents=True)
     _samples(7, FULL, 190.0, seconds=10).assign(ts=lambda d: _epoch(d["ts"])).to_csv(session / "processes.csv",
                                                                                      index=False)
-    df = _processes(test_dir)
+    df = read_processes(test_dir)
     assert df is not None and set(df["process"]) == {"local", "dynalite", "harness", "machine"}
-    assert _processes(tmp_path / "elsewhere") is None
+    assert read_processes(tmp_path / "elsewhere") is None
 
 
 def test_a_locust_process_pegged_in_much_of_its_samples_binds_though_its_mean_is_under_90():

@@ -192,3 +192,41 @@ def test_a_safety_scenario_leads_with_its_safety_verdict(tmp_path):
     assert line in page
     assert page.index("</h1>") < page.index(line) < page.index('<table class="verdict">')
     assert_answer_first(first_screen(run / "report" / "index.html"))  # the verdict and figure still fit
+
+
+def _processes_csv(run: Path, t0: float, busy: tuple[float, float], own: float, total: float) -> None:
+    """processes.csv over 90 s on 2 cores: a quiet machine but for ``busy`` (seconds), where the run's Locust
+    took ``own`` % of a core and the machine ``total`` % (of all its cores together)."""
+    lines = ["ts,process,role,pid,cpu_percent,cores"]
+    for s in range(91):
+        inside = busy[0] <= s <= busy[1]
+        lines += [f"{t0 + s},local,locust,42,{own if inside else 30.0},2",
+                  f"{t0 + s},machine,machine,0,{total if inside else 40.0},2"]
+    (run / "processes.csv").write_text("\n".join(lines) + "\n")
+
+
+def test_a_floor_the_machine_made_is_no_regression_and_one_the_run_made_is(tmp_path):
+    """A 20 s fall of the same code's rate is a floor regression (the counts alone cannot say why). When the
+    machine's cores were full and others' work took most of them over it, the floor is ``cannot tell``, its
+    line saying so; the cores full with the run's own work leave it a regression."""
+    def stalled(t):
+        return np.where((t >= 18) & (t < 38), 0.02, 2.0)  # before the steady half
+
+    base = _run(tmp_path / "base", 20.0, 1, T0)
+    same = make_run(tmp_path / "same", workers=4, duration_s=90.0, rate=stalled, seed=5, t0=T0 + 3600,
+                    steps={"commit_ms": lambda t: np.full_like(t, 20.0),
+                           "lock_wait_ms": lambda t: np.full_like(t, 20.0)},
+                    checks=CHECKS, lock_history="shared")
+    floor = next(x for x in compare_dirs(base, same)["items"] if x["name"] == "floor")
+    assert floor["regression"] and floor["verdict"] == "worse", floor["line"]
+
+    _processes_csv(same, T0 + 3600, (16, 40), own=40.0, total=195.0)  # others on ~78 % of the two cores
+    cmp = compare_dirs(base, same)
+    floor = next(x for x in cmp["items"] if x["name"] == "floor")
+    assert not floor["regression"] and floor["verdict"] == "cannot tell" and cmp["regressions"] == []
+    assert floor["machine_busy"]["other"] > 0.7 and "work not this run's" in floor["line"], floor
+    assert floor["ratio"] < 0.2  # the fall itself is still reported
+
+    _processes_csv(same, T0 + 3600, (16, 40), own=190.0, total=195.0)  # the run's own work filled the cores
+    floor = next(x for x in compare_dirs(base, same)["items"] if x["name"] == "floor")
+    assert floor["regression"], floor["line"]
