@@ -7,6 +7,9 @@ sized to the run's mean units per second: at 100 % utilization, and at the 70 % 
 side by side. S3: the rows' requests, those that write (``write_requests``) in the PUT/COPY/POST/LIST class and
 the rest as GETs (a LIST the rows count as a read is billed with the PUTs, a DELETE is free: so the S3 figure is
 an estimate within those two). Storage is in the table but not priced: the rows do not say what the store holds.
+Where CloudWatch was read (``harness run`` on AWS, ``harness report --cloudwatch``), the whole run is priced again from
+its consumed capacity beside the clients' units (``beside_cloudwatch``): what AWS would bill against what the
+harness counted.
 
 The spec's own check: 17,500 WCU/s sustained is 63.0 million write units an hour, $39.375 an hour on-demand at
 $0.625 per million (``hourly_on_demand(0, 17_500, prices)``).
@@ -130,6 +133,32 @@ def run_cost(rows: pd.DataFrame, t: np.ndarray, info: dict[str, Any], f: dict[st
     out["note"] = ("units as the capacity model counts them (1 KB a write unit, 4 KB a read unit, GSI writes per "
                    "index); provisioned sized to the run's mean units per second; storage not priced")
     return out
+
+
+def beside_cloudwatch(rows: pd.DataFrame, cloudwatch: dict[str, Any] | None,
+                      table: dict[str, Any]) -> dict[str, Any] | None:
+    """The whole run on-demand, by the clients' units and by CloudWatch's consumed units, side by side (None when
+    CloudWatch gave no consumed capacity: a run it was not read for, or S3).
+
+    The clients count units by DynamoDB's rules as the capacity model applies them; AWS bills what it measured.
+    Only the kinds CloudWatch reported are priced, on both sides, over every row (its window covers the whole
+    run, warm-up included), so the two dollar figures answer the same question."""
+    units = (cloudwatch or {}).get("units") or {}
+    if not units:
+        return None
+    prices = {"read": price(table, PRICE_KEYS[1]), "write": price(table, PRICE_KEYS[0])}
+    every = np.ones(len(rows), dtype=bool)
+    mine = {kind: _sum(rows, f"{kind}_units", every) for kind in units}
+    dollars = {"clients": sum(mine[k] * prices[k] for k in units) / 1e6,
+               "cloudwatch": sum(float(units[k]) * prices[k] for k in units) / 1e6}
+    ratio = dollars["clients"] / dollars["cloudwatch"] if dollars["cloudwatch"] > 0 else None
+    kinds = " and ".join(sorted(units))
+    said = (f"On-demand, the run's {kinds} units cost ${dollars['clients']:.3g} by the clients' count and "
+            f"${dollars['cloudwatch']:.3g} by CloudWatch's consumed capacity"
+            + (f" (the clients' figure x{ratio:.3g} AWS's)." if ratio is not None else "."))
+    return {"kinds": sorted(units), "clients_units": mine, "cloudwatch_units": {k: float(v) for k, v in units.items()},
+            "clients_usd": dollars["clients"], "cloudwatch_usd": dollars["cloudwatch"], "ratio": ratio,
+            "sentence": said}
 
 
 def _mode(per_hour: float, ok: int, secs: float, fc_rate: float | None, f: dict[str, Any],

@@ -17,6 +17,7 @@ from harness.metrics.lockuse import Intervals, intervals
 from harness.record.memory import give_back
 from harness.record.reader import shard_paths
 from harness.report.compare.compare import compare, overlay_series
+from harness.report.cost import cost
 from harness.report.forecast import figure as forecast_figure
 from harness.report.forecast.horizon import Horizon
 from harness.report.load import COUNT_COLUMNS, STEP_COLUMNS, Run, expand, open_run
@@ -302,6 +303,8 @@ def build_report(run_dirs: list[str | Path], out: str | Path | None = None,
         aws = cloudwatch.compare(run.path, run.info, run.rows)  # what AWS measured: only a run it was read for
         if aws is not None:  # has the key (summary.json keeps its keys otherwise)
             f["cloudwatch"] = aws
+            if f.get("cost") and (billed := cost.beside_cloudwatch(run.rows, aws, prices or cost.load())):
+                f["cost"]["cloudwatch"] = billed
         if baseline is not None and len(runs) == 1:
             f["baseline"] = baseline
         prefix = "" if len(runs) == 1 else f"{i + 1}-{_slug(run.path.name)[:40]}-"

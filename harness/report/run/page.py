@@ -281,7 +281,7 @@ def _cost(f: dict[str, Any]) -> str:
     if not c:
         return ""
     rows = [[mode, m["per_hour"], m["per_iteration"], m["per_hour_at_horizon"]] for mode, m in c["modes"].items()]
-    out = _said([cost_sentence(c) or "", c["note"]])
+    out = _said([cost_sentence(c) or "", c["note"], (c.get("cloudwatch") or {}).get("sentence") or ""])
     out += table(["pricing", "$ / hour at this fleet", "$ / successful iteration", "$ / hour at the forecast's rate"],
                  rows)
     if c.get("units"):

@@ -67,6 +67,7 @@ def compare(run_dir: str | Path, info: dict[str, Any], rows: pd.DataFrame) -> di
             continue
         aws, table = float(m["value"].sum()), float(m[m["index"] == ""]["value"].sum())
         gsis = aws - table
+        out.setdefault("units", {})[kind] = aws  # AWS's own count, table and GSIs: what a bill would charge
         mine = float(rows[col].sum()) if col in rows else 0.0
         out["table"].append([f"{kind} capacity units", f"{mine:,.1f}", f"{aws:,.1f}", _pct(mine, aws)])
         out["lines"].append(f"{kind} units: the clients counted {mine:,.1f}, CloudWatch {aws:,.1f} (table {table:,.1f}"

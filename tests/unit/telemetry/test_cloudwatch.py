@@ -15,6 +15,7 @@ from pathlib import Path
 
 import boto3
 import numpy as np
+import pandas as pd
 import pytest
 from botocore.stub import Stubber
 
@@ -138,11 +139,20 @@ def test_report_cloudwatch_reads_the_window_and_shows_aws_beside_the_harness(tmp
     html = (out / "index.html").read_text()
     assert "What did AWS measure? CloudWatch beside the harness" in html
     f = json.loads((out / "summary.json").read_text())["runs"][0]["findings"]["cloudwatch"]
-    mine = float(__import__("pandas").read_parquet(run_dir / "iterations")["write_units"].sum())
+    mine = float(pd.read_parquet(run_dir / "iterations")["write_units"].sum())
     write = next(x for x in f["table"] if x[0] == "write capacity units")
     assert write[1:3] == [f"{mine:,.1f}", "420.0"]  # the clients' count beside table + GSI
     assert any("table 300.0, GSIs 120.0" in line for line in f["lines"])
     assert any(line.startswith("throttles: CloudWatch counted 7 throttled requests") for line in f["lines"])
+    # the bill: the whole run on-demand, the clients' units and CloudWatch's (420 write, 50 read) priced by hand
+    billed = json.loads((out / "summary.json").read_text())["runs"][0]["findings"]["cost"]["cloudwatch"]
+    rows = pd.read_parquet(run_dir / "iterations")
+    assert billed["kinds"] == ["read", "write"]
+    assert billed["cloudwatch_usd"] == pytest.approx((420.0 * 0.625 + 50.0 * 0.125) / 1e6)
+    assert billed["clients_usd"] == pytest.approx((rows["write_units"].sum() * 0.625
+                                                   + rows["read_units"].sum() * 0.125) / 1e6)
+    assert billed["ratio"] == pytest.approx(billed["clients_usd"] / billed["cloudwatch_usd"])
+    assert "by CloudWatch&#x27;s consumed capacity" in html or "by CloudWatch's consumed capacity" in html
 
 
 def test_an_empty_answer_is_one_line_and_the_report_still_builds(tmp_path, moto):
