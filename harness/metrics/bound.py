@@ -33,6 +33,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from harness.record.outcome import resource_words
+
 KINDS = ("lock", "step", "capacity", "partition", "generator", "stand-in", "machine")
 SATURATED = {"generator": 0.9, "machine": 0.9}
 SATURATED_DEFAULT = 0.8
@@ -65,12 +67,7 @@ class Resource:
         return self.utilization >= mark
 
     def label(self) -> str:
-        return LABELS.get(self.kind, self.kind) + (f" {self.name}" if self.name else "")
-
-
-LABELS = {"lock": "the lock", "step": "the workers' own time in", "capacity": "the modelled capacity of",
-          "partition": "the hot partition key", "generator": "the load generator, Locust process",
-          "stand-in": "the stand-in"}
+        return resource_words(self.kind, self.name)
 
 
 def choose(resources: list[Resource]) -> Resource | None:
@@ -166,6 +163,12 @@ def describe(r: Resource) -> str:
     if r.kind == "partition":
         unit = "RCU" if e.get("units") == "read" else "WCU"
         where = f" of {e['index']}" if e.get("index") else ""
+        if e.get("keys"):  # the model's partition, several keys hashed to it
+            keys = e["keys"]
+            named = ", ".join(keys[:3]) + (", ..." if len(keys) > 3 else "")
+            return (f"{r.name}{where} on {e.get('table', '?')}, {len(keys)} keys hashed to it ({named}): "
+                    f"{_n(e.get('used_per_s'))} {unit}/s of the {_n(e.get('limit_per_s'))} a partition takes "
+                    f"({_pct(r.utilization)}{_iv(r.interval)})")
         return (f"the partition key {r.name!r}{where} on {e.get('table', '?')}: {_n(e.get('used_per_s'))} {unit}/s of "
                 f"the {_n(e.get('limit_per_s'))} a partition takes ({_pct(r.utilization)}{_iv(r.interval)})")
     if r.kind == "generator":

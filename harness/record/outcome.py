@@ -181,12 +181,22 @@ LABELS = {"lock": "the lock", "step": "the workers' own time in", "capacity": "t
           "stand-in": "the stand-in", "machine": "the machine's cores"}
 
 
+MODEL_PARTITION = "partition "  # a partition of the fidelity model's (``partition 3 of 4``), not a key
+
+
+def resource_words(kind: str, name: str) -> str:
+    """A resource in words: ``the lock ns:w0``, ``the hot partition key FILE#x``, ``the modelled partition 3 of
+    4`` (one rule for the report, the live tab and the outcome line)."""
+    if kind == "partition" and name.startswith(MODEL_PARTITION):
+        return f"the modelled {name}"
+    return LABELS.get(kind, kind) + (f" {name}" if name and kind != "machine" else "")
+
+
 def _label(d: dict[str, Any]) -> str:
     kind = d.get("kind")
     if not kind:
         return "nothing above 50 % busy"
-    name = d.get("name") or ""
-    what = LABELS.get(kind, kind) + (f" {name}" if name and kind != "machine" else "")
+    what = resource_words(kind, d.get("name") or "")
     u = d.get("utilization")
     return what + (f" ({u * 100:.0f} %)" if isinstance(u, int | float) else "")
 
@@ -199,7 +209,9 @@ def _hop(kind: Any, name: Any, u: float | None) -> str:
     """A segment's bound in a few words: ``commit 99 %``, ``the stand-in GetItem 83 %``."""
     if not kind:
         return "nothing above 50 %"
-    what = " ".join(x for x in (HOPS.get(kind, kind), "" if kind == "machine" else name or "") if x)
+    modelled = kind == "partition" and str(name or "").startswith(MODEL_PARTITION)
+    what = " ".join(x for x in ("" if modelled else HOPS.get(kind, kind), "" if kind == "machine" else name or "")
+                    if x)
     return what + (f" {u * 100:.0f} %" if u is not None else "")
 
 

@@ -193,7 +193,8 @@ def _limits(rows: pd.DataFrame, t: np.ndarray, ok_mask: np.ndarray, info: dict, 
     rate = float(after.sum()) / (run_s - a) if run_s > a else 0.0
     sizes = {c: rows[c].to_numpy(dtype=float)[ok_mask] for c in SIZE_COLUMNS
              if c in rows.columns and rows[c].notna().any()}
-    parts = [u for u in out.get("utilization") or [] if u["kind"] == "partition"]
+    parts = [u for u in out.get("utilization") or [] if u["kind"] == "partition"
+             and "model_partition" not in u["evidence"]]  # a key's own ceiling; the model's partitions are the bound's
     ddb = (((info.get("scenario") or {}).get("fidelity") or {}).get("config") or {}).get("dynamodb") or {}
     return limits.forecasts(t[ok_mask], sizes, parts, rate=rate, run_s=run_s,
                             scale=float(ddb.get("scale", 1.0) or 1.0))

@@ -6,7 +6,10 @@
   (run.json's scenario ``[fidelity]``): per table and index from ``keys.csv`` when recorded, else every
   unit the rows carry against the table's limit; an on-demand table without a maximum has no hard limit
   (DynamoDB scales it), so it is shown against its warm throughput and cannot bind;
-- the hottest partition key (``keys.csv``) against DynamoDB's per-partition 3,000 RCU / 1,000 WCU (scaled);
+- the hottest partition key (``keys.csv``) against DynamoDB's per-partition 3,000 RCU / 1,000 WCU (scaled); and,
+  where the model hashes two keys or more to one of its partitions (``harness/aws/fidelity/throttle.partition_of``,
+  the rule its throttle spends by), the busiest such partition against the same limit: three keys at a third
+  each fill it, which no key's own row shows;
 - each load-generating Locust process's CPU (``generator.csv``);
 - the stand-in (``probes.csv``): its constant-cost probe against its quickest, read as a single queue's
   utilization, 1 - baseline / now;
@@ -27,6 +30,7 @@ import pandas as pd
 from harness.metrics import machine
 from harness.metrics.bound import Resource, spinning
 from harness.metrics.lockuse import Intervals, Timeline, mean_interval, timelines
+from harness.report.forecast.capacity import KINDS, bucket_units, model_of
 from harness.report.load import STEP_COLUMNS
 from harness.report.run.causes import STEP_LABELS
 from harness.report.series import Span, seconds_since, user_spans, users_alive
@@ -111,6 +115,7 @@ class Usage:
             self.steps[OUTSIDE] = np.clip(rows["total_ms"].to_numpy(dtype=float) - inside, 0.0, None)
         self.units = {k: rows[f"{k}_units"].to_numpy(dtype=float) for k in ("read", "write")}
         self.limits = limits(info)
+        self.model = model_of(info)[0]
         self.locks: dict[str, Timeline] = timelines(locks, span.t1.timestamp()) if locks is not None else {}
         self.keys = self._keys(keys)
         self.gen = generator
@@ -239,6 +244,36 @@ class Usage:
                                 {"units": kind, "table": table, "index": index or None, "used_per_s": used,
                                  "limit_per_s": limit, "throttles": int(g["throttles"].sum()),
                                  "keys_seen": int(len(per_key))}))
+        return out + self._model_partitions(k, a, b, edges)
+
+    def _model_partitions(self, k: pd.DataFrame, a: float, b: float, edges: np.ndarray) -> list[Resource]:
+        """Each kind's busiest partition of the model's, when it holds two keys or more (``keys``: the busiest
+        first; ``model_partition`` of ``partitions``): the bucket the model's throttle spends from."""
+        if self.model is None:
+            return []
+        u = bucket_units(k, self.model)
+        u = u[u["partition"] >= 0]
+        out = []
+        for kind in KINDS:
+            g = u[u["kind"] == kind]
+            if g.empty:
+                continue
+            per = g.groupby(["table", "index", "partition"])["units"].sum()
+            table, index, part = per.idxmax()
+            inside = g[(g["table"] == table) & (g["index"] == index) & (g["partition"] == part)]
+            names = inside.groupby("key")["units"].sum().sort_values(ascending=False)
+            if len(names) < 2:  # one key: its own row says it
+                continue
+            limit = self.model.partition_limit(kind)
+            used = float(per.max()) / (b - a)
+            series = np.histogram(inside["t"], edges, weights=inside["units"])[0] / np.diff(edges)
+            mine = k[(k["table"] == table) & (k["index"] == index) & k["key"].isin(names.index)]
+            out.append(Resource("partition", f"partition {part} of {self.model.partitions()}", used / limit,
+                                mean_interval(series / limit),
+                                {"units": kind, "table": table, "index": index or None, "used_per_s": used,
+                                 "limit_per_s": limit, "throttles": int(mine["throttles"].sum()),
+                                 "keys": [str(x) for x in names.index], "keys_seen": int(len(names)),
+                                 "model_partition": int(part), "partitions": self.model.partitions()}))
         return out
 
     def generator(self, a: float, b: float) -> list[Resource]:

@@ -220,6 +220,43 @@ def test_a_hot_partition_key_from_keys_csv_is_named_with_its_limit(tmp_path):
     _assert_19_of_20(check)
 
 
+def test_keys_the_model_hashes_to_one_partition_fill_it_together_and_bind(tmp_path):
+    """Three keys at a third of a partition's 1,000 WCU/s each, hashed by the model to one partition: no key's
+    own row is half busy, their partition is full and binds, named as the model's, its keys listed; the hot-key
+    ceilings (``limits``) stay per key."""
+    from harness.aws.fidelity.throttle import partition_of
+    from harness.report.forecast.capacity import model_of
+
+    def check(seed):
+        rng = np.random.default_rng(seed)
+        run = make_run(tmp_path / f"shared{seed}", workers=4, duration_s=300.0, rate=_const(0.5), seed=seed,
+                       steps={"push_ms": _const(100)}, counts={"write_units": _const(500)})
+        info = _with_fidelity(open_run(run).info, {**_provisioned(4_000.0)})  # 4 partitions
+        (run / "run.json").write_text(__import__("json").dumps(info))
+        parts = model_of(info)[0].partitions()
+        p = partition_of("FILE#w0/.catalog-export.json", parts)
+        three = [k for k in (f"FILE#w{i}/.catalog-export.json" for i in range(1000)) if partition_of(k, parts) == p][:3]
+        other = next(f"LOCK#{i}" for i in range(100) if partition_of(f"LOCK#{i}", parts) != p)
+        rows = []
+        for t in np.arange(5.0, 300.0, 5.0) + 1_750_000_000.0:
+            rows += [[t, "local", "synthetic-table", "", k, 0.0, 5 * 320 * rng.uniform(0.95, 1.05), 1] for k in three]
+            rows.append([t, "local", "synthetic-table", "", other, 5 * 3.0, 5 * 40.0, 0])
+        pd.DataFrame(rows, columns=["ts", "process", "table", "index", "key", "read_units", "write_units",
+                                    "throttles"]).to_csv(run / "keys.csv", index=False)
+        f = findings_of(open_run(run))
+        b = f["bottleneck"]
+        assert b["kind"] == "partition" and b["name"] == f"partition {p} of {parts}", b
+        assert b["utilization"] == pytest.approx(0.96, abs=0.03) and sorted(b["evidence"]["keys"]) == sorted(three)
+        assert "3 keys hashed to it" in b["sentence"] and "of the 1,000 a partition takes" in b["sentence"]
+        hot = next(u for u in f["utilization"] if u["kind"] == "partition" and u["name"] in three)
+        assert hot["utilization"] < 0.4  # the hottest key alone: a third
+        keyed = [x["name"] for x in f["limits"] if x["kind"] == "key throughput"]
+        assert keyed and all(not n.startswith("partition ") for n in keyed)
+
+    for seed in range(3):  # no chance in it but the units' 5 % jitter: three seeds, each must hold
+        check(seed)
+
+
 def test_a_generator_bound_run_names_the_locust_process():
     def check(seed):
         run_kw = dict(workers=20, duration_s=600.0, rate=_const(0.5), steps={"pull_ms": _const(300)})
