@@ -164,3 +164,26 @@ def test_a_run_long_enough_for_its_fall_gets_no_advice():
     text = " ".join(fleet_sentences(_short_run_findings([400, 390, 380, 385, 395, 390], segment_s=60.0)))
     assert "No segment was credibly below the start" in text or "The rate held" in text
     assert "To tell a fall" not in text
+
+
+def test_the_rank_correlation_is_scipys_without_importing_scipy_stats():
+    """pandas' Spearman against ``scipy.stats.spearmanr`` on 300 draws with heavy ties, and the report's path
+    leaves ``scipy.stats`` unimported (its 2.6 CPU-s are most of a short run's report)."""
+    import subprocess
+    import sys
+
+    from scipy.stats import spearmanr
+
+    from harness.report.stats import spearman
+
+    rng = np.random.default_rng(7)
+    for _ in range(300):
+        n = int(rng.integers(3, 300))
+        x = rng.integers(0, int(rng.integers(2, 30)), n).astype(float)
+        y = x * rng.normal(1, 0.5, n) + rng.integers(0, 4, n)
+        if np.ptp(x) and np.ptp(y):
+            assert spearman(x, y) == pytest.approx(spearmanr(x, y).statistic, abs=1e-12)
+    code = ("import sys, numpy as np; from harness.report.stats import rank_trend; "
+            "rank_trend(np.arange(50.0), np.arange(50.0) ** 2 % 7); print('scipy.stats' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "False"
