@@ -10,6 +10,11 @@ Usage:
 
     python bench/report_bench.py [--rows 1000000] [--repeat 3]
     python bench/report_bench.py --quick     # 20,000 rows, once: seconds (CI runs this)
+    python bench/report_bench.py --short [--repeat 5]   # only the short run's report, as built beside the same
+                                                        # with scipy.stats imported first (what it cost before)
+
+A short run's report is mostly imports: ``--short`` (and ``--quick``, once each) reports a 3-second, two-worker
+run in a child process both ways and prints their CPU-s side by side, medians and the ratio.
 """
 
 from __future__ import annotations
@@ -54,13 +59,46 @@ def make(run: Path, rows: int) -> None:
              generator_every_s=30.0)
 
 
+def _child_cpu(argv: list[str], err_path: str) -> float:
+    """A child's own user + system CPU-s (``wait4``), exiting on its failure."""
+    with open(err_path, "w+") as err:
+        child = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=err)
+        _, status, usage = os.wait4(child.pid, 0)
+        if os.waitstatus_to_exitcode(status):
+            err.seek(0)
+            sys.exit(f"{argv[2:5]} failed: {err.read()[-2000:]}")
+    return usage.ru_utime + usage.ru_stime
+
+
+def short(tmp: str, repeat: int) -> None:
+    """The report of a 3-s, two-worker run (~60 rows): CPU-s as built, and with ``scipy.stats`` imported first."""
+    run = Path(tmp) / "short"
+    make_run(run, workers=2, duration_s=3.0, rate=lambda x: 10 + 0 * x, steps={"commit_ms": lambda x: 20 + 30 * x},
+             counts={"index_entries_written": lambda x: 6 + 4 * x})
+    ways = {"as built": [sys.executable, "-m", "harness"],
+            "scipy.stats imported first": [sys.executable, "-c", "import runpy, sys, scipy.stats; sys.argv[0] = "
+                                           "'harness'; runpy.run_module('harness', run_name='__main__')"]}
+    cpu: dict[str, list[float]] = {w: [] for w in ways}
+    for i in range(repeat):
+        for w, argv in ways.items():  # alternated, so a busier stretch of the machine weighs on both
+            cpu[w].append(_child_cpu([*argv, "report", str(run), "--out", f"{tmp}/short-{i}"], f"{tmp}/short.err"))
+    built, before = (statistics.median(cpu[w]) for w in ways)
+    print(f"short run's report CPU-s (median of {repeat}): as built {built:.2f}, with scipy.stats imported first "
+          f"{before:.2f}: x{built / before:.2f}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--rows", type=int, default=1_000_000)
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--quick", action="store_true", help="20,000 rows, one report: a smoke run in seconds")
     ap.add_argument("--make", metavar="DIR", help=argparse.SUPPRESS)  # the child that writes the run
+    ap.add_argument("--short", action="store_true", help="only the short run's report, both ways, --repeat times")
     args = ap.parse_args()
+    if args.short:
+        with tempfile.TemporaryDirectory() as tmp:
+            short(tmp, args.repeat)
+        return
     if args.make:
         make(Path(args.make), args.rows)
         return
@@ -99,6 +137,8 @@ def main() -> None:
         print(f"report peak RSS: {max(peaks):.0f} MiB (the largest of the reports); target < {TARGET_MIB} MiB -> "
               f"{max(peaks) / TARGET_MIB:.0%} of budget")
         print(f"rows per second of report: {rows / statistics.median(walls):,.0f}")
+        if args.quick:
+            short(tmp, 1)
 
 
 if __name__ == "__main__":

@@ -19,3 +19,7 @@ def test_report_bench_quick_prints_wall_time_and_memory():
     wall = float(re.search(r"report wall time: median ([\d.]+) s over 1 runs", p.stdout).group(1))
     rss = float(re.search(r"report peak RSS: (\d+) MiB", p.stdout).group(1))
     assert 0 < wall < 120 and 50 < rss < 2048
+    built, before = (float(x) for x in re.search(
+        r"short run's report CPU-s \(median of 1\): as built ([\d.]+), with scipy.stats imported first ([\d.]+)",
+        p.stdout).groups())
+    assert 0 < built < before  # the import the report no longer makes is CPU the short run's report saves

@@ -168,7 +168,7 @@ def test_a_run_long_enough_for_its_fall_gets_no_advice():
 
 def test_the_rank_correlation_is_scipys_without_importing_scipy_stats():
     """pandas' Spearman against ``scipy.stats.spearmanr`` on 300 draws with heavy ties, and the report's path
-    leaves ``scipy.stats`` unimported (its 2.6 CPU-s are most of a short run's report)."""
+    leaves ``scipy.stats`` unimported (a third of a short run's report's CPU)."""
     import subprocess
     import sys
 
