@@ -164,9 +164,9 @@ def describe(r: Resource) -> str:
         unit = "RCU" if e.get("units") == "read" else "WCU"
         where = f" of {e['index']}" if e.get("index") else ""
         if e.get("keys"):  # the model's partition, several keys hashed to it
-            keys = e["keys"]
-            named = ", ".join(keys[:3]) + (", ..." if len(keys) > 3 else "")
-            return (f"{r.name}{where} on {e.get('table', '?')}, {len(keys)} keys hashed to it ({named}): "
+            keys, n = e["keys"], int(e.get("keys_seen") or len(e["keys"]))
+            named = ", ".join(keys[:3]) + (", ..." if n > 3 else "")
+            return (f"{r.name}{where} on {e.get('table', '?')}, {n:,} keys hashed to it ({named}): "
                     f"{_n(e.get('used_per_s'))} {unit}/s of the {_n(e.get('limit_per_s'))} a partition takes "
                     f"({_pct(r.utilization)}{_iv(r.interval)})")
         return (f"the partition key {r.name!r}{where} on {e.get('table', '?')}: {_n(e.get('used_per_s'))} {unit}/s of "

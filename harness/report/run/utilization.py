@@ -89,6 +89,7 @@ def limits(info: dict) -> Limits | None:
                   float(ddb.get("partition_write", 1000.0)) * scale, basis)
 
 
+KEYS_KEPT = 20  # a modelled partition's keys named in its evidence, the busiest first
 OUTSIDE = "outside_ms"  # a command-driver iteration's time in no step's span: its processes' start and exit
 OUTSIDE_LABEL = "the commands' own start and exit (outside every step's span)"
 
@@ -248,7 +249,8 @@ class Usage:
 
     def _model_partitions(self, k: pd.DataFrame, a: float, b: float, edges: np.ndarray) -> list[Resource]:
         """Each kind's busiest partition of the model's, when it holds two keys or more (``keys``: the busiest
-        first; ``model_partition`` of ``partitions``): the bucket the model's throttle spends from."""
+        ``KEYS_KEPT`` first, ``keys_seen`` of them in all; ``model_partition`` of ``partitions``): the bucket the
+        model's throttle spends from."""
         if self.model is None:
             return []
         u = bucket_units(k, self.model)
@@ -272,7 +274,7 @@ class Usage:
                                 mean_interval(series / limit),
                                 {"units": kind, "table": table, "index": index or None, "used_per_s": used,
                                  "limit_per_s": limit, "throttles": int(mine["throttles"].sum()),
-                                 "keys": [str(x) for x in names.index], "keys_seen": int(len(names)),
+                                 "keys": [str(x) for x in names.index[:KEYS_KEPT]], "keys_seen": int(len(names)),
                                  "model_partition": int(part), "partitions": self.model.partitions()}))
         return out
 
