@@ -131,7 +131,8 @@ def bound_series(f: dict[str, Any], others: int = 2) -> dict[str, Any] | None:
     cannot = {(u["kind"], u["name"]) for u in overall if not u["can_bind"]}
 
     def label(k: tuple[str, str]) -> str:
-        return f"{k[0]} {k[1]}".strip() + (" (cannot bind)" if k in cannot and k != key else "")
+        said = k[1] if k[1].startswith(f"{k[0]} ") else f"{k[0]} {k[1]}".strip()  # "partition 3 of 4", said once
+        return said + (" (cannot bind)" if k in cannot and k != key else "")
 
     series: dict[str, list[tuple[float, float, float]]] = {label(k): [] for k in keys}
     for d in per:

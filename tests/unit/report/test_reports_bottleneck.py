@@ -16,6 +16,7 @@ import pandas as pd
 import pytest
 
 from harness.report.load import open_run
+from harness.report.run import compute
 from harness.report.run.build import build_report, findings_of
 from harness.report.run.findings import findings
 from tests.support.synthetic import make_lock_run, make_rows, make_run, run_info
@@ -250,6 +251,7 @@ def test_keys_the_model_hashes_to_one_partition_fill_it_together_and_bind(tmp_pa
         assert "3 keys hashed to it" in b["sentence"] and "of the 1,000 a partition takes" in b["sentence"]
         hot = next(u for u in f["utilization"] if u["kind"] == "partition" and u["name"] in three)
         assert hot["utilization"] < 0.4  # the hottest key alone: a third
+        assert compute.bound_series(f)["bound"] == f"partition {p} of {parts}"  # the figure's label says it once
         keyed = [x["name"] for x in f["limits"] if x["kind"] == "key throughput"]
         assert keyed and all(not n.startswith("partition ") for n in keyed)
 
