@@ -27,6 +27,14 @@ def _interval(v: np.ndarray) -> tuple[float, float] | None:
     return (max(m - 1.96 * se, 0.0), m + 1.96 * se)
 
 
+def _by_tick(ts: np.ndarray, role: np.ndarray, cpu: np.ndarray, ticks: np.ndarray,
+             cores: int) -> tuple[np.ndarray, np.ndarray]:
+    """Each tick's share of the cores: the harness's own processes between them, and the machine's total."""
+    own = np.array([cpu[(role != "machine") & (ts == t)].sum() for t in ticks]) / cores
+    total = np.array([cpu[(role == "machine") & (ts == t)].sum() for t in ticks]) / cores
+    return own, total
+
+
 def resources(ts: np.ndarray, process: np.ndarray, role: np.ndarray, cpu: np.ndarray,
               cores: int) -> list[Resource]:
     """The machine (the harness's processes against the cores) and each stand-in by its own CPU, over the
@@ -37,8 +45,7 @@ def resources(ts: np.ndarray, process: np.ndarray, role: np.ndarray, cpu: np.nda
     if len(ticks) < MIN_TICKS or cores < 1:
         return []
     own = role != "machine"
-    per_tick = np.array([cpu[own & (ts == t)].sum() for t in ticks]) / cores
-    total = np.array([cpu[(role == "machine") & (ts == t)].sum() for t in ticks]) / cores
+    per_tick, total = _by_tick(ts, role, cpu, ticks, cores)
     locust = set(process[role == "locust"].tolist())  # named as generator.csv names them: "Locust worker-1"
     shares = {(f"Locust {n}" if n in locust else str(n)): float(cpu[process == n].sum()) / len(ticks)
               for n in np.unique(process[own])}
@@ -74,8 +81,7 @@ def others_full(ts: np.ndarray, role: np.ndarray, cpu: np.ndarray, cores: int) -
     ticks = np.unique(ts)
     if len(ticks) < MIN_TICKS or cores < 1 or not (role == "machine").any():
         return None
-    own = np.array([cpu[(role != "machine") & (ts == t)].sum() for t in ticks]) / cores
-    total = np.array([cpu[(role == "machine") & (ts == t)].sum() for t in ticks]) / cores
+    own, total = _by_tick(ts, role, cpu, ticks, cores)
     busy, other = float(total.mean()), float(np.clip(total - own, 0, None).mean())
     return {"busy": busy, "other": other, "samples": int(len(ticks))} \
         if busy >= CPU_MARK and other >= OTHERS_MARK else None
