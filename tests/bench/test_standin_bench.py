@@ -77,7 +77,8 @@ def test_standin_soak_quick_on_s3_samples_seaweedfs_and_the_bucket(tmp_path):
 
     rows = list(csv.DictReader((tmp_path / "soak.csv").open()))
     weed = [float(r["seaweedfs"]) for r in rows if r["seaweedfs"]]
-    assert len(weed) >= 4 and min(weed) > 20  # weed's resident memory, sampled all along
+    # weed's resident memory, sampled all along: the first sample may catch it starting (8.5 MB, seen under load)
+    assert len(weed) >= 4 and min(weed) > 0 and max(weed) > 20, weed
     listed = [(float(r["objects"]), float(r["bucket_kb"])) for r in rows if r["objects"]]
     # the pruning run's bucket, listed all along: a listing before its first push finds it empty (0 objects, 0 KB,
     # seen in CI under load), and the run's objects and bytes show in the later ones
