@@ -127,7 +127,7 @@ def test_the_readme_shows_the_everyday_commands_in_its_first_screen():
 def test_ci_runs_the_test_command_the_readme_gives_and_builds_the_docs_strictly():
     ci = read(".ci/run")
     commands = re.findall(r"^python -m pytest( .+)?$", ci, re.M)
-    assert commands == [" -n 4"]  # every tier in one invocation: the in-process tests fill the e2e runs' waits
+    assert commands == [" -n 3"]  # every tier in one invocation: the in-process tests fill the e2e runs' waits
     first = read("README.md").split("\n## ", 1)[0]
     assert all(f"`python -m pytest{t}`" in first for t in commands)
     assert re.search(r"^sphinx-build -W .*docs build/docs$", ci, re.M)
