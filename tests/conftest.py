@@ -16,11 +16,13 @@ from harness.datastore.backends.s3 import S3Backend
 from harness.datastore.catalog import Catalog
 from harness.datastore.lock import LockConfig
 from harness.datastore.sync import Datastore, SyncConfig
-from tests.support import s3_endpoint, standin_endpoint
+from tests.support import moto_atomic, s3_endpoint, standin_endpoint
 
 for var in ("AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_DYNAMODB", "AWS_ENDPOINT_URL_S3", "AWS_PROFILE"):
     os.environ.pop(var, None)
 os.environ.update(AWS_ACCESS_KEY_ID="testing", AWS_SECRET_ACCESS_KEY="testing", AWS_DEFAULT_REGION="us-east-1")
+
+moto_atomic.serialize()  # the mock answers one request at a time, as the services apply each atomically
 
 FAST_LOCK = LockConfig(ttl_s=3.0, wait_s=2.0, retry_s=0.05, retry_cap_s=0.1)
 
