@@ -1,6 +1,6 @@
-"""A saturation climb end to end: `harness run SCENARIO --rate LO..HI --steps N` on the embedded default.
+"""A saturation climb end to end: `harness climb SCENARIO --rate LO..HI --steps N` on the embedded default.
 
-One climb (a closed run, then an open run at 1/s and one at 400/s, 5 s each, two users) shared by every
+One climb (a closed run, then an open run at 2/s and one at 400/s, 5 s each, two users) shared by every
 assertion: the low rate is served with a bounded queue, the high one, far past what two users serve, grows
 without bound, and climb.json, the last line and each step's own report say so with the same numbers.
 """
@@ -16,7 +16,9 @@ from tests.e2e.conftest import harness, rows
 
 pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("climb-e2e")]
 
-LO, HI = 1.0, 400.0
+# arrivals are Poisson and the users start about a second into the 5 s: at 1/s CI once saw none in the low step
+# (the climb then says so and goes on, tests/unit/products/test_climb.py); at 2/s none comes about 1 in 400 times
+LO, HI = 2.0, 400.0
 
 
 @pytest.fixture(scope="module")

@@ -1,1 +1,1 @@
-"""`harness run --rate LO..HI`: a climb of open-fleet runs to the saturation point."""
+"""`harness climb SCENARIO --rate LO..HI`: a climb of open-fleet runs to the saturation point."""

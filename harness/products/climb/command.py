@@ -1,4 +1,4 @@
-"""``harness run SCENARIO --rate LO..HI --steps N``: the saturation point, measured.
+"""``harness climb SCENARIO --rate LO..HI --steps N``: the saturation point, measured.
 
 One closed run first (the scenario's own fleet: its rate is what a closed fleet reaches), then one open run
 per rate from LO to HI, each for the run's duration, each a run directory of its own under the climb's
@@ -44,21 +44,33 @@ def climb(opts: RunOptions, env: UserEnvironment, rate_range: tuple[float, float
     base.mkdir(parents=True, exist_ok=True)
     failed: list[str] = []
 
-    def one(name: str, rate: float | None) -> dict[str, Any]:
-        res = run(plan_run(replace(opts, rate_per_s=rate, run_dir=str(base / name), report=True), env))
+    def one(name: str, rate: float | None) -> tuple[dict[str, Any] | None, float]:
+        """The step's findings (None when it finished no iteration: nothing to report, the climb goes on) and
+        its duration as its plan has it (--duration or the scenario's)."""
+        plan = plan_run(replace(opts, rate_per_s=rate, run_dir=str(base / name), report=True), env)
+        res = run(plan)
         failed.extend(f"{name}: {line}" for line in res.failed_checks)
         if res.signal:
             raise HarnessError(f"the climb was stopped ({res.signal}) during {name}; its runs are in {base}")
-        return _findings(res.run_dir)
+        return (_findings(res.run_dir) if res.rows else None), plan.scenario.fleet.duration_s
 
-    closed = one("closed", None)
+    closed, seconds = one("closed", None)
+    if closed is None:
+        raise HarnessError(f"the closed run finished no iteration in {seconds:g}s, so the climb has no "
+                           f"fleet rate to climb beside: lengthen --duration or see {base / 'closed' / 'locust.log'}")
     closed_rate = closed["successes"] / closed["duration_s"]
     print(f"harness: climb {base}: closed fleet {closed_rate:.2f} it/s")
     done = []
     for k, r in enumerate(todo, 1):
-        f = one(f"step-{k:02d}-{r:g}per-s", r)
+        f, seconds = one(f"step-{k:02d}-{r:g}per-s", r)
+        step = {"rate_per_s": r, "run_dir": str(base / f"step-{k:02d}-{r:g}per-s"), "wait": (f or {}).get("wait")}
+        done.append(step)
+        if f is None:  # arrivals are random: a short step at a low rate can see none, or none finish in time
+            step["note"] = (f"no iteration finished in its {seconds:g}s ({r * seconds:.1f} arrivals "
+                            "expected): it says nothing of the wait")
+            print(f"harness: climb step {k}/{len(todo)} at {r:.2f}/s: {step['note']}")
+            continue
         w = f.get("wait") or {}
-        done.append({"rate_per_s": r, "run_dir": str(base / f"step-{k:02d}-{r:g}per-s"), "wait": f.get("wait")})
         print(f"harness: climb step {k}/{len(todo)} at {r:.2f}/s: served {w.get('served_per_s', 0):.2f}/s, wait p50 "
               f"{w.get('p50_ms', 0) / 1000:.2f}s p99 {w.get('p99_ms', 0) / 1000:.2f}s, "
               f"{'growing' if w.get('growing') else 'bounded'}")

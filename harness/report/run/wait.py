@@ -159,14 +159,16 @@ def stage_rows(rows: pd.DataFrame, info: dict, span: Span) -> list[dict[str, Any
 def saturation(steps: list[dict[str, Any]], closed_per_s: float | None) -> dict[str, Any]:
     """Where the wait starts growing without bound, from a climb's steps (each ``rate_per_s`` and its run's
     ``findings.wait``), beside the closed fleet's rate: the last bounded rate, the first growing one."""
-    ordered = sorted(steps, key=lambda s: s["rate_per_s"])
-    growing = [s for s in ordered if s["wait"] and s["wait"]["growing"]]
+    ordered = sorted((s for s in steps if s["wait"]), key=lambda s: s["rate_per_s"])  # a step with no rows: silent
+    growing = [s for s in ordered if s["wait"]["growing"]]
     first = growing[0] if growing else None
-    bounded = [s for s in ordered if s["wait"] and not s["wait"]["growing"]
+    bounded = [s for s in ordered if not s["wait"]["growing"]
                and (first is None or s["rate_per_s"] < first["rate_per_s"])]
     last = bounded[-1] if bounded else None
     closed = f"; the closed fleet's rate {closed_per_s:.2f}/s" if closed_per_s is not None else ""
-    if first is None:
+    if not ordered:
+        said = f"no step finished an iteration, so none says where the wait grows{closed}: lengthen --duration"
+    elif first is None:
         said = f"the queue stayed bounded up to {ordered[-1]['rate_per_s']:.2f}/s{closed}: climb higher to find " \
                "where it grows"
     else:

@@ -216,6 +216,16 @@ def test_the_saturation_point_is_the_first_rate_whose_queue_grows():
                                  "second); bounded up to 4.00/s; the closed fleet's rate 4.30/s.")
     never = saturation([step(1.0, False, 1.0), step(2.0, False, 2.0)], None)
     assert never["grows_from_per_s"] is None and "climb higher" in never["sentence"]
+    # a step that finished no iteration (wait None) says nothing: not bounded, not growing, not the top rate
+    empty = {"rate_per_s": 9.0, "wait": None}
+    assert saturation([step(1.0, False, 1.0), step(2.0, False, 2.0), empty], None)["sentence"] == never["sentence"]
+    assert "bounded up to 2.00/s" in never["sentence"]
+    assert saturation([{**empty, "rate_per_s": 0.5}, step(6.0, True, 4.2), step(4.0, False, 4.0)], 4.3) == {
+        **point, "sentence": point["sentence"]}
+    none = saturation([empty], 4.3)
+    assert none["bounded_up_to_per_s"] is None and none["grows_from_per_s"] is None
+    assert none["sentence"] == ("no step finished an iteration, so none says where the wait grows; the closed "
+                                "fleet's rate 4.30/s: lengthen --duration.")
 
 
 def test_a_rate_range_climbs_in_steps():
