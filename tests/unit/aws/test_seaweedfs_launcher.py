@@ -108,12 +108,38 @@ def test_a_server_that_ignores_sigterm_is_killed_at_the_deadline(fake_weed, tmp_
     s = EmbeddedSeaweedFS(data_dir=tmp_path / "run", weed=weed).start(timeout=30)
     pid, sockets = s.proc.pid, s._sockets
     assert sockets and os.path.isdir(sockets)
+    grpc = [Path(f"/tmp/seaweedfs-{f.split('.')[0]}-grpc-{p}.sock") for f, p in s.ports.items() if "grpc" in f]
+    assert len(grpc) == 5 and all(g.is_socket() for g in grpc)  # weed's own, under /tmp whatever TMPDIR says
     t0 = time.monotonic()
     s.stop(deadline_s=1.0)
     took = time.monotonic() - t0
     assert not _alive(pid)
     assert took >= 1.0  # it was given its deadline, then killed
     assert not os.path.exists(sockets) and not (tmp_path / "run" / "seaweedfs").exists()
+    assert not any(g.exists() for g in grpc)  # killed, weed leaves them: the launcher removes them
+
+
+def test_only_a_grpc_socket_nobody_answers_on_is_removed(tmp_path):
+    import socket
+
+    ports = {"master.port.grpc": 1, "volume.port.grpc": 2, "s3.port": 3}
+    paths = {f: Path(f"/tmp/seaweedfs-{f.split('.')[0]}-grpc-{p}.sock") for f, p in ports.items()}
+    for p in paths.values():
+        p.unlink(missing_ok=True)
+    live, dead, other = socket.socket(socket.AF_UNIX), socket.socket(socket.AF_UNIX), socket.socket(socket.AF_UNIX)
+    try:
+        live.bind(str(paths["master.port.grpc"]))
+        live.listen()
+        dead.bind(str(paths["volume.port.grpc"]))  # bound, never listening: a connect is refused, as a dead one's
+        other.bind(str(paths["s3.port"]))  # not a gRPC port of weed's: not the launcher's to remove
+        assert seaweedfs.stale_grpc_sockets_removed(ports) == [paths["volume.port.grpc"]]
+        assert paths["master.port.grpc"].is_socket() and paths["s3.port"].is_socket()
+        assert not paths["volume.port.grpc"].exists()
+    finally:
+        for s in (live, dead, other):
+            s.close()
+        for p in paths.values():
+            p.unlink(missing_ok=True)
 
 
 def test_without_a_binary_it_says_how_to_install_it(monkeypatch, tmp_path):

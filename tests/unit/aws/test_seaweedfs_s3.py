@@ -290,10 +290,14 @@ def test_a_killed_parent_leaves_no_weed_behind(tmp_path):
             "from harness.aws.standin.seaweedfs import EmbeddedSeaweedFS\n"
             f"s = EmbeddedSeaweedFS(data_dir={str(tmp_path)!r}).start()\n"
             "print(s.proc.pid, flush=True)\n"
+            "print(json.dumps(s.ports), flush=True)\n"
             "time.sleep(600)\n")
-    parent = subprocess.Popen([sys.executable, "-c", code], cwd=ROOT, stdout=subprocess.PIPE, text=True)
+    parent = subprocess.Popen([sys.executable, "-c", "import json\n" + code], cwd=ROOT, stdout=subprocess.PIPE,
+                              text=True)
+    ports: dict[str, int] = {}
     try:
         weed_pid = int(parent.stdout.readline())
+        ports = json.loads(parent.stdout.readline())
         assert psutil.Process(weed_pid).name() == "weed"
         parent.kill()
         parent.wait(10)
@@ -304,3 +308,6 @@ def test_a_killed_parent_leaves_no_weed_behind(tmp_path):
     finally:
         if parent.poll() is None:
             parent.kill()
+        # killed, weed leaves its gRPC sockets under /tmp (nothing of the harness's ran to remove them): the
+        # test cleans up what it caused
+        seaweedfs.stale_grpc_sockets_removed(ports)
