@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import json
 import resource
+import shutil
 import statistics
 import subprocess
 import sys
@@ -105,8 +106,8 @@ def main() -> int:
                         "harness.config.factory, opentelemetry.exporter.otlp.proto.http.trace_exporter"],
                        3 if args.quick else 10)
     server = EmbeddedMoto().start()
+    tmp = Path(tempfile.mkdtemp(prefix="command-cost-"))
     try:
-        tmp = Path(tempfile.mkdtemp(prefix="command-cost-"))
         plan = at(make_plan("namespaced", driver="command", run_dir=str(tmp / "run")), dynamodb=server.url,
                   s3=server.url)
         f = Factory(plan)
@@ -119,6 +120,7 @@ def main() -> int:
         nothing = _driver(true_plan, n)
     finally:
         server.stop()
+        shutil.rmtree(tmp, ignore_errors=True)  # the two runs' rows: the figures below are read already
     per_span = _receiver_cpu_per_span(200 if args.quick else 2000)
 
     def med(rows: list[dict], k: str) -> float:

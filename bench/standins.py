@@ -34,6 +34,7 @@ Soak (memory over a long run): bench/standin_soak.py.
 from __future__ import annotations
 
 import argparse
+import shutil
 import socket
 import statistics
 import subprocess
@@ -124,9 +125,15 @@ def start(name: str) -> Server:
     else:
         from harness.aws import standin
 
-        s = standin.start(name, tempfile.mkdtemp(prefix="bench-standin-"), services=["dynamodb"])  # no S3 server
+        scratch = tempfile.mkdtemp(prefix="bench-standin-")
+        s = standin.start(name, scratch, services=["dynamodb"])  # no S3 server
         pid = s.pids.get(name) or s.pids.get("dynalite") or s.pids["moto"]  # the process serving DynamoDB
-        server = Server(name, s.urls["dynamodb"], s.stop, s.version, (pid,))
+
+        def stop() -> None:
+            s.stop()
+            shutil.rmtree(scratch, ignore_errors=True)  # its log and data: the figures are printed
+
+        server = Server(name, s.urls["dynamodb"], stop, s.version, (pid,))
     client(server.url).list_tables()  # its first answer
     server.start_s = time.monotonic() - t0
     return server

@@ -23,10 +23,12 @@ NUM = r"([0-9][0-9,]*\.?[0-9]*)"
 pytestmark = pytest.mark.bench
 
 
-def _quick(script: str, *args: str, timeout: float = 240) -> str:
-    """Run a bench's quick mode in its own process group: a timeout ends the bench and what it started."""
+def _quick(script: str, *args: str, timeout: float = 240, tmp: Path | None = None) -> str:
+    """Run a bench's quick mode in its own process group: a timeout ends the bench and what it started
+    (``tmp``: its TMPDIR, to see what it leaves there)."""
+    env = {**os.environ, "TMPDIR": str(tmp)} if tmp else None
     proc = subprocess.Popen([sys.executable, str(ROOT / "bench" / script), "--quick", *args], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, cwd=ROOT, start_new_session=True)
+                            stderr=subprocess.PIPE, text=True, cwd=ROOT, start_new_session=True, env=env)
     try:
         out, err = proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
@@ -178,8 +180,9 @@ def test_standins_s3_rows_quick():
     assert share == pytest.approx(server["seaweedfs"][1] / server["moto"][1], abs=0.01)
 
 
-def test_command_cost_quick_prints_the_drivers_cost_beside_the_commands():
-    out = _quick("command_cost.py", "--json", timeout=300)
+def test_command_cost_quick_prints_the_drivers_cost_beside_the_commands(tmp_path):
+    out = _quick("command_cost.py", "--json", timeout=300, tmp=tmp_path)
+    assert not list(tmp_path.glob("command-cost-*"))  # its runs' rows go once read
     fig = json.loads(out.strip().splitlines()[-1])
     assert fig["ok"] == fig["iterations"] == 2 and fig["spans"] > 10
     assert 0 < fig["driver_cpu_ms"] < fig["command_cpu_ms"] and 0 < fig["driver_share_of_cpu"] < 1

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
@@ -17,13 +18,15 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.mark.e2e
-def test_standins_bench_quick_prints_costs_ratios_and_throughput():
+def test_standins_bench_quick_prints_costs_ratios_and_throughput(tmp_path):
     # DynamoDB's rows only: the S3 rows (both candidates, same sizes) are test_bench's test_standins_s3_rows_quick,
     # which runs this bench with --services s3; run here too they were the same figures made twice
     proc = subprocess.run([sys.executable, "bench/standins.py", "--quick", "--services", "dynamodb", "--candidates",
                            "moto-indexed", "--sizes", "0,150", "--samples", "4", "--seconds", "1"],
-                          cwd=ROOT, capture_output=True, text=True, timeout=300)
+                          cwd=ROOT, capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "TMPDIR": str(tmp_path)})
     assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert not list(tmp_path.glob("bench-standin-*"))  # each stand-in's scratch goes with it
     out = proc.stdout
     for req in REQUESTS:  # client p50 and server CPU, each with a ratio of the two sizes
         # (a quick run's few calls may take less server CPU than one clock tick: no ratio then, said so)

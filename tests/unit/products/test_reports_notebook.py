@@ -8,6 +8,8 @@ directory (IndexError from its folder), and opened whatever it found there
 from __future__ import annotations
 
 import json
+import shutil
+import tempfile
 from pathlib import Path
 
 import nbformat
@@ -29,8 +31,14 @@ def _execute(cwd: Path, monkeypatch, **env: str) -> tuple[str, int]:
     for k, v in env.items():
         monkeypatch.setenv(k, v)
     monkeypatch.setenv("MPLBACKEND", "Agg")
+    scratch = Path(tempfile.mkdtemp(prefix="notebook-tmp-"))
+    monkeypatch.setenv("TMPDIR", str(scratch))  # the kernel's: the figures' files must not outlive the run
     nb = nbformat.read(ROOT / "harness" / "products" / "notebook" / "review.ipynb", as_version=4)
-    NotebookClient(nb, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(cwd)}}).execute()
+    try:
+        NotebookClient(nb, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(cwd)}}).execute()
+        assert not [p for p in scratch.rglob("*") if p.suffix == ".png"], "figure files left behind"
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
     outputs = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs]
     text = "".join(o.get("text", "") + "".join(o.get("data", {}).get("text/markdown", "")) for o in outputs)
     images = sum("image/png" in o.get("data", {}) for o in outputs)
