@@ -32,6 +32,7 @@ from harness.core.environment import UserEnvironment
 from harness.core.errors import HarnessError
 from harness.core.exit_codes import ExitCode
 from harness.products.product_dir import product_dir
+from harness.products.story import STORY_JSON
 from harness.products.story import ladder as ladders
 from harness.products.story import story as stories
 from harness.report.run.build import build_report
@@ -189,7 +190,7 @@ def cmd_story(opts: StoryOptions, env: UserEnvironment, say: Callable[[str], Non
     stories.finish(story_dir, interrupted=stopped)
     signame = (stopped or {}).get("signal")
     if signame in ("SIGTERM", "SIGHUP"):  # being shut down: the record is kept, the page is not built now
-        say(f"harness: story recorded in {story_dir / stories.STORY_JSON}; build its page with "
+        say(f"harness: story recorded in {story_dir / STORY_JSON}; build its page with "
             f"`harness report --story {story_dir}`")
     else:
         out = stories.build(story_dir, rebuild=False)

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.core.errors import HarnessError
+from harness.products.story import STORY_JSON
 from harness.products.story import figures as story_figures
 from harness.products.story import numbers as story_numbers
 from harness.products.story import page as story_page
@@ -29,7 +30,6 @@ from harness.report.load import COUNT_COLUMNS, STEP_COLUMNS
 from harness.report.run.build import build_report, run_summary
 from harness.report.show import figures_dir, read_record, write_record
 
-STORY_JSON = "story.json"
 SCHEMA = 1
 STATIC_KEYS = ("number", "name", "fix", "slug", "runs", "expected", "comparison", "why_not", "model")
 

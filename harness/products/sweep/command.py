@@ -24,6 +24,7 @@ from harness.config.plan import RunPlan
 from harness.core.environment import UserEnvironment
 from harness.core.errors import HarnessError
 from harness.products.product_dir import product_dir
+from harness.products.sweep import SWEEP_JSON
 from harness.products.sweep import sweep as sweeps
 from harness.report.run.build import build_report
 from harness.supervisor.run import run
@@ -130,7 +131,7 @@ def cmd_sweep(opts: SweepOptions, env: UserEnvironment, say: Callable[[str], Non
             signame = e.name
     sweeps.finish(sweep_dir, elapsed_s=time.monotonic() - t0, interrupted=signame)
     if signame in ("SIGTERM", "SIGHUP"):
-        say(f"harness: sweep recorded in {sweep_dir / sweeps.SWEEP_JSON}; build its page with "
+        say(f"harness: sweep recorded in {sweep_dir / SWEEP_JSON}; build its page with "
             f"`harness report --sweep {sweep_dir}`")
     else:
         out = sweeps.build(sweep_dir, rebuild=False)

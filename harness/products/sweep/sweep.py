@@ -16,13 +16,12 @@ import os
 from pathlib import Path
 from typing import Any
 
+from harness.products.sweep import SWEEP_JSON, numbers, usl
 from harness.products.sweep import figures as sweep_figures
-from harness.products.sweep import numbers, usl
 from harness.products.sweep import page as sweep_page
 from harness.report.run.build import run_summary
 from harness.report.show import figures_dir, read_record, write_record
 
-SWEEP_JSON = "sweep.json"
 SCHEMA = 1
 
 
