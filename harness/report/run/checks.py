@@ -53,6 +53,7 @@ def undecided(checks: Any) -> str:
 
 
 Locks = list[LockShare] | Callable[[], list[LockShare]] | None
+NO_ROWS = "no iteration was recorded"  # an empty run's one failed check, whatever its scenario asked
 
 
 def results(rows: pd.DataFrame, checks: Any, info: dict | None = None, locks: Locks = None) -> list[CheckResult]:
@@ -61,7 +62,7 @@ def results(rows: pd.DataFrame, checks: Any, info: dict | None = None, locks: Lo
     ``locks``: each lock key's busy share (or how to get them), for ``utilization(lock)`` thresholds.
     """
     if rows.empty:
-        return [CheckResult("rows", False, 0, 1, "no iteration was recorded")]
+        return [CheckResult("rows", False, 0, 1, NO_ROWS)]
     out = [*_aborted(info or {})]
     max_ratio = _get(checks, "max_failure_ratio", 1.0)
     if max_ratio < 1.0:  # at 100 % (the default) no run can fail it: no check, so never "passed 1/1"

@@ -173,9 +173,9 @@ def saturation(steps: list[dict[str, Any]], closed_per_s: float | None) -> dict[
                "where it grows"
     else:
         served = first["wait"]["served_per_s"]
-        below = f"bounded up to {last['rate_per_s']:.2f}/s, " if last else "already at the lowest rate: "
+        below = f"bounded up to {last['rate_per_s']:.2f}/s" if last else "no lower rate was seen bounded"
         said = (f"the wait grows without bound from {first['rate_per_s']:.2f}/s (served {served:.2f}/s, the queue "
-                f"grows {first['wait']['queue_growth_per_s']:.2f} a second); {below.rstrip(', ')}{closed}")
+                f"grows {first['wait']['queue_growth_per_s']:.2f} a second); {below}{closed}")
     return {"bounded_up_to_per_s": last["rate_per_s"] if last else None,
             "grows_from_per_s": first["rate_per_s"] if first else None,
             "served_at_saturation_per_s": first["wait"]["served_per_s"] if first else None,

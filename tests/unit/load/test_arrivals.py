@@ -222,6 +222,10 @@ def test_the_saturation_point_is_the_first_rate_whose_queue_grows():
     assert "bounded up to 2.00/s" in never["sentence"]
     assert saturation([{**empty, "rate_per_s": 0.5}, step(6.0, True, 4.2), step(4.0, False, 4.0)], 4.3) == {
         **point, "sentence": point["sentence"]}
+    at_once = saturation([{**empty, "rate_per_s": 0.5}, step(6.0, True, 4.2)], 4.3)
+    assert at_once["bounded_up_to_per_s"] is None and at_once["sentence"] == (
+        "the wait grows without bound from 6.00/s (served 4.20/s, the queue grows 1.80 a second); no lower rate was "
+        "seen bounded; the closed fleet's rate 4.30/s.")
     none = saturation([empty], 4.3)
     assert none["bounded_up_to_per_s"] is None and none["grows_from_per_s"] is None
     assert none["sentence"] == ("no step finished an iteration, so none says where the wait grows; the closed "

@@ -14,7 +14,10 @@ from harness.core.environment import UserEnvironment
 from harness.core.errors import HarnessError
 from harness.core.exit_codes import ExitCode
 from harness.products.climb import command
+from harness.report.run.checks import NO_ROWS
 from harness.supervisor.run import RunResult
+
+ALSO: list[str] = []  # another failed check of an empty run, set by a test
 
 
 def _wait(rate: float, served: float) -> dict:
@@ -25,14 +28,16 @@ def _wait(rate: float, served: float) -> dict:
 
 @pytest.fixture
 def recorded(monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
-    """Each step's rows by its directory's name (absent: 10 rows); a run with rows serves up to 5/s."""
+    """Each step's rows by its directory's name (absent: 10 rows); a run with rows serves up to 5/s, one without
+    fails the check every empty run fails (and those in ``ALSO``)."""
     rows: dict[str, int] = {}
     plans: list = []
 
     def run(plan) -> RunResult:  # noqa: ANN001 - a RunPlan
         plans.append(plan)
         d = Path(plan.run_dir)
-        return RunResult(d, rows.get(d.name, 10), [], 0)
+        n = rows.get(d.name, 10)
+        return RunResult(d, n, [] if n else [*ALSO, NO_ROWS], 0)
 
     def findings(run_dir: Path) -> dict:
         fleet = next(p.scenario.fleet for p in plans if Path(p.run_dir) == run_dir)
@@ -48,7 +53,7 @@ def recorded(monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
 def test_a_step_with_no_rows_is_said_and_skipped(recorded, tmp_path, capsys) -> None:
     recorded["step-01-1per-s"] = 0
     opts = RunOptions(scenario="namespaced", duration_s=5.0, run_dir=str(tmp_path / "c"))
-    assert command.climb(opts, UserEnvironment(), (1.0, 9.0), 3) == ExitCode.OK
+    assert command.climb(opts, UserEnvironment(), (1.0, 9.0), 3) == ExitCode.OK  # its empty run's check: not failed
     c = json.loads((tmp_path / "c" / "climb.json").read_text())
     first, *others = c["steps"]
     assert first["wait"] is None and first["note"] == ("no iteration finished in its 5s (5.0 arrivals expected): "
@@ -68,3 +73,12 @@ def test_a_closed_run_with_no_rows_stops_the_climb_before_any_step(recorded, tmp
                                            r"rate to climb beside: lengthen --duration or see .*closed/locust.log$"):
         command.climb(opts, UserEnvironment(), (1.0, 9.0), 2)
     assert not (tmp_path / "c" / "climb.json").exists()
+
+
+def test_an_empty_steps_other_failed_checks_still_fail_the_climb(recorded, tmp_path, capsys, monkeypatch) -> None:
+    recorded["step-01-1per-s"] = 0
+    monkeypatch.setattr(f"{__name__}.ALSO", ["the run did not complete: a Locust process died"])
+    opts = RunOptions(scenario="namespaced", duration_s=5.0, run_dir=str(tmp_path / "c"))
+    assert command.climb(opts, UserEnvironment(), (1.0, 9.0), 2) == ExitCode.CHECKS_FAILED
+    err = capsys.readouterr().err.splitlines()
+    assert err == ["harness: check failed: step-01-1per-s: the run did not complete: a Locust process died"]
