@@ -85,15 +85,20 @@ _PORT_TROUBLE = re.compile(r"^.*(Port allocation failed|finding alternative port
 _VERSION = re.compile(r"version\s+\S+\s+(\d+(?:\.\d+)+)")
 
 
+def grpc_socket(flag: str, port: int) -> Path:
+    """Where weed puts the unix socket of a gRPC port (``master.port.grpc`` ...): a fixed path under /tmp,
+    whatever TMPDIR says (the pattern is in the binary)."""
+    return Path(f"/tmp/seaweedfs-{flag.split('.')[0]}-grpc-{port}.sock")
+
+
 def stale_grpc_sockets_removed(ports: dict[str, int]) -> list[Path]:
-    """Remove the gRPC unix sockets weed made for ``ports`` and left behind (the paths are weed's own, fixed
-    under /tmp whatever TMPDIR says; weed removes them on SIGTERM, not when killed). Only a socket nobody
-    answers on goes: a port may already be another weed's."""
+    """Remove the gRPC unix sockets weed made for ``ports`` and left behind (``grpc_socket``; weed removes them
+    on SIGTERM, not when killed). Only a socket nobody answers on goes: a port may already be another weed's."""
     import socket
 
     gone = []
     for flag, port in ports.items():
-        path = Path(f"/tmp/seaweedfs-{flag.split('.')[0]}-grpc-{port}.sock")
+        path = grpc_socket(flag, port)
         if not flag.endswith(".port.grpc") or not path.is_socket():
             continue
         with socket.socket(socket.AF_UNIX) as probe:

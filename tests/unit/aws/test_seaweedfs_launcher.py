@@ -108,7 +108,7 @@ def test_a_server_that_ignores_sigterm_is_killed_at_the_deadline(fake_weed, tmp_
     s = EmbeddedSeaweedFS(data_dir=tmp_path / "run", weed=weed).start(timeout=30)
     pid, sockets = s.proc.pid, s._sockets
     assert sockets and os.path.isdir(sockets)
-    grpc = [Path(f"/tmp/seaweedfs-{f.split('.')[0]}-grpc-{p}.sock") for f, p in s.ports.items() if "grpc" in f]
+    grpc = [seaweedfs.grpc_socket(f, p) for f, p in s.ports.items() if "grpc" in f]
     assert len(grpc) == 5 and all(g.is_socket() for g in grpc)  # weed's own, under /tmp whatever TMPDIR says
     t0 = time.monotonic()
     s.stop(deadline_s=1.0)
@@ -123,7 +123,7 @@ def test_only_a_grpc_socket_nobody_answers_on_is_removed(tmp_path):
     import socket
 
     ports = {"master.port.grpc": 1, "volume.port.grpc": 2, "s3.port": 3}
-    paths = {f: Path(f"/tmp/seaweedfs-{f.split('.')[0]}-grpc-{p}.sock") for f, p in ports.items()}
+    paths = {f: seaweedfs.grpc_socket(f, p) for f, p in ports.items()}
     for p in paths.values():
         p.unlink(missing_ok=True)
     live, dead, other = socket.socket(socket.AF_UNIX), socket.socket(socket.AF_UNIX), socket.socket(socket.AF_UNIX)
